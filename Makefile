@@ -1,0 +1,58 @@
+# numfuse: the two commands a new user needs.
+#   make demo   - install what is missing, build, run the Black-Scholes demo against NumPy
+#   make test   - install what is missing, build, run the whole test suite (pytest + C++ units)
+# Everything is installed by these targets: Debian packages with apt-get,
+# Python packages with pip into ./.venv.
+
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+VPY := $(VENV)/bin/python
+BUILD := build/py
+APT_PACKAGES := llvm-19-dev libclang-19-dev libclang-cpp19-dev libomp-19-dev libtbb-dev libopenblas-dev \
+                libgtest-dev cmake g++ python3-venv
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: demo test build deps system-deps python-deps cpp-test py-test bench clean
+
+demo: build
+	$(VPY) examples/black_scholes.py
+
+test: build
+	$(MAKE) --no-print-directory cpp-test py-test
+
+deps: system-deps python-deps
+
+system-deps:
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
+	fi
+
+$(VPY):
+	$(PYTHON) -m venv $(VENV)
+
+python-deps: $(VPY)
+	@$(VPY) -c "import numpy, pybind11, scikit_build_core, pytest, hypothesis, scipy" 2>/dev/null || \
+	  $(VPY) -m pip install -q --upgrade pip -r requirements-dev.txt
+
+# Builds the extension (incrementally, in $(BUILD)) together with the C++ tests
+# and installs it into the virtual environment.
+build: deps
+	$(VPY) -m pip install -q --no-build-isolation \
+	  -Ccmake.define.NUMFUSE_BUILD_TESTS=ON -Cbuild-dir=$(BUILD) .
+
+cpp-test:
+	cd $(BUILD) && ctest --output-on-failure -j2
+
+py-test:
+	cd tests && ../$(VPY) -m pytest -q -x --durations=10 ; rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest: no tests collected"; exit 1; fi; exit $$rc
+
+bench: build
+	$(VPY) -m pip install -q numexpr numba "jax[cpu]" "dask[array]" matplotlib
+	$(VPY) benchmarks/run.py
+
+clean:
+	rm -rf build $(VENV)

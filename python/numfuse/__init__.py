@@ -1,0 +1,201 @@
+"""numfuse: a NumPy that fuses.
+
+``import numfuse as np`` and run NumPy code. Operations are recorded lazily;
+at a sync point (printing a value, converting to NumPy, ``bool()``, or an
+explicit ``numfuse.flush()``) the recorded stream is fused into kernels,
+expressed as Multi-Dimensional Homomorphisms, compiled in process with clang
+and LLVM ORC (OpenMP on the CPU), cached, and run.
+
+Anything numfuse does not implement runs with NumPy (with a one-time
+``FallbackWarning``). See ``numfuse.explain()`` for what the last flush did.
+"""
+
+import builtins as _builtins
+
+import numpy as _np
+
+from . import _core
+from ._hooks import NumfuseWarning
+from ._fallback import FallbackWarning
+
+__version__ = "0.1.0"
+
+ndarray = _core.ndarray
+
+# Types and constants are NumPy's own objects (so dtype=np.float32 works both ways).
+from numpy import (  # noqa: E402,F401
+    bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64, intp, uintp, float16, float32, float64,
+    complex64, complex128, longlong, ulonglong, byte, ubyte, short, ushort, intc, uintc, half, single, double,
+    longdouble, csingle, cdouble, clongdouble, generic, number, integer, signedinteger, unsignedinteger, inexact,
+    floating, complexfloating, dtype, finfo, iinfo, pi, e, inf, nan, newaxis, euler_gamma, errstate, result_type,
+    can_cast, promote_types, min_scalar_type, issubdtype, isscalar, iterable, broadcast_shapes, index_exp, s_,
+    get_printoptions, set_printoptions, printoptions, seterr, geterr, little_endian, exceptions,
+)
+
+bool = _np.bool  # numpy 2 name
+int_ = _np.int_
+float_ = _np.float64
+object_ = _np.object_
+str_ = _np.str_
+
+from ._ufuncs import UFUNCS as _UFUNCS, ufunc, divmod_ as divmod  # noqa: E402
+
+globals().update(_UFUNCS)
+
+from ._creation import (  # noqa: E402,F401
+    array, asarray, asanyarray, ascontiguousarray, asfortranarray, empty, empty_like, zeros, zeros_like, ones,
+    ones_like, full, full_like, arange, linspace, logspace, eye, identity, copy,
+)
+from ._reductions import (  # noqa: E402,F401
+    sum, prod, max, min, amax, amin, any, all, argmax, argmin, mean, var, std, count_nonzero, ptp, nansum,
+    nanprod, nanmean,
+)
+from ._manip import (  # noqa: E402,F401
+    reshape, ravel, transpose, permute_dims, swapaxes, moveaxis, expand_dims, squeeze, broadcast_to,
+    broadcast_arrays, atleast_1d, atleast_2d, atleast_3d, where, concatenate, stack, vstack, hstack, dstack,
+    column_stack, row_stack, flip, fliplr, flipud, split, array_split, diagonal, trace, diff, shape, ndim, size,
+)
+from . import linalg, random, testing, fft  # noqa: E402,F401
+from .linalg import matmul, dot, vdot, inner, outer, tensordot  # noqa: E402,F401
+from ._config import config, explain, profile, set_option, get_option, options  # noqa: E402,F401
+from . import _fallback, _hooks, _array  # noqa: E402
+
+concat = concatenate
+
+# Not compiled yet: NumPy through the fallback (flush, run, wrap, warn once).
+nonzero = _fallback.numpy_function(_np.nonzero, "numpy.nonzero")
+argsort = _fallback.numpy_function(_np.argsort, "numpy.argsort")
+
+
+def flush():
+    """Block until every pending operation has been computed.
+
+    Use it to time numfuse code: ``t0 = time.perf_counter(); f(); numfuse.flush()``.
+    """
+    _core.flush("flush()")
+
+
+def round(a, decimals=0, out=None):
+    """numpy.round: round half to even, scaling by 10**decimals like NumPy."""
+    a = asarray(a)
+    if a.dtype.kind in "biu":
+        if decimals >= 0:
+            r = a.copy() if out is None else _UFUNCS["positive"](a, out=out)
+            return r
+        return _fallback.call_numpy(_np.round, (a, decimals), dict(out=out), "numpy.round (integer, decimals<0)")
+    if decimals == 0:
+        return _UFUNCS["rint"](a, out=out)
+    if decimals > 0:
+        f = float(10.0 ** decimals)
+        y = _UFUNCS["multiply"](a, f)
+        return _UFUNCS["divide"](_UFUNCS["rint"](y), f, out=out)
+    f = float(10.0 ** -decimals)
+    y = _UFUNCS["divide"](a, f)
+    return _UFUNCS["multiply"](_UFUNCS["rint"](y), f, out=out)
+
+
+around = round
+
+
+def clip(a, a_min=_np._NoValue, a_max=_np._NoValue, out=None, *, min=_np._NoValue, max=_np._NoValue, **kwargs):
+    """numpy.clip, as maximum/minimum (one fused pass)."""
+    lo = a_min if a_min is not _np._NoValue else (min if min is not _np._NoValue else None)
+    hi = a_max if a_max is not _np._NoValue else (max if max is not _np._NoValue else None)
+    if kwargs:
+        return _fallback.call_numpy(_np.clip, (a, lo, hi), dict(out=out, **kwargs), "numpy.clip")
+    r = asarray(a)
+    if lo is None and hi is None:
+        return r.copy() if out is None else _UFUNCS["positive"](r, out=out)
+    if lo is not None:
+        r = _UFUNCS["maximum"](r, lo, out=out if hi is None else None)
+    if hi is not None:
+        r = _UFUNCS["minimum"](r, hi, out=out)
+    return r
+
+
+def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """numpy.isclose (NumPy 2's formula, recorded)."""
+    x = a if isinstance(a, (int, float)) else asarray(a)
+    y = b if isinstance(b, (int, float)) else asarray(b)
+    if hasattr(y, "dtype"):
+        dt = _np.result_type(y.dtype, 1.0)
+        y = y.astype(dt, copy=False)
+    elif isinstance(y, int):
+        y = float(y)
+    U = _UFUNCS
+    result = U["bitwise_or"](U["bitwise_and"](U["less_equal"](U["absolute"](U["subtract"](x, y)),
+                                                              U["add"](atol, U["multiply"](rtol, U["absolute"](y)))),
+                                              U["isfinite"](y)),
+                             U["equal"](x, y))
+    if equal_nan:
+        result = U["bitwise_or"](result, U["bitwise_and"](U["isnan"](x), U["isnan"](y)))
+    return result
+
+
+def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    return _builtins.bool(all(isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)))
+
+
+def array_equal(a1, a2, equal_nan=False):
+    a1, a2 = asarray(a1), asarray(a2)
+    if a1.shape != a2.shape:
+        return False
+    eq = _UFUNCS["equal"](a1, a2)
+    if equal_nan:
+        eq = _UFUNCS["bitwise_or"](eq, _UFUNCS["bitwise_and"](_UFUNCS["isnan"](a1), _UFUNCS["isnan"](a2)))
+    return _builtins.bool(all(eq))
+
+
+def fabs(x, out=None):
+    """numpy.fabs: absolute value as a float."""
+    x = asarray(x)
+    if x.dtype.kind in "biu":
+        x = x.astype(_np.float64)
+    return _UFUNCS["absolute"](x, out=out)
+
+
+def may_share_memory(a, b, max_work=None):
+    if type(a) is ndarray and type(b) is ndarray:
+        return a._may_share_memory(b)
+    return _fallback.call_numpy(_np.may_share_memory, (a, b), {}, "numpy.may_share_memory", warn=False)
+
+
+shares_memory = may_share_memory
+
+
+def _fancy_getitem(self, key):
+    _fallback.warn_once("advanced (integer/boolean array) indexing")
+    sources = []
+    k = _fallback.to_numpy(key, sources, writeable=False)
+    res = self._to_numpy(False)[k]
+    if isinstance(res, _np.ndarray):
+        return _fallback.wrap(res, sources + [self._to_numpy(False)])
+    return res
+
+
+def _fancy_setitem(self, key, value):
+    _fallback.warn_once("advanced (integer/boolean array) indexing")
+    k = _fallback.to_numpy(key, [], writeable=False)
+    v = _fallback.to_numpy(value, [], writeable=False)
+    if self._readonly:
+        raise ValueError("assignment destination is read-only")
+    self._to_numpy(True)[k] = v
+
+
+def _ufunc_fallback(name, args, out):
+    uf = _UFUNCS[name]
+    from ._ufuncs import _np_fallback
+
+    r = _np_fallback(uf, args, out, None, {})
+    return out if out is not None else r
+
+
+_core._set_index_hooks(_fancy_getitem, _fancy_setitem, _ufunc_fallback)
+_hooks.install()
+_array._install(globals())
+
+from ._config import apply_environment as _apply_environment  # noqa: E402
+
+_apply_environment()
+
+__getattr__ = _fallback.module_getattr(_np, "numfuse")

@@ -1,0 +1,283 @@
+"""Methods of numfuse.ndarray written in Python (the operators and views that
+must be fast live in C++, src/python/array.cc).
+
+Sync points (values leave numfuse): repr/str, bool/int/float, item, tolist,
+__array__, iteration over values, and any NumPy fallback.
+"""
+
+import copy as _copy
+import operator
+
+import numpy as np
+
+from . import _core, _fallback
+
+ndarray = _core.ndarray
+_NoValue = np._NoValue
+
+
+def _install(ns):
+    """Attach methods to ndarray. `ns` is the numfuse namespace (functions)."""
+    U = ns["_UFUNCS"]
+    C = ndarray
+
+    # -- conversion / sync points ---------------------------------------------
+    def __array__(self, dtype=None, copy=None):
+        a = self._to_numpy(False)
+        if dtype is not None and np.dtype(dtype) != a.dtype:
+            if copy is False:
+                raise ValueError("Unable to avoid copy while creating an array as requested.")
+            return a.astype(dtype)
+        if copy:
+            return a.copy()
+        return a
+
+    def __repr__(self):
+        return repr(self._to_numpy(False))
+
+    def __str__(self):
+        return str(self._to_numpy(False))
+
+    def __format__(self, spec):
+        if self.ndim == 0:
+            return format(self._to_numpy(False).item(), spec)
+        return format(str(self), spec)
+
+    def __bool__(self):
+        return bool(self._to_numpy(False))
+
+    def __float__(self):
+        return float(self._to_numpy(False))
+
+    def __int__(self):
+        return int(self._to_numpy(False))
+
+    def __complex__(self):
+        return complex(self._to_numpy(False))
+
+    def __index__(self):
+        return operator.index(self._to_numpy(False))
+
+    def item(self, *args):
+        return self._to_numpy(False).item(*args)
+
+    def tolist(self):
+        return self._to_numpy(False).tolist()
+
+    def tobytes(self, order="C"):
+        return self._to_numpy(False).tobytes(order)
+
+    def __iter__(self):
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d array")
+        for i in range(self.shape[0]):
+            yield self[i]
+
+    def __contains__(self, value):
+        return bool(U["equal"](self, value).any())
+
+    def __copy__(self):
+        return self.copy()
+
+    def __deepcopy__(self, memo):
+        return self.copy()
+
+    def __reduce__(self):
+        return (_from_numpy_copy, (self._to_numpy(False).copy(),))
+
+    def __delitem__(self, key):
+        raise ValueError("cannot delete array elements")
+
+    # -- operators that need Python-level dispatch --------------------------------
+    def __pow__(self, other, mod=None):
+        if mod is not None:
+            return NotImplemented
+        return self._pow(other)
+
+    def __rpow__(self, other, mod=None):
+        return self._rpow(other)
+
+    def __ipow__(self, other):
+        return self._ipow(other)
+
+    def __matmul__(self, other):
+        return ns["matmul"](self, other)
+
+    def __rmatmul__(self, other):
+        return ns["matmul"](other, self)
+
+    def __imatmul__(self, other):
+        r = ns["matmul"](self, other)
+        self[...] = r
+        return self
+
+    def __divmod__(self, other):
+        return U["floor_divide"](self, other), U["remainder"](self, other)
+
+    def __rdivmod__(self, other):
+        return U["floor_divide"](other, self), U["remainder"](other, self)
+
+    def __round__(self, ndigits=None):
+        if ndigits is None and self.ndim == 0:
+            return round(self.item())
+        return ns["round"](self, ndigits or 0)
+
+    # -- NumPy protocols ------------------------------------------------------------
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        from ._ufuncs import array_ufunc
+
+        return array_ufunc(self, ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        from ._dispatch import array_function
+
+        return array_function(func, types, args, kwargs)
+
+    # -- properties ---------------------------------------------------------------
+    C.T = property(lambda self: self._transpose(None))
+    C.mT = property(lambda self: self._swapaxes(-1, -2))
+    C.real = property(lambda self: self)
+    C.imag = property(lambda self: ns["zeros_like"](self))
+    C.flags = property(lambda self: _Flags(self))
+    C.base = property(lambda self: None)
+    C.flat = property(lambda self: self.reshape(-1))
+    C.device = property(lambda self: "cpu")
+    C.__array_priority__ = 100.0
+
+    # -- methods delegating to the numfuse functions --------------------------------
+    def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
+        dt = np.dtype(dtype)
+        if casting != "unsafe" and not np.can_cast(self.dtype, dt, casting):
+            raise TypeError(f"Cannot cast array data from {self.dtype!r} to {dt!r} according to the rule "
+                            f"'{casting}'")
+        if dt == self.dtype and not copy:
+            return self
+        r = self._astype(dt, order == "C")
+        if r is NotImplemented:
+            _fallback.warn_once(f"astype to {dt}")
+            return self._to_numpy(False).astype(dt, order=order)
+        return r
+
+    def copy(self, order="C"):
+        if order == "F":
+            return _fcopy(self)
+        return self._astype(self.dtype, order != "K")
+
+    def fill(self, value):
+        self[...] = value
+
+    def reshape(self, *shape, order="C", copy=None):
+        if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
+            shape = shape[0]
+        return ns["reshape"](self, shape, order=order, copy=copy)
+
+    def transpose(self, *axes):
+        if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
+            axes = axes[0]
+        return self._transpose(tuple(axes) if axes else None)
+
+    def flatten(self, order="C"):
+        return ns["ravel"](self, order).copy()
+
+    def view(self, dtype=None, type=None):
+        if dtype is None or np.dtype(dtype) == self.dtype:
+            return self[...]
+        return _fallback.call_numpy(lambda a: a.view(dtype), (self,), {}, "ndarray.view(dtype)")
+
+    def dot(self, b, out=None):
+        return ns["dot"](self, b, out=out)
+
+    def clip(self, min=None, max=None, out=None, **kwargs):
+        return ns["clip"](self, min, max, out=out, **kwargs)
+
+    def round(self, decimals=0, out=None):
+        return ns["round"](self, decimals, out=out)
+
+    def conj(self):
+        return U["conjugate"](self)
+
+    def nonzero(self):
+        return ns["nonzero"](self)
+
+    def sort(self, axis=-1, kind=None, order=None):
+        self._to_numpy(True).sort(axis=axis, kind=kind, order=order)
+
+    def argsort(self, axis=-1, kind=None, order=None, *, stable=None):
+        return ns["argsort"](self, axis=axis, kind=kind, order=order)
+
+    def __getattr__(self, name):
+        # Any other ndarray method: run NumPy's on the flushed data.
+        if name.startswith("__") or not hasattr(np.ndarray, name):
+            raise AttributeError(f"'numfuse.ndarray' object has no attribute '{name}'")
+        meth = getattr(np.ndarray, name)
+
+        def call(*args, **kwargs):
+            return _fallback.call_numpy(meth, (self,) + args, kwargs, f"ndarray.{name}")
+
+        return call
+
+    local = dict(locals())
+    for name, fn in local.items():
+        if callable(fn) and name not in ("ns", "U", "C"):
+            setattr(C, name, fn)
+    conj_name = "conjugate"
+    setattr(C, conj_name, C.conj)
+
+    def method(fname, npname=None):
+        f = ns[fname]
+
+        def m(self, *args, **kwargs):
+            return f(self, *args, **kwargs)
+
+        m.__name__ = npname or fname
+        m.__doc__ = getattr(f, "__doc__", None)
+        return m
+
+    for name in ("sum", "prod", "max", "min", "any", "all", "argmax", "argmin", "mean", "var", "std", "ptp",
+                 "squeeze", "swapaxes", "ravel", "diagonal", "trace", "cumsum", "cumprod", "repeat", "take",
+                 "searchsorted", "compress", "choose", "put", "argpartition", "partition"):
+        if name in ns:
+            setattr(C, name, method(name))
+
+
+class _Flags:
+    def __init__(self, a):
+        self._a = a
+
+    @property
+    def c_contiguous(self):
+        return self._a._c_contiguous
+
+    @property
+    def f_contiguous(self):
+        return self._a._f_contiguous
+
+    @property
+    def writeable(self):
+        return not self._a._readonly
+
+    @property
+    def owndata(self):
+        return self._a._owns_data
+
+    aligned = True
+
+    def __getitem__(self, k):
+        key = {"C_CONTIGUOUS": "c_contiguous", "C": "c_contiguous", "F_CONTIGUOUS": "f_contiguous",
+               "F": "f_contiguous", "WRITEABLE": "writeable", "W": "writeable", "OWNDATA": "owndata",
+               "O": "owndata", "ALIGNED": "aligned", "A": "aligned"}[k.upper()]
+        return getattr(self, key)
+
+    def __repr__(self):
+        return (f"  C_CONTIGUOUS : {self.c_contiguous}\n  F_CONTIGUOUS : {self.f_contiguous}\n"
+                f"  OWNDATA : {self.owndata}\n  WRITEABLE : {self.writeable}\n  ALIGNED : True")
+
+
+def _fcopy(a):
+    out = _core.empty(a.shape[::-1], a.dtype).T if a.ndim > 1 else _core.empty(a.shape, a.dtype)
+    out[...] = a
+    return out
+
+
+def _from_numpy_copy(arr):
+    return _core.from_numpy(arr, True)

@@ -1,0 +1,145 @@
+"""Configuration (``numfuse.config`` and ``NUMFUSE_*`` environment variables)
+and diagnostics (``numfuse.explain``, ``numfuse.profile``)."""
+
+import contextlib
+import os
+import time
+
+from . import _core, _fallback
+
+_ENV = {
+    "NUMFUSE_NUM_THREADS": "threads",
+    "NUMFUSE_DUMP": "dump",
+    "NUMFUSE_FUSION": "fusion",
+    "NUMFUSE_MAX_WINDOW": "max_window",
+    "NUMFUSE_FALLBACK_WARNINGS": "fallback_warnings",
+}
+
+
+def _truthy(v):
+    return str(v).lower() not in ("0", "false", "no", "off", "")
+
+
+_SETTERS = {
+    "threads": (lambda v: _core.set_num_threads(int(v)), _core.get_num_threads),
+    "dump": (lambda v: _core.set_dump(_truthy(v)), _core.get_dump),
+    "fusion": (lambda v: _core.set_fusion(_truthy(v)), _core.get_fusion),
+    "max_window": (lambda v: _core.set_max_window(int(v)), _core.get_max_window),
+    "fallback_warnings": (lambda v: _fallback.set_warnings(_truthy(v)), _fallback.warnings_enabled),
+}
+
+
+def set_option(name, value):
+    if name not in _SETTERS:
+        raise ValueError(f"unknown numfuse option {name!r}; options are {sorted(_SETTERS)}")
+    _SETTERS[name][0](value)
+
+
+def get_option(name):
+    if name not in _SETTERS:
+        raise ValueError(f"unknown numfuse option {name!r}; options are {sorted(_SETTERS)}")
+    return _SETTERS[name][1]()
+
+
+def options():
+    return {k: g() for k, (_, g) in _SETTERS.items()}
+
+
+@contextlib.contextmanager
+def config(**opts):
+    """Temporarily change numfuse options, e.g. ``with numfuse.config(dump=True):``.
+
+    Options: threads (OpenMP threads per kernel), dump (print generated
+    kernels and cache hits), fusion (False runs one operation per kernel),
+    max_window (tasks recorded before an automatic flush), fallback_warnings.
+    Pending work is flushed on entry and exit so options apply cleanly.
+    """
+    _core.flush("config")
+    old = {k: get_option(k) for k in opts}
+    try:
+        for k, v in opts.items():
+            set_option(k, v)
+        yield
+    finally:
+        _core.flush("config")
+        for k, v in old.items():
+            set_option(k, v)
+
+
+def apply_environment():
+    for env, opt in _ENV.items():
+        if env in os.environ:
+            set_option(opt, os.environ[env])
+
+
+class Explanation:
+    """What the last flush did: its groups (fused kernels), why each group
+    ended, which arrays were never materialized, and which line synced."""
+
+    def __init__(self, report):
+        self.report = report
+        self.groups = report["groups"]
+
+    def __str__(self):
+        r = self.report
+        lines = [f"flush: {r['tasks']} operations -> {len(self.groups)} kernels "
+                 f"(synced by {r['sync_reason']} at {r['sync_site']})",
+                 f"  analyse {r['analyse_ms']:.3f} ms, compile {r['compile_ms']:.3f} ms "
+                 f"({r['kernels_compiled']} compiled, {r['memory_hits']} cached), run {r['run_ms']:.3f} ms"]
+        for i, g in enumerate(self.groups):
+            kind = "library routine" if g["extern"] else ("cache hit" if g["cache_hit"] else "compiled")
+            lines.append(f"group {i}: {len(g['ops'])} ops [{kind}, {g['run_ms']:.3f} ms]: " + ", ".join(g["ops"]))
+            if g["temporaries"]:
+                lines.append(f"  temporaries never allocated: {len(g['temporaries'])} "
+                             f"(buffers {', '.join('#' + str(t) for t in g['temporaries'])})")
+            lines.append(f"  ended by: {g['stop_reason']}")
+            for l in g["mdh"].splitlines():
+                lines.append("  " + l)
+            if g["schedule"]:
+                lines.append("  schedule: " + g["schedule"])
+        for w in r["warnings"]:
+            lines.append("warning: " + w)
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+    def _repr_pretty_(self, p, cycle):
+        p.text(str(self))
+
+
+def explain():
+    """Describe the last flush (see :class:`Explanation`)."""
+    return Explanation(_core.last_report())
+
+
+class Profile(dict):
+    def __str__(self):
+        return ("numfuse profile: "
+                f"record {self['record_ms']:.1f} ms, analyse {self['analyse_ms']:.1f} ms, "
+                f"compile {self['compile_ms']:.1f} ms, run {self['run_ms']:.1f} ms; "
+                f"{self['flushes']} flushes, {self['tasks']} ops, {self['kernels_run']} kernels run, "
+                f"{self['kernels_compiled']} compiled, {self['memory_hits']} memory-cache hits, "
+                f"{self['disk_hits']} disk-cache hits")
+
+    __repr__ = __str__
+
+
+@contextlib.contextmanager
+def profile():
+    """Profile a block: ``with numfuse.profile() as p: ...; print(p)``.
+
+    Splits time into record (Python + recording), analyse (fusion + MDH),
+    compile and run, and counts cache hits."""
+    _core.flush("profile")
+    _core.reset_profile()
+    p = Profile()
+    t0 = time.perf_counter()
+    try:
+        yield p
+    finally:
+        _core.flush("profile")
+        total = (time.perf_counter() - t0) * 1e3
+        d = _core.profile()
+        d["record_ms"] = max(total - d["analyse_ms"] - d["compile_ms"] - d["run_ms"], 0.0)
+        d["total_ms"] = total
+        p.update(d)

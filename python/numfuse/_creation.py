@@ -1,0 +1,234 @@
+"""Array creation. Constant fills, ranges and identity matrices are recorded
+as tasks (so they fuse and are never materialized if temporary); arrays built
+from Python data go through NumPy once and are adopted without a copy."""
+
+import math
+import operator
+
+import numpy as np
+
+from . import _core, _fallback
+
+ndarray = _core.ndarray
+
+
+def _shape(shape):
+    if isinstance(shape, (int, np.integer)):
+        return (operator.index(shape),)
+    try:
+        return tuple(operator.index(s) for s in shape)
+    except TypeError:
+        raise TypeError(f"'{type(shape).__name__}' object cannot be interpreted as an integer") from None
+
+
+def _dtype(dtype, default=np.float64):
+    return np.dtype(default if dtype is None else dtype)
+
+
+def _check_order(order, name):
+    if order not in ("C", "F", "A", "K", None):
+        raise ValueError(f"order must be one of 'C', 'F', 'A', or 'K' (got '{order}')")
+
+
+def array(object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, like=None):
+    """numpy.array: a numfuse array holding a copy of `object` (or `object`
+    itself when copy=False allows it)."""
+    if type(object) is ndarray:
+        r = object
+        if dtype is not None and np.dtype(dtype) != r.dtype:
+            if copy is False:
+                raise ValueError("Unable to avoid copy while creating an array as requested.")
+            r = r.astype(dtype)
+        elif copy is True:
+            r = r.copy(order="C" if order in ("C", "A", "K") else "F")
+        if ndmin > r.ndim:
+            r = r.reshape((1,) * (ndmin - r.ndim) + r.shape)
+        return r
+    sources = []
+    obj = _fallback.to_numpy(object, sources, writeable=False) if isinstance(object, (list, tuple)) else object
+    a = np.array(obj, dtype=dtype, copy=copy if copy is not False else None, order=order, ndmin=ndmin)
+    if not _core.supported_dtype(a.dtype):
+        _fallback.warn_once(f"arrays of dtype {a.dtype}")
+        return a
+    owned = a is not object and not any(np.may_share_memory(a, s) for s in sources) and not (
+        isinstance(object, np.ndarray) and np.may_share_memory(a, object))
+    return _core.from_numpy(a, owned)
+
+
+def asarray(a, dtype=None, order=None, *, copy=None, like=None):
+    if type(a) is ndarray and (dtype is None or np.dtype(dtype) == a.dtype) and copy is not True:
+        return a
+    return array(a, dtype=dtype, copy=copy if copy is not None else (None if type(a) is not ndarray else False),
+                 order=order or "K")
+
+
+def asanyarray(a, dtype=None, order=None, *, like=None):
+    return asarray(a, dtype=dtype, order=order)
+
+
+def ascontiguousarray(a, dtype=None, *, like=None):
+    a = asarray(a, dtype=dtype)
+    if a.ndim == 0:
+        a = a.reshape((1,))
+    return a if a._c_contiguous else a.copy(order="C")
+
+
+def asfortranarray(a, dtype=None, *, like=None):
+    a = asarray(a, dtype=dtype)
+    return a if a._f_contiguous else a.copy(order="F")
+
+
+def empty(shape, dtype=float, order="C", *, like=None):
+    _check_order(order, "empty")
+    dt = _dtype(dtype)
+    if not _core.supported_dtype(dt):
+        return _fallback.call_numpy(np.empty, (shape,), dict(dtype=dtype, order=order), "numpy.empty")
+    r = _core.empty(_shape(shape), dt)
+    return r if order != "F" else _fortran(r)
+
+
+def _fortran(r):
+    return r.T.copy().T if r.ndim > 1 else r
+
+
+def full(shape, fill_value, dtype=None, order="C", *, like=None):
+    _check_order(order, "full")
+    if dtype is None:
+        dtype = np.array(fill_value).dtype if not isinstance(fill_value, ndarray) else fill_value.dtype
+    dt = np.dtype(dtype)
+    if not _core.supported_dtype(dt):
+        return _fallback.call_numpy(np.full, (shape, fill_value), dict(dtype=dtype, order=order), "numpy.full")
+    r = _core.full(_shape(shape), fill_value, dt)
+    if r is NotImplemented:
+        return _fallback.call_numpy(np.full, (shape, fill_value), dict(dtype=dtype, order=order), "numpy.full")
+    return r if order != "F" else _fortran(r)
+
+
+def zeros(shape, dtype=float, order="C", *, like=None):
+    return full(shape, 0, _dtype(dtype), order)
+
+
+def ones(shape, dtype=None, order="C", *, like=None):
+    return full(shape, 1, _dtype(dtype), order)
+
+
+def _like_shape(a, shape):
+    if shape is None:
+        return a.shape if hasattr(a, "shape") else np.shape(a)
+    return _shape(shape)
+
+
+def _like_dtype(a, dtype):
+    if dtype is not None:
+        return np.dtype(dtype)
+    return a.dtype if hasattr(a, "dtype") else np.asarray(a).dtype
+
+
+def empty_like(prototype, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    return empty(_like_shape(prototype, shape), _like_dtype(prototype, dtype))
+
+
+def zeros_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    return zeros(_like_shape(a, shape), _like_dtype(a, dtype))
+
+
+def ones_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    return ones(_like_shape(a, shape), _like_dtype(a, dtype))
+
+
+def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    return full(_like_shape(a, shape), fill_value, _like_dtype(a, dtype))
+
+
+def _is_int(x):
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+def arange(start_or_stop, stop=None, step=None, dtype=None, *, like=None, device=None):
+    """numpy.arange. Integer ranges compute exactly in int64; float ranges
+    fill ``start + i*delta`` as NumPy does."""
+    if stop is None:
+        start, stop = 0, start_or_stop
+    else:
+        start = start_or_stop
+    if step is None:
+        step = 1
+    args = (start, stop, step)
+    if any(isinstance(x, ndarray) for x in args):
+        args = tuple(x.item() if isinstance(x, ndarray) else x for x in args)
+        start, stop, step = args
+    if step == 0:
+        raise ZeroDivisionError("division by zero" if all(_is_int(x) for x in args) else "Maximum allowed size exceeded")
+    if any(isinstance(x, (complex, np.complexfloating)) for x in args):
+        return _fallback.call_numpy(np.arange, args, dict(dtype=dtype), "numpy.arange")
+    integral = all(_is_int(x) or isinstance(x, (bool, np.bool_)) for x in args)
+    # NumPy: integer (and bool) arguments give int64, anything else float64.
+    dt = np.dtype(dtype) if dtype is not None else np.dtype(np.int64 if integral else np.float64)
+    if not _core.supported_dtype(dt) or (not integral and dt.kind in "iub"):
+        return _fallback.call_numpy(np.arange, args, dict(dtype=dtype), "numpy.arange")
+    if integral:
+        n = len(range(int(start), int(stop), int(step)))
+        return _core.arange(float(start), float(step), n, dt, True, int(start), int(step))
+    n = math.ceil((stop - start) / step)
+    n = max(int(n), 0)
+    return _core.arange(float(start), float(step), n, dt, False, 0, 0)
+
+
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *, device=None):
+    """numpy.linspace, recorded lazily with NumPy's exact formula."""
+    num = operator.index(num)
+    if num < 0:
+        raise ValueError(f"Number of samples, {num}, must be non-negative.")
+    if not (np.isscalar(start) and np.isscalar(stop)) or axis != 0 or isinstance(start, complex) or isinstance(stop, complex):
+        return _fallback.call_numpy(np.linspace, (start, stop, num), dict(endpoint=endpoint, retstep=retstep,
+                                                                         dtype=dtype, axis=axis), "numpy.linspace")
+    div = (num - 1) if endpoint else num
+    start_f, stop_f = float(start), float(stop)
+    dt = np.dtype(float) if dtype is None else np.dtype(dtype)
+    y = arange(0, num, dtype=np.float64)
+    delta = stop_f - start_f
+    if div > 0:
+        step = delta / div
+        if step == 0:
+            y = (y / div) * delta
+        else:
+            y = y * step
+    else:
+        step = math.nan
+        y = y * delta
+    y = y + start_f
+    if endpoint and num > 1:
+        y[-1] = stop_f
+    if dt.kind in "iu":
+        from ._ufuncs import UFUNCS
+
+        y = UFUNCS["floor"](y)
+    y = y.astype(dt, copy=False)
+    return (y, step) if retstep else y
+
+
+def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
+    if not (np.isscalar(start) and np.isscalar(stop) and np.isscalar(base)) or axis != 0:
+        return _fallback.call_numpy(np.logspace, (start, stop, num), dict(endpoint=endpoint, base=base, dtype=dtype,
+                                                                         axis=axis), "numpy.logspace")
+    from ._ufuncs import UFUNCS
+
+    y = linspace(start, stop, num=num, endpoint=endpoint)
+    r = UFUNCS["power"](float(base), y)
+    return r if dtype is None else r.astype(dtype, copy=False)
+
+
+def eye(N, M=None, k=0, dtype=float, order="C", *, like=None, device=None):
+    M = N if M is None else M
+    dt = _dtype(dtype)
+    if not _core.supported_dtype(dt):
+        return _fallback.call_numpy(np.eye, (N, M, k), dict(dtype=dtype, order=order), "numpy.eye")
+    return _core.eye(operator.index(N), operator.index(M), operator.index(k), dt)
+
+
+def identity(n, dtype=None, *, like=None):
+    return eye(n, dtype=float if dtype is None else dtype)
+
+
+def copy(a, order="K", subok=False):
+    return asarray(a).copy(order="C" if order in ("C", "A") else order)

@@ -1,0 +1,117 @@
+"""Running NumPy on numfuse arrays: the fallback for everything numfuse does
+not implement natively.
+
+A fallback flushes pending work, hands NumPy zero-copy views of the numfuse
+arrays (writeable, so NumPy functions that modify an argument in place work),
+runs NumPy, and wraps array results back into numfuse arrays. It warns once
+per function with ``FallbackWarning``.
+"""
+
+import functools
+import os
+import warnings
+
+import numpy as np
+
+from . import _core
+
+ndarray = _core.ndarray
+
+
+class FallbackWarning(UserWarning):
+    """numfuse ran a function with NumPy instead of compiling it."""
+
+
+_warned = set()
+_enabled = os.environ.get("NUMFUSE_FALLBACK_WARNINGS", "1") not in ("0", "false", "no", "off")
+
+
+def set_warnings(on):
+    global _enabled
+    _enabled = bool(on)
+
+
+def warnings_enabled():
+    return _enabled
+
+
+def warn_once(name):
+    if _enabled and name not in _warned:
+        _warned.add(name)
+        warnings.warn(
+            f"numfuse: {name} is not compiled by numfuse; it ran with NumPy "
+            "(inputs were flushed and converted). This warning is shown once per function.",
+            FallbackWarning,
+            stacklevel=4,
+        )
+
+
+def to_numpy(x, sources, writeable=True):
+    """Recursively replace numfuse arrays by NumPy views."""
+    if type(x) is ndarray:
+        a = x._to_numpy(writeable)
+        sources.append(a)
+        return a
+    if isinstance(x, np.ndarray):
+        sources.append(x)
+        return x
+    if isinstance(x, (list, tuple)):
+        conv = [to_numpy(v, sources, writeable) for v in x]
+        return type(x)(conv) if isinstance(x, list) else tuple(conv)
+    if isinstance(x, dict):
+        return {k: to_numpy(v, sources, writeable) for k, v in x.items()}
+    return x
+
+
+def wrap(res, sources=()):
+    """Wrap NumPy results as numfuse arrays (copying if they alias an input)."""
+    if isinstance(res, np.ndarray) and type(res) is np.ndarray:
+        if not _core.supported_dtype(res.dtype):
+            return res
+        aliases = any(np.may_share_memory(res, s) for s in sources)
+        return _core.from_numpy(res, not aliases)
+    if isinstance(res, tuple):
+        if hasattr(res, "_fields"):  # namedtuple results (e.g. linalg.eigh)
+            return type(res)(*(wrap(r, sources) for r in res))
+        return tuple(wrap(r, sources) for r in res)
+    if isinstance(res, list):
+        return [wrap(r, sources) for r in res]
+    return res
+
+
+def call_numpy(func, args, kwargs, name=None, warn=True):
+    if warn:
+        warn_once(name or getattr(func, "__name__", repr(func)))
+    sources = []
+    nargs = to_numpy(args, sources)
+    nkwargs = to_numpy(kwargs, sources)
+    return wrap(func(*nargs, **nkwargs), sources)
+
+
+def numpy_function(func, name=None):
+    """A numfuse wrapper that runs `func` (a NumPy callable) through the fallback."""
+    label = name or f"numpy.{getattr(func, '__name__', 'function')}"
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        return call_numpy(func, args, kwargs, label)
+
+    wrapper._numfuse_fallback = True
+    return wrapper
+
+
+def module_getattr(np_module, module_name):
+    """A module ``__getattr__`` that falls back to the NumPy module's attribute."""
+
+    def __getattr__(name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        try:
+            obj = getattr(np_module, name)
+        except AttributeError:
+            raise AttributeError(f"module '{module_name}' has no attribute '{name}'") from None
+        if callable(obj) and not isinstance(obj, type):
+            return numpy_function(obj, f"{np_module.__name__}.{name}")
+        return obj
+
+    return __getattr__

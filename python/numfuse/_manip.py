@@ -1,0 +1,320 @@
+"""Shape manipulation: views where NumPy returns views (metadata only, no
+task), copies recorded as tasks where NumPy copies (concatenate, stack)."""
+
+import operator
+
+import numpy as np
+
+from . import _core, _fallback
+from ._creation import asarray, empty
+
+ndarray = _core.ndarray
+
+
+def _shape_arg(shape):
+    if isinstance(shape, (int, np.integer)):
+        return (operator.index(shape),)
+    return tuple(operator.index(s) for s in shape)
+
+
+def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
+    if shape is None:
+        shape = newshape
+    a = asarray(a)
+    if order not in ("C", "F"):
+        return _fallback.call_numpy(np.reshape, (a, shape), dict(order=order), "numpy.reshape (order='A')")
+    if copy:
+        a = a.copy()
+    return a._reshape(_shape_arg(shape), order == "F")
+
+
+def ravel(a, order="C"):
+    a = asarray(a)
+    if order == "K":
+        order = "F" if a._f_contiguous and not a._c_contiguous else "C"
+    return reshape(a, (-1,), order=order if order in ("C", "F") else "C")
+
+
+def transpose(a, axes=None):
+    a = asarray(a)
+    if axes is not None:
+        axes = tuple(operator.index(x) for x in axes)
+    return a._transpose(axes)
+
+
+def permute_dims(a, axes=None):
+    return transpose(a, axes)
+
+
+def swapaxes(a, axis1, axis2):
+    return asarray(a)._swapaxes(operator.index(axis1), operator.index(axis2))
+
+
+def moveaxis(a, source, destination):
+    a = asarray(a)
+    nd = a.ndim
+    src = [operator.index(s) for s in (source if isinstance(source, (list, tuple)) else [source])]
+    dst = [operator.index(d) for d in (destination if isinstance(destination, (list, tuple)) else [destination])]
+    if len(src) != len(dst):
+        raise ValueError("`source` and `destination` arguments must have the same number of elements")
+    src = [_norm_axis(s, nd) for s in src]
+    dst = [_norm_axis(d, nd) for d in dst]
+    order = [n for n in range(nd) if n not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return a._transpose(tuple(order))
+
+
+def _norm_axis(ax, nd):
+    if not -nd <= ax < nd:
+        raise np.exceptions.AxisError(ax, nd)
+    return ax % nd
+
+
+def expand_dims(a, axis):
+    a = asarray(a)
+    axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    return a._expand_dims(tuple(operator.index(x) for x in axes))
+
+
+def squeeze(a, axis=None):
+    a = asarray(a)
+    if axis is not None:
+        axis = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    return a._squeeze(axis)
+
+
+def broadcast_to(array, shape, subok=False):
+    return asarray(array)._broadcast_to(_shape_arg(shape))
+
+
+def broadcast_shapes(*shapes):
+    return np.broadcast_shapes(*shapes)
+
+
+def broadcast_arrays(*args, subok=False):
+    arrs = [asarray(a) for a in args]
+    shape = np.broadcast_shapes(*[a.shape for a in arrs])
+    return tuple(a if a.shape == shape else a._broadcast_to(shape) for a in arrs)
+
+
+def atleast_1d(*arys):
+    res = [asarray(a) if asarray(a).ndim >= 1 else asarray(a).reshape((1,)) for a in arys]
+    return res[0] if len(res) == 1 else tuple(res)
+
+
+def atleast_2d(*arys):
+    res = []
+    for a in arys:
+        a = asarray(a)
+        if a.ndim == 0:
+            a = a.reshape((1, 1))
+        elif a.ndim == 1:
+            a = a[None, :]
+        res.append(a)
+    return res[0] if len(res) == 1 else tuple(res)
+
+
+def atleast_3d(*arys):
+    res = []
+    for a in arys:
+        a = asarray(a)
+        if a.ndim == 0:
+            a = a.reshape((1, 1, 1))
+        elif a.ndim == 1:
+            a = a[None, :, None]
+        elif a.ndim == 2:
+            a = a[:, :, None]
+        res.append(a)
+    return res[0] if len(res) == 1 else tuple(res)
+
+
+def where(condition, x=None, y=None):
+    if x is None and y is None:
+        return _fallback.call_numpy(np.nonzero, (condition,), {}, "numpy.where (one argument)")
+    if x is None or y is None:
+        raise ValueError("either both or neither of x and y should be given")
+    r = _core.where(condition, x, y)
+    if r is NotImplemented:
+        return _fallback.call_numpy(np.where, (condition, x, y), {}, "numpy.where")
+    return r
+
+
+def concatenate(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
+    arrays = [asarray(a) for a in arrays]
+    if not arrays:
+        raise ValueError("need at least one array to concatenate")
+    if any(type(a) is not ndarray for a in arrays) or casting != "same_kind":
+        return _fallback.call_numpy(np.concatenate, (arrays,), dict(axis=axis, out=out, dtype=dtype,
+                                                                    casting=casting), "numpy.concatenate")
+    if axis is None:
+        arrays = [a.reshape(-1) for a in arrays]
+        axis = 0
+    nd = arrays[0].ndim
+    if nd == 0:
+        raise ValueError("zero-dimensional arrays cannot be concatenated")
+    ax = operator.index(axis)
+    if not -nd <= ax < nd:
+        raise np.exceptions.AxisError(ax, nd)
+    ax %= nd
+    for i, a in enumerate(arrays[1:], 1):
+        if a.ndim != nd:
+            raise ValueError("all the input arrays must have same number of dimensions, but the array at index 0 "
+                             f"has {nd} dimension(s) and the array at index {i} has {a.ndim} dimension(s)")
+        for d in range(nd):
+            if d != ax and a.shape[d] != arrays[0].shape[d]:
+                raise ValueError("all the input array dimensions except for the concatenation axis must match "
+                                 f"exactly, but along dimension {d}, the array at index 0 has size "
+                                 f"{arrays[0].shape[d]} and the array at index {i} has size {a.shape[d]}")
+    rt = np.dtype(dtype) if dtype is not None else np.result_type(*[a.dtype for a in arrays])
+    shape = list(arrays[0].shape)
+    shape[ax] = sum(a.shape[ax] for a in arrays)
+    if out is not None:
+        if tuple(out.shape) != tuple(shape):
+            raise ValueError("Output array has wrong dimensionality")
+        res = out
+    else:
+        res = empty(tuple(shape), rt)
+    pos = 0
+    for a in arrays:
+        n = a.shape[ax]
+        if n:
+            idx = (slice(None),) * ax + (slice(pos, pos + n),)
+            res[idx] = a
+        pos += n
+    return res
+
+
+def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
+    arrays = [asarray(a) for a in arrays]
+    if not arrays:
+        raise ValueError("need at least one array to stack")
+    shapes = {a.shape for a in arrays}
+    if len(shapes) != 1:
+        raise ValueError("all input arrays must have the same shape")
+    nd = arrays[0].ndim + 1
+    ax = _norm_axis(operator.index(axis), nd)
+    expanded = [a._expand_dims((ax,)) for a in arrays]
+    return concatenate(expanded, axis=ax, out=out, dtype=dtype, casting=casting)
+
+
+def vstack(tup, *, dtype=None, casting="same_kind"):
+    from ._manip import atleast_2d
+
+    arrs = [atleast_2d(a) for a in tup]
+    return concatenate(arrs, axis=0, dtype=dtype, casting=casting)
+
+
+def hstack(tup, *, dtype=None, casting="same_kind"):
+    arrs = [atleast_1d(a) for a in tup]
+    return concatenate(arrs, axis=0 if arrs and arrs[0].ndim == 1 else 1, dtype=dtype, casting=casting)
+
+
+def dstack(tup):
+    return concatenate([atleast_3d(a) for a in tup], axis=2)
+
+
+def column_stack(tup):
+    arrs = []
+    for a in tup:
+        a = asarray(a)
+        if a.ndim < 2:
+            a = a.reshape((-1, 1))
+        arrs.append(a)
+    return concatenate(arrs, axis=1)
+
+
+row_stack = vstack
+
+
+def flip(m, axis=None):
+    m = asarray(m)
+    if axis is None:
+        axes = range(m.ndim)
+    else:
+        axes = [_norm_axis(operator.index(a), m.ndim) for a in (axis if isinstance(axis, (tuple, list)) else [axis])]
+    idx = [slice(None)] * m.ndim
+    for a in axes:
+        idx[a] = slice(None, None, -1)
+    return m[tuple(idx)]
+
+
+def fliplr(m):
+    return flip(m, 1)
+
+
+def flipud(m):
+    return flip(m, 0)
+
+
+def split(ary, indices_or_sections, axis=0):
+    return _split(ary, indices_or_sections, axis, strict=True)
+
+
+def array_split(ary, indices_or_sections, axis=0):
+    return _split(ary, indices_or_sections, axis, strict=False)
+
+
+def _split(ary, ios, axis, strict):
+    a = asarray(ary)
+    ax = _norm_axis(operator.index(axis), a.ndim)
+    n = a.shape[ax]
+    if isinstance(ios, (int, np.integer)):
+        sections = operator.index(ios)
+        if sections <= 0:
+            raise ValueError("number sections must be larger than 0.")
+        if strict and n % sections:
+            raise ValueError("array split does not result in an equal division")
+        each, extra = divmod(n, sections)
+        sizes = [each + 1] * extra + [each] * (sections - extra)
+        bounds = [0]
+        for s in sizes:
+            bounds.append(bounds[-1] + s)
+    else:
+        bounds = [0] + [operator.index(i) for i in ios] + [n]
+    out = []
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        idx = (slice(None),) * ax + (slice(lo, hi),)
+        out.append(a[idx])
+    return out
+
+
+def diagonal(a, offset=0, axis1=0, axis2=1):
+    return asarray(a)._diagonal(operator.index(offset), operator.index(axis1), operator.index(axis2))
+
+
+def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+    from ._reductions import sum as _sum
+
+    return _sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype, out=out)
+
+
+def diff(a, n=1, axis=-1, prepend=np._NoValue, append=np._NoValue):
+    a = asarray(a)
+    if prepend is not np._NoValue or append is not np._NoValue:
+        return _fallback.call_numpy(np.diff, (a,), dict(n=n, axis=axis, prepend=prepend, append=append),
+                                    "numpy.diff (prepend/append)")
+    if n == 0:
+        return a
+    if n < 0:
+        raise ValueError("order must be non-negative but got " + repr(n))
+    ax = _norm_axis(operator.index(axis), a.ndim)
+    for _ in range(n):
+        hi = (slice(None),) * ax + (slice(1, None),)
+        lo = (slice(None),) * ax + (slice(None, -1),)
+        a = a[hi] != a[lo] if a.dtype == np.bool_ else a[hi] - a[lo]
+    return a
+
+
+def shape(a):
+    return asarray(a).shape if not hasattr(a, "shape") else tuple(a.shape)
+
+
+def ndim(a):
+    return a.ndim if hasattr(a, "ndim") else np.ndim(a)
+
+
+def size(a, axis=None):
+    if axis is None:
+        return a.size if hasattr(a, "size") else np.size(a)
+    return shape(a)[axis]

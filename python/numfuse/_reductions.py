@@ -1,0 +1,225 @@
+"""Reductions. Each is one MDH point-wise combine (sum, prod, max, min, any,
+all, argmax, argmin); mean/var/std compose them as NumPy does, so their
+elementwise parts fuse into the reductions."""
+
+import operator
+
+import numpy as np
+
+from . import _core, _fallback
+from ._creation import asarray
+from ._ufuncs import UFUNCS
+
+ndarray = _core.ndarray
+_R = _core.REDUCE_OPS
+_NoValue = np._NoValue
+
+
+def _axes(axis, ndim):
+    if axis is None:
+        return None
+    if isinstance(axis, tuple):
+        return tuple(operator.index(a) for a in axis)
+    return (operator.index(axis),)
+
+
+def _native(a):
+    return type(a) is ndarray or isinstance(a, (list, tuple, int, float, bool, np.ndarray, np.generic))
+
+
+def reduce_op(op, a, axis=None, dtype=None, out=None, keepdims=False, initial=_NoValue, where=True):
+    a = asarray(a)
+    if type(a) is not ndarray or where is not True or (out is not None and type(out) is not ndarray):
+        kw = dict(axis=axis, dtype=dtype, out=out, keepdims=keepdims)
+        if initial is not _NoValue:
+            kw["initial"] = initial
+        if where is not True:
+            kw["where"] = where
+        return _fallback.call_numpy(getattr(np, op), (a,), kw, f"numpy.{op}")
+    init = None if initial is _NoValue else initial
+    r = _core.reduce(_R[op], a, _axes(axis, a.ndim), bool(keepdims), dtype, out, init)
+    if r is NotImplemented:
+        kw = dict(axis=axis, dtype=dtype, out=out, keepdims=keepdims)
+        return _fallback.call_numpy(getattr(np, op), (a,), kw, f"numpy.{op}")
+    return r
+
+
+def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=_NoValue, where=True):
+    return reduce_op("sum", a, axis, dtype, out, keepdims, initial, where)
+
+
+def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=_NoValue, where=True):
+    return reduce_op("prod", a, axis, dtype, out, keepdims, initial, where)
+
+
+def max(a, axis=None, out=None, keepdims=False, initial=_NoValue, where=True):
+    return reduce_op("max", a, axis, None, out, keepdims, initial, where)
+
+
+def min(a, axis=None, out=None, keepdims=False, initial=_NoValue, where=True):
+    return reduce_op("min", a, axis, None, out, keepdims, initial, where)
+
+
+amax = max
+amin = min
+
+
+def any(a, axis=None, out=None, keepdims=False, *, where=True):
+    return reduce_op("any", a, axis, None, out, keepdims, _NoValue, where)
+
+
+def all(a, axis=None, out=None, keepdims=False, *, where=True):
+    return reduce_op("all", a, axis, None, out, keepdims, _NoValue, where)
+
+
+def _arg(op, a, axis, out, keepdims):
+    a = asarray(a)
+    if type(a) is not ndarray or (out is not None and type(out) is not ndarray):
+        return _fallback.call_numpy(getattr(np, op), (a,), dict(axis=axis, out=out, keepdims=keepdims), f"numpy.{op}")
+    if axis is None:
+        r = _core.reduce(_R[op], a, None, False, None, None, None)
+        if keepdims:
+            r = r.reshape((1,) * a.ndim)
+        if out is not None:
+            out[...] = r
+            return out
+        return r
+    return _core.reduce(_R[op], a, (operator.index(axis),), bool(keepdims), None, out, None)
+
+
+def argmax(a, axis=None, out=None, *, keepdims=False):
+    return _arg("argmax", a, axis, out, keepdims)
+
+
+def argmin(a, axis=None, out=None, *, keepdims=False):
+    return _arg("argmin", a, axis, out, keepdims)
+
+
+def _count(a, axis):
+    if axis is None:
+        return a.size
+    n = 1
+    for ax in _axes(axis, a.ndim):
+        if not -a.ndim <= ax < a.ndim:
+            raise np.exceptions.AxisError(ax, a.ndim)
+        n *= a.shape[ax]
+    return n
+
+
+def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
+    a = asarray(a)
+    if type(a) is not ndarray or where is not True:
+        return _fallback.call_numpy(np.mean, (a,), dict(axis=axis, dtype=dtype, out=out, keepdims=keepdims,
+                                                        where=where), "numpy.mean")
+    rcount = _count(a, axis)
+    if dtype is None and a.dtype.kind in "biu":
+        dtype = np.float64
+    s = sum(a, axis=axis, dtype=dtype, keepdims=keepdims)
+    r = UFUNCS["divide"](s, rcount)
+    if dtype is not None and r.dtype != np.dtype(dtype):
+        r = r.astype(dtype)
+    if out is not None:
+        out[...] = r
+        return out
+    return r
+
+
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, mean=_NoValue,
+        correction=_NoValue):
+    a = asarray(a)
+    if type(a) is not ndarray or where is not True or mean is not _NoValue:
+        kw = dict(axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims, where=where)
+        if mean is not _NoValue:
+            kw["mean"] = mean
+        return _fallback.call_numpy(np.var, (a,), kw, "numpy.var")
+    if correction is not _NoValue:
+        if ddof != 0:
+            raise ValueError("ddof and correction can't be provided simultaneously.")
+        ddof = correction
+    rcount = _count(a, axis)
+    if dtype is None and a.dtype.kind in "biu":
+        dtype = np.float64
+    arrmean = sum(a, axis=axis, dtype=dtype, keepdims=True)
+    arrmean = UFUNCS["divide"](arrmean, rcount)
+    x = UFUNCS["subtract"](a, arrmean)
+    x = UFUNCS["multiply"](x, x)
+    ret = sum(x, axis=axis, dtype=dtype, keepdims=keepdims)
+    ret = UFUNCS["divide"](ret, builtin_max(rcount - ddof, 0))
+    if dtype is not None and ret.dtype != np.dtype(dtype):
+        ret = ret.astype(dtype)
+    if out is not None:
+        out[...] = ret
+        return out
+    return ret
+
+
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, mean=_NoValue,
+        correction=_NoValue):
+    a = asarray(a)
+    if type(a) is not ndarray or where is not True or mean is not _NoValue:
+        kw = dict(axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims, where=where)
+        if mean is not _NoValue:
+            kw["mean"] = mean
+        return _fallback.call_numpy(np.std, (a,), kw, "numpy.std")
+    v = var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, correction=correction)
+    r = UFUNCS["sqrt"](v)
+    if out is not None:
+        out[...] = r
+        return out
+    return r
+
+
+def count_nonzero(a, axis=None, *, keepdims=False):
+    a = asarray(a)
+    r = sum(UFUNCS["not_equal"](a, 0), axis=axis, keepdims=keepdims)
+    return r
+
+
+def ptp(a, axis=None, out=None, keepdims=False):
+    a = asarray(a)
+    r = UFUNCS["subtract"](max(a, axis=axis, keepdims=keepdims), min(a, axis=axis, keepdims=keepdims))
+    if out is not None:
+        out[...] = r
+        return out
+    return r
+
+
+def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=_NoValue, where=True):
+    a = asarray(a)
+    if a.dtype.kind == "f":
+        a = _where_nan(a, 0)
+    return sum(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims, initial=initial, where=where)
+
+
+def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=_NoValue, where=True):
+    a = asarray(a)
+    if a.dtype.kind == "f":
+        a = _where_nan(a, 1)
+    return prod(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims, initial=initial, where=where)
+
+
+def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
+    a = asarray(a)
+    if a.dtype.kind != "f" or where is not True:
+        return mean(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims, where=where)
+    valid = UFUNCS["logical_not"](UFUNCS["isnan"](a))
+    s = sum(_where_nan(a, 0), axis=axis, dtype=dtype, keepdims=keepdims)
+    n = sum(valid, axis=axis, keepdims=keepdims)
+    r = UFUNCS["divide"](s, n)
+    if r.dtype != a.dtype and dtype is None:
+        r = r.astype(a.dtype)
+    if out is not None:
+        out[...] = r
+        return out
+    return r
+
+
+def _where_nan(a, value):
+    from ._manip import where
+
+    return where(UFUNCS["isnan"](a), value, a)
+
+
+import builtins as _builtins  # noqa: E402
+
+builtin_max = _builtins.max

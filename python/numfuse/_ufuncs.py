@@ -1,0 +1,220 @@
+"""Universal functions: NumPy-compatible ufunc objects that record tasks.
+
+``numfuse.add(a, b, out=...)`` and ``numpy.add(a_numfuse, b)`` (through
+``__array_ufunc__``) both land in :func:`ufunc_call`. Anything numfuse cannot
+compute natively (``where=``, unusual ``casting=``, complex inputs, loops in
+float16) runs with NumPy through the fallback.
+"""
+
+import numpy as np
+
+from . import _core, _fallback
+
+ndarray = _core.ndarray
+_U = _core.UNARY_OPS
+_B = _core.BINARY_OPS
+_R = _core.REDUCE_OPS
+
+
+class ufunc:
+    """A numfuse ufunc, mirroring :class:`numpy.ufunc`."""
+
+    def __init__(self, name, np_ufunc, nin, op_id):
+        self.__name__ = name
+        self._np = np_ufunc
+        self.nin = nin
+        self.nout = 1
+        self.nargs = nin + 1
+        self._op = op_id
+        self.__doc__ = getattr(np_ufunc, "__doc__", None) if np_ufunc is not None else None
+
+    def __repr__(self):
+        return f"<numfuse ufunc '{self.__name__}'>"
+
+    @property
+    def identity(self):
+        return self._np.identity if self._np is not None else None
+
+    @property
+    def types(self):
+        return self._np.types if self._np is not None else []
+
+    @property
+    def ntypes(self):
+        return len(self.types)
+
+    signature = None
+
+    def __call__(self, *args, out=None, where=True, casting="same_kind", order="K", dtype=None, subok=True,
+                 signature=None):
+        if len(args) == self.nin + 1 and out is None:
+            args, out = args[:-1], args[-1]
+        if len(args) != self.nin:
+            raise TypeError(f"{self.__name__}() takes from {self.nin} to {self.nin + 1} positional arguments "
+                            f"but {len(args)} were given")
+        kwargs = {}
+        if where is not True:
+            kwargs["where"] = where
+        if casting != "same_kind":
+            kwargs["casting"] = casting
+        if order != "K":
+            kwargs["order"] = order
+        if signature is not None:
+            kwargs["signature"] = signature
+        return ufunc_call(self, args, out, dtype, kwargs)
+
+    # -- methods --------------------------------------------------------------
+    def reduce(self, array, axis=0, dtype=None, out=None, keepdims=False, initial=np._NoValue, where=True):
+        op = _REDUCE_OF.get(self.__name__)
+        if op is None or where is not True or (out is not None and type(out) is not ndarray):
+            kw = dict(axis=axis, dtype=dtype, out=out, keepdims=keepdims, where=where)
+            if initial is not np._NoValue:
+                kw["initial"] = initial
+            return _fallback.call_numpy(self._np.reduce, (array,), kw, f"{self.__name__}.reduce")
+        from ._reductions import reduce_op
+
+        return reduce_op(op, array, axis, dtype, out, keepdims, initial)
+
+    def accumulate(self, array, axis=0, dtype=None, out=None):
+        return _fallback.call_numpy(self._np.accumulate, (array,), dict(axis=axis, dtype=dtype, out=out),
+                                    f"{self.__name__}.accumulate")
+
+    def outer(self, A, B, **kwargs):
+        from ._creation import asarray
+
+        if self.nin != 2 or kwargs:
+            return _fallback.call_numpy(self._np.outer, (A, B), kwargs, f"{self.__name__}.outer")
+        a, b = asarray(A), asarray(B)
+        a2 = a.reshape(a.shape + (1,) * b.ndim)
+        return self(a2, b)
+
+    def reduceat(self, *args, **kwargs):
+        return _fallback.call_numpy(self._np.reduceat, args, kwargs, f"{self.__name__}.reduceat")
+
+    def at(self, *args, **kwargs):
+        return _fallback.call_numpy(self._np.at, args, kwargs, f"{self.__name__}.at")
+
+
+_REDUCE_OF = {
+    "add": "sum",
+    "multiply": "prod",
+    "maximum": "max",
+    "minimum": "min",
+    "logical_and": "all",
+    "logical_or": "any",
+}
+
+
+def _np_fallback(uf, args, out, dtype, kwargs):
+    kw = dict(kwargs)
+    if out is not None:
+        kw["out"] = out
+    if dtype is not None:
+        kw["dtype"] = dtype
+    if uf._np is None:  # erf: SciPy-free reference via math.erf, vectorized
+        import math
+
+        res = np.vectorize(math.erf, otypes=[np.float64])(*[np.asarray(a) for a in _fallback.to_numpy(args, [])])
+        return _fallback.wrap(res)
+    return _fallback.call_numpy(uf._np, args, kw, uf.__name__)
+
+
+def ufunc_call(uf, args, out, dtype, kwargs):
+    if isinstance(out, tuple):
+        if len(out) != 1:
+            return _np_fallback(uf, args, out, dtype, kwargs)
+        out = out[0]
+    if kwargs or (out is not None and type(out) is not ndarray):
+        return _np_fallback(uf, args, out, dtype, kwargs)
+    if dtype is not None:
+        if not _core.supported_dtype(dtype):
+            return _np_fallback(uf, args, out, dtype, kwargs)
+        from ._creation import asarray
+
+        # dtype= is the loop type: cast the inputs, then compute.
+        dt = np.dtype(dtype)
+        args = tuple(asarray(a).astype(dt, copy=False) if not _is_pyscalar(a) else a for a in args)
+    if uf.nin == 1:
+        r = _core.unary(uf._op, args[0], out)
+    else:
+        r = _core.binary(uf._op, args[0], args[1], out)
+    if r is NotImplemented:
+        return _np_fallback(uf, args, out, dtype, kwargs)
+    return r
+
+
+def _is_pyscalar(x):
+    return isinstance(x, (bool, int, float))
+
+
+def _make(name, np_name=None, nin=None):
+    np_name = np_name or name
+    np_uf = getattr(np, np_name, None)
+    if np_name in _U and (nin in (None, 1)):
+        return ufunc(name, np_uf, 1, _U[np_name])
+    return ufunc(name, np_uf, 2, _B[np_name])
+
+
+UFUNCS = {}
+for _name in list(_U) + list(_B):
+    UFUNCS[_name] = _make(_name)
+# NumPy's other names for the same ufuncs.
+_ALIASES = {
+    "abs": "absolute",
+    "true_divide": "divide",
+    "mod": "remainder",
+    "pow": "power",
+    "bitwise_not": "invert",
+    "bitwise_left_shift": "left_shift",
+    "bitwise_right_shift": "right_shift",
+    "bitwise_invert": "invert",
+    "acos": "arccos",
+    "asin": "arcsin",
+    "atan": "arctan",
+    "atan2": "arctan2",
+    "acosh": "arccosh",
+    "asinh": "arcsinh",
+    "atanh": "arctanh",
+    "degrees": "rad2deg",
+    "radians": "deg2rad",
+}
+for _alias, _target in _ALIASES.items():
+    UFUNCS[_alias] = UFUNCS[_target]
+# Complex conjugation is the identity on the real types numfuse computes in.
+UFUNCS["conjugate"] = UFUNCS["conj"] = ufunc("conjugate", np.conjugate, 1, _U["positive"])
+
+
+# ---------------------------------------------------------------------------
+# __array_ufunc__: NumPy ufuncs applied to numfuse arrays.
+
+def array_ufunc(self, np_ufunc, method, inputs, kwargs):
+    name = np_ufunc.__name__
+    uf = UFUNCS.get(name)
+    if uf is not None and uf._np is np_ufunc:
+        if method == "__call__":
+            out = kwargs.pop("out", None)
+            dtype = kwargs.pop("dtype", None)
+            kwargs.pop("subok", None)
+            for k, default in (("where", True), ("casting", "same_kind"), ("order", "K")):
+                if kwargs.get(k, default) == default and k in kwargs:
+                    kwargs.pop(k)
+            return ufunc_call(uf, inputs, out, dtype, kwargs)
+        if method == "reduce":
+            return uf.reduce(*inputs, **kwargs)
+        if method == "outer" and not kwargs:
+            return uf.outer(*inputs)
+    if name == "divmod" and method == "__call__" and not kwargs:
+        return divmod_(*inputs)
+    if name == "matmul" and method == "__call__":
+        from .linalg import matmul
+
+        return matmul(*inputs, **kwargs)
+    if method == "__call__":
+        return _fallback.call_numpy(np_ufunc, inputs, kwargs, name)
+    return _fallback.call_numpy(getattr(np_ufunc, method), inputs, kwargs, f"{name}.{method}")
+
+
+def divmod_(x1, x2, out=(None, None)):
+    if out != (None, None):
+        return _fallback.call_numpy(np.divmod, (x1, x2), dict(out=out), "divmod")
+    return UFUNCS["floor_divide"](x1, x2), UFUNCS["remainder"](x1, x2)

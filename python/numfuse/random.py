@@ -1,0 +1,95 @@
+"""numfuse.random: NumPy's generators (identical values for the same seed);
+results become numfuse arrays without a copy."""
+
+import numpy as np
+
+from . import _core, _fallback
+
+ndarray = _core.ndarray
+_np_random = np.random
+
+
+def _wrapped(fn):
+    def f(*args, **kwargs):
+        return _fallback.wrap(fn(*_fallback.to_numpy(args, []), **_fallback.to_numpy(kwargs, [])))
+
+    f.__name__ = getattr(fn, "__name__", "random")
+    f.__doc__ = getattr(fn, "__doc__", None)
+    return f
+
+
+# The legacy global-state API (np.random.seed / rand / randn / ...).
+seed = np.random.seed
+get_state = np.random.get_state
+set_state = np.random.set_state
+rand = _wrapped(np.random.rand)
+randn = _wrapped(np.random.randn)
+random = _wrapped(np.random.random)
+random_sample = _wrapped(np.random.random_sample)
+ranf = sample = random_sample
+uniform = _wrapped(np.random.uniform)
+normal = _wrapped(np.random.normal)
+standard_normal = _wrapped(np.random.standard_normal)
+randint = _wrapped(np.random.randint)
+integers = randint
+choice = _wrapped(np.random.choice)
+permutation = _wrapped(np.random.permutation)
+exponential = _wrapped(np.random.exponential)
+poisson = _wrapped(np.random.poisson)
+binomial = _wrapped(np.random.binomial)
+beta = _wrapped(np.random.beta)
+gamma = _wrapped(np.random.gamma)
+lognormal = _wrapped(np.random.lognormal)
+multivariate_normal = _wrapped(np.random.multivariate_normal)
+
+
+def shuffle(x):
+    """Shuffle a numfuse (or NumPy) array in place along its first axis."""
+    if type(x) is ndarray:
+        np.random.shuffle(x._to_numpy(True))
+    else:
+        np.random.shuffle(x)
+
+
+class Generator:
+    """numpy.random.Generator producing numfuse arrays."""
+
+    def __init__(self, gen):
+        self._gen = gen
+
+    @property
+    def bit_generator(self):
+        return self._gen.bit_generator
+
+    def shuffle(self, x, axis=0):
+        if type(x) is ndarray:
+            self._gen.shuffle(x._to_numpy(True), axis=axis)
+        else:
+            self._gen.shuffle(x, axis=axis)
+
+    def __getattr__(self, name):
+        attr = getattr(self._gen, name)
+        return _wrapped(attr) if callable(attr) else attr
+
+    def __repr__(self):
+        return "numfuse " + repr(self._gen)
+
+
+def default_rng(seed=None):
+    return Generator(np.random.default_rng(seed))
+
+
+class RandomState:
+    """numpy.random.RandomState producing numfuse arrays."""
+
+    def __init__(self, seed=None):
+        self._rs = np.random.RandomState(seed)
+
+    def __getattr__(self, name):
+        attr = getattr(self._rs, name)
+        return _wrapped(attr) if callable(attr) else attr
+
+
+def __getattr__(name):
+    attr = getattr(_np_random, name)
+    return _wrapped(attr) if callable(attr) and not isinstance(attr, type) else attr

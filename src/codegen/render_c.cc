@@ -1,0 +1,157 @@
+// LoopNest -> C with OpenMP pragmas.
+#include <sstream>
+#include <stdexcept>
+
+#include "codegen/codegen.h"
+#include "codegen/scalar_c.h"
+
+namespace nf::codegen {
+
+namespace {
+
+using lower::Ex;
+using lower::ExP;
+using lower::Stmt;
+using lower::StmtP;
+
+class CRenderer {
+ public:
+  explicit CRenderer(const lower::LoopNest& n) : n_(n) {}
+
+  Source run() {
+    std::ostringstream body;
+    body << "void " << n_.name << "(char** nf_p, const int64_t* restrict ip, const double* restrict fp) {\n";
+    for (int i = 0; i < n_.num_ptrs; ++i)
+      body << "  " << c_type(n_.ptr_types[i]) << "* restrict p" << i << " = (" << c_type(n_.ptr_types[i])
+           << "*)nf_p[" << i << "];\n";
+    for (const StmtP& s : n_.body) stmt(body, *s, 1);
+    body << "}\n";
+    std::ostringstream src;
+    src << "/* numfuse kernel " << n_.name << " */\n"
+        << "typedef signed char int8_t; typedef short int16_t; typedef int int32_t; typedef long long int64_t;\n"
+        << "typedef unsigned char uint8_t; typedef unsigned short uint16_t; typedef unsigned int uint32_t;\n"
+        << "typedef unsigned long long uint64_t;\n";
+    if (n_.uses_threads || uses_alloc_)
+      src << "int omp_get_thread_num(void); int omp_get_num_threads(void); int omp_get_max_threads(void);\n"
+          << "void* malloc(unsigned long); void free(void*);\n"
+          << "static inline int64_t nf_max_threads(void) { return omp_get_max_threads(); }\n";
+    src << helpers_.definitions() << body.str();
+    return {src.str(), n_.name};
+  }
+
+ private:
+  const lower::LoopNest& n_;
+  HelperSet helpers_;
+  bool uses_alloc_ = false;
+
+  static std::string indent(int d) { return std::string(2 * d, ' '); }
+
+  std::string ex(const Ex& e) {
+    switch (e.k) {
+      case Ex::K::Var:
+        return e.name;
+      case Ex::K::IntLit:
+        return e.dtype == DType::Int64 || e.dtype == DType::Bool ? spell_int(e.ival, e.dtype)
+                                                                 : spell_int(e.ival, e.dtype);
+      case Ex::K::FloatLit:
+        return spell_float(e.fval, e.dtype);
+      case Ex::K::IntParam:
+        if (e.dtype == DType::Int64) return "ip[" + std::to_string(e.slot) + "]";
+        if (e.dtype == DType::Bool) return "(ip[" + std::to_string(e.slot) + "] != 0)";
+        return "((" + std::string(c_type(e.dtype)) + ")ip[" + std::to_string(e.slot) + "])";
+      case Ex::K::FloatParam:
+        return e.dtype == DType::Float32 ? "((float)fp[" + std::to_string(e.slot) + "])"
+                                         : "fp[" + std::to_string(e.slot) + "]";
+      case Ex::K::Load:
+        return e.name + "[" + ex(*e.args[0]) + "]";
+      case Ex::K::Arith: {
+        std::string a = ex(*e.args[0]), b = ex(*e.args[1]);
+        if (e.op == 'm') return "(" + a + " < " + b + " ? " + a + " : " + b + ")";
+        return "(" + a + " " + e.op + " " + b + ")";
+      }
+      case Ex::K::Scalar: {
+        std::vector<std::string> args;
+        std::vector<DType> types;
+        for (const ExP& a : e.args) {
+          args.push_back(ex(*a));
+          types.push_back(a->dtype);
+        }
+        return spell_scalar(e.node, args, types, helpers_);
+      }
+      case Ex::K::Combine:
+        if (e.args.size() == 4)
+          return spell_arg_better(e.rop, e.dtype, ex(*e.args[0]), ex(*e.args[1]), ex(*e.args[2]), ex(*e.args[3]),
+                                  helpers_);
+        return spell_combine(e.rop, e.dtype, ex(*e.args[0]), ex(*e.args[1]), helpers_);
+    }
+    throw std::logic_error("render_c: bad expression");
+  }
+
+  static const char* simd_clause_op(char op) {
+    switch (op) {
+      case '+': return "+";
+      case '*': return "*";
+      case '|': return "|";
+      case '&': return "&";
+      case 'M': return "max";
+      case 'm': return "min";
+    }
+    return "+";
+  }
+
+  void stmt(std::ostringstream& os, const Stmt& s, int d) {
+    switch (s.k) {
+      case Stmt::K::Block:
+        os << indent(d) << "{\n";
+        for (const StmtP& c : s.body) stmt(os, *c, d + 1);
+        os << indent(d) << "}\n";
+        return;
+      case Stmt::K::For:
+        if (s.tag == Stmt::Tag::Simd) {
+          os << indent(d) << "#pragma omp simd";
+          for (const auto& [v, op] : s.simd_reductions) os << " reduction(" << simd_clause_op(op) << ":" << v << ")";
+          os << "\n";
+        }
+        os << indent(d) << "for (int64_t " << s.name << " = " << ex(*s.lo) << "; " << s.name << " < " << ex(*s.hi)
+           << "; " << s.name << " += " << ex(*s.step) << ") {\n";
+        for (const StmtP& c : s.body) stmt(os, *c, d + 1);
+        os << indent(d) << "}\n";
+        return;
+      case Stmt::K::Decl:
+        os << indent(d) << c_type(s.dtype) << " " << s.name;
+        if (s.init) os << " = " << ex(*s.init);
+        os << ";\n";
+        return;
+      case Stmt::K::Assign:
+        os << indent(d) << ex(*s.target) << " = " << ex(*s.value) << ";\n";
+        return;
+      case Stmt::K::Parallel:
+        os << indent(d) << "int64_t nf_used_threads = 1;\n";
+        os << indent(d) << "#pragma omp parallel if(" << ex(*s.parallel_if) << ")\n";
+        os << indent(d) << "{\n";
+        os << indent(d + 1) << "const int64_t nf_tid = omp_get_thread_num();\n";
+        os << indent(d + 1) << "const int64_t nf_nt = omp_get_num_threads();\n";
+        os << indent(d + 1) << "if (nf_tid == 0) nf_used_threads = nf_nt;\n";
+        for (const StmtP& c : s.body) stmt(os, *c, d + 1);
+        os << indent(d) << "}\n";
+        return;
+      case Stmt::K::Alloc:
+        uses_alloc_ = true;
+        os << indent(d) << c_type(s.dtype) << "* " << s.name << " = (" << c_type(s.dtype) << "*)malloc(sizeof("
+           << c_type(s.dtype) << ") * (unsigned long)(" << ex(*s.count) << " > 0 ? " << ex(*s.count) << " : 1));\n";
+        return;
+      case Stmt::K::Free:
+        os << indent(d) << "free(" << s.name << ");\n";
+        return;
+      case Stmt::K::Comment:
+        os << indent(d) << "/* " << s.text << " */\n";
+        return;
+    }
+  }
+};
+
+}  // namespace
+
+Source render_c(const lower::LoopNest& nest) { return CRenderer(nest).run(); }
+
+}  // namespace nf::codegen

@@ -1,0 +1,384 @@
+// Scalar operations in C, with NumPy's semantics.
+#include "codegen/scalar_c.h"
+
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+
+namespace nf::codegen {
+
+namespace {
+
+struct Reg {
+  HelperSet& h;
+  // Registers a helper (once) and returns its name.
+  std::string operator()(const std::string& name, const std::string& code) {
+    h.use(name + "\n" + code);
+    return name;
+  }
+};
+
+std::string ct(DType t) { return c_type(t); }
+
+int bits(DType t) { return itemsize(t) * 8; }
+
+DType unsigned_of(DType t) {
+  switch (itemsize(t)) {
+    case 1: return DType::UInt8;
+    case 2: return DType::UInt16;
+    case 4: return DType::UInt32;
+    default: return DType::UInt64;
+  }
+}
+
+std::string int_min(DType t) {
+  switch (t) {
+    case DType::Int8: return "(-128)";
+    case DType::Int16: return "(-32768)";
+    case DType::Int32: return "(-2147483647 - 1)";
+    case DType::Int64: return "(-9223372036854775807LL - 1)";
+    default: return "0";
+  }
+}
+
+// libm function name for type t ("exp" / "expf"), declared on first use.
+std::string libm(Reg& reg, const std::string& fn, DType t, int nargs) {
+  const bool f32 = t == DType::Float32;
+  const std::string name = f32 ? fn + "f" : fn;
+  const std::string ty = f32 ? "float" : "double";
+  std::string params = ty;
+  for (int i = 1; i < nargs; ++i) params += ", " + ty;
+  return reg(name, ty + " " + name + "(" + params + ");");
+}
+
+std::string call(const std::string& f, const std::vector<std::string>& args) {
+  std::string s = f + "(";
+  for (size_t i = 0; i < args.size(); ++i) s += (i ? ", " : "") + args[i];
+  return s + ")";
+}
+
+// double -> integer conversions as x86 (and NumPy) perform them.
+std::string float_to_int(Reg& reg, const std::string& x, DType from, DType to) {
+  std::string d = from == DType::Float32 ? "(double)(" + x + ")" : x;
+  const std::string f2i32 = reg("nf_f2i32",
+      "static inline int nf_f2i32(double x) { return (x > -2147483649.0 && x < 2147483648.0) ? (int)x : (-2147483647 - 1); }");
+  const std::string f2i64 = reg("nf_f2i64",
+      "static inline long long nf_f2i64(double x) { return (x >= -9223372036854775808.0 && x < 9223372036854775808.0) ? (long long)x : (-9223372036854775807LL - 1); }");
+  switch (to) {
+    case DType::Int8:
+    case DType::Int16:
+    case DType::Int32:
+    case DType::UInt8:
+    case DType::UInt16:
+      return "((" + ct(to) + ")" + f2i32 + "(" + d + "))";
+    case DType::Int64:
+      return f2i64 + "(" + d + ")";
+    case DType::UInt32:
+      return "((uint32_t)" + f2i64 + "(" + d + "))";
+    case DType::UInt64: {
+      const std::string f2u64 = reg("nf_f2u64",
+          "static inline unsigned long long nf_f2u64(double x) { return (x >= 9223372036854775808.0 && x < 18446744073709551616.0) ? (unsigned long long)x : (unsigned long long)nf_f2i64(x); }");
+      return f2u64 + "(" + d + ")";
+    }
+    default:
+      throw std::logic_error("bad float->int cast");
+  }
+}
+
+std::string spell_cast(Reg& reg, const std::string& a, DType from, DType to) {
+  if (from == to) return a;
+  if (to == DType::Bool) return "(" + a + " != 0)";
+  if (is_float(from) && !is_float(to)) return float_to_int(reg, a, from, to);
+  return "((" + ct(to) + ")(" + a + "))";
+}
+
+std::string unary(Reg& reg, UnaryOp op, DType t, DType r, const std::string& a) {
+  const std::string s = suffix(t);
+  const bool fl = is_float(t);
+  const bool sg = kind(t) == Kind::Signed;
+  auto m = [&](const char* fn) { return call(libm(reg, fn, t, 1), {a}); };
+  switch (op) {
+    case UnaryOp::Negative: return "((" + ct(t) + ")(-" + a + "))";
+    case UnaryOp::Positive: return a;
+    case UnaryOp::Absolute:
+      if (fl) return m("fabs");
+      if (sg) return "((" + ct(t) + ")(" + a + " < 0 ? -" + a + " : " + a + "))";
+      return a;
+    case UnaryOp::Sign:
+      if (fl)
+        return call(reg("nf_sign_" + s, "static inline " + ct(t) + " nf_sign_" + s + "(" + ct(t) +
+                                            " x) { return x > 0 ? 1 : (x < 0 ? -1 : (x == 0 ? 0 : x)); }"),
+                    {a});
+      if (sg) return "((" + ct(t) + ")((" + a + " > 0) - (" + a + " < 0)))";
+      return "((" + ct(t) + ")(" + a + " > 0))";
+    case UnaryOp::LogicalNot: return "(" + a + " == 0)";
+    case UnaryOp::Invert:
+      if (t == DType::Bool) return "(!" + a + ")";
+      return "((" + ct(t) + ")(~" + a + "))";
+    case UnaryOp::Sqrt: return m("sqrt");
+    case UnaryOp::Cbrt: return m("cbrt");
+    case UnaryOp::Square: return "((" + ct(t) + ")(" + a + " * " + a + "))";
+    case UnaryOp::Reciprocal:
+      if (fl) return "(1 / " + a + ")";
+      return "((" + ct(t) + ")(" + a + " == 0 ? " + (sg ? int_min(t) : "0") + " : 1 / " + a + "))";
+    case UnaryOp::Exp: return m("exp");
+    case UnaryOp::Exp2: return m("exp2");
+    case UnaryOp::Expm1: return m("expm1");
+    case UnaryOp::Log: return m("log");
+    case UnaryOp::Log2: return m("log2");
+    case UnaryOp::Log10: return m("log10");
+    case UnaryOp::Log1p: return m("log1p");
+    case UnaryOp::Sin: return m("sin");
+    case UnaryOp::Cos: return m("cos");
+    case UnaryOp::Tan: return m("tan");
+    case UnaryOp::Arcsin: return m("asin");
+    case UnaryOp::Arccos: return m("acos");
+    case UnaryOp::Arctan: return m("atan");
+    case UnaryOp::Sinh: return m("sinh");
+    case UnaryOp::Cosh: return m("cosh");
+    case UnaryOp::Tanh: return m("tanh");
+    case UnaryOp::Arcsinh: return m("asinh");
+    case UnaryOp::Arccosh: return m("acosh");
+    case UnaryOp::Arctanh: return m("atanh");
+    case UnaryOp::Floor: return fl ? m("floor") : a;
+    case UnaryOp::Ceil: return fl ? m("ceil") : a;
+    case UnaryOp::Trunc: return fl ? m("trunc") : a;
+    case UnaryOp::Rint: return fl ? m("rint") : a;
+    case UnaryOp::Erf: return m("erf");
+    case UnaryOp::Isnan: return fl ? "(" + a + " != " + a + ")" : "0";
+    case UnaryOp::Isinf: return fl ? "(__builtin_isinf(" + a + ") != 0)" : "0";
+    case UnaryOp::Isfinite: return fl ? "(__builtin_isfinite(" + a + ") != 0)" : "1";
+    case UnaryOp::Signbit: return fl ? "(__builtin_signbit(" + a + ") != 0)" : (sg ? "(" + a + " < 0)" : "0");
+    case UnaryOp::Deg2rad: return "(" + a + " * (" + ct(t) + ")0.017453292519943295)";
+    case UnaryOp::Rad2deg: return "(" + a + " * (" + ct(t) + ")57.295779513082323)";
+    default: break;
+  }
+  (void)r;
+  throw std::logic_error(std::string("no C spelling for unary ") + unary_name(op));
+}
+
+std::string binary(Reg& reg, BinaryOp op, DType t, const std::string& a, const std::string& b) {
+  const std::string s = suffix(t);
+  const std::string T = ct(t);
+  const bool fl = is_float(t);
+  const bool sg = kind(t) == Kind::Signed;
+  const bool bl = t == DType::Bool;
+  auto wrap = [&](const std::string& e) { return "((" + T + ")(" + e + "))"; };
+  auto m2 = [&](const char* fn) { return call(libm(reg, fn, t, 2), {a, b}); };
+  switch (op) {
+    case BinaryOp::Add: return bl ? "(" + a + " | " + b + ")" : wrap(a + " + " + b);
+    case BinaryOp::Subtract: return wrap(a + " - " + b);
+    case BinaryOp::Multiply: return bl ? "(" + a + " & " + b + ")" : wrap(a + " * " + b);
+    case BinaryOp::TrueDivide: return "(" + a + " / " + b + ")";
+    case BinaryOp::FloorDivide:
+      if (fl) {
+        libm(reg, "fmod", t, 2);
+        libm(reg, "floor", t, 1);
+        libm(reg, "copysign", t, 2);
+        const std::string f = t == DType::Float32 ? "f" : "";
+        return call(reg("nf_floordiv_" + s,
+                        "static inline " + T + " nf_floordiv_" + s + "(" + T + " a, " + T + " b) {\n"
+                        "  if (b == 0) return a / b;\n"
+                        "  " + T + " mod = fmod" + f + "(a, b);\n"
+                        "  " + T + " div = (a - mod) / b;\n"
+                        "  if (mod != 0) { if ((b < 0) != (mod < 0)) div -= 1; }\n"
+                        "  " + T + " fd;\n"
+                        "  if (div != 0) { fd = floor" + f + "(div); if (div - fd > 0.5) fd += 1; }\n"
+                        "  else fd = copysign" + f + "(0, a / b);\n"
+                        "  return fd;\n}"),
+                    {a, b});
+      }
+      if (sg)
+        return call(reg("nf_floordiv_" + s,
+                        "static inline " + T + " nf_floordiv_" + s + "(" + T + " a, " + T + " b) {\n"
+                        "  if (b == 0) return 0;\n"
+                        "  if (b == -1) return (" + T + ")(-a);\n"
+                        "  " + T + " q = a / b;\n"
+                        "  if ((a % b != 0) && ((a < 0) != (b < 0))) q -= 1;\n"
+                        "  return q;\n}"),
+                    {a, b});
+      return "(" + b + " == 0 ? 0 : " + wrap(a + " / " + b) + ")";
+    case BinaryOp::Remainder:
+      if (fl) {
+        libm(reg, "fmod", t, 2);
+        libm(reg, "copysign", t, 2);
+        const std::string f = t == DType::Float32 ? "f" : "";
+        return call(reg("nf_rem_" + s,
+                        "static inline " + T + " nf_rem_" + s + "(" + T + " a, " + T + " b) {\n"
+                        "  " + T + " mod = fmod" + f + "(a, b);\n"
+                        "  if (b == 0) return mod;\n"
+                        "  if (mod != 0) { if ((b < 0) != (mod < 0)) mod += b; }\n"
+                        "  else mod = copysign" + f + "(0, b);\n"
+                        "  return mod;\n}"),
+                    {a, b});
+      }
+      if (sg)
+        return call(reg("nf_rem_" + s,
+                        "static inline " + T + " nf_rem_" + s + "(" + T + " a, " + T + " b) {\n"
+                        "  if (b == 0 || b == -1) return 0;\n"
+                        "  " + T + " r = a % b;\n"
+                        "  if (r != 0 && ((r < 0) != (b < 0))) r += b;\n"
+                        "  return r;\n}"),
+                    {a, b});
+      return "(" + b + " == 0 ? 0 : " + wrap(a + " % " + b) + ")";
+    case BinaryOp::Fmod:
+      if (fl) return m2("fmod");
+      if (sg) return "((" + b + " == 0 || " + b + " == -1) ? 0 : " + wrap(a + " % " + b) + ")";
+      return "(" + b + " == 0 ? 0 : " + wrap(a + " % " + b) + ")";
+    case BinaryOp::Power:
+      if (fl) return m2("pow");
+      return call(reg("nf_pow_" + s,
+                      "static inline " + T + " nf_pow_" + s + "(" + T + " a, " + T + " b) {\n"
+                      "  " + T + " r = 1;\n"
+                      "  if (b < 0) return 0;\n"
+                      "  while (b) { if (b & 1) r = (" + T + ")(r * a); a = (" + T + ")(a * a); b >>= 1; }\n"
+                      "  return r;\n}"),
+                  {a, b});
+    case BinaryOp::Maximum:
+      if (fl) return "((" + a + " != " + a + " || " + a + " > " + b + ") ? " + a + " : " + b + ")";
+      return bl ? "(" + a + " | " + b + ")" : "(" + a + " > " + b + " ? " + a + " : " + b + ")";
+    case BinaryOp::Minimum:
+      if (fl) return "((" + a + " != " + a + " || " + a + " < " + b + ") ? " + a + " : " + b + ")";
+      return bl ? "(" + a + " & " + b + ")" : "(" + a + " < " + b + " ? " + a + " : " + b + ")";
+    case BinaryOp::Fmax:
+      if (fl) return "((" + a + " >= " + b + " || " + b + " != " + b + ") ? " + a + " : " + b + ")";
+      return bl ? "(" + a + " | " + b + ")" : "(" + a + " > " + b + " ? " + a + " : " + b + ")";
+    case BinaryOp::Fmin:
+      if (fl) return "((" + a + " <= " + b + " || " + b + " != " + b + ") ? " + a + " : " + b + ")";
+      return bl ? "(" + a + " & " + b + ")" : "(" + a + " < " + b + " ? " + a + " : " + b + ")";
+    case BinaryOp::Arctan2: return m2("atan2");
+    case BinaryOp::Hypot: return m2("hypot");
+    case BinaryOp::Copysign: return m2("copysign");
+    case BinaryOp::Nextafter: return m2("nextafter");
+    case BinaryOp::Logaddexp:
+    case BinaryOp::Logaddexp2: {
+      const bool two = op == BinaryOp::Logaddexp2;
+      const std::string f = t == DType::Float32 ? "f" : "";
+      libm(reg, "log1p", t, 1);
+      libm(reg, two ? "exp2" : "exp", t, 1);
+      const std::string name = std::string(two ? "nf_logaddexp2_" : "nf_logaddexp_") + s;
+      const std::string ln2 = "0.693147180559945309417232121458176568";
+      const std::string log1p_ = two ? "(log1p" + f + "(exp2" + f + "(-t)) * (" + T + ")1.442695040888963407359924681001892137)"
+                                     : "log1p" + f + "(exp" + f + "(-t))";
+      const std::string log1p_pos = two ? "(log1p" + f + "(exp2" + f + "(t)) * (" + T + ")1.442695040888963407359924681001892137)"
+                                        : "log1p" + f + "(exp" + f + "(t))";
+      return call(reg(name, "static inline " + T + " " + name + "(" + T + " x, " + T + " y) {\n"
+                            "  if (x == y) return x + (" + T + ")" + (two ? "1" : ln2) + ";\n"
+                            "  " + T + " t = x - y;\n"
+                            "  if (t > 0) return x + " + log1p_ + ";\n"
+                            "  if (t <= 0) return y + " + log1p_pos + ";\n"
+                            "  return t;\n}"),
+                  {a, b});
+    }
+    case BinaryOp::Equal: return "(" + a + " == " + b + ")";
+    case BinaryOp::NotEqual: return "(" + a + " != " + b + ")";
+    case BinaryOp::Less: return "(" + a + " < " + b + ")";
+    case BinaryOp::LessEqual: return "(" + a + " <= " + b + ")";
+    case BinaryOp::Greater: return "(" + a + " > " + b + ")";
+    case BinaryOp::GreaterEqual: return "(" + a + " >= " + b + ")";
+    case BinaryOp::LogicalAnd: return "((" + a + " != 0) & (" + b + " != 0))";
+    case BinaryOp::LogicalOr: return "((" + a + " != 0) | (" + b + " != 0))";
+    case BinaryOp::LogicalXor: return "((" + a + " != 0) != (" + b + " != 0))";
+    case BinaryOp::BitwiseAnd: return wrap(a + " & " + b);
+    case BinaryOp::BitwiseOr: return wrap(a + " | " + b);
+    case BinaryOp::BitwiseXor: return wrap(a + " ^ " + b);
+    case BinaryOp::LeftShift: {
+      const std::string U = ct(unsigned_of(t));
+      return "((unsigned long long)" + b + " < " + std::to_string(bits(t)) + " ? (" + T + ")((" + U + ")" + a +
+             " << " + b + ") : (" + T + ")0)";
+    }
+    case BinaryOp::RightShift:
+      if (sg)
+        return "((unsigned long long)" + b + " < " + std::to_string(bits(t)) + " ? (" + T + ")(" + a + " >> " + b +
+               ") : (" + T + ")(" + a + " < 0 ? -1 : 0))";
+      return "((unsigned long long)" + b + " < " + std::to_string(bits(t)) + " ? (" + T + ")(" + a + " >> " + b +
+             ") : (" + T + ")0)";
+    default:
+      break;
+  }
+  throw std::logic_error(std::string("no C spelling for binary ") + binary_name(op));
+}
+
+}  // namespace
+
+void HelperSet::use(const std::string& entry) {
+  if (seen_.insert(entry).second) order_.push_back(entry);
+}
+
+std::string HelperSet::definitions() const {
+  std::string out;
+  for (const std::string& e : order_) out += e.substr(e.find('\n') + 1) + "\n";
+  return out;
+}
+
+const char* suffix(DType t) {
+  static const char* s[] = {"b", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f32", "f64"};
+  return s[static_cast<int>(t)];
+}
+
+std::string spell_scalar(const ExprNode& node, const std::vector<std::string>& args, const std::vector<DType>& arg_types,
+                         HelperSet& helpers) {
+  Reg reg{helpers};
+  switch (node.kind) {
+    case ExprNode::Kind::Cast:
+      return spell_cast(reg, args[0], arg_types[0], node.dtype);
+    case ExprNode::Kind::Unary:
+      return unary(reg, static_cast<UnaryOp>(node.op), arg_types[0], node.dtype, args[0]);
+    case ExprNode::Kind::Binary:
+      return binary(reg, static_cast<BinaryOp>(node.op), arg_types[0], args[0], args[1]);
+    case ExprNode::Kind::Select:
+      return "(" + args[0] + " ? " + args[1] + " : " + args[2] + ")";
+    default:
+      throw std::logic_error("spell_scalar: not an operation");
+  }
+}
+
+std::string spell_combine(ReduceOp op, DType t, const std::string& a, const std::string& b, HelperSet& helpers) {
+  Reg reg{helpers};
+  switch (op) {
+    case ReduceOp::Sum: return binary(reg, BinaryOp::Add, t, a, b);
+    case ReduceOp::Prod: return binary(reg, BinaryOp::Multiply, t, a, b);
+    case ReduceOp::Max: return binary(reg, BinaryOp::Maximum, t, a, b);
+    case ReduceOp::Min: return binary(reg, BinaryOp::Minimum, t, a, b);
+    case ReduceOp::Any: return "(" + a + " | (" + b + " != 0))";
+    case ReduceOp::All: return "(" + a + " & (" + b + " != 0))";
+    default: break;
+  }
+  throw std::logic_error("spell_combine: arg-reductions use spell_arg_better");
+}
+
+std::string spell_arg_better(ReduceOp op, DType t, const std::string& acc, const std::string& ai, const std::string& v,
+                             const std::string& vi, HelperSet& helpers) {
+  const char* cmp = op == ReduceOp::ArgMax ? ">" : "<";
+  if (!is_float(t))
+    return "(" + v + " " + cmp + " " + acc + " || (" + v + " == " + acc + " && " + vi + " < " + ai + "))";
+  const std::string s = suffix(t);
+  const std::string T = c_type(t);
+  const std::string name = std::string(op == ReduceOp::ArgMax ? "nf_argmax_better_" : "nf_argmin_better_") + s;
+  Reg reg{helpers};
+  return call(reg(name, "static inline _Bool " + name + "(" + T + " acc, long long ai, " + T + " v, long long vi) {\n"
+                        "  if (acc != acc) return v != v && vi < ai;\n"
+                        "  if (v != v) return 1;\n"
+                        "  return v " + cmp + " acc || (v == acc && vi < ai);\n}"),
+              {acc, ai, v, vi});
+}
+
+std::string spell_float(double v, DType t) {
+  const bool f32 = t == DType::Float32;
+  if (std::isnan(v)) return f32 ? "__builtin_nanf(\"\")" : "__builtin_nan(\"\")";
+  if (std::isinf(v)) return std::string(v < 0 ? "-" : "") + (f32 ? "__builtin_inff()" : "__builtin_inf()");
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  std::string s = buf;
+  if (s.find_first_of(".eE") == std::string::npos) s += ".0";
+  return f32 ? "((float)" + s + ")" : "(" + s + ")";
+}
+
+std::string spell_int(int64_t v, DType t) {
+  if (t == DType::Bool) return v ? "1" : "0";
+  if (t == DType::UInt64) return "((uint64_t)" + std::to_string(static_cast<uint64_t>(v)) + "ULL)";
+  if (v == INT64_MIN) return "((int64_t)(-9223372036854775807LL - 1))";
+  return "((" + std::string(c_type(t)) + ")" + std::to_string(v) + "LL)";
+}
+
+}  // namespace nf::codegen

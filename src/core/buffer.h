@@ -1,0 +1,54 @@
+// Buffers: the memory behind arrays, with tiered reference counts.
+//
+// A buffer is created when an operation is recorded, but memory is allocated
+// only when a kernel first writes it (or never, if fusion proves it temporary).
+// Two counts matter to fusion (Diffuse's tiered reference counts):
+//   py_refs   - live Python arrays viewing the buffer (maintained by NdArray);
+//   the shared_ptr count - Python arrays plus pending tasks.
+// A buffer with py_refs == 0 can only be reached by pending tasks, so once
+// they have run it is dead.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+namespace nf {
+
+class Buffer {
+ public:
+  explicit Buffer(int64_t nbytes);
+  ~Buffer();
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+
+  // Wrap memory owned by someone else (a NumPy array); `release` runs when
+  // the buffer dies.
+  static std::shared_ptr<Buffer> adopt(void* data, int64_t nbytes, std::function<void()> release);
+
+  int64_t nbytes() const { return nbytes_; }
+  uint64_t id() const { return id_; }
+  bool allocated() const { return data_ != nullptr; }
+  // Allocates on first use (64-byte aligned, uninitialized).
+  void* data();
+  void* data_if_allocated() const { return data_; }
+
+  std::atomic<int32_t> py_refs{0};
+
+  // Total bytes currently allocated by numfuse buffers (for memory reports).
+  static int64_t live_bytes();
+  static int64_t peak_bytes();
+  static void reset_peak();
+
+ private:
+  int64_t nbytes_;
+  uint64_t id_;
+  void* data_ = nullptr;
+  bool owned_ = true;
+  std::function<void()> release_;
+};
+
+using BufferPtr = std::shared_ptr<Buffer>;
+
+}  // namespace nf

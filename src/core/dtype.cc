@@ -1,0 +1,225 @@
+#include "core/dtype.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace nf {
+
+namespace {
+struct Info {
+  const char* name;
+  char code;
+  const char* ctype;
+  int size;
+  Kind kind;
+};
+constexpr Info kInfo[kNumDTypes] = {
+    {"bool", '?', "_Bool", 1, Kind::Bool},
+    {"int8", 'b', "int8_t", 1, Kind::Signed},
+    {"int16", 'h', "int16_t", 2, Kind::Signed},
+    {"int32", 'i', "int32_t", 4, Kind::Signed},
+    {"int64", 'l', "int64_t", 8, Kind::Signed},
+    {"uint8", 'B', "uint8_t", 1, Kind::Unsigned},
+    {"uint16", 'H', "uint16_t", 2, Kind::Unsigned},
+    {"uint32", 'I', "uint32_t", 4, Kind::Unsigned},
+    {"uint64", 'L', "uint64_t", 8, Kind::Unsigned},
+    {"float32", 'f', "float", 4, Kind::Float},
+    {"float64", 'd', "double", 8, Kind::Float},
+};
+const Info& info(DType t) { return kInfo[static_cast<int>(t)]; }
+
+DType signed_of_bits(int bits) {
+  switch (bits) {
+    case 8: return DType::Int8;
+    case 16: return DType::Int16;
+    case 32: return DType::Int32;
+    default: return DType::Int64;
+  }
+}
+DType unsigned_of_bits(int bits) {
+  switch (bits) {
+    case 8: return DType::UInt8;
+    case 16: return DType::UInt16;
+    case 32: return DType::UInt32;
+    default: return DType::UInt64;
+  }
+}
+int bits(DType t) { return itemsize(t) * 8; }
+}  // namespace
+
+int itemsize(DType t) { return info(t).size; }
+Kind kind(DType t) { return info(t).kind; }
+const char* dtype_name(DType t) { return info(t).name; }
+char dtype_char(DType t) { return info(t).code; }
+const char* c_type(DType t) { return info(t).ctype; }
+
+std::optional<DType> dtype_from_name(const std::string& name) {
+  for (int i = 0; i < kNumDTypes; ++i)
+    if (name == kInfo[i].name) return static_cast<DType>(i);
+  return std::nullopt;
+}
+
+DType promote(DType a, DType b) {
+  if (a == b) return a;
+  Kind ka = kind(a), kb = kind(b);
+  if (ka == Kind::Bool) return b;
+  if (kb == Kind::Bool) return a;
+  if (ka == Kind::Float && kb == Kind::Float) return bits(a) >= bits(b) ? a : b;
+  if (ka == Kind::Float || kb == Kind::Float) {
+    DType f = ka == Kind::Float ? a : b;
+    DType i = ka == Kind::Float ? b : a;
+    // float32 holds every int8/int16/uint8/uint16 exactly; wider ints need float64.
+    if (f == DType::Float32 && bits(i) <= 16) return DType::Float32;
+    return DType::Float64;
+  }
+  if (ka == kb) return bits(a) >= bits(b) ? a : b;
+  DType s = ka == Kind::Signed ? a : b;
+  DType u = ka == Kind::Signed ? b : a;
+  if (bits(u) < bits(s)) return s;
+  if (bits(u) < 64) return signed_of_bits(2 * bits(u));
+  return DType::Float64;
+}
+
+DType promote_weak(DType a, WeakKind k) {
+  switch (k) {
+    case WeakKind::Bool:
+      return a;
+    case WeakKind::Int:
+      return a == DType::Bool ? DType::Int64 : a;
+    case WeakKind::Float:
+      return is_float(a) ? a : DType::Float64;
+  }
+  return a;
+}
+
+DType weak_default(WeakKind k) {
+  switch (k) {
+    case WeakKind::Bool: return DType::Bool;
+    case WeakKind::Int: return DType::Int64;
+    case WeakKind::Float: return DType::Float64;
+  }
+  return DType::Float64;
+}
+
+bool can_cast(DType from, DType to, Casting casting) {
+  switch (casting) {
+    case Casting::No:
+    case Casting::Equiv:
+      return from == to;
+    case Casting::Safe:
+      return promote(from, to) == to;
+    case Casting::SameKind: {
+      if (promote(from, to) == to) return true;
+      Kind kf = kind(from), kt = kind(to);
+      if (kf == Kind::Bool) return true;
+      if (kf == Kind::Float) return kt == Kind::Float;
+      if (kf == Kind::Signed) return kt == Kind::Signed || kt == Kind::Float;
+      return kt != Kind::Bool;  // unsigned -> any integer or float
+    }
+    case Casting::Unsafe:
+      return true;
+  }
+  return false;
+}
+
+bool int_fits(DType t, int64_t v) {
+  switch (t) {
+    case DType::Bool: return v == 0 || v == 1;
+    case DType::Int8: return v >= INT8_MIN && v <= INT8_MAX;
+    case DType::Int16: return v >= INT16_MIN && v <= INT16_MAX;
+    case DType::Int32: return v >= INT32_MIN && v <= INT32_MAX;
+    case DType::Int64: return true;
+    case DType::UInt8: return v >= 0 && v <= UINT8_MAX;
+    case DType::UInt16: return v >= 0 && v <= UINT16_MAX;
+    case DType::UInt32: return v >= 0 && v <= UINT32_MAX;
+    case DType::UInt64: return v >= 0;
+    default: return true;
+  }
+}
+
+bool uint_fits(DType t, uint64_t v) {
+  if (t == DType::UInt64 || is_float(t)) return true;
+  if (v > static_cast<uint64_t>(INT64_MAX)) return false;
+  return int_fits(t, static_cast<int64_t>(v));
+}
+
+namespace {
+// Float -> integer conversion as x86 hardware (and therefore NumPy) does it:
+// out-of-range and NaN give the "integer indefinite" value, never UB.
+int64_t f2i64(double x) {
+  if (!(x >= -9223372036854775808.0 && x < 9223372036854775808.0)) return INT64_MIN;
+  return static_cast<int64_t>(x);
+}
+int32_t f2i32(double x) {
+  if (!(x > -2147483649.0 && x < 2147483648.0)) return INT32_MIN;
+  return static_cast<int32_t>(x);
+}
+uint64_t f2u64(double x) {
+  if (x >= 9223372036854775808.0 && x < 18446744073709551616.0)
+    return static_cast<uint64_t>(x);
+  return static_cast<uint64_t>(f2i64(x));
+}
+}  // namespace
+
+Scalar Scalar::cast(DType to) const {
+  Scalar r;
+  r.dtype = to;
+  Kind kf = kind(dtype);
+  switch (kind(to)) {
+    case Kind::Bool:
+      r.i = truthy() ? 1 : 0;
+      break;
+    case Kind::Float: {
+      double v = kf == Kind::Float ? f
+                 : kf == Kind::Unsigned ? static_cast<double>(u)
+                                        : static_cast<double>(i);
+      r.f = to == DType::Float32 ? static_cast<double>(static_cast<float>(v)) : v;
+      break;
+    }
+    case Kind::Signed:
+    case Kind::Unsigned: {
+      uint64_t bitsv;
+      if (kf == Kind::Float) {
+        if (to == DType::UInt64) bitsv = f2u64(f);
+        else if (itemsize(to) <= 4 && kind(to) == Kind::Signed) bitsv = static_cast<uint64_t>(static_cast<int64_t>(f2i32(f)));
+        else bitsv = static_cast<uint64_t>(f2i64(f));
+      } else {
+        bitsv = u;
+      }
+      // Truncate to the target width, sign- or zero-extend back to 64 bits.
+      switch (to) {
+        case DType::Int8: r.i = static_cast<int8_t>(bitsv); break;
+        case DType::Int16: r.i = static_cast<int16_t>(bitsv); break;
+        case DType::Int32: r.i = static_cast<int32_t>(bitsv); break;
+        case DType::Int64: r.i = static_cast<int64_t>(bitsv); break;
+        case DType::UInt8: r.u = static_cast<uint8_t>(bitsv); break;
+        case DType::UInt16: r.u = static_cast<uint16_t>(bitsv); break;
+        case DType::UInt32: r.u = static_cast<uint32_t>(bitsv); break;
+        default: r.u = bitsv; break;
+      }
+      break;
+    }
+  }
+  return r;
+}
+
+double Scalar::as_double() const {
+  switch (kind(dtype)) {
+    case Kind::Float: return f;
+    case Kind::Unsigned: return static_cast<double>(u);
+    default: return static_cast<double>(i);
+  }
+}
+
+int64_t Scalar::as_int64() const {
+  if (kind(dtype) == Kind::Float) return f2i64(f);
+  return i;
+}
+
+bool Scalar::truthy() const {
+  if (kind(dtype) == Kind::Float) return f != 0.0;  // NaN is truthy, as in NumPy
+  return u != 0;
+}
+
+}  // namespace nf

@@ -1,0 +1,89 @@
+// Element types and NumPy 2 type promotion.
+//
+// numfuse computes natively on the eleven fixed-size real types below; every
+// other NumPy dtype (complex, float16, strings, objects) goes to the NumPy
+// fallback. Promotion follows NEP 50: arrays and NumPy scalars are "strong",
+// Python bool/int/float scalars are "weak" and take the array's type when the
+// kinds allow it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace nf {
+
+enum class DType : uint8_t {
+  Bool,
+  Int8,
+  Int16,
+  Int32,
+  Int64,
+  UInt8,
+  UInt16,
+  UInt32,
+  UInt64,
+  Float32,
+  Float64,
+};
+inline constexpr int kNumDTypes = 11;
+
+enum class Kind : uint8_t { Bool, Signed, Unsigned, Float };
+
+// The kind of a weak (Python) scalar operand.
+enum class WeakKind : uint8_t { Bool, Int, Float };
+
+int itemsize(DType t);
+Kind kind(DType t);
+inline bool is_float(DType t) { return kind(t) == Kind::Float; }
+inline bool is_integer(DType t) {
+  return kind(t) == Kind::Signed || kind(t) == Kind::Unsigned;
+}
+inline bool is_bool(DType t) { return t == DType::Bool; }
+// NumPy's name ("float64") and single-character code ("d").
+const char* dtype_name(DType t);
+char dtype_char(DType t);
+// The C type used in generated kernels ("double", "int32_t", ...).
+const char* c_type(DType t);
+std::optional<DType> dtype_from_name(const std::string& name);
+
+// numpy.result_type for two strong operands.
+DType promote(DType a, DType b);
+// numpy.result_type(array_of_type_a, python_scalar_of_kind_k).
+DType promote_weak(DType a, WeakKind k);
+// The default type of a Python scalar on its own (bool, int64, float64).
+DType weak_default(WeakKind k);
+
+enum class Casting : uint8_t { No, Equiv, Safe, SameKind, Unsafe };
+// numpy.can_cast(from, to, casting) for our types.
+bool can_cast(DType from, DType to, Casting casting);
+
+// Smallest/largest integer representable by an integer type (as int128-free
+// doubles are not exact, use these for range checks of Python ints).
+bool int_fits(DType t, int64_t v);
+bool uint_fits(DType t, uint64_t v);
+
+// A scalar value with its type; used for Python scalars and kernel constants.
+struct Scalar {
+  DType dtype = DType::Float64;
+  union {
+    bool b;
+    int64_t i;
+    uint64_t u;
+    double f;
+  };
+  Scalar() : f(0.0) {}
+  static Scalar of_bool(bool v) { Scalar s; s.dtype = DType::Bool; s.i = v ? 1 : 0; return s; }
+  static Scalar of_int(DType t, int64_t v) { Scalar s; s.dtype = t; s.i = v; return s; }
+  static Scalar of_uint(DType t, uint64_t v) { Scalar s; s.dtype = t; s.u = v; return s; }
+  static Scalar of_float(DType t, double v) { Scalar s; s.dtype = t; s.f = v; return s; }
+  // Convert with C (NumPy "unsafe") semantics to another type.
+  Scalar cast(DType to) const;
+  double as_double() const;
+  int64_t as_int64() const;
+  bool truthy() const;
+  // Bit-exact equality (used by caches; NaN == NaN here).
+  bool same(const Scalar& o) const { return dtype == o.dtype && u == o.u; }
+};
+
+}  // namespace nf

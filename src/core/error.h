@@ -1,0 +1,45 @@
+// Errors raised while recording. The Python bindings translate each to the
+// exception type NumPy raises for the same mistake.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace nf {
+
+struct ValueError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+struct TypeError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+struct IndexError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+// numpy.exceptions.AxisError (a ValueError and an IndexError).
+struct AxisError : std::runtime_error {
+  AxisError(int64_t axis, int64_t ndim)
+      : std::runtime_error("axis " + std::to_string(axis) + " is out of bounds for array of dimension " +
+                           std::to_string(ndim)),
+        axis(axis),
+        ndim(ndim) {}
+  int64_t axis, ndim;
+};
+// Python-level OverflowError (a Python int that does not fit the array type).
+struct OverflowError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// The operation needs a type numfuse does not compute in (float16, complex,
+// ...): the caller runs it with NumPy instead.
+struct FallbackRequired : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Normalizes a possibly negative axis; throws AxisError.
+inline int normalize_axis(int64_t axis, int ndim) {
+  if (axis < -ndim || axis >= ndim) throw AxisError(axis, ndim);
+  return static_cast<int>(axis < 0 ? axis + ndim : axis);
+}
+
+}  // namespace nf

@@ -1,0 +1,63 @@
+// Scalar expressions: the per-element computation of a task, and (after
+// fusion) the scalar function f of an MDH expression.
+//
+// An Expr is a DAG stored in topological order; operands refer to earlier
+// nodes by index. Leaves read an input access, a constant slot, or an affine
+// function of the iteration index (for arange, eye, arg-reductions).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/ops.h"
+
+namespace nf {
+
+struct ExprNode {
+  enum class Kind : uint8_t { Input, Const, Index, Cast, Unary, Binary, Select };
+  Kind kind;
+  DType dtype;     // type of the node's value
+  uint8_t op = 0;  // UnaryOp / BinaryOp for Unary / Binary
+  int32_t a = -1;  // Input: input slot; Const: const slot; Index: index slot; else operand node
+  int32_t b = -1;
+  int32_t c = -1;
+
+  bool operator==(const ExprNode& o) const {
+    return kind == o.kind && dtype == o.dtype && op == o.op && a == o.a && b == o.b && c == o.c;
+  }
+};
+
+struct Expr {
+  std::vector<ExprNode> nodes;
+
+  int add(ExprNode n) {
+    nodes.push_back(n);
+    return static_cast<int>(nodes.size()) - 1;
+  }
+  int input(int slot, DType t) { return add({ExprNode::Kind::Input, t, 0, slot}); }
+  int constant(int slot, DType t) { return add({ExprNode::Kind::Const, t, 0, slot}); }
+  int index(int slot) { return add({ExprNode::Kind::Index, DType::Int64, 0, slot}); }
+  // Casts only when the type changes.
+  int cast(int x, DType t) {
+    if (nodes[x].dtype == t) return x;
+    return add({ExprNode::Kind::Cast, t, 0, x});
+  }
+  int unary(UnaryOp op, int x, DType result) {
+    return add({ExprNode::Kind::Unary, result, static_cast<uint8_t>(op), x});
+  }
+  int binary(BinaryOp op, int x, int y, DType result) {
+    return add({ExprNode::Kind::Binary, result, static_cast<uint8_t>(op), x, y});
+  }
+  int select(int cond, int x, int y) {
+    return add({ExprNode::Kind::Select, nodes[x].dtype, 0, cond, x, y});
+  }
+  int root() const { return static_cast<int>(nodes.size()) - 1; }
+  DType dtype() const { return nodes.back().dtype; }
+};
+
+// Human-readable form of node `n` ("add(in0, cast<f64>(c0))"), for explain().
+std::string expr_to_string(const Expr& e, int n);
+
+}  // namespace nf

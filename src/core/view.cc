@@ -1,0 +1,408 @@
+#include "core/view.h"
+
+#include "core/error.h"
+
+#include <algorithm>
+#include <numeric>
+#include <sstream>
+#include <vector>
+
+namespace nf {
+
+int64_t shape_size(const Dims& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::string shape_str(const Dims& shape) {
+  std::ostringstream os;
+  os << "(";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) os << ", ";
+    os << shape[i];
+  }
+  if (shape.size() == 1) os << ",";
+  os << ")";
+  return os.str();
+}
+
+Dims c_strides(const Dims& shape) {
+  Dims s(shape.size());
+  int64_t acc = 1;
+  for (size_t k = shape.size(); k-- > 0;) {
+    s[k] = acc;
+    acc *= std::max<int64_t>(shape[k], 1);
+  }
+  return s;
+}
+
+bool View::is_c_contiguous() const {
+  int64_t acc = 1;
+  for (size_t k = shape.size(); k-- > 0;) {
+    if (shape[k] == 0) return true;
+    if (shape[k] != 1 && strides[k] != acc) return false;
+    acc *= shape[k];
+  }
+  return true;
+}
+
+bool View::is_f_contiguous() const {
+  int64_t acc = 1;
+  for (size_t k = 0; k < shape.size(); ++k) {
+    if (shape[k] == 0) return true;
+    if (shape[k] != 1 && strides[k] != acc) return false;
+    acc *= shape[k];
+  }
+  return true;
+}
+
+int64_t View::lo() const {
+  int64_t v = offset;
+  for (size_t k = 0; k < shape.size(); ++k)
+    if (strides[k] < 0) v += strides[k] * (shape[k] - 1);
+  return v;
+}
+
+int64_t View::hi() const {
+  int64_t v = offset;
+  for (size_t k = 0; k < shape.size(); ++k)
+    if (strides[k] > 0) v += strides[k] * (shape[k] - 1);
+  return v;
+}
+
+bool View::same_as(const View& o) const {
+  if (buffer != o.buffer || dtype != o.dtype || offset != o.offset || shape != o.shape) return false;
+  for (size_t k = 0; k < shape.size(); ++k)
+    if (shape[k] > 1 && strides[k] != o.strides[k]) return false;
+  return true;
+}
+
+View View::fresh(DType dtype, const Dims& shape) {
+  View v;
+  v.dtype = dtype;
+  v.shape = shape;
+  v.strides = c_strides(shape);
+  v.offset = 0;
+  v.buffer = std::make_shared<Buffer>(shape_size(shape) * itemsize(dtype));
+  return v;
+}
+
+namespace {
+
+struct Term {
+  int64_t a;  // coefficient > 0
+  int64_t u;  // upper bound of the variable (inclusive)
+};
+
+// Depth-first search for sum a_i z_i == r, 0 <= z_i <= u_i. Returns 1 (found),
+// 0 (no solution), -1 (work budget exhausted).
+int dfs(const std::vector<Term>& t, const std::vector<int64_t>& max_rest,
+        const std::vector<int64_t>& gcd_rest, size_t i, int64_t r, int64_t& budget) {
+  if (--budget < 0) return -1;
+  if (i == t.size()) return r == 0 ? 1 : 0;
+  if (r < 0 || r > t[i].a * t[i].u + max_rest[i]) return 0;
+  if (gcd_rest[i] > 1 && r % gcd_rest[i] != 0) return 0;
+  if (i + 1 == t.size()) return (r % t[i].a == 0 && r / t[i].a <= t[i].u) ? 1 : 0;
+  int64_t lo = std::max<int64_t>(0, (r - max_rest[i] + t[i].a - 1) / t[i].a);
+  int64_t hi = std::min<int64_t>(t[i].u, r / t[i].a);
+  bool exhausted = false;
+  for (int64_t z = hi; z >= lo; --z) {
+    int res = dfs(t, max_rest, gcd_rest, i + 1, r - t[i].a * z, budget);
+    if (res == 1) return 1;
+    if (res == -1) {
+      exhausted = true;
+      break;
+    }
+  }
+  return exhausted ? -1 : 0;
+}
+
+}  // namespace
+
+bool views_overlap(const View& a, const View& b) {
+  if (!a.buffer || a.buffer != b.buffer) return false;
+  if (a.size() == 0 || b.size() == 0) return false;
+  const int64_t isa = itemsize(a.dtype), isb = itemsize(b.dtype);
+  // Byte intervals first: most non-overlapping views are decided here.
+  const int64_t alo = a.lo() * isa, ahi = a.hi() * isa + isa - 1;
+  const int64_t blo = b.lo() * isb, bhi = b.hi() * isb + isb - 1;
+  if (ahi < blo || bhi < alo) return false;
+  // sum sA*x - sum sB*y - t == oB - oA - (isA - 1), t in [0, isA + isB - 2].
+  std::vector<std::pair<int64_t, int64_t>> raw;  // (coefficient, upper bound)
+  for (int k = 0; k < a.ndim(); ++k) raw.push_back({a.strides[k] * isa, a.shape[k] - 1});
+  for (int k = 0; k < b.ndim(); ++k) raw.push_back({-b.strides[k] * isb, b.shape[k] - 1});
+  raw.push_back({-1, isa + isb - 2});
+  int64_t r = b.offset * isb - a.offset * isa - (isa - 1);
+  std::vector<Term> terms;
+  for (auto [c, u] : raw) {
+    if (c == 0 || u == 0) continue;
+    if (c < 0) {
+      r -= c * u;  // z = u - z'
+      c = -c;
+    }
+    terms.push_back({c, u});
+  }
+  // Merge equal coefficients (common for views with the same strides).
+  std::sort(terms.begin(), terms.end(), [](const Term& x, const Term& y) { return x.a > y.a; });
+  std::vector<Term> merged;
+  for (const Term& t : terms) {
+    if (!merged.empty() && merged.back().a == t.a) merged.back().u += t.u;
+    else merged.push_back(t);
+  }
+  std::vector<int64_t> max_rest(merged.size() + 1, 0), gcd_rest(merged.size() + 1, 0);
+  // max_rest[i]: the most terms after i can add; gcd_rest[i]: gcd of terms i.. .
+  for (size_t i = merged.size(); i-- > 0;) {
+    max_rest[i] = i + 1 < merged.size() ? max_rest[i + 1] + merged[i + 1].a * merged[i + 1].u : 0;
+    gcd_rest[i] = std::gcd(gcd_rest[i + 1], merged[i].a);
+  }
+  if (merged.empty()) return r == 0;
+  int64_t budget = 200000;
+  int res = dfs(merged, max_rest, gcd_rest, 0, r, budget);
+  return res != 0;  // -1 (undecided) counts as overlap
+}
+
+}  // namespace nf
+
+// ---------------------------------------------------------------------------
+// View transformations.
+
+namespace nf {
+
+void adjust_slice(const IndexItem& s, int64_t n, int64_t* start, int64_t* step, int64_t* len) {
+  int64_t st = s.step;
+  if (st == 0) throw ValueError("slice step cannot be zero");
+  int64_t lo, hi;
+  if (st > 0) {
+    lo = s.has_start ? s.start : 0;
+    hi = s.has_stop ? s.stop : n;
+    if (lo < 0) lo = std::max<int64_t>(lo + n, 0);
+    if (lo > n) lo = n;
+    if (hi < 0) hi = std::max<int64_t>(hi + n, 0);
+    if (hi > n) hi = n;
+    *len = hi > lo ? (hi - lo + st - 1) / st : 0;
+  } else {
+    lo = s.has_start ? s.start : n - 1;
+    hi = s.has_stop ? s.stop : -1;
+    if (s.has_start) {
+      if (lo < 0) lo = std::max<int64_t>(lo + n, -1);
+      if (lo >= n) lo = n - 1;
+    }
+    if (s.has_stop) {
+      if (hi < 0) hi = std::max<int64_t>(hi + n, -1);
+      if (hi >= n) hi = n - 1;
+    }
+    *len = lo > hi ? (lo - hi + (-st) - 1) / (-st) : 0;
+  }
+  *start = lo;
+  *step = st;
+}
+
+View index_view(const View& v, const std::vector<IndexItem>& items) {
+  int consumed = 0, ellipses = 0;
+  for (const IndexItem& it : items) {
+    if (it.kind == IndexItem::Kind::Int || it.kind == IndexItem::Kind::Slice) ++consumed;
+    if (it.kind == IndexItem::Kind::Ellipsis) ++ellipses;
+  }
+  if (ellipses > 1) throw IndexError("an index can only have a single ellipsis ('...')");
+  if (consumed > v.ndim())
+    throw IndexError("too many indices for array: array is " + std::to_string(v.ndim()) + "-dimensional, but " +
+                     std::to_string(consumed) + " were indexed");
+  View r;
+  r.buffer = v.buffer;
+  r.dtype = v.dtype;
+  r.offset = v.offset;
+  r.readonly = v.readonly;
+  int dim = 0;
+  for (const IndexItem& it : items) {
+    switch (it.kind) {
+      case IndexItem::Kind::Int: {
+        int64_t n = v.shape[dim];
+        int64_t i = it.i < 0 ? it.i + n : it.i;
+        if (i < 0 || i >= n)
+          throw IndexError("index " + std::to_string(it.i) + " is out of bounds for axis " + std::to_string(dim) +
+                           " with size " + std::to_string(n));
+        r.offset += i * v.strides[dim];
+        ++dim;
+        break;
+      }
+      case IndexItem::Kind::Slice: {
+        int64_t start, step, len;
+        adjust_slice(it, v.shape[dim], &start, &step, &len);
+        if (len > 0) r.offset += start * v.strides[dim];
+        r.shape.push_back(len);
+        r.strides.push_back(v.strides[dim] * step);
+        ++dim;
+        break;
+      }
+      case IndexItem::Kind::NewAxis:
+        r.shape.push_back(1);
+        r.strides.push_back(0);
+        break;
+      case IndexItem::Kind::Ellipsis: {
+        int keep = v.ndim() - consumed;
+        for (int k = 0; k < keep; ++k, ++dim) {
+          r.shape.push_back(v.shape[dim]);
+          r.strides.push_back(v.strides[dim]);
+        }
+        break;
+      }
+    }
+  }
+  for (; dim < v.ndim(); ++dim) {
+    r.shape.push_back(v.shape[dim]);
+    r.strides.push_back(v.strides[dim]);
+  }
+  return r;
+}
+
+Dims resolve_shape(const Dims& requested, int64_t size) {
+  Dims shape = requested;
+  int unknown = -1;
+  int64_t known = 1;
+  for (size_t k = 0; k < shape.size(); ++k) {
+    if (shape[k] == -1) {
+      if (unknown >= 0) throw ValueError("can only specify one unknown dimension");
+      unknown = static_cast<int>(k);
+    } else if (shape[k] < 0) {
+      throw ValueError("negative dimensions not allowed");
+    } else {
+      known *= shape[k];
+    }
+  }
+  if (unknown >= 0) {
+    if (known == 0 || size % known != 0)
+      throw ValueError("cannot reshape array of size " + std::to_string(size) + " into shape " +
+                       shape_str(requested).replace(0, 0, ""));
+    shape[unknown] = size / known;
+  } else if (known != size) {
+    throw ValueError("cannot reshape array of size " + std::to_string(size) + " into shape " + shape_str(requested));
+  }
+  return shape;
+}
+
+bool reshape_view(const View& v, const Dims& shape, bool fortran, View* out) {
+  // Port of NumPy's _attempt_nocopy_reshape (numpy/_core/src/multiarray/shape.c).
+  Dims olddims, oldstrides;
+  for (int k = 0; k < v.ndim(); ++k)
+    if (v.shape[k] != 1) {
+      olddims.push_back(v.shape[k]);
+      oldstrides.push_back(v.strides[k]);
+    }
+  const int oldnd = static_cast<int>(olddims.size());
+  const int newnd = static_cast<int>(shape.size());
+  Dims newstrides(newnd, 0);
+  if (v.size() == 0) {
+    *out = v;
+    out->shape = shape;
+    out->strides = fortran ? Dims(newnd, 0) : c_strides(shape);
+    return true;
+  }
+  int oi = 0, oj = 1, ni = 0, nj = 1;
+  while (ni < newnd && oi < oldnd) {
+    int64_t np_ = shape[ni], op = olddims[oi];
+    while (np_ != op) {
+      if (np_ < op) np_ *= shape[nj++];
+      else op *= olddims[oj++];
+    }
+    for (int ok = oi; ok < oj - 1; ok++) {
+      if (fortran) {
+        if (oldstrides[ok + 1] != olddims[ok] * oldstrides[ok]) return false;
+      } else {
+        if (oldstrides[ok] != olddims[ok + 1] * oldstrides[ok + 1]) return false;
+      }
+    }
+    if (fortran) {
+      newstrides[ni] = oldstrides[oi];
+      for (int nk = ni + 1; nk < nj; nk++) newstrides[nk] = newstrides[nk - 1] * shape[nk - 1];
+    } else {
+      newstrides[nj - 1] = oldstrides[oj - 1];
+      for (int nk = nj - 1; nk > ni; nk--) newstrides[nk - 1] = newstrides[nk] * shape[nk];
+    }
+    ni = nj++;
+    oi = oj++;
+  }
+  int64_t last = ni >= 1 ? newstrides[ni - 1] : 1;
+  if (fortran && ni >= 1) last *= shape[ni - 1];
+  for (int nk = ni; nk < newnd; nk++) newstrides[nk] = last;
+  *out = v;
+  out->shape = shape;
+  out->strides = newstrides;
+  return true;
+}
+
+View transpose_view(const View& v, const std::vector<int>& axes) {
+  View r = v;
+  for (size_t k = 0; k < axes.size(); ++k) {
+    r.shape[k] = v.shape[axes[k]];
+    r.strides[k] = v.strides[axes[k]];
+  }
+  return r;
+}
+
+View swapaxes_view(const View& v, int a, int b) {
+  View r = v;
+  std::swap(r.shape[a], r.shape[b]);
+  std::swap(r.strides[a], r.strides[b]);
+  return r;
+}
+
+View expand_dims_view(const View& v, const std::vector<int>& axes) {
+  const int nd = v.ndim() + static_cast<int>(axes.size());
+  View r = v;
+  r.shape.clear();
+  r.strides.clear();
+  int src = 0;
+  for (int k = 0; k < nd; ++k) {
+    if (std::find(axes.begin(), axes.end(), k) != axes.end()) {
+      r.shape.push_back(1);
+      r.strides.push_back(0);
+    } else {
+      r.shape.push_back(v.shape[src]);
+      r.strides.push_back(v.strides[src]);
+      ++src;
+    }
+  }
+  return r;
+}
+
+View squeeze_view(const View& v, const std::vector<int>& axes, bool all) {
+  View r = v;
+  r.shape.clear();
+  r.strides.clear();
+  for (int k = 0; k < v.ndim(); ++k) {
+    bool drop = all ? v.shape[k] == 1 : std::find(axes.begin(), axes.end(), k) != axes.end();
+    if (drop && v.shape[k] != 1)
+      throw ValueError("cannot select an axis to squeeze out which has size not equal to one");
+    if (drop) continue;
+    r.shape.push_back(v.shape[k]);
+    r.strides.push_back(v.strides[k]);
+  }
+  return r;
+}
+
+View diagonal_view(const View& v, int64_t offset, int a1, int a2) {
+  View r = v;
+  r.shape.clear();
+  r.strides.clear();
+  for (int k = 0; k < v.ndim(); ++k) {
+    if (k == a1 || k == a2) continue;
+    r.shape.push_back(v.shape[k]);
+    r.strides.push_back(v.strides[k]);
+  }
+  int64_t n1 = v.shape[a1], n2 = v.shape[a2];
+  int64_t len;
+  if (offset >= 0) {
+    len = std::max<int64_t>(0, std::min(n1, n2 - offset));
+    if (len > 0) r.offset += offset * v.strides[a2];
+  } else {
+    len = std::max<int64_t>(0, std::min(n1 + offset, n2));
+    if (len > 0) r.offset += -offset * v.strides[a1];
+  }
+  r.shape.push_back(len);
+  r.strides.push_back(v.strides[a1] + v.strides[a2]);
+  r.readonly = true;  // NumPy's diagonal() returns a read-only view
+  return r;
+}
+
+}  // namespace nf

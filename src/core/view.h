@@ -1,0 +1,81 @@
+// Views: a buffer seen through an affine index function.
+//
+// element(i_0..i_{n-1}) = buffer[offset + sum_k strides[k] * i_k]
+// Offsets and strides count elements of the view's dtype (numfuse never makes
+// a view whose byte offset is not a multiple of its itemsize).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/buffer.h"
+#include "core/dtype.h"
+#include "core/small_vector.h"
+
+namespace nf {
+
+using Dims = SmallVector<int64_t, 6>;
+
+int64_t shape_size(const Dims& shape);
+std::string shape_str(const Dims& shape);
+// C-order (row-major) strides of a shape, in elements.
+Dims c_strides(const Dims& shape);
+
+struct View {
+  BufferPtr buffer;
+  DType dtype = DType::Float64;
+  int64_t offset = 0;
+  Dims shape;
+  Dims strides;
+  bool readonly = false;  // broadcast_to, diagonal and read-only NumPy views
+
+  int ndim() const { return static_cast<int>(shape.size()); }
+  int64_t size() const { return shape_size(shape); }
+  bool is_c_contiguous() const;
+  bool is_f_contiguous() const;
+  // Lowest and highest element index touched (only meaningful if size() > 0).
+  int64_t lo() const;
+  int64_t hi() const;
+  // Same buffer, dtype, offset, shape and strides (ignoring strides of
+  // extent-1 dimensions, which select nothing).
+  bool same_as(const View& o) const;
+  // A fresh C-contiguous view over a new (unallocated) buffer.
+  static View fresh(DType dtype, const Dims& shape);
+};
+
+// ---------------------------------------------------------------------------
+// View transformations (metadata only; all raise NumPy's errors).
+
+// One item of a basic index: an integer, a slice, None (new axis) or `...`.
+struct IndexItem {
+  enum class Kind : uint8_t { Int, Slice, NewAxis, Ellipsis };
+  Kind kind = Kind::Int;
+  int64_t i = 0;  // Int
+  // Slice, as Python gives it; a missing bound is has_* == false.
+  int64_t start = 0, stop = 0, step = 1;
+  bool has_start = false, has_stop = false;
+};
+// a[items] for basic indexing; throws IndexError.
+View index_view(const View& v, const std::vector<IndexItem>& items);
+// Length of range(start, stop, step) after Python's slice.indices(n).
+void adjust_slice(const IndexItem& s, int64_t n, int64_t* start, int64_t* step, int64_t* len);
+
+// Resolve a requested shape (one entry may be -1) against a size; throws ValueError.
+Dims resolve_shape(const Dims& requested, int64_t size);
+// A view with the new shape if the data allows it without copying
+// (NumPy's attempt_nocopy_reshape), in C or Fortran index order.
+bool reshape_view(const View& v, const Dims& shape, bool fortran, View* out);
+View transpose_view(const View& v, const std::vector<int>& axes);  // axes normalized, a permutation
+View swapaxes_view(const View& v, int a, int b);
+View expand_dims_view(const View& v, const std::vector<int>& axes);  // axes normalized for the result
+View squeeze_view(const View& v, const std::vector<int>& axes, bool all);
+View diagonal_view(const View& v, int64_t offset, int a1, int a2);
+
+// Exact test for whether two views share at least one byte. Views of
+// different buffers never overlap. Strided views are decided by solving the
+// bounded linear Diophantine equation offA + sA.x == offB + sB.y (in bytes);
+// if the search exceeds its work budget the answer is a conservative `true`.
+bool views_overlap(const View& a, const View& b);
+
+}  // namespace nf

@@ -1,0 +1,132 @@
+// GEMM through CBLAS (OpenBLAS). Batched operands loop over the batch.
+// Pattern (Fern annotation, inferred form): C{i, j, li, lj} is produced from
+// A{i, 0, li, K} and B{0, j, K, lj}.
+#include <cstring>
+#include <stdexcept>
+#include <vector>
+
+#include "core/error.h"
+#include "extern/extern.h"
+
+extern "C" {
+enum NfCblasOrder { NfRowMajor = 101 };
+enum NfCblasTrans { NfNoTrans = 111, NfTrans = 112 };
+void cblas_dgemm(int order, int ta, int tb, int m, int n, int k, double alpha, const double* a, int lda,
+                 const double* b, int ldb, double beta, double* c, int ldc);
+void cblas_sgemm(int order, int ta, int tb, int m, int n, int k, float alpha, const float* a, int lda,
+                 const float* b, int ldb, float beta, float* c, int ldc);
+}
+
+namespace nf::ext {
+
+namespace {
+
+// A 2-D operand BLAS can read: either rows contiguous (trans=No, ld=row
+// stride) or columns contiguous (trans=Yes, ld=column stride).
+struct Mat {
+  const char* ptr;
+  int trans;
+  int64_t ld;
+};
+
+template <typename T>
+bool as_blas(const char* base, int64_t s0, int64_t s1, int64_t rows, int64_t cols, Mat& m) {
+  m.ptr = base;
+  if ((s1 == 1 || cols == 1) && s0 >= std::max<int64_t>(cols, 1)) {
+    m.trans = NfNoTrans;
+    m.ld = std::max<int64_t>(s0, std::max<int64_t>(cols, 1));
+    return true;
+  }
+  if ((s0 == 1 || rows == 1) && s1 >= std::max<int64_t>(rows, 1)) {
+    m.trans = NfTrans;
+    m.ld = std::max<int64_t>(s1, std::max<int64_t>(rows, 1));
+    return true;
+  }
+  return false;
+}
+
+template <typename T>
+void gemm(const Task& t) {
+  const View& a = t.inputs[0];
+  const View& b = t.inputs[1];
+  const View& c = t.output;
+  const int nd = c.ndim();
+  const int64_t m = c.shape[nd - 2], n = c.shape[nd - 1], k = a.shape[nd - 1];
+  const int64_t batch = shape_size(c.shape) / std::max<int64_t>(m * n, 1);
+  char* abase = static_cast<char*>(a.buffer->data());
+  char* bbase = static_cast<char*>(b.buffer->data());
+  char* cbase = static_cast<char*>(c.buffer->data());
+  std::vector<T> apack, bpack, cpack;
+  for (int64_t bi = 0; bi < batch; ++bi) {
+    // Offsets of this batch element in each operand.
+    int64_t rem = bi, oa = a.offset, ob = b.offset, oc = c.offset;
+    for (int d = nd - 3; d >= 0; --d) {
+      int64_t ext = c.shape[d];
+      int64_t idx = rem % ext;
+      rem /= ext;
+      oa += idx * a.strides[d];
+      ob += idx * b.strides[d];
+      oc += idx * c.strides[d];
+    }
+    const T* ap = reinterpret_cast<const T*>(abase) + oa;
+    const T* bp = reinterpret_cast<const T*>(bbase) + ob;
+    T* cp = reinterpret_cast<T*>(cbase) + oc;
+    Mat ma, mb;
+    int64_t as0 = a.strides[nd - 2], as1 = a.strides[nd - 1], bs0 = b.strides[nd - 2], bs1 = b.strides[nd - 1];
+    if (!as_blas<T>(reinterpret_cast<const char*>(ap), as0, as1, m, k, ma)) {
+      apack.resize(m * k);
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < k; ++j) apack[i * k + j] = ap[i * as0 + j * as1];
+      ma = {reinterpret_cast<const char*>(apack.data()), NfNoTrans, std::max<int64_t>(k, 1)};
+    }
+    if (!as_blas<T>(reinterpret_cast<const char*>(bp), bs0, bs1, k, n, mb)) {
+      bpack.resize(k * n);
+      for (int64_t i = 0; i < k; ++i)
+        for (int64_t j = 0; j < n; ++j) bpack[i * n + j] = bp[i * bs0 + j * bs1];
+      mb = {reinterpret_cast<const char*>(bpack.data()), NfNoTrans, std::max<int64_t>(n, 1)};
+    }
+    const int64_t cs0 = c.strides[nd - 2], cs1 = c.strides[nd - 1];
+    const bool c_direct = (cs1 == 1 || n == 1) && cs0 >= std::max<int64_t>(n, 1);
+    T* cout = cp;
+    int64_t ldc = std::max<int64_t>(cs0, std::max<int64_t>(n, 1));
+    if (!c_direct) {
+      cpack.assign(m * n, T(0));
+      cout = cpack.data();
+      ldc = std::max<int64_t>(n, 1);
+    }
+    if constexpr (sizeof(T) == 8)
+      cblas_dgemm(NfRowMajor, ma.trans, mb.trans, m, n, k, 1.0, reinterpret_cast<const double*>(ma.ptr), ma.ld,
+                  reinterpret_cast<const double*>(mb.ptr), mb.ld, 0.0, reinterpret_cast<double*>(cout), ldc);
+    else
+      cblas_sgemm(NfRowMajor, ma.trans, mb.trans, m, n, k, 1.0f, reinterpret_cast<const float*>(ma.ptr), ma.ld,
+                  reinterpret_cast<const float*>(mb.ptr), mb.ld, 0.0f, reinterpret_cast<float*>(cout), ldc);
+    if (!c_direct)
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) cp[i * cs0 + j * cs1] = cpack[i * n + j];
+  }
+}
+
+}  // namespace
+
+void run_routine(const Task& t) {
+  switch (t.routine) {
+    case RoutineId::Gemm:
+      if (t.output.dtype == DType::Float64) gemm<double>(t);
+      else if (t.output.dtype == DType::Float32) gemm<float>(t);
+      else throw std::logic_error("gemm: unsupported type");
+      return;
+    default:
+      throw std::logic_error("unknown routine");
+  }
+}
+
+std::string pattern(RoutineId id) {
+  switch (id) {
+    case RoutineId::Gemm:
+      return "gemm: C{i,j,li,lj} <- A{i,0,li,K}, B{0,j,K,lj}";
+    default:
+      return "?";
+  }
+}
+
+}  // namespace nf::ext

@@ -1,0 +1,18 @@
+// Black-box library routines (Fern). A routine is run on whole operands for
+// now; its production/consumption pattern (which input tiles an output tile
+// needs) is declared next to it so tile-level fusion can use it.
+#pragma once
+
+#include <string>
+
+#include "stream/stream.h"
+
+namespace nf::ext {
+
+// Runs an Extern task: allocates its output if needed and calls the library.
+void run_routine(const Task& t);
+
+// Human-readable pattern of a routine, for explain().
+std::string pattern(RoutineId id);
+
+}  // namespace nf::ext

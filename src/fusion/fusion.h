@@ -1,0 +1,62 @@
+// Fusion (Diffuse): partition the window into groups of tasks that can run as
+// one kernel, and find the buffers those groups make temporary.
+//
+// A group is a contiguous run of the window. Tasks join the running group
+// while Diffuse's constraints hold, read with "partition" = view:
+//   1. domain:   iteration domains agree (after dropping extent-1 dimensions);
+//   2. producer-consumer: a buffer written through view V is read or written
+//      later in the group only through V or through views disjoint from V;
+//   3. anti-dependence: a buffer read through view V is not written later in
+//      the group through a different view that overlaps V;
+//   4. reduction: a buffer reduced into is not otherwise read or written in
+//      the group (and a reduction result is never consumed in its own group).
+// Extern (library) tasks always form a group of their own.
+//
+// Proof obligation (why one kernel computes what the tasks computed in
+// sequence): the kernel evaluates, for each domain point p, the tasks' bodies
+// in program order. A dependence between tasks Ti < Tj at points p != p'
+// needs Tj at p' to touch memory that Ti touches at p with at least one write.
+// Through the same view, the same point touches the same element, so p == p'.
+// Through different views, 2 and 3 require disjointness, so there is no shared
+// element; 4 keeps reduced outputs (which depend on many points) unread.
+// Hence only p == p' dependences remain, which point-wise program order
+// satisfies. Within a task the recorder guarantees the same (stream.h).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "stream/stream.h"
+
+namespace nf::fusion {
+
+enum class Policy : uint8_t {
+  None,     // one task per group (the unfused baseline)
+  Diffuse,  // the constraints above
+};
+
+struct Group {
+  int begin = 0, end = 0;  // tasks [begin, end) of the window
+  // Why the group stopped growing (a constraint, "end of window", "extern").
+  std::string stop_reason;
+  // Buffers the group makes temporary: written in full inside the group,
+  // read only inside it, unreachable from Python. They are never allocated.
+  std::vector<BufferPtr> temporaries;
+  // Tasks whose result nobody can observe (dead code): skipped entirely.
+  std::vector<int> dead;
+  bool is_extern = false;
+  int size() const { return end - begin; }
+};
+
+struct Partition {
+  std::vector<Group> groups;
+};
+
+// Partition a window (tasks in program order).
+Partition partition(const std::vector<Task>& window, Policy policy);
+
+// Domain of a task with extent-1 dimensions dropped (what constraint 1 compares).
+Dims squeezed_domain(const Task& t);
+
+}  // namespace nf::fusion

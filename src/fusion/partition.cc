@@ -1,0 +1,207 @@
+// Greedy partition of the window into fusable groups (Diffuse, section 4.2),
+// followed by dead-task and temporary detection (section 5.1).
+//
+// Invariant: every group satisfies constraints 1-4 of fusion.h, checked on
+// views with extent-1 dimensions removed (so a (1,N) and an (N,) view of the
+// same memory compare equal).
+#include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "fusion/fusion.h"
+
+namespace nf::fusion {
+
+namespace {
+
+View squeeze(const View& v) {
+  View r = v;
+  r.shape.clear();
+  r.strides.clear();
+  for (int k = 0; k < v.ndim(); ++k) {
+    if (v.shape[k] == 1) continue;
+    r.shape.push_back(v.shape[k]);
+    r.strides.push_back(v.strides[k]);
+  }
+  return r;
+}
+
+// Same element for every domain point, or no element in common.
+bool same_or_disjoint(const View& a, const View& b) { return a.same_as(b) || !views_overlap(a, b); }
+
+struct Access {
+  View view;  // squeezed
+  bool write;
+  bool reduce;
+};
+
+std::vector<Access> accesses_of(const Task& t) {
+  std::vector<Access> out;
+  for (const View& v : t.inputs) out.push_back({squeeze(v), false, false});
+  out.push_back({squeeze(t.output), true, t.is_reduce()});
+  return out;
+}
+
+// What the running group has done to each buffer.
+struct BufferState {
+  std::vector<View> reads, writes;
+  bool reduced = false;
+};
+
+std::string describe(const View& v) {
+  return "buffer #" + std::to_string(v.buffer->id()) + " offset " + std::to_string(v.offset) + " shape " +
+         shape_str(v.shape);
+}
+
+// Returns an empty string if task t may join the group, else the reason.
+std::string violates(const Task& t, const Dims& domain,
+                     std::unordered_map<const Buffer*, BufferState>& state) {
+  if (t.kind == Task::Kind::Extern) return "extern routine " + std::string(t.name) + " runs on its own";
+  Dims dom = squeezed_domain(t);
+  if (dom != domain)
+    return "constraint 1 (domain): " + std::string(t.name) + " iterates over " + shape_str(dom) +
+           ", the group over " + shape_str(domain);
+  for (const Access& a : accesses_of(t)) {
+    auto it = state.find(a.view.buffer.get());
+    if (it == state.end()) continue;
+    const BufferState& s = it->second;
+    if (s.reduced)
+      return "constraint 4 (reduction): " + std::string(t.name) + " touches " + describe(a.view) +
+             ", which the group reduces into";
+    if (a.reduce && (!s.reads.empty() || !s.writes.empty()))
+      return "constraint 4 (reduction): " + std::string(t.name) + " reduces into " + describe(a.view) +
+             ", which the group already accesses";
+    for (const View& w : s.writes)
+      if (!same_or_disjoint(a.view, w))
+        return "constraint 2 (producer-consumer): " + std::string(t.name) + " accesses " + describe(a.view) +
+               " through a view overlapping the one the group wrote";
+    if (a.write)
+      for (const View& r : s.reads)
+        if (!same_or_disjoint(a.view, r))
+          return "constraint 3 (anti-dependence): " + std::string(t.name) + " writes " + describe(a.view) +
+                 " through a view overlapping one the group read";
+  }
+  return "";
+}
+
+void add_to_state(const Task& t, std::unordered_map<const Buffer*, BufferState>& state) {
+  for (const Access& a : accesses_of(t)) {
+    BufferState& s = state[a.view.buffer.get()];
+    if (a.reduce) s.reduced = true;
+    else if (a.write) s.writes.push_back(a.view);
+    else s.reads.push_back(a.view);
+  }
+}
+
+}  // namespace
+
+Dims squeezed_domain(const Task& t) {
+  Dims d;
+  for (int64_t e : t.domain)
+    if (e != 1) d.push_back(e);
+  return d;
+}
+
+Partition partition(const std::vector<Task>& window, Policy policy) {
+  Partition p;
+  const int n = static_cast<int>(window.size());
+
+  // Dead tasks: outputs no Python array can see and no later live task reads.
+  std::vector<bool> dead(n, false);
+  {
+    std::unordered_set<const Buffer*> needed;
+    for (int i = n; i-- > 0;) {
+      const Task& t = window[i];
+      const Buffer* out = t.output.buffer.get();
+      if (out->py_refs.load() == 0 && !needed.count(out)) {
+        dead[i] = true;
+        continue;
+      }
+      for (const View& v : t.inputs) needed.insert(v.buffer.get());
+      // A partial write keeps the rest of the buffer's earlier contents live.
+      needed.insert(out);
+    }
+  }
+
+  int i = 0;
+  while (i < n) {
+    Group g;
+    g.begin = i;
+    const Task& first = window[i];
+    if (dead[i]) {
+      g.end = i + 1;
+      g.stop_reason = "dead task (result unreachable)";
+    } else if (first.kind == Task::Kind::Extern || policy == Policy::None) {
+      g.end = i + 1;
+      g.is_extern = first.kind == Task::Kind::Extern;
+      g.stop_reason = g.is_extern ? "extern routine runs on its own" : "fusion disabled";
+    } else {
+      std::unordered_map<const Buffer*, BufferState> state;
+      const Dims domain = squeezed_domain(first);
+      add_to_state(first, state);
+      int j = i + 1;
+      for (; j < n; ++j) {
+        if (dead[j]) continue;  // skipped tasks neither join nor stop a group
+        std::string why = violates(window[j], domain, state);
+        if (!why.empty()) {
+          g.stop_reason = why;
+          break;
+        }
+        add_to_state(window[j], state);
+      }
+      if (j == n) g.stop_reason = "end of window";
+      g.end = j;
+    }
+    for (int k = g.begin; k < g.end; ++k)
+      if (dead[k]) g.dead.push_back(k);
+    p.groups.push_back(std::move(g));
+    i = p.groups.back().end;
+  }
+
+  // Temporaries: buffers unreachable from Python whose every access lies in
+  // one group, and whose every read there follows a write through the same view.
+  std::unordered_map<const Buffer*, int> group_of;  // -1: used by several groups
+  for (int gi = 0; gi < static_cast<int>(p.groups.size()); ++gi) {
+    const Group& g = p.groups[gi];
+    for (int k = g.begin; k < g.end; ++k) {
+      if (dead[k]) continue;
+      for (const Access& a : accesses_of(window[k])) {
+        auto [it, fresh] = group_of.emplace(a.view.buffer.get(), gi);
+        if (!fresh && it->second != gi) it->second = -1;
+      }
+    }
+  }
+  for (int gi = 0; gi < static_cast<int>(p.groups.size()); ++gi) {
+    Group& g = p.groups[gi];
+    if (g.is_extern || g.size() < 2) continue;
+    std::unordered_map<const Buffer*, std::vector<View>> written;
+    std::unordered_set<const Buffer*> disqualified;
+    std::vector<BufferPtr> candidates;
+    for (int k = g.begin; k < g.end; ++k) {
+      if (dead[k]) continue;
+      const Task& t = window[k];
+      for (const View& v : t.inputs) {
+        const Buffer* b = v.buffer.get();
+        auto it = written.find(b);
+        View sv = squeeze(v);
+        bool forwarded = it != written.end() &&
+                         std::any_of(it->second.begin(), it->second.end(), [&](const View& w) { return w.same_as(sv); });
+        if (!forwarded) disqualified.insert(b);
+      }
+      const Buffer* ob = t.output.buffer.get();
+      if (t.is_reduce()) disqualified.insert(ob);
+      if (!written.count(ob)) candidates.push_back(t.output.buffer);
+      written[ob].push_back(squeeze(t.output));
+    }
+    for (const BufferPtr& b : candidates) {
+      if (disqualified.count(b.get()) || b->py_refs.load() != 0) continue;
+      auto it = group_of.find(b.get());
+      if (it == group_of.end() || it->second != gi) continue;
+      if (b->allocated()) continue;  // already has contents someone may read later
+      g.temporaries.push_back(b);
+    }
+  }
+  return p;
+}
+
+}  // namespace nf::fusion

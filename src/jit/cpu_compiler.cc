@@ -1,0 +1,157 @@
+// clang frontend + ORC LLJIT.
+//
+// Each compile builds its own CompilerInstance and LLVMContext, so compiles
+// run concurrently; LLJIT itself is thread-safe. Every kernel lives in its own
+// JITDylib, whose generators resolve libomp first (so a libgomp loaded by some
+// other extension cannot capture omp_* calls), then the rest of the process.
+#include <dlfcn.h>
+
+#include <chrono>
+#include <mutex>
+
+#include <clang/Basic/DiagnosticOptions.h>
+#include <clang/CodeGen/CodeGenAction.h>
+#include <clang/Frontend/CompilerInstance.h>
+#include <clang/Frontend/CompilerInvocation.h>
+#include <clang/Frontend/TextDiagnosticPrinter.h>
+#include <clang/Lex/PreprocessorOptions.h>
+#include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/IR/Module.h>
+#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/TargetParser/Host.h>
+
+#include "jit/jit.h"
+
+#ifndef NUMFUSE_LIBOMP
+#define NUMFUSE_LIBOMP "libomp.so.5"
+#endif
+
+namespace nf::jit {
+
+uint64_t hash64(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+struct CpuCompiler::Impl {
+  std::unique_ptr<llvm::orc::LLJIT> jit;
+  std::string cpu;
+  std::string triple;
+  std::vector<std::string> args;
+  std::string flags_id;
+  std::mutex dylib_mu;
+  uint64_t dylibs = 0;
+  std::string libomp_path;
+};
+
+namespace {
+
+std::string find_libomp() {
+  // Prefer the libomp this module was linked against.
+  void* h = dlopen(NUMFUSE_LIBOMP, RTLD_NOW | RTLD_GLOBAL);
+  if (h) return NUMFUSE_LIBOMP;
+  h = dlopen("libomp.so.5", RTLD_NOW | RTLD_GLOBAL);
+  if (h) return "libomp.so.5";
+  return "";
+}
+
+}  // namespace
+
+CpuCompiler::CpuCompiler() : impl_(new Impl) {
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  impl_->libomp_path = find_libomp();
+  // Vector math (libmvec) must be visible to the JIT linker.
+  dlopen("libmvec.so.1", RTLD_NOW | RTLD_GLOBAL);
+  dlopen("libm.so.6", RTLD_NOW | RTLD_GLOBAL);
+  auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!jtmb) throw CompileError("cannot detect host target: " + llvm::toString(jtmb.takeError()));
+  jtmb->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  impl_->triple = jtmb->getTargetTriple().str();
+  impl_->cpu = llvm::sys::getHostCPUName().str();
+  // Flushes compile independent groups on several threads at once.
+  auto jit = llvm::orc::LLJITBuilder()
+                 .setJITTargetMachineBuilder(std::move(*jtmb))
+                 .setSupportConcurrentCompilation(true)
+                 .create();
+  if (!jit) throw CompileError("cannot create LLJIT: " + llvm::toString(jit.takeError()));
+  impl_->jit = std::move(*jit);
+  impl_->args = {"-triple", impl_->triple, "-target-cpu", impl_->cpu, "-O3", "-fopenmp", "-vectorize-loops",
+                 "-vectorize-slp", "-fveclib=libmvec", "-ffp-contract=off", "-fwrapv", "-std=c11",
+                 "-w", "-x", "c"};
+  for (const std::string& a : impl_->args) impl_->flags_id += a + " ";
+}
+
+CpuCompiler& CpuCompiler::instance() {
+  static CpuCompiler* c = new CpuCompiler();
+  return *c;
+}
+
+const std::string& CpuCompiler::flags_id() const { return impl_->flags_id; }
+
+KernelFn CpuCompiler::compile(const codegen::Source& src, const std::string& symbol) {
+  const std::string file = symbol + ".c";
+  std::vector<const char*> argv;
+  for (const std::string& a : impl_->args) argv.push_back(a.c_str());
+  argv.push_back(file.c_str());
+  argv.push_back("-emit-llvm-only");
+
+  std::string diag_text;
+  llvm::raw_string_ostream diag_os(diag_text);
+  auto ci = std::make_unique<clang::CompilerInstance>();
+  llvm::IntrusiveRefCntPtr<clang::DiagnosticOptions> dopts = new clang::DiagnosticOptions();
+  auto* printer = new clang::TextDiagnosticPrinter(diag_os, dopts.get());
+  llvm::IntrusiveRefCntPtr<clang::DiagnosticsEngine> diags =
+      clang::CompilerInstance::createDiagnostics(dopts.get(), printer, /*ShouldOwnClient=*/true);
+  auto inv = std::make_shared<clang::CompilerInvocation>();
+  if (!clang::CompilerInvocation::CreateFromArgs(*inv, argv, *diags))
+    throw CompileError("bad compiler arguments: " + diag_os.str());
+  // Rename the entry so each kernel has a unique symbol.
+  std::string code = src.code;
+  {
+    const std::string from = "void " + src.entry + "(";
+    size_t at = code.find(from);
+    if (at == std::string::npos) throw CompileError("entry point not found in source");
+    code.replace(at, from.size(), "void " + symbol + "(");
+  }
+  inv->getDiagnosticOpts().ShowCarets = false;  // no "N warnings generated" on stderr
+  inv->getPreprocessorOpts().addRemappedFile(file, llvm::MemoryBuffer::getMemBufferCopy(code, file).release());
+  ci->setInvocation(inv);
+  ci->setDiagnostics(diags.get());
+  auto ctx = std::make_unique<llvm::LLVMContext>();
+  clang::EmitLLVMOnlyAction action(ctx.get());
+  if (!ci->ExecuteAction(action)) throw CompileError("clang failed:\n" + diag_os.str() + "\nsource:\n" + code);
+  std::unique_ptr<llvm::Module> mod = action.takeModule();
+  if (!mod) throw CompileError("clang produced no module");
+
+  llvm::orc::JITDylib* jd;
+  {
+    std::lock_guard<std::mutex> lock(impl_->dylib_mu);
+    auto jdx = impl_->jit->createJITDylib(symbol + "#" + std::to_string(++impl_->dylibs));
+    if (!jdx) throw CompileError("cannot create JITDylib: " + llvm::toString(jdx.takeError()));
+    jd = &*jdx;
+    const char prefix = impl_->jit->getDataLayout().getGlobalPrefix();
+    if (!impl_->libomp_path.empty()) {
+      auto omp = llvm::orc::DynamicLibrarySearchGenerator::Load(impl_->libomp_path.c_str(), prefix);
+      if (omp) jd->addGenerator(std::move(*omp));
+      else llvm::consumeError(omp.takeError());
+    }
+    auto proc = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(prefix);
+    if (!proc) throw CompileError("process symbols: " + llvm::toString(proc.takeError()));
+    jd->addGenerator(std::move(*proc));
+  }
+  if (auto err = impl_->jit->addIRModule(*jd, llvm::orc::ThreadSafeModule(std::move(mod), std::move(ctx))))
+    throw CompileError("cannot add module: " + llvm::toString(std::move(err)));
+  auto sym = impl_->jit->lookup(*jd, symbol);
+  if (!sym) throw CompileError("cannot link kernel: " + llvm::toString(sym.takeError()));
+  return sym->toPtr<KernelFn>();
+}
+
+}  // namespace nf::jit

@@ -1,0 +1,81 @@
+// In-memory kernel cache. A concurrent map from canonical key to an entry
+// whose kernel is compiled exactly once (std::call_once), so concurrent
+// flushes that meet the same new kernel compile it once and share it.
+#include <chrono>
+#include <mutex>
+
+#include <tbb/concurrent_hash_map.h>
+
+#include "jit/jit.h"
+
+namespace nf::jit {
+
+namespace {
+struct Entry {
+  std::once_flag once;
+  KernelFn fn = nullptr;
+  std::string source;
+  std::exception_ptr error;
+};
+}  // namespace
+
+struct KernelCache::Impl {
+  tbb::concurrent_hash_map<std::string, std::shared_ptr<Entry>> map;
+  CompileStats stats;
+};
+
+KernelCache::KernelCache() : impl_(new Impl) {}
+
+KernelCache& KernelCache::instance() {
+  static KernelCache* c = new KernelCache();
+  return *c;
+}
+
+CompileStats& KernelCache::stats() { return impl_->stats; }
+
+size_t KernelCache::size() const { return impl_->map.size(); }
+
+void KernelCache::clear() { impl_->map.clear(); }
+
+std::string KernelCache::source_of(const std::string& key) const {
+  decltype(impl_->map)::const_accessor acc;
+  if (!impl_->map.find(acc, key)) return "";
+  return acc->second->source;
+}
+
+KernelFn KernelCache::get(const std::string& key, const std::function<codegen::Source()>& make, bool* hit) {
+  std::shared_ptr<Entry> e;
+  {
+    decltype(impl_->map)::accessor acc;
+    if (impl_->map.insert(acc, key)) acc->second = std::make_shared<Entry>();
+    e = acc->second;
+  }
+  bool compiled_here = false;
+  std::call_once(e->once, [&] {
+    compiled_here = true;
+    try {
+      auto t0 = std::chrono::steady_clock::now();
+      codegen::Source src = make();
+      e->source = src.code;
+      const std::string symbol = "nf_k" + std::to_string(hash64(key + CpuCompiler::instance().flags_id()));
+      e->fn = CpuCompiler::instance().compile(src, symbol);
+      impl_->stats.compiles++;
+      impl_->stats.compile_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                     std::chrono::steady_clock::now() - t0)
+                                     .count();
+    } catch (...) {
+      e->error = std::current_exception();
+    }
+  });
+  if (e->error) {
+    // Forget the failed entry so a later attempt (e.g. after a fix of the
+    // environment) compiles again, then report.
+    impl_->map.erase(key);
+    std::rethrow_exception(e->error);
+  }
+  if (!compiled_here) impl_->stats.memory_hits++;
+  if (hit) *hit = !compiled_here;
+  return e->fn;
+}
+
+}  // namespace nf::jit

@@ -1,0 +1,285 @@
+// Group -> MdHom. Normalizes the iteration domain, deduplicates views into
+// accesses and composes the tasks' expressions into one scalar function.
+//
+// Invariant: for every binding of the parameters, running the MdHom point by
+// point in program order stores exactly what the group's tasks stored, except
+// into temporaries (fusion.h gives the proof that point-wise order suffices).
+#include <algorithm>
+#include <numeric>
+#include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "mdh/mdh.h"
+
+namespace nf::mdh {
+
+namespace {
+
+// A view or index function over the normalized domain.
+struct Lin {
+  BufferPtr buf;  // null for index functions
+  DType dtype = DType::Int64;
+  int64_t offset = 0;
+  Dims strides;
+};
+
+struct Normalizer {
+  std::vector<int> keep;     // domain dims with extent != 1 (of the group's first task)
+  std::vector<std::vector<int>> merged;  // final dims -> list of squeezed dims (outer to inner)
+  Dims extents;              // final extents
+
+  // Strides of a task-level view in final dims. `dom` is the task's domain.
+  Dims map(const Dims& dom, const Dims& strides) const {
+    Dims sq;
+    for (size_t k = 0; k < dom.size(); ++k)
+      if (dom[k] != 1) sq.push_back(strides[k]);
+    Dims out;
+    for (const auto& m : merged) out.push_back(sq[m.back()]);  // innermost of the merged run
+    return out;
+  }
+};
+
+Normalizer normalize(const std::vector<const Task*>& tasks) {
+  Normalizer n;
+  const Task& t0 = *tasks.front();
+  Dims ext;
+  for (int64_t e : t0.domain)
+    if (e != 1) ext.push_back(e);
+  const int D = static_cast<int>(ext.size());
+  // All squeezed strides of all views, per dimension.
+  std::vector<Dims> views;
+  for (const Task* t : tasks) {
+    auto sq = [&](const Dims& s) {
+      Dims r;
+      for (size_t k = 0; k < t->domain.size(); ++k)
+        if (t->domain[k] != 1) r.push_back(s[k]);
+      return r;
+    };
+    for (const View& v : t->inputs) views.push_back(sq(v.strides));
+    views.push_back(sq(t->output.strides));
+    for (const IndexFn& f : t->indices) views.push_back(sq(f.strides));
+  }
+  // Order dimensions by total |stride| (largest outermost), stable.
+  std::vector<int> perm(D);
+  std::iota(perm.begin(), perm.end(), 0);
+  std::vector<int64_t> score(D, 0);
+  for (const Dims& s : views)
+    for (int d = 0; d < D; ++d) score[d] += std::llabs(s[d]);
+  std::stable_sort(perm.begin(), perm.end(), [&](int a, int b) { return score[a] > score[b]; });
+  // Merge runs of dimensions that every view traverses linearly.
+  std::vector<std::vector<int>> runs;
+  for (int j = D; j-- > 0;) {
+    int d = perm[j];
+    if (!runs.empty()) {
+      std::vector<int>& cur = runs.back();  // cur.front() is its outermost dim
+      int inner = cur.back();
+      int64_t cur_ext = 1;
+      for (int x : cur) cur_ext *= ext[x];
+      bool ok = ext[d] > 0 && cur_ext > 0;
+      for (const Dims& s : views)
+        if (s[d] != s[inner] * cur_ext) ok = false;
+      if (ok) {
+        cur.insert(cur.begin(), d);
+        continue;
+      }
+    }
+    runs.push_back({d});
+  }
+  std::reverse(runs.begin(), runs.end());
+  n.merged = runs;
+  for (const auto& r : runs) {
+    int64_t e = 1;
+    for (int x : r) e *= ext[x];
+    n.extents.push_back(e);
+  }
+  return n;
+}
+
+// Maps squeezed-dim indices in `merged` to positions (the runs store squeezed
+// dim ids; Normalizer::map indexes the squeezed stride vector with them).
+
+StrideKind kind_of(int64_t s) {
+  if (s == 0) return StrideKind::Zero;
+  if (s == 1) return StrideKind::Unit;
+  return StrideKind::Param;
+}
+
+}  // namespace
+
+bool MdHom::any_pointwise(int d) const {
+  for (const Output& o : outputs)
+    if (pointwise(o, d)) return true;
+  return false;
+}
+
+std::string MdHom::key() const {
+  std::ostringstream k;
+  k << "D" << ndim << "|";
+  for (const Access& a : accesses) {
+    k << "a" << dtype_char(a.dtype);
+    for (StrideKind s : a.kind) k << "0u*"[static_cast<int>(s)];
+    k << (a.read ? "r" : "") << (a.written ? "w" : "") << (a.reduced ? "x" : "") << ";";
+  }
+  k << "|f";
+  for (const ExprNode& n : f.nodes)
+    k << static_cast<int>(n.kind) << dtype_char(n.dtype) << static_cast<int>(n.op) << "," << n.a << "," << n.b
+      << "," << n.c << ";";
+  k << "|c";
+  for (DType t : const_type) k << dtype_char(t);
+  k << "|i" << indices.size() << "|o";
+  for (const Output& o : outputs)
+    k << o.access << "," << o.value << "," << o.reduces << static_cast<int>(o.op) << dtype_char(o.acc_dtype) << ","
+      << o.arg_node << "," << o.init_const << ";";
+  return k.str();
+}
+
+Built build(const std::vector<Task>& window, const fusion::Group& group) {
+  Built out;
+  MdHom& h = out.hom;
+  Bindings& b = out.bind;
+  std::unordered_set<int> dead(group.dead.begin(), group.dead.end());
+  std::vector<const Task*> tasks;
+  for (int k = group.begin; k < group.end; ++k)
+    if (!dead.count(k)) {
+      tasks.push_back(&window[k]);
+      out.tasks.push_back(k);
+    }
+  if (tasks.empty()) return out;
+  Normalizer norm = normalize(tasks);
+  h.ndim = static_cast<int>(norm.extents.size());
+  auto new_int = [&](int64_t v) {
+    b.ints.push_back(v);
+    return h.num_ints++;
+  };
+  auto new_float = [&](double v) {
+    b.floats.push_back(v);
+    return h.num_floats++;
+  };
+  for (int64_t e : norm.extents) h.extent.push_back(new_int(e));
+
+  std::unordered_set<const Buffer*> temporaries;
+  for (const BufferPtr& t : group.temporaries) temporaries.insert(t.get());
+
+  // Distinct views -> accesses.
+  std::vector<Lin> lins;
+  auto access_of = [&](const Task& t, const View& v) {
+    Lin l{v.buffer, v.dtype, v.offset, norm.map(t.domain, v.strides)};
+    for (size_t i = 0; i < lins.size(); ++i)
+      if (lins[i].buf == l.buf && lins[i].dtype == l.dtype && lins[i].offset == l.offset && lins[i].strides == l.strides)
+        return static_cast<int>(i);
+    Access a;
+    a.dtype = v.dtype;
+    a.ptr = static_cast<int>(b.buffers.size());
+    b.buffers.push_back(v.buffer);
+    b.offsets.push_back(v.offset * itemsize(v.dtype));
+    for (int64_t s : l.strides) {
+      a.kind.push_back(kind_of(s));
+      a.stride.push_back(kind_of(s) == StrideKind::Param ? new_int(s) : -1);
+    }
+    h.accesses.push_back(a);
+    lins.push_back(l);
+    return static_cast<int>(lins.size()) - 1;
+  };
+
+  std::unordered_map<int, int> latest;      // access -> node holding its current value
+  std::unordered_map<int, int> input_node;  // access -> Input node (valid until written)
+  std::unordered_map<int, int> output_of;   // access -> index in h.outputs
+
+  for (const Task* tp : tasks) {
+    const Task& t = *tp;
+    std::vector<int> in_node(t.inputs.size(), -1);
+    std::vector<int> remap(t.expr.nodes.size(), -1);
+    std::vector<int> const_id(t.consts.size()), index_id(t.indices.size());
+    for (size_t k = 0; k < t.consts.size(); ++k) {
+      const Scalar& c = t.consts[k];
+      h.const_type.push_back(c.dtype);
+      h.const_slot.push_back(is_float(c.dtype) ? new_float(c.f) : new_int(c.i));
+      const_id[k] = static_cast<int>(h.const_type.size()) - 1;
+    }
+    for (size_t k = 0; k < t.indices.size(); ++k) {
+      Affine a;
+      a.offset = new_int(t.indices[k].offset);
+      for (int64_t s : norm.map(t.domain, t.indices[k].strides)) a.stride.push_back(new_int(s));
+      h.indices.push_back(a);
+      index_id[k] = static_cast<int>(h.indices.size()) - 1;
+    }
+    for (size_t n = 0; n < t.expr.nodes.size(); ++n) {
+      ExprNode x = t.expr.nodes[n];
+      switch (x.kind) {
+        case ExprNode::Kind::Input: {
+          if (in_node[x.a] < 0) {
+            int aid = access_of(t, t.inputs[x.a]);
+            if (latest.count(aid)) {
+              in_node[x.a] = latest[aid];
+            } else if (input_node.count(aid)) {
+              in_node[x.a] = input_node[aid];
+            } else {
+              h.accesses[aid].read = true;
+              in_node[x.a] = h.f.input(aid, h.accesses[aid].dtype);
+              input_node[aid] = in_node[x.a];
+            }
+          }
+          remap[n] = in_node[x.a];
+          continue;
+        }
+        case ExprNode::Kind::Const:
+          x.a = const_id[x.a];
+          break;
+        case ExprNode::Kind::Index:
+          x.a = index_id[x.a];
+          break;
+        default:
+          if (x.a >= 0) x.a = remap[x.a];
+          if (x.b >= 0) x.b = remap[x.b];
+          if (x.c >= 0) x.c = remap[x.c];
+          break;
+      }
+      remap[n] = h.f.add(x);
+    }
+    const int value = remap[t.value()];
+    const int aid = access_of(t, t.output);
+    Access& acc = h.accesses[aid];
+    if (t.is_reduce()) {
+      acc.reduced = true;
+      Output o;
+      o.access = aid;
+      o.value = value;
+      o.reduces = true;
+      o.op = t.reduce;
+      o.acc_dtype = t.acc_dtype;
+      o.arg_node = t.arg_node >= 0 ? remap[t.arg_node] : -1;
+      o.init_const = t.init_const >= 0 ? const_id[t.init_const] : -1;
+      output_of[aid] = static_cast<int>(h.outputs.size());
+      h.outputs.push_back(o);
+    } else {
+      acc.written = true;
+      latest[aid] = value;
+      input_node.erase(aid);
+      auto it = output_of.find(aid);
+      if (it != output_of.end()) {
+        h.outputs[it->second].value = value;
+      } else {
+        Output o;
+        o.access = aid;
+        o.value = value;
+        output_of[aid] = static_cast<int>(h.outputs.size());
+        h.outputs.push_back(o);
+      }
+    }
+  }
+  // Temporaries are never stored.
+  std::vector<Output> kept;
+  for (const Output& o : h.outputs) {
+    const Buffer* buf = lins[o.access].buf.get();
+    if (!o.reduces && temporaries.count(buf)) {
+      h.accesses[o.access].written = false;
+      continue;
+    }
+    kept.push_back(o);
+  }
+  h.outputs = std::move(kept);
+  return out;
+}
+
+}  // namespace nf::mdh

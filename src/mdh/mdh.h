@@ -1,0 +1,100 @@
+// The MDH high-level expression of a fused group (Rasch, TOPLAS 2024):
+//
+//   out_view ∘ md_hom<N_1..N_D>(f, (⊗_1..⊗_D)) ∘ inp_view
+//
+// - dimensions: the group's iteration domain after normalization (extent-1
+//   dimensions dropped, dimensions ordered outer-to-inner by memory stride,
+//   adjacent dimensions merged where every access is linear across them);
+// - inp_view / out_view: each distinct view is an Access, an affine index
+//   function (pointer + sum_d stride_d * i_d) of the MDH index;
+// - f: the scalar function, the fused tasks' expressions composed in program
+//   order, values written and re-read through the same view forwarded;
+// - combine operators: per output, concatenation (++) on dimensions the
+//   output's index function uses and point-wise ⊕ (the reduction's operator)
+//   on dimensions it ignores (stride 0).
+//
+// Sizes, strides and constants are parameters, not part of the structure:
+// MdHom::key() names the structure, Bindings carry the values. Two groups with
+// equal keys run the same compiled kernel.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/expr.h"
+#include "core/view.h"
+#include "fusion/fusion.h"
+
+namespace nf::mdh {
+
+enum class StrideKind : uint8_t { Zero, Unit, Param };
+
+struct Access {
+  DType dtype = DType::Float64;
+  SmallVector<StrideKind, 6> kind;  // per dimension
+  SmallVector<int, 6> stride;       // int parameter slot of Param strides, -1 otherwise
+  int ptr = 0;                      // pointer slot
+  bool read = false;
+  bool written = false;
+  bool reduced = false;
+};
+
+struct Output {
+  int access = 0;
+  int value = 0;             // node of f stored (or combined) into the access
+  bool reduces = false;      // point-wise combine on the access's Zero dimensions
+  ReduceOp op = ReduceOp::Sum;
+  DType acc_dtype = DType::Float64;
+  int arg_node = -1;         // ArgMax/ArgMin: node of f giving the reported index
+  int init_const = -1;       // const slot of `initial=`, or -1 for the identity
+};
+
+struct Affine {
+  int offset = -1;                // int parameter slot
+  SmallVector<int, 6> stride;     // int parameter slot per dimension
+};
+
+struct MdHom {
+  int ndim = 0;
+  SmallVector<int, 6> extent;  // int parameter slot of each extent
+  std::vector<Access> accesses;
+  Expr f;
+  std::vector<DType> const_type;
+  std::vector<int> const_slot;  // float slot for float constants, int slot otherwise
+  std::vector<Affine> indices;
+  std::vector<Output> outputs;
+  int num_ints = 0, num_floats = 0;
+
+  bool pointwise(const Output& o, int d) const {
+    return o.reduces && accesses[o.access].kind[d] == StrideKind::Zero;
+  }
+  // True when some output combines dimension d point-wise.
+  bool any_pointwise(int d) const;
+  std::string key() const;
+};
+
+struct Bindings {
+  std::vector<BufferPtr> buffers;  // per pointer slot
+  std::vector<int64_t> offsets;    // byte offset per pointer slot
+  std::vector<int64_t> ints;
+  std::vector<double> floats;
+  int64_t extent(const MdHom& h, int d) const { return ints[h.extent[d]]; }
+};
+
+struct Built {
+  MdHom hom;
+  Bindings bind;
+  // Tasks of the group that the MdHom computes (dead ones excluded).
+  std::vector<int> tasks;
+};
+
+// Express a group of the window as an MdHom with its bindings. The group
+// must satisfy the fusion constraints (fusion.h); temporaries of the group
+// are not stored.
+Built build(const std::vector<Task>& window, const fusion::Group& group);
+
+// The expression in the paper's notation, with concrete sizes if given.
+std::string to_string(const MdHom& h, const Bindings* b = nullptr);
+
+}  // namespace nf::mdh

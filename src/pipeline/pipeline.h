@@ -1,0 +1,74 @@
+// The flush driver: runs the stages of DESIGN.md in order on the window.
+//
+//   record ─► fuse ─► express ─► schedule ─► lower ─► render ─► compile ─► run
+//   stream/   fusion/  mdh/       tune/       lower/   codegen/  jit/       runtime/
+//
+// Each stage only consumes the previous stage's output; this file is the only
+// place that knows all of them.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "fusion/fusion.h"
+#include "mdh/mdh.h"
+#include "stream/stream.h"
+#include "tune/tune.h"
+
+namespace nf::pipeline {
+
+struct Config {
+  fusion::Policy policy = fusion::Policy::Diffuse;
+  bool dump = false;        // keep each kernel's source in the report
+  bool profile = false;     // time recording too (costs a clock read per op)
+};
+Config& config();
+
+struct GroupReport {
+  std::vector<std::string> ops;  // names of the tasks in the group (dead ones marked)
+  std::string stop_reason;
+  std::vector<uint64_t> temporaries;  // buffer ids never allocated
+  int dead = 0;
+  bool is_extern = false;
+  // The kernel's expression and schedule (rendered on demand by mdh_text /
+  // schedule_text; no buffers are kept alive by a report).
+  std::shared_ptr<const mdh::MdHom> hom;
+  std::vector<int64_t> ints;
+  tune::Schedule schedule;
+  std::string routine;   // extern groups: the routine's pattern
+  std::string key;
+  std::string mdh_text() const;
+  std::string schedule_text() const;
+  bool cache_hit = false;
+  std::string source;    // if dump
+  double run_ms = 0;
+};
+
+struct FlushReport {
+  std::vector<GroupReport> groups;
+  std::string sync_site;    // source line that forced the flush (set by the caller)
+  std::string sync_reason;  // "print", "flush()", ...
+  int tasks = 0;
+  double analyse_ms = 0, compile_ms = 0, run_ms = 0;
+  int kernels_compiled = 0, memory_hits = 0;
+  std::vector<std::string> warnings;
+};
+
+// Cumulative profile since the last reset.
+struct Profile {
+  double record_ms = 0, analyse_ms = 0, compile_ms = 0, run_ms = 0;
+  int64_t flushes = 0, tasks = 0, kernels_run = 0, compiles = 0, memory_hits = 0, disk_hits = 0;
+};
+
+// Flushes the global stream and blocks until every pending result is
+// computed. Returns the executed tasks; the caller destroys them (with the
+// Python GIL held, since adopted NumPy buffers may be released). Concurrent
+// callers are serialized.
+std::vector<Task> flush(FlushReport* report);
+
+FlushReport last_report();
+Profile profile();
+void reset_profile();
+void add_record_time(double ms);
+
+}  // namespace nf::pipeline

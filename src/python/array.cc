@@ -1,0 +1,308 @@
+// numfuse._core.ndarray: the operators and view methods that must be fast.
+// Everything else is added to the class by python/numfuse/_array.py.
+#include <pybind11/stl.h>
+
+#include "core/error.h"
+#include "python/bindings.h"
+
+namespace nf::py_bind {
+
+namespace {
+
+py::handle g_fancy_getitem, g_fancy_setitem, g_ufunc_fallback;
+
+py::object not_implemented() { return py::reinterpret_borrow<py::object>(Py_NotImplemented); }
+
+// Runs the operation with NumPy (via numfuse's fallback) when numfuse cannot
+// compute in the loop's type.
+py::object fallback(const char* ufunc, py::handle a, py::handle b, py::handle out) {
+  py::tuple args = b ? py::tuple(py::make_tuple(a, b)) : py::tuple(py::make_tuple(a));
+  return g_ufunc_fallback(ufunc, args, out ? out : py::none());
+}
+
+template <BinaryOp op>
+py::object binop(py::handle self, py::handle other) {
+  before_record();
+  Operand b;
+  if (!to_operand(other, b)) return not_implemented();
+  try {
+    return wrap(record_binary(op, Operand::array(as_ndarray(self).v), b, nullptr));
+  } catch (const FallbackRequired&) {
+    return fallback(binary_name(op), self, other, py::handle());
+  }
+}
+
+template <BinaryOp op>
+py::object rbinop(py::handle self, py::handle other) {
+  before_record();
+  Operand a;
+  if (!to_operand(other, a)) return not_implemented();
+  try {
+    return wrap(record_binary(op, a, Operand::array(as_ndarray(self).v), nullptr));
+  } catch (const FallbackRequired&) {
+    return fallback(binary_name(op), other, self, py::handle());
+  }
+}
+
+template <BinaryOp op>
+py::object ibinop(py::handle self, py::handle other) {
+  before_record();
+  Operand b;
+  if (!to_operand(other, b)) return not_implemented();
+  const View& v = as_ndarray(self).v;
+  try {
+    record_binary(op, Operand::array(v), b, &v);
+  } catch (const FallbackRequired&) {
+    return fallback(binary_name(op), self, other, self);
+  }
+  return py::reinterpret_borrow<py::object>(self);
+}
+
+template <UnaryOp op>
+py::object unop(py::handle self) {
+  before_record();
+  try {
+    return wrap(record_unary(op, Operand::array(as_ndarray(self).v), nullptr));
+  } catch (const FallbackRequired&) {
+    return fallback(unary_name(op), self, py::handle(), py::handle());
+  }
+}
+
+int64_t as_index(PyObject* o) {
+  py::object i = py::reinterpret_steal<py::object>(PyNumber_Index(o));
+  if (!i) throw py::error_already_set();
+  Py_ssize_t v = PyLong_AsSsize_t(i.ptr());
+  if (v == -1 && PyErr_Occurred()) {
+    PyErr_Clear();
+    throw IndexError("cannot fit 'int' into an index-sized integer");
+  }
+  return v;
+}
+
+// Parses a basic index; false if the key needs advanced (fancy) indexing.
+bool parse_item(PyObject* o, std::vector<IndexItem>& out) {
+  IndexItem it;
+  if (o == Py_Ellipsis) {
+    it.kind = IndexItem::Kind::Ellipsis;
+  } else if (o == Py_None) {
+    it.kind = IndexItem::Kind::NewAxis;
+  } else if (PySlice_Check(o)) {
+    auto* s = reinterpret_cast<PySliceObject*>(o);
+    it.kind = IndexItem::Kind::Slice;
+    if (s->step != Py_None) it.step = as_index(s->step);
+    if (s->start != Py_None) {
+      it.start = as_index(s->start);
+      it.has_start = true;
+    }
+    if (s->stop != Py_None) {
+      it.stop = as_index(s->stop);
+      it.has_stop = true;
+    }
+  } else if (PyLong_CheckExact(o)) {
+    it.kind = IndexItem::Kind::Int;
+    it.i = as_index(o);
+  } else if (PyBool_Check(o) || PyList_Check(o) || PyTuple_Check(o) || is_ndarray(o) ||
+             !PyIndex_Check(o) || PyObject_HasAttrString(o, "__array__")) {
+    return false;
+  } else {
+    it.kind = IndexItem::Kind::Int;  // NumPy integers and other __index__ objects
+    it.i = as_index(o);
+  }
+  out.push_back(it);
+  return true;
+}
+
+bool parse_index(py::handle key, std::vector<IndexItem>& items) {
+  if (PyTuple_Check(key.ptr())) {
+    Py_ssize_t n = PyTuple_GET_SIZE(key.ptr());
+    for (Py_ssize_t i = 0; i < n; ++i)
+      if (!parse_item(PyTuple_GET_ITEM(key.ptr(), i), items)) return false;
+    return true;
+  }
+  return parse_item(key.ptr(), items);
+}
+
+std::vector<int> axes_list(const py::handle& axes, int ndim) {
+  std::vector<int> out;
+  for (py::handle a : axes) out.push_back(normalize_axis(a.cast<int64_t>(), ndim));
+  return out;
+}
+
+Dims dims_of(const py::handle& seq) {
+  Dims d;
+  for (py::handle x : seq) d.push_back(x.cast<int64_t>());
+  return d;
+}
+
+py::tuple tuple_of(const Dims& d, int64_t scale = 1) {
+  py::tuple t(d.size());
+  for (size_t i = 0; i < d.size(); ++i) t[i] = py::int_(d[i] * scale);
+  return t;
+}
+
+}  // namespace
+
+void bind_array(py::module_& m) {
+  py::class_<NdArray> c(m, "ndarray");
+  c.attr("__module__") = "numfuse";
+  c.attr("__hash__") = py::none();
+  c.def_property_readonly("shape", [](const NdArray& a) { return tuple_of(a.v.shape); })
+      .def_property_readonly("ndim", [](const NdArray& a) { return a.v.ndim(); })
+      .def_property_readonly("size", [](const NdArray& a) { return a.v.size(); })
+      .def_property_readonly("dtype", [](const NdArray& a) { return dtype_object(a.v.dtype); })
+      .def_property_readonly("itemsize", [](const NdArray& a) { return itemsize(a.v.dtype); })
+      .def_property_readonly("nbytes", [](const NdArray& a) { return a.v.size() * itemsize(a.v.dtype); })
+      .def_property_readonly("strides", [](const NdArray& a) { return tuple_of(a.v.strides, itemsize(a.v.dtype)); })
+      .def_property_readonly("_readonly", [](const NdArray& a) { return a.v.readonly; })
+      .def_property_readonly("_c_contiguous", [](const NdArray& a) { return a.v.is_c_contiguous(); })
+      .def_property_readonly("_f_contiguous", [](const NdArray& a) { return a.v.is_f_contiguous(); })
+      .def_property_readonly("_buffer_id", [](const NdArray& a) { return a.v.buffer->id(); })
+      .def_property_readonly("_owns_data", [](const NdArray& a) {
+        return a.v.offset == 0 && a.v.size() * itemsize(a.v.dtype) == a.v.buffer->nbytes() && a.v.is_c_contiguous();
+      })
+      .def("__len__",
+           [](const NdArray& a) {
+             if (a.v.ndim() == 0) throw TypeError("len() of unsized object");
+             return a.v.shape[0];
+           })
+#define NF_BIN(py, op)                                    \
+  .def("__" py "__", &binop<BinaryOp::op>)                \
+      .def("__r" py "__", &rbinop<BinaryOp::op>)          \
+      .def("__i" py "__", &ibinop<BinaryOp::op>)
+          NF_BIN("add", Add) NF_BIN("sub", Subtract) NF_BIN("mul", Multiply) NF_BIN("truediv", TrueDivide)
+              NF_BIN("floordiv", FloorDivide) NF_BIN("mod", Remainder) NF_BIN("and", BitwiseAnd)
+                  NF_BIN("or", BitwiseOr) NF_BIN("xor", BitwiseXor) NF_BIN("lshift", LeftShift)
+                      NF_BIN("rshift", RightShift)
+#undef NF_BIN
+      .def("__eq__", &binop<BinaryOp::Equal>)
+      .def("__ne__", &binop<BinaryOp::NotEqual>)
+      .def("__lt__", &binop<BinaryOp::Less>)
+      .def("__le__", &binop<BinaryOp::LessEqual>)
+      .def("__gt__", &binop<BinaryOp::Greater>)
+      .def("__ge__", &binop<BinaryOp::GreaterEqual>)
+      .def("__neg__", &unop<UnaryOp::Negative>)
+      .def("__pos__", &unop<UnaryOp::Positive>)
+      .def("__abs__", &unop<UnaryOp::Absolute>)
+      .def("__invert__", &unop<UnaryOp::Invert>)
+      .def("_pow", &binop<BinaryOp::Power>)
+      .def("_rpow", &rbinop<BinaryOp::Power>)
+      .def("_ipow", &ibinop<BinaryOp::Power>)
+      .def("__getitem__",
+           [](py::handle self, py::handle key) -> py::object {
+             std::vector<IndexItem> items;
+             if (!parse_index(key, items)) return g_fancy_getitem(self, key);
+             return wrap(index_view(as_ndarray(self).v, items));
+           })
+      .def("__setitem__",
+           [](py::handle self, py::handle key, py::handle value) {
+             std::vector<IndexItem> items;
+             Operand src;
+             if (!parse_index(key, items) || !to_operand(value, src)) {
+               g_fancy_setitem(self, key, value);
+               return;
+             }
+             before_record();
+             record_assign(index_view(as_ndarray(self).v, items), src);
+           })
+      .def("_reshape",
+           [](const NdArray& a, py::handle shape, bool fortran) {
+             Dims s = resolve_shape(dims_of(shape), a.v.size());
+             View r;
+             if (reshape_view(a.v, s, fortran, &r)) return wrap(r);
+             before_record();
+             View copy;
+             if (!fortran) {
+               copy = record_astype(a.v, a.v.dtype, true);
+             } else {
+               copy = View::fresh(a.v.dtype, a.v.shape);  // Fortran-ordered copy
+               int64_t acc = 1;
+               for (int k = 0; k < copy.ndim(); ++k) {
+                 copy.strides[k] = acc;
+                 acc *= std::max<int64_t>(copy.shape[k], 1);
+               }
+               record_assign(copy, Operand::array(a.v));
+             }
+             if (!reshape_view(copy, s, fortran, &r)) throw ValueError("reshape failed");
+             return wrap(r);
+           })
+      .def("_transpose",
+           [](const NdArray& a, py::handle axes) {
+             std::vector<int> ax;
+             if (axes.is_none()) {
+               for (int k = a.v.ndim(); k-- > 0;) ax.push_back(k);
+             } else {
+               ax = axes_list(axes, a.v.ndim());
+               if (static_cast<int>(ax.size()) != a.v.ndim()) throw ValueError("axes don't match array");
+               std::vector<bool> seen(ax.size(), false);
+               for (int x : ax) {
+                 if (seen[x]) throw ValueError("repeated axis in transpose");
+                 seen[x] = true;
+               }
+             }
+             return wrap(transpose_view(a.v, ax));
+           })
+      .def("_swapaxes",
+           [](const NdArray& a, int64_t x, int64_t y) {
+             return wrap(swapaxes_view(a.v, normalize_axis(x, a.v.ndim()), normalize_axis(y, a.v.ndim())));
+           })
+      .def("_expand_dims",
+           [](const NdArray& a, py::handle axes) {
+             int nd = a.v.ndim() + static_cast<int>(py::len(axes));
+             std::vector<int> ax = axes_list(axes, nd);
+             std::sort(ax.begin(), ax.end());
+             if (std::adjacent_find(ax.begin(), ax.end()) != ax.end()) throw ValueError("repeated axis");
+             return wrap(expand_dims_view(a.v, ax));
+           })
+      .def("_squeeze",
+           [](const NdArray& a, py::handle axes) {
+             if (axes.is_none()) return wrap(squeeze_view(a.v, {}, true));
+             return wrap(squeeze_view(a.v, axes_list(axes, a.v.ndim()), false));
+           })
+      .def("_broadcast_to",
+           [](const NdArray& a, py::handle shape) {
+             Dims s = dims_of(shape);
+             for (int64_t e : s)
+               if (e < 0) throw ValueError("all elements of broadcast shape must be non-negative");
+             View r;
+             try {
+               r = broadcast_view(a.v, s);
+             } catch (const ValueError&) {
+               throw ValueError("operands could not be broadcast together with remapped shapes "
+                                "[original->remapped]: " + shape_str(a.v.shape) + "  and requested shape " +
+                                shape_str(s));
+             }
+             r.readonly = true;
+             return wrap(r);
+           })
+      .def("_diagonal",
+           [](const NdArray& a, int64_t offset, int64_t a1, int64_t a2) {
+             if (a.v.ndim() < 2) throw ValueError("diag requires an array of at least two dimensions");
+             int x = normalize_axis(a1, a.v.ndim()), y = normalize_axis(a2, a.v.ndim());
+             if (x == y) throw ValueError("axis1 and axis2 cannot be the same");
+             return wrap(diagonal_view(a.v, offset, x, y));
+           })
+      .def("_astype",
+           [](const NdArray& a, py::handle dtype, bool c_order) -> py::object {
+             std::optional<DType> t = to_dtype(dtype);
+             if (!t) return not_implemented();
+             before_record();
+             return wrap(record_astype(a.v, *t, c_order));
+           })
+      .def("_readonly_view",
+           [](const NdArray& a) {
+             View r = a.v;
+             r.readonly = true;
+             return wrap(r);
+           })
+      .def("_to_numpy", [](const NdArray& a, bool writeable) { return to_numpy(a.v, writeable); })
+      .def("_same_buffer", [](const NdArray& a, const NdArray& b) { return a.v.buffer == b.v.buffer; })
+      .def("_may_share_memory", [](const NdArray& a, const NdArray& b) { return views_overlap(a.v, b.v); });
+
+  m.def("_set_index_hooks", [](py::object get, py::object set, py::object ufunc_fallback) {
+    g_fancy_getitem = get.release();
+    g_fancy_setitem = set.release();
+    g_ufunc_fallback = ufunc_fallback.release();
+  });
+}
+
+}  // namespace nf::py_bind

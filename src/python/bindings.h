@@ -1,0 +1,45 @@
+// pybind11 glue shared by the binding files. Conversions only; no logic.
+#pragma once
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include "stream/stream.h"
+
+namespace py = pybind11;
+
+namespace nf::py_bind {
+
+// The Python-visible array: a view that counts as a Python reference to its
+// buffer (the tiered count fusion reads).
+struct NdArray {
+  View v;
+  explicit NdArray(View view) : v(std::move(view)) { v.buffer->py_refs.fetch_add(1); }
+  ~NdArray() { v.buffer->py_refs.fetch_sub(1); }
+  NdArray(const NdArray&) = delete;
+  NdArray& operator=(const NdArray&) = delete;
+};
+
+py::object wrap(View v);
+bool is_ndarray(py::handle h);
+NdArray& as_ndarray(py::handle h);
+// Converts a Python value to an operand; false if numfuse cannot take it
+// (caller returns NotImplemented or falls back to NumPy).
+bool to_operand(py::handle h, Operand& out);
+py::object dtype_object(DType t);
+// numpy.dtype-like -> DType; nullopt for dtypes numfuse does not compute in.
+std::optional<DType> to_dtype(py::handle h);
+// Auto-flush before recording when the window is full.
+void before_record();
+// Flush everything pending; `reason` names the sync point for explain().
+void flush_all(const char* reason);
+// A NumPy array viewing a flushed numfuse array (keeps the buffer alive).
+py::array to_numpy(const View& v, bool writeable);
+// Wrap a NumPy array: copy into a new buffer, or adopt its memory when the
+// caller guarantees nobody else holds it.
+View from_numpy(py::handle arr, bool adopt);
+
+void bind_array(py::module_& m);
+void bind_functions(py::module_& m);
+
+}  // namespace nf::py_bind

@@ -1,0 +1,221 @@
+// Module-level functions of numfuse._core: ufuncs, reductions, creation,
+// sync points, configuration and diagnostics.
+#include <pybind11/stl.h>
+
+#include "core/error.h"
+#include "jit/jit.h"
+#include "pipeline/pipeline.h"
+#include "python/bindings.h"
+#include "runtime/runtime.h"
+
+namespace nf::py_bind {
+
+namespace {
+
+py::object not_implemented() { return py::reinterpret_borrow<py::object>(Py_NotImplemented); }
+
+const View* out_view(py::handle out) {
+  if (out.is_none()) return nullptr;
+  if (!is_ndarray(out)) throw TypeError("return arrays must be of ArrayType");
+  return &as_ndarray(out).v;
+}
+
+Dims dims_of(py::handle seq) {
+  Dims d;
+  for (py::handle x : seq) d.push_back(x.cast<int64_t>());
+  return d;
+}
+
+py::dict report_dict(const pipeline::FlushReport& r) {
+  py::list groups;
+  for (const pipeline::GroupReport& g : r.groups) {
+    py::dict d;
+    d["ops"] = g.ops;
+    d["stop_reason"] = g.stop_reason;
+    d["temporaries"] = g.temporaries;
+    d["dead"] = g.dead;
+    d["extern"] = g.is_extern;
+    d["mdh"] = g.mdh_text();
+    d["schedule"] = g.schedule_text();
+    d["key"] = g.key;
+    d["cache_hit"] = g.cache_hit;
+    d["source"] = g.source;
+    d["run_ms"] = g.run_ms;
+    groups.append(d);
+  }
+  py::dict out;
+  out["groups"] = groups;
+  out["sync_site"] = r.sync_site;
+  out["sync_reason"] = r.sync_reason;
+  out["tasks"] = r.tasks;
+  out["analyse_ms"] = r.analyse_ms;
+  out["compile_ms"] = r.compile_ms;
+  out["run_ms"] = r.run_ms;
+  out["kernels_compiled"] = r.kernels_compiled;
+  out["memory_hits"] = r.memory_hits;
+  out["warnings"] = r.warnings;
+  return out;
+}
+
+}  // namespace
+
+void bind_functions(py::module_& m) {
+  // Operation ids, so the Python layer can call by number.
+  py::dict unary, binary, reduce;
+  for (int i = 0; i < static_cast<int>(UnaryOp::Count); ++i) unary[unary_name(static_cast<UnaryOp>(i))] = i;
+  for (int i = 0; i < static_cast<int>(BinaryOp::Count); ++i) binary[binary_name(static_cast<BinaryOp>(i))] = i;
+  for (int i = 0; i < static_cast<int>(ReduceOp::Count); ++i) reduce[reduce_name(static_cast<ReduceOp>(i))] = i;
+  m.attr("UNARY_OPS") = unary;
+  m.attr("BINARY_OPS") = binary;
+  m.attr("REDUCE_OPS") = reduce;
+  py::list names;
+  for (int i = 0; i < kNumDTypes; ++i) names.append(dtype_name(static_cast<DType>(i)));
+  m.attr("DTYPES") = names;
+
+  m.def("unary", [](int op, py::handle x, py::handle out) -> py::object {
+    Operand a;
+    if (!to_operand(x, a) || a.kind != Operand::Kind::Array) return not_implemented();
+    before_record();
+    View r;
+    try {
+      r = record_unary(static_cast<UnaryOp>(op), a, out_view(out));
+    } catch (const FallbackRequired&) {
+      return not_implemented();
+    }
+    return out.is_none() ? wrap(r) : py::reinterpret_borrow<py::object>(out);
+  });
+  m.def("binary", [](int op, py::handle x, py::handle y, py::handle out) -> py::object {
+    Operand a, b;
+    if (!to_operand(x, a) || !to_operand(y, b)) return not_implemented();
+    if (a.kind != Operand::Kind::Array && b.kind != Operand::Kind::Array) return not_implemented();
+    before_record();
+    View r;
+    try {
+      r = record_binary(static_cast<BinaryOp>(op), a, b, out_view(out));
+    } catch (const FallbackRequired&) {
+      return not_implemented();
+    }
+    return out.is_none() ? wrap(r) : py::reinterpret_borrow<py::object>(out);
+  });
+  m.def("where", [](py::handle c, py::handle x, py::handle y) -> py::object {
+    Operand oc, ox, oy;
+    if (!to_operand(c, oc) || !to_operand(x, ox) || !to_operand(y, oy)) return not_implemented();
+    before_record();
+    return wrap(record_where(oc, ox, oy));
+  });
+  m.def("reduce", [](int op, py::handle x, py::handle axes, bool keepdims, py::handle dtype, py::handle out,
+                     py::handle initial) -> py::object {
+    if (!is_ndarray(x)) return not_implemented();
+    const View& v = as_ndarray(x).v;
+    ReductionArgs a;
+    a.op = static_cast<ReduceOp>(op);
+    if (axes.is_none()) {
+      for (int k = 0; k < v.ndim(); ++k) a.axes.push_back(k);
+    } else {
+      for (py::handle ax : axes) a.axes.push_back(normalize_axis(ax.cast<int64_t>(), v.ndim()));
+      std::sort(a.axes.begin(), a.axes.end());
+      if (std::adjacent_find(a.axes.begin(), a.axes.end()) != a.axes.end())
+        throw ValueError("duplicate value in 'axis'");
+    }
+    a.keepdims = keepdims;
+    if (!dtype.is_none()) {
+      std::optional<DType> t = to_dtype(dtype);
+      if (!t) return not_implemented();
+      a.has_dtype = true;
+      a.dtype = *t;
+    }
+    a.out = out_view(out);
+    if (!initial.is_none()) {
+      if (!to_operand(initial, a.initial) || a.initial.kind == Operand::Kind::Array)
+        throw TypeError("initial must be a scalar");
+      a.has_initial = true;
+    }
+    before_record();
+    View r = record_reduction(v, a);
+    return out.is_none() ? wrap(r) : py::reinterpret_borrow<py::object>(out);
+  });
+  m.def("matmul", [](py::handle x, py::handle y, py::handle dtype, py::handle out) -> py::object {
+    std::optional<DType> t = to_dtype(dtype);
+    if (!t || !is_ndarray(x) || !is_ndarray(y)) return not_implemented();
+    before_record();
+    View r = record_matmul(as_ndarray(x).v, as_ndarray(y).v, *t, out_view(out));
+    return out.is_none() ? wrap(r) : py::reinterpret_borrow<py::object>(out);
+  });
+  m.def("empty", [](py::handle shape, py::handle dtype) -> py::object {
+    std::optional<DType> t = to_dtype(dtype);
+    if (!t) return not_implemented();
+    Dims s = dims_of(shape);
+    for (int64_t e : s)
+      if (e < 0) throw ValueError("negative dimensions are not allowed");
+    return wrap(View::fresh(*t, s));
+  });
+  m.def("full", [](py::handle shape, py::handle value, py::handle dtype) -> py::object {
+    std::optional<DType> t = to_dtype(dtype);
+    Operand v;
+    if (!t || !to_operand(value, v)) return not_implemented();
+    before_record();
+    return wrap(record_full(*t, dims_of(shape), v));
+  });
+  m.def("arange", [](double start, double step, int64_t n, py::handle dtype, bool integral, int64_t istart,
+                     int64_t istep) -> py::object {
+    std::optional<DType> t = to_dtype(dtype);
+    if (!t) return not_implemented();
+    before_record();
+    return wrap(record_arange(start, step, n, *t, integral, istart, istep));
+  });
+  m.def("eye", [](int64_t n, int64_t mm, int64_t k, py::handle dtype) -> py::object {
+    std::optional<DType> t = to_dtype(dtype);
+    if (!t) return not_implemented();
+    before_record();
+    return wrap(record_eye(n, mm, k, *t));
+  });
+  m.def("from_numpy", [](py::handle arr, bool adopt) { return wrap(from_numpy(arr, adopt)); });
+  m.def("supported_dtype", [](py::handle dtype) { return to_dtype(dtype).has_value(); });
+
+  // Sync points and diagnostics.
+  m.def("flush", [](const char* reason) { flush_all(reason); }, py::arg("reason") = "flush()");
+  m.def("pending", []() { return global_stream().size(); });
+  m.def("last_report", []() { return report_dict(pipeline::last_report()); });
+  m.def("profile", []() {
+    pipeline::Profile p = pipeline::profile();
+    jit::CompileStats& s = jit::KernelCache::instance().stats();
+    py::dict d;
+    d["record_ms"] = p.record_ms;
+    d["analyse_ms"] = p.analyse_ms;
+    d["compile_ms"] = p.compile_ms;
+    d["run_ms"] = p.run_ms;
+    d["flushes"] = p.flushes;
+    d["tasks"] = p.tasks;
+    d["kernels_run"] = p.kernels_run;
+    d["kernels_compiled"] = p.compiles;
+    d["memory_hits"] = p.memory_hits;
+    d["disk_hits"] = s.disk_hits.load();
+    d["compile_ns_total"] = s.compile_ns.load();
+    d["compiles_total"] = s.compiles.load();
+    return d;
+  });
+  m.def("reset_profile", []() { pipeline::reset_profile(); });
+  m.def("kernel_cache_size", []() { return jit::KernelCache::instance().size(); });
+  m.def("clear_kernel_cache", []() { jit::KernelCache::instance().clear(); });
+  m.def("memory", []() {
+    py::dict d;
+    d["live_bytes"] = Buffer::live_bytes();
+    d["peak_bytes"] = Buffer::peak_bytes();
+    return d;
+  });
+  m.def("reset_peak_memory", []() { Buffer::reset_peak(); });
+
+  // Configuration.
+  m.def("set_fusion", [](bool on) {
+    pipeline::config().policy = on ? fusion::Policy::Diffuse : fusion::Policy::None;
+  });
+  m.def("get_fusion", []() { return pipeline::config().policy == fusion::Policy::Diffuse; });
+  m.def("set_dump", [](bool on) { pipeline::config().dump = on; });
+  m.def("get_dump", []() { return pipeline::config().dump; });
+  m.def("set_max_window", [](int64_t n) { global_stream().max_window = static_cast<size_t>(std::max<int64_t>(n, 1)); });
+  m.def("get_max_window", []() { return global_stream().max_window; });
+  m.def("set_num_threads", [](int n) { runtime::set_num_threads(n); });
+  m.def("get_num_threads", []() { return runtime::num_threads(); });
+}
+
+}  // namespace nf::py_bind

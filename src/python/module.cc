@@ -1,0 +1,261 @@
+// The numfuse._core extension: conversions between Python and the core, the
+// sync-point plumbing, and the hooks the Python layer installs.
+#include <pybind11/functional.h>
+#include <pybind11/stl.h>
+
+#include <cstring>
+
+#include "core/error.h"
+#include "jit/jit.h"
+#include "pipeline/pipeline.h"
+#include "python/bindings.h"
+#include "runtime/runtime.h"
+
+namespace nf::py_bind {
+
+namespace {
+
+// Module-lifetime references, deliberately never released: Python objects
+// must not be destroyed by C++ static destructors after interpreter shutdown.
+PyTypeObject* g_ndarray_type = nullptr;
+py::handle g_dtypes[kNumDTypes];
+py::handle g_np_generic, g_np_ndarray, g_np_asarray, g_np_copyto, g_np_dtype;
+// Hooks installed by python/numfuse (see numfuse/_hooks.py).
+py::handle g_sync_site, g_warn, g_dump;
+
+}  // namespace
+
+py::object wrap(View v) {
+  return py::cast(new NdArray(std::move(v)), py::return_value_policy::take_ownership);
+}
+
+bool is_ndarray(py::handle h) { return Py_TYPE(h.ptr()) == g_ndarray_type; }
+
+NdArray& as_ndarray(py::handle h) { return h.cast<NdArray&>(); }
+
+py::object dtype_object(DType t) { return py::reinterpret_borrow<py::object>(g_dtypes[static_cast<int>(t)]); }
+
+std::optional<DType> to_dtype(py::handle h) {
+  if (h.is_none()) return std::nullopt;
+  for (int i = 0; i < kNumDTypes; ++i)
+    if (h.ptr() == g_dtypes[i].ptr()) return static_cast<DType>(i);
+  py::object dt = g_np_dtype(h);
+  std::string name = py::str(dt.attr("name"));
+  return dtype_from_name(name);
+}
+
+bool to_operand(py::handle h, Operand& out) {
+  PyObject* o = h.ptr();
+  if (Py_TYPE(o) == g_ndarray_type) {
+    out = Operand::array(as_ndarray(h).v);
+    return true;
+  }
+  if (PyFloat_CheckExact(o)) {
+    out.kind = Operand::Kind::Weak;
+    out.weak = WeakKind::Float;
+    out.value = Scalar::of_float(DType::Float64, PyFloat_AS_DOUBLE(o));
+    return true;
+  }
+  if (PyBool_Check(o)) {
+    out.kind = Operand::Kind::Weak;
+    out.weak = WeakKind::Bool;
+    out.value = Scalar::of_bool(o == Py_True);
+    return true;
+  }
+  if (PyLong_CheckExact(o)) {
+    out.kind = Operand::Kind::Weak;
+    out.weak = WeakKind::Int;
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (!overflow) {
+      out.value = Scalar::of_int(DType::Int64, v);
+      return true;
+    }
+    unsigned long long u = PyLong_AsUnsignedLongLong(o);
+    if (!PyErr_Occurred()) {
+      out.value = Scalar::of_uint(DType::UInt64, u);
+      return true;
+    }
+    PyErr_Clear();
+    out.huge = true;
+    double d = PyLong_AsDouble(o);
+    if (PyErr_Occurred()) {
+      PyErr_Clear();
+      d = overflow > 0 ? HUGE_VAL : -HUGE_VAL;
+    }
+    out.value = Scalar::of_float(DType::Float64, d);
+    return true;
+  }
+  if (PyObject_IsInstance(o, g_np_generic.ptr()) == 1) {
+    std::optional<DType> t = to_dtype(h.attr("dtype"));
+    if (!t) return false;
+    py::object item = h.attr("item")();
+    out.kind = Operand::Kind::Strong;
+    if (is_float(*t)) out.value = Scalar::of_float(*t, item.cast<double>());
+    else if (*t == DType::Bool) out.value = Scalar::of_bool(item.cast<bool>());
+    else if (*t == DType::UInt64) out.value = Scalar::of_uint(*t, item.cast<unsigned long long>());
+    else out.value = Scalar::of_int(*t, item.cast<long long>());
+    return true;
+  }
+  if (PyFloat_Check(o) || PyLong_Check(o)) {  // subclasses of float / int
+    return to_operand(py::reinterpret_steal<py::object>(PyNumber_Float(o)), out);
+  }
+  if (PyComplex_Check(o)) return false;
+  py::object arr;
+  if (PyObject_IsInstance(o, g_np_ndarray.ptr()) == 1) {
+    arr = py::reinterpret_borrow<py::object>(h);
+  } else if (PyList_Check(o) || PyTuple_Check(o)) {
+    arr = g_np_asarray(h);
+  } else {
+    return false;
+  }
+  std::optional<DType> t = to_dtype(arr.attr("dtype"));
+  if (!t) return false;
+  out = Operand::array(from_numpy(arr, false));
+  return true;
+}
+
+void before_record() {
+  Stream& s = global_stream();
+  if (s.size() >= s.max_window) flush_all("window full");
+}
+
+void flush_all(const char* reason) {
+  if (global_stream().size() == 0) return;
+  pipeline::FlushReport rep;
+  rep.sync_reason = reason;
+  if (g_sync_site) rep.sync_site = py::str(g_sync_site());
+  std::vector<Task> done;
+  {
+    py::gil_scoped_release nogil;
+    done = pipeline::flush(&rep);
+  }
+  done.clear();  // buffer releases may need the GIL: drop tasks while holding it
+  for (const std::string& w : rep.warnings)
+    if (g_warn) g_warn(w);  // may raise (warnings as errors): propagates
+  if (pipeline::config().dump && g_dump) {
+    for (const pipeline::GroupReport& g : rep.groups) {
+      if (g.key.empty()) continue;
+      std::string text = std::string("numfuse kernel (") + (g.cache_hit ? "cache hit" : "compiled") + ")\n" +
+                         g.mdh_text() + "\nschedule: " + g.schedule_text() + "\n";
+      if (!g.source.empty()) text += g.source;
+      g_dump(text);
+    }
+  }
+}
+
+py::array to_numpy(const View& v, bool writeable) {
+  flush_all("conversion to NumPy");
+  std::vector<py::ssize_t> shape(v.shape.begin(), v.shape.end());
+  std::vector<py::ssize_t> strides;
+  const int64_t is = itemsize(v.dtype);
+  for (int64_t s : v.strides) strides.push_back(s * is);
+  char* base = static_cast<char*>(v.buffer->data()) + v.offset * is;
+  py::object keep = wrap(v);  // counts as a Python reference to the buffer
+  py::array arr(py::dtype::from_args(dtype_object(v.dtype)), shape, strides, base, keep);
+  if (!writeable || v.readonly)
+    py::detail::array_proxy(arr.ptr())->flags &= ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
+  return arr;
+}
+
+View from_numpy(py::handle h, bool adopt) {
+  py::array arr = py::reinterpret_borrow<py::array>(h);
+  std::optional<DType> t = to_dtype(arr.attr("dtype"));
+  if (!t) throw TypeError("numfuse cannot hold arrays of dtype " + std::string(py::str(arr.attr("dtype"))));
+  const int64_t is = itemsize(*t);
+  Dims shape;
+  for (py::ssize_t i = 0; i < arr.ndim(); ++i) shape.push_back(arr.shape(i));
+  bool aligned = true;
+  for (py::ssize_t i = 0; i < arr.ndim(); ++i)
+    if (arr.strides(i) % is != 0) aligned = false;
+  if (adopt && aligned && arr.dtype().attr("isnative").cast<bool>()) {
+    // Point at NumPy's memory; the buffer spans the array's whole extent.
+    View v;
+    v.dtype = *t;
+    v.shape = shape;
+    int64_t lo = 0, hi = 0;
+    for (py::ssize_t i = 0; i < arr.ndim(); ++i) {
+      int64_t s = arr.strides(i) / is;
+      v.strides.push_back(s);
+      if (shape[i] > 0) (s < 0 ? lo : hi) += s * (shape[i] - 1);
+    }
+    v.offset = -lo;
+    char* start = static_cast<char*>(const_cast<void*>(arr.data())) + lo * is;
+    PyObject* owner = arr.ptr();
+    Py_INCREF(owner);
+    v.buffer = Buffer::adopt(start, (hi - lo + 1) * is, [owner] {
+      py::gil_scoped_acquire gil;
+      Py_DECREF(owner);
+    });
+    return v;
+  }
+  View v = View::fresh(*t, shape);
+  if (v.size() > 0) {
+    // Copy through NumPy (handles any strides, byte order and alignment).
+    std::vector<py::ssize_t> dst_strides;
+    for (int64_t s : v.strides) dst_strides.push_back(s * is);
+    std::vector<py::ssize_t> pshape(shape.begin(), shape.end());
+    py::array dst(py::dtype::from_args(dtype_object(*t)), pshape, dst_strides, v.buffer->data(), py::none());
+    g_np_copyto(dst, arr, py::arg("casting") = "unsafe");
+  }
+  return v;
+}
+
+}  // namespace nf::py_bind
+
+using namespace nf;
+using namespace nf::py_bind;
+using namespace pybind11::literals;
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "numfuse C++ core: recording, fusion, MDH lowering and JIT compilation";
+  py::module_ np = py::module_::import("numpy");
+  for (int i = 0; i < kNumDTypes; ++i) g_dtypes[i] = np.attr("dtype")(dtype_name(static_cast<DType>(i))).release();
+  g_np_generic = py::object(np.attr("generic")).release();
+  g_np_ndarray = py::object(np.attr("ndarray")).release();
+  g_np_asarray = py::object(np.attr("asarray")).release();
+  g_np_copyto = py::object(np.attr("copyto")).release();
+  g_np_dtype = py::object(np.attr("dtype")).release();
+
+  bind_array(m);
+  g_ndarray_type = reinterpret_cast<PyTypeObject*>(m.attr("ndarray").ptr());
+  bind_functions(m);
+
+  m.def("_set_hooks", [](py::object resolver, py::object sync_site, py::object warn, py::object dump) {
+    g_sync_site = sync_site.release();
+    g_warn = warn.release();
+    g_dump = dump.release();
+    py::handle res = resolver.release();
+    set_loop_resolver([res](const char* name, int nin, const int* descs) {
+      py::list args;
+      for (int i = 0; i < nin; ++i) args.append(descs[i]);
+      py::tuple r = res(name, args);
+      Loop l;
+      l.in[0] = static_cast<DType>(r[0].cast<int>());
+      l.in[1] = static_cast<DType>(r[1].cast<int>());
+      l.out = static_cast<DType>(r[2].cast<int>());
+      return l;
+    });
+  });
+
+  // Translate core errors to NumPy's exception types.
+  static py::handle axis_error = py::object(np.attr("exceptions").attr("AxisError")).release();
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const nf::AxisError& e) {
+      py::object err = axis_error(e.axis, e.ndim);
+      PyErr_SetObject(axis_error.ptr(), err.ptr());
+    } catch (const nf::ValueError& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const nf::TypeError& e) {
+      PyErr_SetString(PyExc_TypeError, e.what());
+    } catch (const nf::IndexError& e) {
+      PyErr_SetString(PyExc_IndexError, e.what());
+    } catch (const nf::OverflowError& e) {
+      PyErr_SetString(PyExc_OverflowError, e.what());
+    } catch (const nf::jit::CompileError& e) {
+      PyErr_SetString(PyExc_RuntimeError, e.what());
+    }
+  });
+}

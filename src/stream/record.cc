@@ -1,0 +1,327 @@
+// The recorder. Everything NumPy would reject is rejected here, before a task
+// exists, so a failed call leaves the window exactly as it was.
+#include <algorithm>
+#include <numeric>
+
+#include "core/error.h"
+#include "stream/stream.h"
+
+namespace nf {
+
+namespace {
+
+std::string shapes_msg(const std::vector<Dims>& shapes) {
+  std::string s;
+  for (const Dims& d : shapes) {
+    std::string t = shape_str(d);
+    // NumPy prints (3,) as "(3,)" and () as "()", separated by spaces.
+    s += t + " ";
+  }
+  return s;
+}
+
+void append(Task t) {
+#ifndef NDEBUG
+  t.validate();
+#endif
+  global_stream().record(std::move(t));
+}
+
+// Copy task: dst[...] = cast(src) over dst's shape.
+void record_copy(const View& src, const View& dst, const char* name) {
+  Task t;
+  t.kind = Task::Kind::Map;
+  t.name = name;
+  t.domain = dst.shape;
+  t.inputs.push_back(broadcast_view(src, dst.shape));
+  int x = t.expr.input(0, src.dtype);
+  t.expr.cast(x, dst.dtype);
+  t.output = dst;
+  append(std::move(t));
+}
+
+}  // namespace
+
+Dims broadcast_shapes(const std::vector<Dims>& shapes) {
+  size_t nd = 0;
+  for (const Dims& s : shapes) nd = std::max(nd, s.size());
+  Dims out(nd, 1);
+  for (const Dims& s : shapes) {
+    size_t off = nd - s.size();
+    for (size_t k = 0; k < s.size(); ++k) {
+      int64_t& o = out[off + k];
+      if (s[k] == o || s[k] == 1) continue;
+      if (o == 1) {
+        o = s[k];
+        continue;
+      }
+      throw ValueError("operands could not be broadcast together with shapes " + shapes_msg(shapes));
+    }
+  }
+  return out;
+}
+
+View broadcast_view(const View& v, const Dims& shape) {
+  if (v.shape == shape) return v;
+  if (v.ndim() > static_cast<int>(shape.size()))
+    throw ValueError("cannot broadcast a non-scalar to a scalar array");
+  View r = v;
+  r.shape = shape;
+  r.strides = Dims(shape.size(), 0);
+  size_t off = shape.size() - v.shape.size();
+  for (size_t k = 0; k < v.shape.size(); ++k) {
+    if (v.shape[k] == shape[off + k]) {
+      r.strides[off + k] = v.strides[k];
+    } else if (v.shape[k] == 1) {
+      r.strides[off + k] = 0;
+    } else {
+      throw ValueError("operands could not be broadcast together with remapped shapes [original->remapped]: " +
+                       shape_str(v.shape) + " and requested shape " + shape_str(shape));
+    }
+  }
+  return r;
+}
+
+View alloc_like_order(DType dtype, const Dims& shape, const std::vector<View>& like) {
+  const int nd = static_cast<int>(shape.size());
+  View out = View::fresh(dtype, shape);
+  if (nd < 2) return out;
+  for (const View& v : like) {
+    if (v.shape != shape) continue;
+    bool broadcast = false;
+    for (int k = 0; k < nd; ++k)
+      if (v.strides[k] == 0 && shape[k] > 1) broadcast = true;
+    if (broadcast) continue;
+    if (v.is_c_contiguous()) return out;
+    // Order axes by decreasing |stride| (stable, so ties keep C order).
+    std::vector<int> perm(nd);
+    std::iota(perm.begin(), perm.end(), 0);
+    std::stable_sort(perm.begin(), perm.end(), [&](int x, int y) {
+      int64_t sx = shape[x] > 1 ? std::llabs(v.strides[x]) : INT64_MAX;
+      int64_t sy = shape[y] > 1 ? std::llabs(v.strides[y]) : INT64_MAX;
+      return sx > sy;
+    });
+    int64_t acc = 1;
+    for (int i = nd; i-- > 0;) {
+      out.strides[perm[i]] = acc;
+      acc *= std::max<int64_t>(shape[perm[i]], 1);
+    }
+    return out;
+  }
+  return out;
+}
+
+View copy_if_overlapping(const View& src, const View& dst) {
+  if (!views_overlap(src, dst) || src.same_as(dst)) return src;
+  View tmp = View::fresh(src.dtype, src.shape);
+  record_copy(src, tmp, "copy (overlap)");
+  return tmp;
+}
+
+View record_map(MapSpec spec) {
+  std::vector<Dims> shapes;
+  for (const View& v : spec.inputs) shapes.push_back(v.shape);
+  if (spec.has_shape_hint) shapes.push_back(spec.shape_hint);
+  Dims domain = broadcast_shapes(shapes);
+  const DType result = spec.expr.dtype();
+  View out;
+  if (spec.out) {
+    out = *spec.out;
+    std::vector<Dims> with_out = shapes;
+    with_out.push_back(out.shape);
+    Dims b = broadcast_shapes(with_out);
+    if (b != out.shape)
+      throw ValueError("non-broadcastable output operand with shape " + shape_str(out.shape) +
+                       " doesn't match the broadcast shape " + shape_str(b));
+    domain = out.shape;
+    if (out.dtype != result) spec.expr.cast(spec.expr.root(), out.dtype);
+  } else {
+    std::vector<View> bviews;
+    for (const View& v : spec.inputs) bviews.push_back(broadcast_view(v, domain));
+    out = alloc_like_order(result, domain, bviews);
+  }
+  Task t;
+  t.kind = Task::Kind::Map;
+  t.name = spec.name;
+  t.domain = domain;
+  for (const View& v : spec.inputs) t.inputs.push_back(copy_if_overlapping(broadcast_view(v, domain), out));
+  t.consts = std::move(spec.consts);
+  t.indices = std::move(spec.indices);
+  t.expr = std::move(spec.expr);
+  t.output = out;
+  if (shape_size(domain) > 0) append(std::move(t));
+  return out;
+}
+
+View record_reduce(ReduceSpec spec) {
+  const View& in = spec.input;
+  const int nd = in.ndim();
+  std::vector<bool> reduced(nd, false);
+  for (int a : spec.axes) reduced[a] = true;
+  Dims res_shape;
+  int64_t reduced_size = 1;
+  for (int k = 0; k < nd; ++k) {
+    if (reduced[k]) {
+      reduced_size *= in.shape[k];
+      if (spec.keepdims) res_shape.push_back(1);
+    } else {
+      res_shape.push_back(in.shape[k]);
+    }
+  }
+  const int64_t out_size = shape_size(res_shape);
+  if (reduced_size == 0 && out_size > 0 && !reduce_has_identity(spec.op) && !spec.has_initial) {
+    if (spec.op == ReduceOp::ArgMax || spec.op == ReduceOp::ArgMin)
+      throw ValueError(std::string("attempt to get ") + reduce_name(spec.op) + " of an empty sequence");
+    throw ValueError(std::string("zero-size array to reduction operation ") +
+                     (spec.op == ReduceOp::Max ? "maximum" : "minimum") + " which has no identity");
+  }
+  View out;
+  if (spec.out) {
+    out = *spec.out;
+    if (out.shape != res_shape)
+      throw ValueError("output parameter for reduction operation " + std::string(spec.name) +
+                       " has the wrong number of dimensions: Found " + std::to_string(out.ndim()) +
+                       " but expected " + std::to_string(res_shape.size()));
+  } else {
+    out = View::fresh(spec.out_dtype, res_shape);
+  }
+  // The output seen over the input's domain: stride 0 on reduced axes.
+  View over = out;
+  over.shape = in.shape;
+  over.strides = Dims(nd, 0);
+  for (int k = 0, j = 0; k < nd; ++k) {
+    if (reduced[k]) {
+      if (spec.keepdims) ++j;
+      continue;
+    }
+    over.strides[k] = out.strides[j++];
+  }
+  Task t;
+  t.kind = Task::Kind::Reduce;
+  t.name = spec.name;
+  t.domain = in.shape;
+  t.inputs.push_back(in);
+  // Any overlap between a reduction's input and output needs a copy: the
+  // output elements are combined from many input elements.
+  if (views_overlap(in, out)) {
+    View tmp = View::fresh(in.dtype, in.shape);
+    record_copy(in, tmp, "copy (overlap)");
+    t.inputs[0] = tmp;
+  }
+  t.expr = std::move(spec.value);
+  t.value_node = t.expr.root();
+  t.reduce = spec.op;
+  t.acc_dtype = spec.acc_dtype;
+  if (spec.op == ReduceOp::ArgMax || spec.op == ReduceOp::ArgMin) {
+    // Flat C-order index within the reduced axes.
+    IndexFn f;
+    f.strides = Dims(nd, 0);
+    int64_t acc = 1;
+    for (int k = nd; k-- > 0;) {
+      if (!reduced[k]) continue;
+      f.strides[k] = acc;
+      acc *= in.shape[k];
+    }
+    t.indices.push_back(f);
+    t.arg_node = t.expr.index(0);
+  }
+  if (spec.has_initial) {
+    t.consts.push_back(spec.initial);
+    t.init_const = static_cast<int32_t>(t.consts.size()) - 1;
+  }
+  // The stored value's type: out dtype (the kernel casts the accumulator).
+  over.dtype = out.dtype;
+  t.output = over;
+  if (out_size > 0) append(std::move(t));
+  return out;
+}
+
+View record_matmul(const View& a, const View& b, DType dtype, const View* out) {
+  const int na = a.ndim(), nb = b.ndim();
+  const int64_t m = a.shape[na - 2], k = a.shape[na - 1];
+  const int64_t k2 = b.shape[nb - 2], n = b.shape[nb - 1];
+  if (k != k2)
+    throw ValueError("matmul: Input operand 1 has a mismatch in its core dimension 0, with gufunc signature "
+                     "(n?,k),(k,m?)->(n?,m?) (size " + std::to_string(k2) + " is different from " +
+                     std::to_string(k) + ")");
+  Dims batch_a(a.shape.begin(), a.shape.end() - 2), batch_b(b.shape.begin(), b.shape.end() - 2);
+  Dims batch = broadcast_shapes({batch_a, batch_b});
+  Dims res = batch;
+  res.push_back(m);
+  res.push_back(n);
+  View c;
+  if (out) {
+    if (out->shape != res)
+      throw ValueError("matmul: Output operand 0 does not have the expected shape " + shape_str(res) +
+                       " (it has " + shape_str(out->shape) + ")");
+    c = *out;
+  } else {
+    c = View::fresh(dtype, res);
+  }
+  Dims sa = batch, sb = batch;
+  sa.push_back(m), sa.push_back(k);
+  sb.push_back(k), sb.push_back(n);
+  View va = broadcast_view(a, sa), vb = broadcast_view(b, sb);
+  if (shape_size(res) == 0) return c;
+  // Operands that overlap the output, or that BLAS needs in another type,
+  // are copied first: every output element combines many input elements.
+  const bool blas = is_float(dtype) && c.dtype == dtype;
+  auto prepare = [&](const View& v) {
+    if (!views_overlap(v, c) && (!blas || v.dtype == dtype)) return v;
+    View tmp = View::fresh(blas ? dtype : v.dtype, v.shape);
+    record_copy(v, tmp, "copy (matmul operand)");
+    return tmp;
+  };
+  va = prepare(va);
+  vb = prepare(vb);
+  if (blas && k > 0) {
+    Task t;
+    t.kind = Task::Kind::Extern;
+    t.name = "matmul";
+    t.routine = RoutineId::Gemm;
+    t.inputs = {va, vb};
+    t.output = c;
+    t.domain = res;
+    t.domain.push_back(k);
+    append(std::move(t));
+    return c;
+  }
+  // MDH form: domain (batch..., m, n, k); A(b,i,k), B(b,k,j) -> C(b,i,j),
+  // k combined with + (or `any` for bool).
+  const int nbd = static_cast<int>(batch.size());
+  Dims domain = res;
+  domain.push_back(k);
+  auto lift = [&](const View& v, int row_dim, int col_dim) {
+    View r = v;
+    r.shape = domain;
+    r.strides = Dims(domain.size(), 0);
+    for (int d = 0; d < nbd; ++d) r.strides[d] = v.strides[d];
+    r.strides[row_dim] = v.strides[nbd];
+    r.strides[col_dim] = v.strides[nbd + 1];
+    return r;
+  };
+  View lc = c;
+  lc.shape = domain;
+  lc.strides = Dims(domain.size(), 0);
+  for (int d = 0; d < nbd + 2; ++d) lc.strides[d] = c.strides[d];
+  Task t;
+  t.kind = Task::Kind::Reduce;
+  t.name = "matmul";
+  t.domain = domain;
+  t.inputs = {lift(va, nbd, nbd + 2), lift(vb, nbd + 2, nbd + 1)};  // A[b,i,k], B[b,k,j]
+  int x = t.expr.cast(t.expr.input(0, va.dtype), dtype);
+  int y = t.expr.cast(t.expr.input(1, vb.dtype), dtype);
+  if (dtype == DType::Bool) {
+    t.expr.binary(BinaryOp::LogicalAnd, x, y, DType::Bool);
+    t.reduce = ReduceOp::Any;
+  } else {
+    t.expr.binary(BinaryOp::Multiply, x, y, dtype);
+    t.reduce = ReduceOp::Sum;
+  }
+  t.acc_dtype = dtype;
+  t.output = lc;
+  append(std::move(t));
+  return c;
+}
+
+}  // namespace nf

@@ -1,0 +1,53 @@
+#include "stream/stream.h"
+
+#include <stdexcept>
+
+namespace nf {
+
+void Task::validate() const {
+  auto fail = [&](const std::string& what) {
+    throw std::logic_error(std::string("invalid task ") + name + ": " + what);
+  };
+  if (kind == Kind::Extern) return;
+  for (const View& v : inputs)
+    if (v.shape != domain) fail("input shape " + shape_str(v.shape) + " != domain " + shape_str(domain));
+  if (output.shape != domain) fail("output shape != domain");
+  if (kind == Kind::Map)
+    for (int d = 0; d < output.ndim(); ++d)
+      if (output.strides[d] == 0 && domain[d] > 1) fail("map output broadcast");
+  for (const View& v : inputs)
+    if (views_overlap(v, output) && !v.same_as(output)) fail("input overlaps output");
+  for (const ExprNode& n : expr.nodes) {
+    if (n.kind == ExprNode::Kind::Input && (n.a < 0 || n.a >= static_cast<int>(inputs.size())))
+      fail("bad input slot");
+    if (n.kind == ExprNode::Kind::Const && (n.a < 0 || n.a >= static_cast<int>(consts.size())))
+      fail("bad const slot");
+    if (n.kind == ExprNode::Kind::Index && (n.a < 0 || n.a >= static_cast<int>(indices.size())))
+      fail("bad index slot");
+  }
+}
+
+void Stream::record(Task t) {
+  std::lock_guard<std::mutex> lock(mu_);
+  window_.push_back(std::move(t));
+  ++recorded_total_;
+}
+
+std::vector<Task> Stream::take() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<Task> out;
+  out.swap(window_);
+  return out;
+}
+
+size_t Stream::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return window_.size();
+}
+
+Stream& global_stream() {
+  static Stream* s = new Stream();  // never destroyed: outlives Python teardown
+  return *s;
+}
+
+}  // namespace nf

@@ -1,0 +1,193 @@
+// Recording: every array operation appends a Task to the window.
+//
+// A task is a point-wise computation over an iteration domain. Each input is
+// a view over the whole domain (broadcast dimensions have stride 0); the
+// output view too, with stride 0 on the dimensions a reduction combines.
+// This uniform form is what lets fusion compare tasks and what makes every
+// task an MDH expression: elementwise tasks concatenate on every dimension,
+// reductions combine point-wise on their stride-0 output dimensions.
+//
+// Invariants established by the recorder (checked in debug builds by
+// Task::validate):
+//   - every input and the output has shape == domain;
+//   - an elementwise (Map) output never has a stride-0 dimension of extent > 1;
+//   - no input overlaps the output unless it is the same view (the recorder
+//     copies such inputs first), so a task never reads what it wrote;
+//   - all shape, dtype and bounds errors were raised before recording.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/expr.h"
+#include "core/ops.h"
+#include "core/view.h"
+
+namespace nf {
+
+// An affine integer function of the iteration index: offset + sum strides[d]*i_d.
+struct IndexFn {
+  int64_t offset = 0;
+  Dims strides;
+};
+
+// Library routines run as black boxes (see src/extern).
+enum class RoutineId : uint8_t { None, Gemm };
+
+struct Task {
+  enum class Kind : uint8_t { Map, Reduce, Extern };
+  Kind kind = Kind::Map;
+  Dims domain;
+  std::vector<View> inputs;
+  std::vector<Scalar> consts;
+  std::vector<IndexFn> indices;
+  Expr expr;    // value per domain point (for Reduce: the value combined)
+  int32_t value_node = -1;  // node of expr that is stored/combined; -1: the root
+  View output;  // over the domain
+  // Reduce: the combine operator, the type it combines in, and for
+  // ArgMax/ArgMin the node giving the (flat) index that is reported.
+  ReduceOp reduce = ReduceOp::Sum;
+  DType acc_dtype = DType::Float64;
+  int32_t arg_node = -1;
+  int32_t init_const = -1;  // const slot of `initial=`, or -1 for the identity
+  // Extern: routine id and integer arguments (shapes, transposes).
+  RoutineId routine = RoutineId::None;
+  std::vector<int64_t> routine_args;
+  // What the user called ("add", "sum", "__setitem__"), for explain().
+  const char* name = "";
+
+  bool is_reduce() const { return kind == Kind::Reduce; }
+  int value() const { return value_node >= 0 ? value_node : expr.root(); }
+  // Throws std::logic_error if an invariant above is broken.
+  void validate() const;
+};
+
+// The window of pending tasks. Thread-safe: recording appends under a mutex;
+// a flush takes the whole window at once.
+class Stream {
+ public:
+  void record(Task t);
+  std::vector<Task> take();
+  size_t size() const;
+  // Flush policy: the window is flushed automatically once it holds this many
+  // tasks (bounds memory and analysis time in loops that never sync).
+  size_t max_window = 512;
+  uint64_t recorded_total() const { return recorded_total_; }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<Task> window_;
+  uint64_t recorded_total_ = 0;
+};
+
+Stream& global_stream();
+
+// ---------------------------------------------------------------------------
+// The recorder: validates an operation (raising NumPy's error at the call),
+// allocates its result and appends its task to the global stream.
+
+// numpy.broadcast_shapes; throws ValueError with NumPy's message.
+Dims broadcast_shapes(const std::vector<Dims>& shapes);
+// The view seen as `shape` (numpy.broadcast_to); throws ValueError.
+View broadcast_view(const View& v, const Dims& shape);
+// A fresh C-contiguous result laid out like `like` (NumPy's order='K'):
+// axes ordered as in the first input that is not broadcast.
+View alloc_like_order(DType dtype, const Dims& shape, const std::vector<View>& like);
+
+struct MapSpec {
+  const char* name = "";
+  std::vector<View> inputs;    // any shapes; broadcast together
+  std::vector<Scalar> consts;
+  std::vector<IndexFn> indices;  // over the broadcast domain
+  Expr expr;                   // result type = expr.dtype()
+  const View* out = nullptr;   // write here (cast unsafely) instead of allocating
+  Dims shape_hint;             // domain when there are no inputs (creation)
+  bool has_shape_hint = false;
+};
+// Records out[...] = expr(inputs). Returns the result view.
+View record_map(MapSpec spec);
+
+struct ReduceSpec {
+  const char* name = "";
+  View input;
+  std::vector<int> axes;  // normalized, sorted, unique
+  bool keepdims = false;
+  ReduceOp op = ReduceOp::Sum;
+  Expr value;             // over input slot 0, of type acc_dtype
+  DType acc_dtype = DType::Float64;
+  DType out_dtype = DType::Float64;
+  bool has_initial = false;
+  Scalar initial;
+  const View* out = nullptr;
+};
+View record_reduce(ReduceSpec spec);
+
+// numpy.matmul for operands of ndim >= 2 (batch dimensions broadcast),
+// computed in `dtype`. Floating types run as a BLAS routine (Extern task),
+// the others as a reduction over k.
+View record_matmul(const View& a, const View& b, DType dtype, const View* out);
+
+// Copies `src` into a fresh buffer if it overlaps `dst` without being the
+// same view (what NumPy does for ufuncs with overlapping operands).
+View copy_if_overlapping(const View& src, const View& dst);
+
+// ---------------------------------------------------------------------------
+// Ufuncs, with NumPy's type resolution (recording stage of the ufunc surface).
+
+// An operand: an array, a NumPy scalar (strong: promotes like an array) or a
+// Python scalar (weak: NEP 50).
+struct Operand {
+  enum class Kind : uint8_t { Array, Strong, Weak };
+  Kind kind = Kind::Array;
+  View view;
+  Scalar value;                 // Strong/Weak; Weak ints are Int64 or UInt64 (big) typed
+  WeakKind weak = WeakKind::Float;
+  bool huge = false;            // Weak int outside [-2^63, 2^64): value.f holds it
+  static Operand array(const View& v) { Operand o; o.kind = Kind::Array; o.view = v; return o; }
+  DType strong_dtype() const { return kind == Kind::Array ? view.dtype : value.dtype; }
+};
+
+// The loop NumPy selects for a ufunc call: operand and result types.
+struct Loop {
+  DType in[2] = {DType::Float64, DType::Float64};
+  DType out = DType::Float64;
+};
+// Type descriptors given to the resolver: 0..10 are DTypes, 16 + WeakKind weak scalars.
+using LoopResolver = std::function<Loop(const char* ufunc, int nin, const int* descs)>;
+// Installed by the Python layer (numpy's ufunc.resolve_dtypes). Results are
+// cached; a resolver that raises propagates NumPy's own exception.
+void set_loop_resolver(LoopResolver r);
+
+View record_unary(UnaryOp op, const Operand& x, const View* out);
+View record_binary(BinaryOp op, const Operand& a, const Operand& b, const View* out);
+// numpy.where(cond, x, y).
+View record_where(const Operand& cond, const Operand& x, const Operand& y);
+// dst[...] = src, cast unsafely (assignment semantics). Checks Python scalars
+// like NumPy (OverflowError / ValueError for NaN into integers).
+void record_assign(const View& dst, const Operand& src);
+// v.astype(to) into a fresh array laid out like v (order 'K') or C order.
+View record_astype(const View& v, DType to, bool c_order);
+
+struct ReductionArgs {
+  ReduceOp op = ReduceOp::Sum;
+  std::vector<int> axes;  // normalized, sorted, unique
+  bool keepdims = false;
+  bool has_dtype = false;
+  DType dtype = DType::Float64;
+  const View* out = nullptr;
+  bool has_initial = false;
+  Operand initial;
+};
+// sum/prod/max/min/any/all/argmax/argmin with NumPy's result types.
+View record_reduction(const View& in, const ReductionArgs& a);
+
+// Creation.
+View record_full(DType t, const Dims& shape, const Operand& value);
+View record_arange(double start, double step, int64_t n, DType t, bool integral, int64_t istart, int64_t istep);
+View record_eye(int64_t n, int64_t m, int64_t k, DType t);
+
+}  // namespace nf

@@ -1,0 +1,383 @@
+// Ufuncs, reductions and creation routines: NumPy's type resolution and
+// argument checks, then one task each (via record_map / record_reduce).
+#include <cmath>
+#include <mutex>
+#include <optional>
+
+#include "core/error.h"
+#include "stream/stream.h"
+
+namespace nf {
+
+namespace {
+
+LoopResolver g_resolver;
+
+constexpr int kWeakBase = 16;
+constexpr int kDescs = 32;
+
+struct CachedLoop {
+  bool valid = false;
+  Loop loop;
+};
+// Recording happens with the Python GIL held, so these tables need no lock;
+// the mutex only guards against C++ callers on other threads.
+std::mutex g_cache_mu;
+CachedLoop g_unary[static_cast<int>(UnaryOp::Count)][kDescs];
+CachedLoop g_binary[static_cast<int>(BinaryOp::Count)][kDescs][kDescs];
+
+int desc_of(const Operand& o) {
+  if (o.kind == Operand::Kind::Weak) return kWeakBase + static_cast<int>(o.weak);
+  return static_cast<int>(o.strong_dtype());
+}
+
+Loop resolve(CachedLoop& slot, const char* name, int nin, const int* descs) {
+  {
+    std::lock_guard<std::mutex> lock(g_cache_mu);
+    if (slot.valid) return slot.loop;
+  }
+  if (!g_resolver) throw TypeError("numfuse: no ufunc type resolver installed");
+  Loop l = g_resolver(name, nin, descs);  // may throw NumPy's error
+  const int limit = kNumDTypes;
+  if (static_cast<int>(l.in[0]) >= limit || static_cast<int>(l.in[1]) >= limit || static_cast<int>(l.out) >= limit)
+    throw FallbackRequired(std::string(name) + ": loop type not supported natively");
+  std::lock_guard<std::mutex> lock(g_cache_mu);
+  slot.loop = l;
+  slot.valid = true;
+  return l;
+}
+
+std::string dtype_repr(DType t) { return std::string("dtype('") + dtype_name(t) + "')"; }
+
+// The value of a scalar operand in type t, checked like NumPy 2 does for
+// Python scalars.
+Scalar scalar_in(const Operand& o, DType t) {
+  if (o.kind == Operand::Kind::Weak && o.weak == WeakKind::Int && is_integer(t)) {
+    bool fits = !o.huge && (o.value.dtype == DType::UInt64 ? uint_fits(t, o.value.u) : int_fits(t, o.value.i));
+    if (!fits) {
+      std::string v = o.huge ? "(a huge integer)"
+                             : (o.value.dtype == DType::UInt64 ? std::to_string(o.value.u) : std::to_string(o.value.i));
+      throw OverflowError("Python integer " + v + " out of bounds for " + dtype_name(t));
+    }
+  }
+  if (o.huge) return Scalar::of_float(DType::Float64, o.value.f).cast(t);
+  return o.value.cast(t);
+}
+
+// Adds operand o to the map as a value of type t; returns its node.
+int operand_node(MapSpec& spec, const Operand& o, DType t) {
+  if (o.kind == Operand::Kind::Array) {
+    int slot = static_cast<int>(spec.inputs.size());
+    spec.inputs.push_back(o.view);
+    return spec.expr.cast(spec.expr.input(slot, o.view.dtype), t);
+  }
+  int slot = static_cast<int>(spec.consts.size());
+  spec.consts.push_back(scalar_in(o, t));
+  return spec.expr.constant(slot, t);
+}
+
+void check_out(const View* out, DType result, const char* ufunc) {
+  if (!out) return;
+  if (out->readonly) throw ValueError("output array is read-only");
+  if (!can_cast(result, out->dtype, Casting::SameKind))
+    throw TypeError(std::string("Cannot cast ufunc '") + ufunc + "' output from " + dtype_repr(result) + " to " +
+                    dtype_repr(out->dtype) + " with casting rule 'same_kind'");
+}
+
+bool is_ordering(BinaryOp op) {
+  return op == BinaryOp::Equal || op == BinaryOp::NotEqual || op == BinaryOp::Less || op == BinaryOp::LessEqual ||
+         op == BinaryOp::Greater || op == BinaryOp::GreaterEqual;
+}
+
+bool weak_int_fits(const Operand& o, DType t) {
+  if (o.huge) return false;
+  return o.value.dtype == DType::UInt64 ? uint_fits(t, o.value.u) : int_fits(t, o.value.i);
+}
+
+}  // namespace
+
+void set_loop_resolver(LoopResolver r) {
+  std::lock_guard<std::mutex> lock(g_cache_mu);
+  g_resolver = std::move(r);
+  for (auto& row : g_unary)
+    for (auto& c : row) c.valid = false;
+  for (auto& a : g_binary)
+    for (auto& row : a)
+      for (auto& c : row) c.valid = false;
+}
+
+View record_unary(UnaryOp op, const Operand& x, const View* out) {
+  int d = desc_of(x);
+  Loop l = resolve(g_unary[static_cast<int>(op)][d], unary_name(op), 1, &d);
+  check_out(out, l.out, unary_name(op));
+  MapSpec spec;
+  spec.name = unary_name(op);
+  int a = operand_node(spec, x, l.in[0]);
+  spec.expr.unary(op, a, l.out);
+  spec.out = out;
+  return record_map(std::move(spec));
+}
+
+View record_binary(BinaryOp op, const Operand& a, const Operand& b, const View* out) {
+  int d[2] = {desc_of(a), desc_of(b)};
+  Loop l = resolve(g_binary[static_cast<int>(op)][d[0]][d[1]], binary_name(op), 2, d);
+  // NumPy's float power loop special-cases scalar exponents (2 -> square,
+  // 0.5 -> sqrt, -1 -> reciprocal, 1 -> copy); the results differ from
+  // pow() for signed zeros and infinities, so do the same.
+  if (op == BinaryOp::Power && is_float(l.in[0]) && b.kind != Operand::Kind::Array && l.in[0] == l.out) {
+    const double e = scalar_in(b, DType::Float64).f;
+    std::optional<UnaryOp> fast;
+    if (e == 2.0) fast = UnaryOp::Square;
+    else if (e == 0.5) fast = UnaryOp::Sqrt;
+    else if (e == -1.0) fast = UnaryOp::Reciprocal;
+    else if (e == 1.0) fast = UnaryOp::Positive;
+    if (fast) {
+      check_out(out, l.out, binary_name(op));
+      MapSpec spec;
+      spec.name = binary_name(op);
+      int x = operand_node(spec, a, l.in[0]);
+      spec.expr.unary(*fast, x, l.out);
+      spec.out = out;
+      return record_map(std::move(spec));
+    }
+  }
+  // NumPy 2 compares arrays with out-of-range Python ints exactly.
+  if (is_ordering(op)) {
+    for (int side = 0; side < 2; ++side) {
+      const Operand& w = side ? b : a;
+      const Operand& other = side ? a : b;
+      if (w.kind == Operand::Kind::Weak && w.weak == WeakKind::Int && is_integer(l.in[side]) &&
+          !weak_int_fits(w, l.in[side])) {
+        DType common = !w.huge && other.strong_dtype() != DType::UInt64 && w.value.dtype != DType::UInt64
+                           ? DType::Int64
+                           : DType::Float64;
+        l.in[0] = l.in[1] = common;
+      }
+    }
+  }
+  check_out(out, l.out, binary_name(op));
+  MapSpec spec;
+  spec.name = binary_name(op);
+  int x = operand_node(spec, a, l.in[0]);
+  int y = operand_node(spec, b, l.in[1]);
+  spec.expr.binary(op, x, y, l.out);
+  spec.out = out;
+  return record_map(std::move(spec));
+}
+
+View record_where(const Operand& cond, const Operand& x, const Operand& y) {
+  DType rt;
+  const bool wx = x.kind == Operand::Kind::Weak, wy = y.kind == Operand::Kind::Weak;
+  if (wx && wy) rt = promote(weak_default(x.weak), weak_default(y.weak));
+  else if (wx) rt = promote_weak(y.strong_dtype(), x.weak);
+  else if (wy) rt = promote_weak(x.strong_dtype(), y.weak);
+  else rt = promote(x.strong_dtype(), y.strong_dtype());
+  MapSpec spec;
+  spec.name = "where";
+  int c = operand_node(spec, cond, DType::Bool);
+  int a = operand_node(spec, x, rt);
+  int b = operand_node(spec, y, rt);
+  spec.expr.select(c, a, b);
+  return record_map(std::move(spec));
+}
+
+void record_assign(const View& dst, const Operand& src) {
+  if (dst.readonly) throw ValueError("assignment destination is read-only");
+  MapSpec spec;
+  spec.name = "__setitem__";
+  if (src.kind == Operand::Kind::Array) {
+    // NumPy's message for assignment broadcasting failures.
+    try {
+      broadcast_view(src.view, dst.shape);
+    } catch (const ValueError&) {
+      throw ValueError("could not broadcast input array from shape " + shape_str(src.view.shape) +
+                       " into shape " + shape_str(dst.shape));
+    }
+    int x = spec.expr.input(0, src.view.dtype);
+    spec.inputs.push_back(src.view);
+    spec.expr.cast(x, dst.dtype);
+  } else {
+    Scalar v;
+    if (src.kind == Operand::Kind::Weak && src.weak == WeakKind::Float && is_integer(dst.dtype)) {
+      if (std::isnan(src.value.f)) throw ValueError("cannot convert float NaN to integer");
+      if (std::isinf(src.value.f)) throw OverflowError("cannot convert float infinity to integer");
+      v = src.value.cast(dst.dtype);
+    } else {
+      v = scalar_in(src, dst.dtype);
+    }
+    spec.consts.push_back(v);
+    spec.expr.constant(0, dst.dtype);
+  }
+  spec.out = &dst;
+  spec.shape_hint = dst.shape;
+  spec.has_shape_hint = true;
+  record_map(std::move(spec));
+}
+
+View record_astype(const View& v, DType to, bool c_order) {
+  MapSpec spec;
+  spec.name = "astype";
+  int x = spec.expr.input(0, v.dtype);
+  spec.inputs.push_back(v);
+  spec.expr.cast(x, to);
+  View out = c_order ? View::fresh(to, v.shape) : alloc_like_order(to, v.shape, {v});
+  spec.out = &out;
+  record_map(std::move(spec));
+  return out;
+}
+
+View record_reduction(const View& in, const ReductionArgs& a) {
+  ReduceSpec spec;
+  spec.name = reduce_name(a.op);
+  spec.input = in;
+  spec.axes = a.axes;
+  spec.keepdims = a.keepdims;
+  spec.op = a.op;
+  spec.out = a.out;
+  const DType t = in.dtype;
+  DType out_t, acc_t;
+  switch (a.op) {
+    case ReduceOp::Sum:
+    case ReduceOp::Prod:
+      if (a.has_dtype) {
+        out_t = a.dtype;
+      } else if (kind(t) == Kind::Bool || (kind(t) == Kind::Signed && itemsize(t) < 8)) {
+        out_t = DType::Int64;
+      } else if (kind(t) == Kind::Unsigned && itemsize(t) < 8) {
+        out_t = DType::UInt64;
+      } else {
+        out_t = t;
+      }
+      // float32 accumulates in float64 (more accurate than NumPy's pairwise
+      // float32 sum, never less).
+      acc_t = out_t == DType::Float32 ? DType::Float64 : out_t;
+      if (out_t == DType::Bool) acc_t = DType::Bool;
+      break;
+    case ReduceOp::Max:
+    case ReduceOp::Min:
+      out_t = a.has_dtype ? a.dtype : t;
+      acc_t = out_t;
+      break;
+    case ReduceOp::Any:
+    case ReduceOp::All:
+      out_t = DType::Bool;
+      acc_t = DType::Bool;
+      break;
+    case ReduceOp::ArgMax:
+    case ReduceOp::ArgMin:
+      out_t = DType::Int64;
+      acc_t = t;
+      break;
+    default:
+      throw ValueError("unknown reduction");
+  }
+  if (a.out) {
+    if (a.out->readonly) throw ValueError("output array is read-only");
+    if (a.op != ReduceOp::ArgMax && a.op != ReduceOp::ArgMin && !a.has_dtype &&
+        !can_cast(out_t, a.out->dtype, Casting::SameKind))
+      throw TypeError(std::string("Cannot cast ufunc '") + reduce_name(a.op) + "' output from " + dtype_repr(out_t) +
+                      " to " + dtype_repr(a.out->dtype) + " with casting rule 'same_kind'");
+    if ((a.op == ReduceOp::ArgMax || a.op == ReduceOp::ArgMin) && a.out->dtype != DType::Int64)
+      throw TypeError("Cannot cast array data from " + dtype_repr(DType::Int64) + " to " +
+                      dtype_repr(a.out->dtype) + " according to the rule 'safe'");
+  }
+  spec.out_dtype = out_t;
+  spec.acc_dtype = acc_t;
+  int x = spec.value.input(0, t);
+  if (a.op == ReduceOp::Any || a.op == ReduceOp::All) spec.value.cast(x, DType::Bool);
+  else spec.value.cast(x, acc_t);
+  if (a.has_initial) {
+    spec.has_initial = true;
+    spec.initial = scalar_in(a.initial, acc_t);
+  }
+  return record_reduce(std::move(spec));
+}
+
+View record_full(DType t, const Dims& shape, const Operand& value) {
+  for (int64_t e : shape)
+    if (e < 0) throw ValueError("negative dimensions are not allowed");
+  View out = View::fresh(t, shape);
+  if (value.kind == Operand::Kind::Array) {
+    record_assign(out, value);
+    return out;
+  }
+  MapSpec spec;
+  spec.name = "full";
+  Scalar v = value.kind == Operand::Kind::Weak && value.weak == WeakKind::Float && is_integer(t)
+                 ? value.value.cast(t)
+                 : scalar_in(value, t);
+  if (value.kind == Operand::Kind::Weak && value.weak == WeakKind::Float && is_integer(t) &&
+      !std::isfinite(value.value.f))
+    throw ValueError("cannot convert float NaN to integer");
+  spec.consts.push_back(v);
+  spec.expr.constant(0, t);
+  spec.out = &out;
+  spec.shape_hint = shape;
+  spec.has_shape_hint = true;
+  record_map(std::move(spec));
+  return out;
+}
+
+View record_arange(double start, double step, int64_t n, DType t, bool integral, int64_t istart, int64_t istep) {
+  Dims shape{std::max<int64_t>(n, 0)};
+  View out = View::fresh(t, shape);
+  MapSpec spec;
+  spec.name = "arange";
+  IndexFn f;
+  f.strides = Dims{1};
+  spec.indices.push_back(f);
+  int i = spec.expr.index(0);
+  if (integral && !is_float(t)) {
+    // start + i*step in int64, then the target type (wrapping like NumPy).
+    spec.consts.push_back(Scalar::of_int(DType::Int64, istart));
+    spec.consts.push_back(Scalar::of_int(DType::Int64, istep));
+    int s = spec.expr.constant(0, DType::Int64);
+    int d = spec.expr.constant(1, DType::Int64);
+    int v = spec.expr.binary(BinaryOp::Add, s, spec.expr.binary(BinaryOp::Multiply, i, d, DType::Int64), DType::Int64);
+    spec.expr.cast(v, t);
+  } else {
+    // NumPy fills floats as start + i*delta with delta = (start + step) - start,
+    // both computed in the target type.
+    DType ft = is_float(t) ? t : DType::Float64;
+    Scalar s = Scalar::of_float(DType::Float64, start).cast(ft);
+    Scalar next = Scalar::of_float(DType::Float64, start + step).cast(ft);
+    double delta = ft == DType::Float32 ? static_cast<double>(static_cast<float>(next.f) - static_cast<float>(s.f))
+                                        : next.f - s.f;
+    spec.consts.push_back(s);
+    spec.consts.push_back(Scalar::of_float(ft, delta));
+    int sn = spec.expr.constant(0, ft);
+    int dn = spec.expr.constant(1, ft);
+    int v = spec.expr.binary(BinaryOp::Add, sn,
+                             spec.expr.binary(BinaryOp::Multiply, spec.expr.cast(i, ft), dn, ft), ft);
+    spec.expr.cast(v, t);
+  }
+  spec.out = &out;
+  spec.shape_hint = shape;
+  spec.has_shape_hint = true;
+  record_map(std::move(spec));
+  return out;
+}
+
+View record_eye(int64_t n, int64_t m, int64_t k, DType t) {
+  if (n < 0 || m < 0) throw ValueError("negative dimensions are not allowed");
+  Dims shape{n, m};
+  View out = View::fresh(t, shape);
+  MapSpec spec;
+  spec.name = "eye";
+  IndexFn f;  // j - i - k
+  f.offset = -k;
+  f.strides = Dims{-1, 1};
+  spec.indices.push_back(f);
+  int i = spec.expr.index(0);
+  spec.consts.push_back(Scalar::of_int(DType::Int64, 0));
+  int z = spec.expr.constant(0, DType::Int64);
+  int eq = spec.expr.binary(BinaryOp::Equal, i, z, DType::Bool);
+  spec.expr.cast(eq, t);
+  spec.out = &out;
+  spec.shape_hint = shape;
+  spec.has_shape_hint = true;
+  record_map(std::move(spec));
+  return out;
+}
+
+}  // namespace nf

@@ -1,0 +1,63 @@
+// Schedules: how an MdHom is computed on a target (MDH's low-level
+// expression). For the CPU abstract system model (cores | caches | SIMD lanes):
+//
+//   tiles[d]   - nested tile sizes of dimension d, outer to inner (MDH's #PRT,
+//                as sizes rather than counts; extents need not divide: the
+//                lowering clips the last tile);
+//   order      - the loops (d, level) from outer to inner (MDH's D1=S1=R1);
+//                level l < tiles[d].size() steps over tiles of size
+//                tiles[d][l], level tiles[d].size() steps over points;
+//   parallel   - order[0] is distributed over the cores (MDH's D2: which
+//                layer is bound to COR); when its dimension is combined
+//                point-wise, each thread keeps private partial results that
+//                are combined afterwards;
+//   vectorize  - the innermost loop runs on SIMD lanes.
+// Every schedule that satisfies Schedule::legal computes the same result
+// (lowering is correct by construction).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "mdh/mdh.h"
+
+namespace nf::tune {
+
+// The abstract system model of the machine we compile for.
+struct Asm {
+  int cores = 1;
+  int64_t l1_bytes = 32 << 10;
+  int64_t l2_bytes = 512 << 10;
+  int simd_bytes = 32;
+  static const Asm& host();
+};
+
+struct LoopSpec {
+  int dim = 0;
+  int level = 0;
+  bool operator==(const LoopSpec& o) const { return dim == o.dim && level == o.level; }
+};
+
+struct Schedule {
+  std::vector<std::vector<int64_t>> tiles;
+  std::vector<LoopSpec> order;
+  bool parallel = false;
+  int64_t parallel_min_work = 1 << 15;
+  bool vectorize = true;
+
+  int levels(int d) const { return static_cast<int>(tiles[d].size()) + 1; }
+  // Loops of each dimension appear once per level, levels in order; tile
+  // sizes positive and decreasing.
+  bool legal(const mdh::MdHom& h) const;
+  std::string key() const;
+  std::string to_string() const;
+};
+
+// A good schedule without search: parallelize the outermost concatenated
+// dimension (tiling it out of inner point-wise loops if needed), or a
+// point-wise one with private partials when the outputs are small;
+// vectorize the innermost loop.
+Schedule default_schedule(const mdh::MdHom& h, const mdh::Bindings& b, const Asm& target);
+
+}  // namespace nf::tune
