@@ -1,6 +1,10 @@
 #include "core/buffer.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cstdlib>
+#include <map>
 #include <mutex>
 #include <new>
 
@@ -10,6 +14,81 @@ namespace {
 std::atomic<uint64_t> g_next_id{1};
 std::atomic<int64_t> g_live{0};
 std::atomic<int64_t> g_peak{0};
+
+// A caching allocator for large buffers. Fresh large allocations cost a page
+// fault per 4 KiB page on first touch (and the kernel zeroes every page);
+// array programs allocate and drop same-sized buffers over and over, so freed
+// blocks are kept, by size class, and handed out again. Blocks of 4 MiB and
+// more are 2 MiB aligned and advised to use transparent huge pages.
+constexpr size_t kCacheMin = 64 << 10;
+constexpr size_t kHuge = 4 << 20;
+
+size_t size_class(size_t bytes) {
+  if (bytes < kCacheMin) return (bytes + 63) / 64 * 64;
+  if (bytes < kHuge) return (bytes + kCacheMin - 1) / kCacheMin * kCacheMin;
+  return (bytes + (2 << 20) - 1) / (2 << 20) * (2 << 20);
+}
+
+struct Pool {
+  std::mutex mu;
+  std::multimap<size_t, void*> free_blocks;
+  size_t cached = 0;
+  size_t limit = 0;
+
+  Pool() {
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    size_t ram = pages > 0 && page > 0 ? static_cast<size_t>(pages) * page : (size_t{8} << 30);
+    limit = std::min(ram / 4, size_t{4} << 30);
+  }
+
+  void* get(size_t cls) {
+    if (cls >= kCacheMin) {
+      std::lock_guard<std::mutex> lock(mu);
+      auto it = free_blocks.find(cls);
+      if (it != free_blocks.end()) {
+        void* p = it->second;
+        free_blocks.erase(it);
+        cached -= cls;
+        return p;
+      }
+    }
+    size_t align = cls >= kHuge ? (2 << 20) : 64;
+    void* p = std::aligned_alloc(align, cls);
+    if (!p) {
+      trim();
+      p = std::aligned_alloc(align, cls);
+      if (!p) throw std::bad_alloc();
+    }
+#ifdef MADV_HUGEPAGE
+    if (cls >= kHuge) madvise(p, cls, MADV_HUGEPAGE);
+#endif
+    return p;
+  }
+
+  void put(void* p, size_t cls) {
+    if (cls >= kCacheMin) {
+      std::lock_guard<std::mutex> lock(mu);
+      if (cached + cls <= limit) {
+        free_blocks.emplace(cls, p);
+        cached += cls;
+        return;
+      }
+    }
+    std::free(p);
+  }
+
+  void trim() {
+    std::lock_guard<std::mutex> lock(mu);
+    for (auto& [cls, p] : free_blocks) std::free(p);
+    free_blocks.clear();
+    cached = 0;
+  }
+};
+
+Pool& pool() {
+  static Pool* p = new Pool();  // never destroyed: buffers may outlive static destruction
+  return *p;
+}
 
 void note_alloc(int64_t n) {
   int64_t now = g_live.fetch_add(n) + n;
@@ -24,7 +103,7 @@ Buffer::Buffer(int64_t nbytes) : nbytes_(nbytes), id_(g_next_id.fetch_add(1)) {}
 Buffer::~Buffer() {
   if (owned_) {
     if (data_) {
-      std::free(data_);
+      pool().put(data_, size_class(static_cast<size_t>(std::max<int64_t>(nbytes_, 1))));
       g_live.fetch_sub(nbytes_);
     }
   } else if (release_) {
@@ -42,14 +121,16 @@ std::shared_ptr<Buffer> Buffer::adopt(void* data, int64_t nbytes, std::function<
 
 void* Buffer::data() {
   if (data_) return data_;
-  // Round up so that vector loads at the tail never leave the allocation.
-  size_t bytes = (static_cast<size_t>(nbytes_) + 63) / 64 * 64;
-  if (bytes == 0) bytes = 64;
-  void* p = std::aligned_alloc(64, bytes);
-  if (!p) throw std::bad_alloc();
-  data_ = p;
+  // Size classes round up, so vector loads at the tail never leave the block.
+  data_ = pool().get(size_class(static_cast<size_t>(std::max<int64_t>(nbytes_, 1))));
   note_alloc(nbytes_);
   return data_;
+}
+
+void Buffer::trim_cache() { pool().trim(); }
+int64_t Buffer::cached_bytes() {
+  std::lock_guard<std::mutex> lock(pool().mu);
+  return static_cast<int64_t>(pool().cached);
 }
 
 int64_t Buffer::live_bytes() { return g_live.load(); }

@@ -40,6 +40,9 @@ class Buffer {
   static int64_t live_bytes();
   static int64_t peak_bytes();
   static void reset_peak();
+  // Freed blocks kept for reuse, and releasing them to the system.
+  static int64_t cached_bytes();
+  static void trim_cache();
 
  private:
   int64_t nbytes_;

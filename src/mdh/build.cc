@@ -105,6 +105,33 @@ StrideKind kind_of(int64_t s) {
   return StrideKind::Param;
 }
 
+// Drops accesses the kernel never touches (values forwarded in registers and
+// temporaries) and renumbers the rest, so the kernel's pointer list holds
+// exactly the arrays it reads or writes.
+void compact(Built& out) {
+  MdHom& h = out.hom;
+  Bindings& b = out.bind;
+  std::vector<int> id(h.accesses.size(), -1);
+  std::vector<Access> kept;
+  std::vector<BufferPtr> buffers;
+  std::vector<int64_t> offsets;
+  for (size_t i = 0; i < h.accesses.size(); ++i) {
+    Access a = h.accesses[i];
+    if (!(a.read || a.written || a.reduced)) continue;
+    id[i] = static_cast<int>(kept.size());
+    buffers.push_back(b.buffers[a.ptr]);
+    offsets.push_back(b.offsets[a.ptr]);
+    a.ptr = id[i];
+    kept.push_back(a);
+  }
+  for (ExprNode& n : h.f.nodes)
+    if (n.kind == ExprNode::Kind::Input) n.a = id[n.a];
+  for (Output& o : h.outputs) o.access = id[o.access];
+  h.accesses = std::move(kept);
+  b.buffers = std::move(buffers);
+  b.offsets = std::move(offsets);
+}
+
 }  // namespace
 
 bool MdHom::any_pointwise(int d) const {
@@ -118,7 +145,10 @@ std::string MdHom::key() const {
   k << "D" << ndim << "|";
   for (const Access& a : accesses) {
     k << "a" << dtype_char(a.dtype);
-    for (StrideKind s : a.kind) k << "0u*"[static_cast<int>(s)];
+    for (size_t d = 0; d < a.kind.size(); ++d) {
+      k << "0u*"[static_cast<int>(a.kind[d])];
+      if (a.kind[d] == StrideKind::Param) k << a.stride[d];
+    }
     k << (a.read ? "r" : "") << (a.written ? "w" : "") << (a.reduced ? "x" : "") << ";";
   }
   k << "|f";
@@ -126,8 +156,14 @@ std::string MdHom::key() const {
     k << static_cast<int>(n.kind) << dtype_char(n.dtype) << static_cast<int>(n.op) << "," << n.a << "," << n.b
       << "," << n.c << ";";
   k << "|c";
-  for (DType t : const_type) k << dtype_char(t);
-  k << "|i" << indices.size() << "|o";
+  for (size_t i = 0; i < const_type.size(); ++i) k << dtype_char(const_type[i]) << const_slot[i];
+  k << "|i";
+  for (const Affine& a : indices) {
+    k << a.offset;
+    for (int s : a.stride) k << "," << s;
+    k << ";";
+  }
+  k << "|o";
   for (const Output& o : outputs)
     k << o.access << "," << o.value << "," << o.reduces << static_cast<int>(o.op) << dtype_char(o.acc_dtype) << ","
       << o.arg_node << "," << o.init_const << ";";
@@ -279,6 +315,7 @@ Built build(const std::vector<Task>& window, const fusion::Group& group) {
     kept.push_back(o);
   }
   h.outputs = std::move(kept);
+  compact(out);
   return out;
 }
 

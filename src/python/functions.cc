@@ -201,8 +201,10 @@ void bind_functions(py::module_& m) {
     py::dict d;
     d["live_bytes"] = Buffer::live_bytes();
     d["peak_bytes"] = Buffer::peak_bytes();
+    d["cached_bytes"] = Buffer::cached_bytes();
     return d;
   });
+  m.def("trim_memory", []() { Buffer::trim_cache(); });
   m.def("reset_peak_memory", []() { Buffer::reset_peak(); });
 
   // Configuration.

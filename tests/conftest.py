@@ -1,0 +1,59 @@
+"""Shared helpers for the differential tests: numfuse against NumPy."""
+
+import warnings
+
+import numpy as onp
+import pytest
+
+import numfuse as nf
+
+ALL_DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32",
+              "float64"]
+INT_DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
+FLOAT_DTYPES = ["float32", "float64"]
+
+
+def to_np(x):
+    """A NumPy value for a numfuse (or NumPy / Python) value."""
+    if isinstance(x, nf.ndarray):
+        return onp.asarray(x)
+    if isinstance(x, (list, tuple)):
+        return type(x)(to_np(v) for v in x)
+    return x
+
+
+def assert_same(got, expected, rtol=None, atol=0.0, check_dtype=True):
+    """numfuse result `got` equals NumPy result `expected`: same type of
+    container, shape, dtype, and values (exactly for integers/bools, to rtol
+    for floats; NaNs must match NaNs)."""
+    if isinstance(expected, tuple):
+        assert isinstance(got, tuple) and len(got) == len(expected)
+        for g, e in zip(got, expected):
+            assert_same(g, e, rtol, atol, check_dtype)
+        return
+    g = to_np(got)
+    e = onp.asarray(expected)
+    g = onp.asarray(g)
+    assert g.shape == e.shape, f"shape {g.shape} != {e.shape}"
+    if check_dtype:
+        assert g.dtype == e.dtype, f"dtype {g.dtype} != {e.dtype}"
+    if e.dtype.kind == "f":
+        if rtol is None:
+            rtol = 1e-5 if e.dtype == onp.float32 else 1e-12
+        onp.testing.assert_allclose(g, e, rtol=rtol, atol=atol, equal_nan=True)
+    else:
+        onp.testing.assert_array_equal(g, e)
+
+
+@pytest.fixture(autouse=True)
+def _quiet_fallback_warnings():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", nf.FallbackWarning)
+        yield
+
+
+@pytest.fixture(params=[True, False], ids=["fused", "unfused"])
+def fusion(request):
+    """Run a test with fusion on and off (the unfused path is the baseline)."""
+    with nf.config(fusion=request.param):
+        yield request.param
