@@ -1,0 +1,104 @@
+// core/: dtypes and promotion, scalars, views, exact overlap, view transforms.
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "core/view.h"
+
+using namespace nf;
+
+TEST(DType, PromotionFollowsNumPy2) {
+  EXPECT_EQ(promote(DType::Int8, DType::UInt8), DType::Int16);
+  EXPECT_EQ(promote(DType::Int64, DType::UInt64), DType::Float64);
+  EXPECT_EQ(promote(DType::Int16, DType::Float32), DType::Float32);
+  EXPECT_EQ(promote(DType::Int32, DType::Float32), DType::Float64);
+  EXPECT_EQ(promote(DType::Bool, DType::UInt16), DType::UInt16);
+  EXPECT_EQ(promote(DType::UInt32, DType::Int32), DType::Int64);
+  for (int a = 0; a < kNumDTypes; ++a)
+    for (int b = 0; b < kNumDTypes; ++b)
+      EXPECT_EQ(promote(DType(a), DType(b)), promote(DType(b), DType(a)));
+}
+
+TEST(DType, WeakScalarsNEP50) {
+  EXPECT_EQ(promote_weak(DType::UInt8, WeakKind::Int), DType::UInt8);
+  EXPECT_EQ(promote_weak(DType::Bool, WeakKind::Int), DType::Int64);
+  EXPECT_EQ(promote_weak(DType::Int32, WeakKind::Float), DType::Float64);
+  EXPECT_EQ(promote_weak(DType::Float32, WeakKind::Float), DType::Float32);
+  EXPECT_EQ(promote_weak(DType::Int8, WeakKind::Bool), DType::Int8);
+}
+
+TEST(DType, CastingRules) {
+  EXPECT_TRUE(can_cast(DType::Int32, DType::Float64, Casting::Safe));
+  EXPECT_FALSE(can_cast(DType::Int64, DType::Float32, Casting::Safe));
+  EXPECT_TRUE(can_cast(DType::Int64, DType::Float32, Casting::SameKind));
+  EXPECT_FALSE(can_cast(DType::Float64, DType::Int64, Casting::SameKind));
+  EXPECT_FALSE(can_cast(DType::Int8, DType::UInt8, Casting::SameKind));
+  EXPECT_TRUE(can_cast(DType::UInt8, DType::Int8, Casting::SameKind));
+}
+
+TEST(Scalar, CastsLikeNumPy) {
+  EXPECT_EQ(Scalar::of_float(DType::Float64, 300.7).cast(DType::UInt8).u, 44u);
+  EXPECT_EQ(Scalar::of_float(DType::Float64, -1.5).cast(DType::UInt8).u, 255u);
+  EXPECT_EQ(Scalar::of_float(DType::Float64, 1e20).cast(DType::Int64).i, INT64_MIN);
+  EXPECT_EQ(Scalar::of_int(DType::Int64, 257).cast(DType::Int8).i, 1);
+  EXPECT_TRUE(Scalar::of_float(DType::Float64, __builtin_nan("")).cast(DType::Bool).truthy());
+  EXPECT_FLOAT_EQ(Scalar::of_float(DType::Float64, 0.1).cast(DType::Float32).f, 0.1f);
+}
+
+namespace {
+View vec(BufferPtr b, int64_t off, int64_t n, int64_t stride) {
+  View v;
+  v.buffer = b;
+  v.dtype = DType::Float64;
+  v.offset = off;
+  v.shape = {n};
+  v.strides = {stride};
+  return v;
+}
+}  // namespace
+
+TEST(View, OverlapIsExact) {
+  auto b = std::make_shared<Buffer>(800);
+  EXPECT_TRUE(views_overlap(vec(b, 1, 9, 1), vec(b, 0, 9, 1)));   // a[1:] vs a[:-1]
+  EXPECT_FALSE(views_overlap(vec(b, 0, 5, 2), vec(b, 1, 5, 2)));  // a[::2] vs a[1::2]: interleaved, disjoint
+  EXPECT_FALSE(views_overlap(vec(b, 0, 5, 1), vec(b, 5, 5, 1)));  // halves
+  EXPECT_TRUE(views_overlap(vec(b, 9, 10, -1), vec(b, 3, 1, 1)));  // reversed view covers element 3
+  EXPECT_FALSE(views_overlap(vec(b, 0, 0, 1), vec(b, 0, 5, 1)));   // empty views overlap nothing
+  auto other = std::make_shared<Buffer>(800);
+  EXPECT_FALSE(views_overlap(vec(b, 0, 10, 1), vec(other, 0, 10, 1)));
+  // 2-D: rows 0..3 of a 10x10 grid (columns 1..8) vs column 9: disjoint.
+  View g;
+  g.buffer = b;
+  g.offset = 1;
+  g.shape = {4, 8};
+  g.strides = {10, 1};
+  View col = vec(b, 9, 10, 10);
+  EXPECT_FALSE(views_overlap(g, col));
+  col.offset = 8;
+  EXPECT_TRUE(views_overlap(g, col));
+}
+
+TEST(View, IndexReshapeTranspose) {
+  View v = View::fresh(DType::Int32, {4, 6});
+  IndexItem s;
+  s.kind = IndexItem::Kind::Slice;
+  s.step = -2;
+  IndexItem i;
+  i.kind = IndexItem::Kind::Int;
+  i.i = -1;
+  View r = index_view(v, {i, s});  // v[-1, ::-2]
+  EXPECT_EQ(r.shape, Dims({3}));
+  EXPECT_EQ(r.strides, Dims({-2}));
+  EXPECT_EQ(r.offset, 3 * 6 + 5);
+  IndexItem bad;
+  bad.kind = IndexItem::Kind::Int;
+  bad.i = 4;
+  EXPECT_THROW(index_view(v, {bad}), IndexError);
+
+  View out;
+  EXPECT_TRUE(reshape_view(v, {2, 12}, false, &out));
+  EXPECT_EQ(out.strides, Dims({12, 1}));
+  View t = transpose_view(v, {1, 0});
+  EXPECT_FALSE(reshape_view(t, {24}, false, &out));  // a transposed array needs a copy
+  EXPECT_EQ(resolve_shape({-1, 3}, 24), Dims({8, 3}));
+  EXPECT_THROW(resolve_shape({5, -1}, 24), ValueError);
+}

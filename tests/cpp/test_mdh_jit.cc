@@ -1,0 +1,165 @@
+// mdh/, tune/, lower/, codegen/, jit/, runtime/: from a group to numbers.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "codegen/codegen.h"
+#include "fusion/fusion.h"
+#include "jit/jit.h"
+#include "lower/lower.h"
+#include "mdh/mdh.h"
+#include "pipeline/pipeline.h"
+#include "runtime/runtime.h"
+#include "stream/stream.h"
+#include "tune/tune.h"
+
+using namespace nf;
+
+namespace {
+
+View filled(Dims shape, double start) {
+  View v = View::fresh(DType::Float64, shape);
+  double* p = static_cast<double*>(v.buffer->data());
+  for (int64_t i = 0; i < v.size(); ++i) p[i] = start + static_cast<double>(i);
+  v.buffer->py_refs = 1;
+  return v;
+}
+
+View mul_add(const View& a, const View& b, double k) {  // a*k + b
+  MapSpec s;
+  s.name = "fma";
+  s.inputs = {a, b};
+  s.consts = {Scalar::of_float(DType::Float64, k)};
+  int x = s.expr.binary(BinaryOp::Multiply, s.expr.input(0, DType::Float64), s.expr.constant(0, DType::Float64),
+                        DType::Float64);
+  s.expr.binary(BinaryOp::Add, x, s.expr.input(1, DType::Float64), DType::Float64);
+  return record_map(std::move(s));
+}
+
+View reduce(const View& x, std::vector<int> axes, ReduceOp op) {
+  ReduceSpec r;
+  r.name = reduce_name(op);
+  r.input = x;
+  r.axes = axes;
+  r.op = op;
+  r.value.input(0, DType::Float64);
+  r.acc_dtype = DType::Float64;
+  r.out_dtype = op == ReduceOp::ArgMax ? DType::Int64 : DType::Float64;
+  View v = record_reduce(std::move(r));
+  v.buffer->py_refs = 1;
+  return v;
+}
+
+std::vector<Task> flush_all() {
+  pipeline::FlushReport rep;
+  return pipeline::flush(&rep);
+}
+
+}  // namespace
+
+TEST(Mdh, ContiguousDimensionsCollapseAndKeysIgnoreSizes) {
+  global_stream().take();
+  View a = filled({30, 40}, 0), b = filled({30, 40}, 1);
+  View y = mul_add(a, b, 2.0);
+  y.buffer->py_refs = 1;
+  std::vector<Task> w1 = global_stream().take();
+  fusion::Partition p1 = fusion::partition(w1, fusion::Policy::Diffuse);
+  mdh::Built m1 = mdh::build(w1, p1.groups[0]);
+  EXPECT_EQ(m1.hom.ndim, 1);  // (30, 40) contiguous -> one dimension of 1200
+  EXPECT_EQ(m1.bind.extent(m1.hom, 0), 1200);
+  EXPECT_NE(mdh::to_string(m1.hom, &m1.bind).find("md_hom<1200>"), std::string::npos);
+
+  View c = filled({7}, 0), d = filled({7}, 5);
+  View z = mul_add(c, d, -1.0);
+  z.buffer->py_refs = 1;
+  std::vector<Task> w2 = global_stream().take();
+  mdh::Built m2 = mdh::build(w2, fusion::partition(w2, fusion::Policy::Diffuse).groups[0]);
+  EXPECT_EQ(m1.hom.key(), m2.hom.key());  // same structure, other sizes and constants
+}
+
+TEST(Mdh, ReductionCombinesPointWise) {
+  global_stream().take();
+  View a = filled({8, 16}, 0);
+  View s = reduce(a, {1}, ReduceOp::Sum);
+  std::vector<Task> w = global_stream().take();
+  mdh::Built m = mdh::build(w, fusion::partition(w, fusion::Policy::Diffuse).groups[0]);
+  ASSERT_EQ(m.hom.ndim, 2);
+  EXPECT_TRUE(m.hom.any_pointwise(1));
+  EXPECT_FALSE(m.hom.any_pointwise(0));
+  std::string text = mdh::to_string(m.hom, &m.bind);
+  EXPECT_NE(text.find("(++, +)"), std::string::npos) << text;
+}
+
+TEST(Lower, EveryScheduleCoversTheDomain) {
+  global_stream().take();
+  View a = filled({13, 29}, 0);
+  reduce(a, {0}, ReduceOp::Sum);
+  std::vector<Task> w = global_stream().take();
+  mdh::Built m = mdh::build(w, fusion::partition(w, fusion::Policy::Diffuse).groups[0]);
+  // Several legal schedules (orders, tiles that do not divide, parallel
+  // point-wise dimension) compile and agree.
+  std::vector<tune::Schedule> schedules;
+  for (int par = 0; par < 2; ++par)
+    for (int order = 0; order < 2; ++order)
+      for (int64_t tile : {0, 4, 7}) {
+        tune::Schedule s;
+        s.tiles.assign(2, {});
+        if (tile) s.tiles[order ? 0 : 1] = {tile};
+        int tiled = tile ? (order ? 0 : 1) : -1;
+        std::vector<int> dims = order ? std::vector<int>{1, 0} : std::vector<int>{0, 1};
+        if (tiled >= 0) s.order.push_back({tiled, 0});
+        for (int d : dims) s.order.push_back({d, d == tiled ? 1 : 0});
+        s.parallel = par;
+        s.parallel_min_work = 0;
+        ASSERT_TRUE(s.legal(m.hom)) << s.key();
+        schedules.push_back(s);
+      }
+  std::vector<double> expected(29);
+  for (int j = 0; j < 29; ++j)
+    for (int i = 0; i < 13; ++i) expected[j] += i * 29 + j;
+  for (const tune::Schedule& s : schedules) {
+    lower::LoopNest nest = lower::lower(m.hom, s, "k");
+    codegen::Source src = codegen::render_c(nest);
+    jit::KernelFn fn = jit::CpuCompiler::instance().compile(src, "test_" + std::to_string(jit::hash64(s.key())));
+    runtime::run_kernel(fn, m.hom, m.bind);
+    const double* out = static_cast<const double*>(w[0].output.buffer->data());
+    for (int j = 0; j < 29; ++j) ASSERT_DOUBLE_EQ(out[j], expected[j]) << s.to_string();
+  }
+}
+
+TEST(Codegen, GeneratedSourceIncludesNoHeaders) {
+  global_stream().take();
+  View a = filled({100}, 0), b = filled({100}, 0);
+  mul_add(a, b, 3.0).buffer->py_refs = 1;
+  std::vector<Task> w = global_stream().take();
+  mdh::Built m = mdh::build(w, fusion::partition(w, fusion::Policy::Diffuse).groups[0]);
+  tune::Schedule s = tune::default_schedule(m.hom, m.bind, tune::Asm::host());
+  std::string code = codegen::render_c(lower::lower(m.hom, s, "k")).code;
+  EXPECT_EQ(code.find("#include"), std::string::npos);
+  EXPECT_NE(code.find("#pragma omp simd"), std::string::npos);
+}
+
+TEST(Pipeline, FlushComputesAndCachesKernels) {
+  global_stream().take();
+  View a = filled({1000}, 0), b = filled({1000}, 1);
+  View y = mul_add(a, b, 2.0);
+  y.buffer->py_refs = 1;
+  View mx = reduce(y, {0}, ReduceOp::Max);
+  View am = reduce(y, {0}, ReduceOp::ArgMax);
+  flush_all();
+  const double* py = static_cast<const double*>(y.buffer->data());
+  for (int i = 0; i < 1000; ++i) ASSERT_DOUBLE_EQ(py[i], 2.0 * i + (1.0 + i));
+  EXPECT_DOUBLE_EQ(*static_cast<const double*>(mx.buffer->data()), 2.0 * 999 + 1000.0);
+  EXPECT_EQ(*static_cast<const int64_t*>(am.buffer->data()), 999);
+
+  // The same program on other data and sizes compiles nothing new.
+  int64_t compiles = jit::KernelCache::instance().stats().compiles.load();
+  View c = filled({77}, 3), d = filled({77}, 4);
+  View z = mul_add(c, d, 5.0);
+  z.buffer->py_refs = 1;
+  reduce(z, {0}, ReduceOp::Max);
+  reduce(z, {0}, ReduceOp::ArgMax);
+  flush_all();
+  EXPECT_EQ(jit::KernelCache::instance().stats().compiles.load(), compiles);
+  EXPECT_DOUBLE_EQ(static_cast<const double*>(z.buffer->data())[76], 5.0 * 79 + 80);
+}

@@ -1,0 +1,147 @@
+// stream/ and fusion/: recording invariants and the Diffuse constraints.
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "fusion/fusion.h"
+#include "stream/stream.h"
+
+using namespace nf;
+
+namespace {
+
+// out = a + b recorded directly (no NumPy type resolution needed).
+View add(const View& a, const View& b, const View* out = nullptr) {
+  MapSpec s;
+  s.name = "add";
+  s.inputs = {a, b};
+  int x = s.expr.input(0, a.dtype), y = s.expr.input(1, b.dtype);
+  s.expr.binary(BinaryOp::Add, x, y, DType::Float64);
+  s.out = out;
+  return record_map(std::move(s));
+}
+
+View scale(const View& a, double k, const View* out = nullptr) {
+  MapSpec s;
+  s.name = "multiply";
+  s.inputs = {a};
+  s.consts = {Scalar::of_float(DType::Float64, k)};
+  s.expr.binary(BinaryOp::Multiply, s.expr.input(0, a.dtype), s.expr.constant(0, DType::Float64), DType::Float64);
+  s.out = out;
+  return record_map(std::move(s));
+}
+
+View slice2d(const View& v, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+  IndexItem a, b;
+  a.kind = b.kind = IndexItem::Kind::Slice;
+  a.start = r0, a.stop = r1, a.has_start = a.has_stop = true;
+  b.start = c0, b.stop = c1, b.has_start = b.has_stop = true;
+  return index_view(v, {a, b});
+}
+
+struct Window {
+  std::vector<Task> tasks;
+  Window() { tasks = global_stream().take(); }
+};
+
+}  // namespace
+
+TEST(Record, BroadcastErrorsAtTheCall) {
+  global_stream().take();
+  View a = View::fresh(DType::Float64, {3}), b = View::fresh(DType::Float64, {4});
+  EXPECT_THROW(add(a, b), ValueError);
+  EXPECT_EQ(global_stream().size(), 0u);  // nothing recorded
+  View c = View::fresh(DType::Float64, {2, 1});
+  View r = add(a, c);
+  EXPECT_EQ(r.shape, Dims({2, 3}));
+  Window w;
+  ASSERT_EQ(w.tasks.size(), 1u);
+  EXPECT_NO_THROW(w.tasks[0].validate());
+}
+
+TEST(Record, OverlappingInputIsCopiedFirst) {
+  global_stream().take();
+  View a = View::fresh(DType::Float64, {10});
+  IndexItem hi, lo;
+  hi.kind = lo.kind = IndexItem::Kind::Slice;
+  hi.start = 1, hi.has_start = true;
+  lo.stop = -1, lo.has_stop = true;
+  View a1 = index_view(a, {hi}), a0 = index_view(a, {lo});
+  add(a1, a0, &a1);  // a[1:] += a[:-1]
+  Window w;
+  ASSERT_EQ(w.tasks.size(), 2u);  // the copy of a[:-1], then the add
+  EXPECT_NE(w.tasks[1].inputs[1].buffer, a.buffer);
+  for (const Task& t : w.tasks) EXPECT_NO_THROW(t.validate());
+}
+
+TEST(Fusion, ElementwiseChainIsOneGroupWithTemporaries) {
+  global_stream().take();
+  View x = View::fresh(DType::Float64, {100});
+  View t1 = scale(x, 2.0);
+  View t2 = add(t1, x);
+  View y = scale(t2, 3.0);
+  // Only y and x are reachable from "Python".
+  y.buffer->py_refs = 1;
+  x.buffer->py_refs = 1;
+  Window w;
+  fusion::Partition p = fusion::partition(w.tasks, fusion::Policy::Diffuse);
+  ASSERT_EQ(p.groups.size(), 1u);
+  EXPECT_EQ(p.groups[0].size(), 3);
+  EXPECT_EQ(p.groups[0].temporaries.size(), 2u);  // t1, t2 never allocated
+  fusion::Partition none = fusion::partition(w.tasks, fusion::Policy::None);
+  EXPECT_EQ(none.groups.size(), 3u);
+}
+
+TEST(Fusion, DiffuseFigure2Stencil) {
+  global_stream().take();
+  const int64_t n = 16;
+  View grid = View::fresh(DType::Float64, {n + 2, n + 2});
+  grid.buffer->py_refs = 1;
+  View center = slice2d(grid, 1, n + 1, 1, n + 1), north = slice2d(grid, 0, n, 1, n + 1);
+  View east = slice2d(grid, 1, n + 1, 2, n + 2), west = slice2d(grid, 1, n + 1, 0, n);
+  View south = slice2d(grid, 2, n + 2, 1, n + 1);
+  View s = add(add(add(add(center, north), east), west), south);
+  View work = scale(s, 0.2);
+  work.buffer->py_refs = 1;
+  MapSpec copy;  // center[:] = work
+  copy.name = "__setitem__";
+  copy.inputs = {work};
+  copy.expr.input(0, DType::Float64);
+  copy.out = &center;
+  record_map(std::move(copy));
+  Window w;
+  fusion::Partition p = fusion::partition(w.tasks, fusion::Policy::Diffuse);
+  ASSERT_EQ(p.groups.size(), 2u);
+  EXPECT_EQ(p.groups[0].size(), 5);  // the whole five-point expression
+  EXPECT_NE(p.groups[0].stop_reason.find("anti-dependence"), std::string::npos) << p.groups[0].stop_reason;
+  EXPECT_EQ(p.groups[0].temporaries.size(), 4u);  // the four partial sums
+  EXPECT_EQ(p.groups[1].size(), 1);  // the write-back
+}
+
+TEST(Fusion, ReductionResultIsNotConsumedInItsGroup) {
+  global_stream().take();
+  View x = View::fresh(DType::Float64, {64});
+  x.buffer->py_refs = 1;
+  ReduceSpec r;
+  r.name = "sum";
+  r.input = x;
+  r.axes = {0};
+  r.value.input(0, DType::Float64);
+  View s = record_reduce(std::move(r));
+  View y = add(x, s);  // x + x.sum(): same domain, but reads the reduction
+  y.buffer->py_refs = 1;
+  Window w;
+  fusion::Partition p = fusion::partition(w.tasks, fusion::Policy::Diffuse);
+  ASSERT_EQ(p.groups.size(), 2u);
+  EXPECT_NE(p.groups[0].stop_reason.find("constraint 4"), std::string::npos) << p.groups[0].stop_reason;
+}
+
+TEST(Fusion, DeadTasksAreSkipped) {
+  global_stream().take();
+  View x = View::fresh(DType::Float64, {8});
+  x.buffer->py_refs = 1;
+  scale(x, 2.0);  // result dropped by "Python"
+  Window w;
+  fusion::Partition p = fusion::partition(w.tasks, fusion::Policy::Diffuse);
+  ASSERT_EQ(p.groups.size(), 1u);
+  EXPECT_EQ(p.groups[0].dead.size(), 1u);
+}
