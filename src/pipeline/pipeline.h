@@ -39,7 +39,8 @@ struct GroupReport {
   std::string key;
   std::string mdh_text() const;
   std::string schedule_text() const;
-  bool cache_hit = false;
+  bool cache_hit = false;  // found in the in-memory kernel cache
+  bool disk_hit = false;   // loaded from the on-disk cache (not compiled)
   std::string source;    // if dump
   double run_ms = 0;
 };
@@ -50,7 +51,7 @@ struct FlushReport {
   std::string sync_reason;  // "print", "flush()", ...
   int tasks = 0;
   double analyse_ms = 0, compile_ms = 0, run_ms = 0;
-  int kernels_compiled = 0, memory_hits = 0;
+  int kernels_compiled = 0, memory_hits = 0, disk_hits = 0;
   std::vector<std::string> warnings;
 };
 

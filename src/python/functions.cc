@@ -39,6 +39,7 @@ py::dict report_dict(const pipeline::FlushReport& r) {
     d["schedule"] = g.schedule_text();
     d["key"] = g.key;
     d["cache_hit"] = g.cache_hit;
+    d["disk_hit"] = g.disk_hit;
     d["source"] = g.source;
     d["run_ms"] = g.run_ms;
     groups.append(d);
@@ -53,6 +54,7 @@ py::dict report_dict(const pipeline::FlushReport& r) {
   out["run_ms"] = r.run_ms;
   out["kernels_compiled"] = r.kernels_compiled;
   out["memory_hits"] = r.memory_hits;
+  out["disk_hits"] = r.disk_hits;
   out["warnings"] = r.warnings;
   return out;
 }
@@ -189,12 +191,25 @@ void bind_functions(py::module_& m) {
     d["kernels_run"] = p.kernels_run;
     d["kernels_compiled"] = p.compiles;
     d["memory_hits"] = p.memory_hits;
-    d["disk_hits"] = s.disk_hits.load();
+    d["disk_hits"] = p.disk_hits;
+    d["disk_hits_total"] = s.disk_hits.load();
+    d["disk_load_ns_total"] = s.disk_load_ns.load();
     d["compile_ns_total"] = s.compile_ns.load();
     d["compiles_total"] = s.compiles.load();
     return d;
   });
   m.def("reset_profile", []() { pipeline::reset_profile(); });
+  m.def("cache_info", []() {
+    jit::DiskCache& c = jit::DiskCache::instance();
+    py::dict d;
+    d["directory"] = c.directory();
+    d["enabled"] = c.enabled();
+    d["status"] = c.status();
+    d["memory_entries"] = jit::KernelCache::instance().size();
+    return d;
+  });
+  m.def("set_cache_dir", [](const std::string& dir) { jit::DiskCache::instance().configure(dir); });
+  m.def("clear_disk_cache", []() { return jit::DiskCache::instance().clear(); });
   m.def("kernel_cache_size", []() { return jit::KernelCache::instance().size(); });
   m.def("clear_kernel_cache", []() { jit::KernelCache::instance().clear(); });
   m.def("memory", []() {

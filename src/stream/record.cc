@@ -112,7 +112,7 @@ View alloc_like_order(DType dtype, const Dims& shape, const std::vector<View>& l
 }
 
 View copy_if_overlapping(const View& src, const View& dst) {
-  if (!views_overlap(src, dst) || src.same_as(dst)) return src;
+  if (src.buffer != dst.buffer || !views_overlap(src, dst) || src.same_as(dst)) return src;
   View tmp = View::fresh(src.dtype, src.shape);
   record_copy(src, tmp, "copy (overlap)");
   return tmp;
@@ -120,6 +120,7 @@ View copy_if_overlapping(const View& src, const View& dst) {
 
 View record_map(MapSpec spec) {
   std::vector<Dims> shapes;
+  shapes.reserve(spec.inputs.size() + 2);
   for (const View& v : spec.inputs) shapes.push_back(v.shape);
   if (spec.has_shape_hint) shapes.push_back(spec.shape_hint);
   Dims domain = broadcast_shapes(shapes);
@@ -127,29 +128,27 @@ View record_map(MapSpec spec) {
   View out;
   if (spec.out) {
     out = *spec.out;
-    std::vector<Dims> with_out = shapes;
-    with_out.push_back(out.shape);
-    Dims b = broadcast_shapes(with_out);
+    shapes.push_back(out.shape);
+    Dims b = broadcast_shapes(shapes);
     if (b != out.shape)
       throw ValueError("non-broadcastable output operand with shape " + shape_str(out.shape) +
                        " doesn't match the broadcast shape " + shape_str(b));
     domain = out.shape;
     if (out.dtype != result) spec.expr.cast(spec.expr.root(), out.dtype);
-  } else {
-    std::vector<View> bviews;
-    for (const View& v : spec.inputs) bviews.push_back(broadcast_view(v, domain));
-    out = alloc_like_order(result, domain, bviews);
   }
   Task t;
   t.kind = Task::Kind::Map;
   t.name = spec.name;
-  t.domain = domain;
-  for (const View& v : spec.inputs) t.inputs.push_back(copy_if_overlapping(broadcast_view(v, domain), out));
+  t.inputs.reserve(spec.inputs.size());
+  for (const View& v : spec.inputs) t.inputs.push_back(broadcast_view(v, domain));
+  if (!spec.out) out = alloc_like_order(result, domain, t.inputs);
+  for (View& v : t.inputs) v = copy_if_overlapping(v, out);
+  t.domain = std::move(domain);
   t.consts = std::move(spec.consts);
   t.indices = std::move(spec.indices);
   t.expr = std::move(spec.expr);
   t.output = out;
-  if (shape_size(domain) > 0) append(std::move(t));
+  if (shape_size(t.domain) > 0) append(std::move(t));
   return out;
 }
 

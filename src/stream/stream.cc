@@ -1,5 +1,6 @@
 #include "stream/stream.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace nf {
@@ -37,6 +38,7 @@ std::vector<Task> Stream::take() {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<Task> out;
   out.swap(window_);
+  window_.reserve(std::min<size_t>(max_window, 4096));
   return out;
 }
 
@@ -44,6 +46,8 @@ size_t Stream::size() const {
   std::lock_guard<std::mutex> lock(mu_);
   return window_.size();
 }
+
+Stream::Stream() { window_.reserve(std::min<size_t>(max_window, 4096)); }
 
 Stream& global_stream() {
   static Stream* s = new Stream();  // never destroyed: outlives Python teardown

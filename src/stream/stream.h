@@ -70,6 +70,7 @@ struct Task {
 // a flush takes the whole window at once.
 class Stream {
  public:
+  Stream();
   void record(Task t);
   std::vector<Task> take();
   size_t size() const;

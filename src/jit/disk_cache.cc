@@ -1,0 +1,204 @@
+// The on-disk kernel cache (see jit.h for the guarantees).
+//
+// Entry file  <dir>/<hash64(key) in hex>.nfk :
+//   "NFK1" | u64 key length | key | u64 object length | u64 FNV-1a(object) | object
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include "jit/jit.h"
+
+namespace nf::jit {
+
+namespace {
+
+constexpr char kMagic[4] = {'N', 'F', 'K', '1'};
+
+std::string default_dir() {
+  if (const char* d = std::getenv("NUMFUSE_CACHE_DIR"); d && *d) return d;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/numfuse";
+  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/numfuse";
+  return "";
+}
+
+bool mkdirs(const std::string& path) {
+  if (path.empty()) return false;
+  struct stat st;
+  if (stat(path.c_str(), &st) == 0) return S_ISDIR(st.st_mode);
+  size_t slash = path.find_last_of('/');
+  if (slash != std::string::npos && slash > 0 && !mkdirs(path.substr(0, slash))) return false;
+  return mkdir(path.c_str(), 0700) == 0 || errno == EEXIST;
+}
+
+bool read_all(int fd, std::string* out) {
+  out->clear();
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    if (n == 0) return true;
+    out->append(buf, static_cast<size_t>(n));
+  }
+}
+
+bool write_all(int fd, const char* p, size_t n) {
+  while (n > 0) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+void put_u64(std::string& s, uint64_t v) { s.append(reinterpret_cast<const char*>(&v), 8); }
+bool get_u64(const std::string& s, size_t& pos, uint64_t* v) {
+  if (pos + 8 > s.size()) return false;
+  std::memcpy(v, s.data() + pos, 8);
+  pos += 8;
+  return true;
+}
+
+std::string hex(uint64_t h) {
+  char b[17];
+  std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(h));
+  return b;
+}
+
+}  // namespace
+
+struct DiskCache::Impl {
+  mutable std::mutex mu;
+  std::string dir;
+  std::string status = "not initialized";
+  bool on = false;
+};
+
+DiskCache::DiskCache() : impl_(new Impl) { configure(""); }
+
+DiskCache& DiskCache::instance() {
+  static DiskCache* c = new DiskCache();
+  return *c;
+}
+
+void DiskCache::configure(const std::string& requested) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->on = false;
+  impl_->dir = requested.empty() ? default_dir() : requested;
+  if (impl_->dir.empty()) {
+    impl_->status = "off: no cache directory (set NUMFUSE_CACHE_DIR or HOME)";
+    return;
+  }
+  if (!mkdirs(impl_->dir)) {
+    impl_->status = "off: cannot create " + impl_->dir + ": " + std::strerror(errno);
+    return;
+  }
+  struct stat st;
+  if (stat(impl_->dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    impl_->status = "off: " + impl_->dir + " is not a directory";
+    return;
+  }
+  if (st.st_uid != geteuid()) {
+    impl_->status = "off: " + impl_->dir + " belongs to another user";
+    return;
+  }
+  if ((st.st_mode & 077) != 0 && chmod(impl_->dir.c_str(), 0700) != 0) {
+    impl_->status = "off: " + impl_->dir + " is accessible to other users and cannot be made private";
+    return;
+  }
+  impl_->on = true;
+  impl_->status = access(impl_->dir.c_str(), W_OK) == 0 ? "ok" : "read-only (entries are loaded, not written)";
+}
+
+bool DiskCache::enabled() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->on;
+}
+
+std::string DiskCache::directory() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->dir;
+}
+
+std::string DiskCache::status() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->status;
+}
+
+bool DiskCache::load(const std::string& key, std::string* object) {
+  std::string dir;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    if (!impl_->on) return false;
+    dir = impl_->dir;
+  }
+  const std::string path = dir + "/" + hex(hash64(key)) + ".nfk";
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return false;
+  struct stat st;
+  std::string data;
+  bool ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && (st.st_mode & 022) == 0 &&
+            read_all(fd, &data);
+  close(fd);
+  if (!ok || data.size() < 4 || std::memcmp(data.data(), kMagic, 4) != 0) return false;
+  size_t pos = 4;
+  uint64_t klen, olen, sum;
+  if (!get_u64(data, pos, &klen) || pos + klen > data.size()) return false;
+  if (data.compare(pos, klen, key) != 0 || klen != key.size()) return false;  // a hash collision
+  pos += klen;
+  if (!get_u64(data, pos, &olen) || !get_u64(data, pos, &sum)) return false;
+  if (pos + olen != data.size()) return false;  // truncated or padded
+  object->assign(data, pos, olen);
+  return hash64(*object) == sum;
+}
+
+void DiskCache::store(const std::string& key, const std::string& object) {
+  std::string dir;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    if (!impl_->on) return;
+    dir = impl_->dir;
+  }
+  std::string data(kMagic, 4);
+  put_u64(data, key.size());
+  data += key;
+  put_u64(data, object.size());
+  put_u64(data, hash64(object));
+  data += object;
+  const std::string path = dir + "/" + hex(hash64(key)) + ".nfk";
+  std::string tmp = dir + "/.tmp-" + hex(hash64(key)) + "-XXXXXX";
+  int fd = mkstemp(tmp.data());  // created 0600
+  if (fd < 0) return;            // read-only or full: just don't cache
+  bool ok = write_all(fd, data.data(), data.size()) && fsync(fd) == 0;
+  ok = close(fd) == 0 && ok;
+  if (!ok || rename(tmp.c_str(), path.c_str()) != 0) unlink(tmp.c_str());
+}
+
+size_t DiskCache::clear() {
+  std::string dir = directory();
+  size_t n = 0;
+  DIR* d = opendir(dir.c_str());
+  if (!d) return 0;
+  while (dirent* e = readdir(d)) {
+    std::string name = e->d_name;
+    if (name.size() > 4 && name.compare(name.size() - 4, 4, ".nfk") == 0)
+      if (unlink((dir + "/" + name).c_str()) == 0) ++n;
+  }
+  closedir(d);
+  return n;
+}
+
+}  // namespace nf::jit
