@@ -85,7 +85,8 @@ class Explanation:
     def __str__(self):
         r = self.report
         lines = [f"flush: {r['tasks']} operations -> {len(self.groups)} kernels "
-                 f"(synced by {r['sync_reason']} at {r['sync_site']})",
+                 f"(synced by {r['sync_reason']} at {r['sync_site']})"
+                 + (" [analysis memoized]" if r.get("memo_hit") else ""),
                  f"  analyse {r['analyse_ms']:.3f} ms, compile {r['compile_ms']:.3f} ms "
                  f"({r['kernels_compiled']} compiled, {r['memory_hits']} from memory, {r['disk_hits']} from disk), "
                  f"run {r['run_ms']:.3f} ms"]
@@ -123,7 +124,7 @@ class Profile(dict):
                 f"compile {self['compile_ms']:.1f} ms, run {self['run_ms']:.1f} ms; "
                 f"{self['flushes']} flushes, {self['tasks']} ops, {self['kernels_run']} kernels run, "
                 f"{self['kernels_compiled']} compiled, {self['memory_hits']} memory-cache hits, "
-                f"{self['disk_hits']} disk-cache hits")
+                f"{self['disk_hits']} disk-cache hits, {self['memo_hits']} memoized analyses")
 
     __repr__ = __str__
 

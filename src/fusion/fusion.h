@@ -59,4 +59,19 @@ Partition partition(const std::vector<Task>& window, Policy policy);
 // Domain of a task with extent-1 dimensions dropped (what constraint 1 compares).
 Dims squeezed_domain(const Task& t);
 
+// The canonical form of a window, for memoizing the analysis (Diffuse 5.2).
+// It holds the tasks' operations and types, De Bruijn numbers for buffers,
+// every view's strides and extents, the relation (same / disjoint /
+// overlapping) between every two views of one buffer, and each buffer's
+// reachability from Python -- everything partition() and mdh::build() decide
+// on -- but no data pointer, view offset or scalar value. Two windows with
+// equal signatures are partitioned and expressed identically, so a loop over
+// moving slices (a[i:i+n]) reuses the first iteration's analysis.
+struct Signature {
+  std::string bytes;
+  size_t hash = 0;
+  bool operator==(const Signature& o) const { return hash == o.hash && bytes == o.bytes; }
+};
+Signature window_signature(const std::vector<Task>& window, Policy policy);
+
 }  // namespace nf::fusion

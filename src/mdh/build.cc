@@ -115,12 +115,14 @@ void compact(Built& out) {
   std::vector<Access> kept;
   std::vector<BufferPtr> buffers;
   std::vector<int64_t> offsets;
+  std::vector<Recipe::AccessSource> sources;
   for (size_t i = 0; i < h.accesses.size(); ++i) {
     Access a = h.accesses[i];
     if (!(a.read || a.written || a.reduced)) continue;
     id[i] = static_cast<int>(kept.size());
     buffers.push_back(b.buffers[a.ptr]);
     offsets.push_back(b.offsets[a.ptr]);
+    sources.push_back(out.recipe.access[i]);
     a.ptr = id[i];
     kept.push_back(a);
   }
@@ -130,9 +132,32 @@ void compact(Built& out) {
   h.accesses = std::move(kept);
   b.buffers = std::move(buffers);
   b.offsets = std::move(offsets);
+  out.recipe.access = std::move(sources);
 }
 
 }  // namespace
+
+Bindings rebind(const std::vector<Task>& window, const Built& tmpl) {
+  Bindings b;
+  const size_t n = tmpl.recipe.access.size();
+  b.buffers.reserve(n);
+  b.offsets.reserve(n);
+  for (const Recipe::AccessSource& src : tmpl.recipe.access) {
+    const Task& t = window[src.task];
+    const View& v = src.slot < 0 ? t.output : t.inputs[src.slot];
+    b.buffers.push_back(v.buffer);
+    b.offsets.push_back(v.offset * itemsize(v.dtype));
+  }
+  b.ints = tmpl.bind.ints;
+  b.floats = tmpl.bind.floats;
+  for (const Recipe::ParamSource& p : tmpl.recipe.params) {
+    const Task& t = window[p.task];
+    if (p.index_offset) b.ints[p.slot] = t.indices[p.which].offset;
+    else if (p.is_float) b.floats[p.slot] = t.consts[p.which].f;
+    else b.ints[p.slot] = t.consts[p.which].i;
+  }
+  return b;
+}
 
 bool MdHom::any_pointwise(int d) const {
   for (const Output& o : outputs)
@@ -199,7 +224,8 @@ Built build(const std::vector<Task>& window, const fusion::Group& group) {
 
   // Distinct views -> accesses.
   std::vector<Lin> lins;
-  auto access_of = [&](const Task& t, const View& v) {
+  int cur_task = -1;  // window index of the task being expressed
+  auto access_of = [&](const Task& t, const View& v, int slot) {
     Lin l{v.buffer, v.dtype, v.offset, norm.map(t.domain, v.strides)};
     for (size_t i = 0; i < lins.size(); ++i)
       if (lins[i].buf == l.buf && lins[i].dtype == l.dtype && lins[i].offset == l.offset && lins[i].strides == l.strides)
@@ -215,6 +241,7 @@ Built build(const std::vector<Task>& window, const fusion::Group& group) {
     }
     h.accesses.push_back(a);
     lins.push_back(l);
+    out.recipe.access.push_back({cur_task, slot});
     return static_cast<int>(lins.size()) - 1;
   };
 
@@ -222,20 +249,24 @@ Built build(const std::vector<Task>& window, const fusion::Group& group) {
   std::unordered_map<int, int> input_node;  // access -> Input node (valid until written)
   std::unordered_map<int, int> output_of;   // access -> index in h.outputs
 
-  for (const Task* tp : tasks) {
-    const Task& t = *tp;
+  for (size_t ti = 0; ti < tasks.size(); ++ti) {
+    const Task& t = *tasks[ti];
+    cur_task = out.tasks[ti];
     std::vector<int> in_node(t.inputs.size(), -1);
     std::vector<int> remap(t.expr.nodes.size(), -1);
     std::vector<int> const_id(t.consts.size()), index_id(t.indices.size());
     for (size_t k = 0; k < t.consts.size(); ++k) {
       const Scalar& c = t.consts[k];
       h.const_type.push_back(c.dtype);
-      h.const_slot.push_back(is_float(c.dtype) ? new_float(c.f) : new_int(c.i));
+      const int slot = is_float(c.dtype) ? new_float(c.f) : new_int(c.i);
+      h.const_slot.push_back(slot);
+      out.recipe.params.push_back({slot, cur_task, static_cast<int>(k), false, is_float(c.dtype)});
       const_id[k] = static_cast<int>(h.const_type.size()) - 1;
     }
     for (size_t k = 0; k < t.indices.size(); ++k) {
       Affine a;
       a.offset = new_int(t.indices[k].offset);
+      out.recipe.params.push_back({a.offset, cur_task, static_cast<int>(k), true, false});
       for (int64_t s : norm.map(t.domain, t.indices[k].strides)) a.stride.push_back(new_int(s));
       h.indices.push_back(a);
       index_id[k] = static_cast<int>(h.indices.size()) - 1;
@@ -245,7 +276,7 @@ Built build(const std::vector<Task>& window, const fusion::Group& group) {
       switch (x.kind) {
         case ExprNode::Kind::Input: {
           if (in_node[x.a] < 0) {
-            int aid = access_of(t, t.inputs[x.a]);
+            int aid = access_of(t, t.inputs[x.a], x.a);
             if (latest.count(aid)) {
               in_node[x.a] = latest[aid];
             } else if (input_node.count(aid)) {
@@ -274,7 +305,7 @@ Built build(const std::vector<Task>& window, const fusion::Group& group) {
       remap[n] = h.f.add(x);
     }
     const int value = remap[t.value()];
-    const int aid = access_of(t, t.output);
+    const int aid = access_of(t, t.output, -1);
     Access& acc = h.accesses[aid];
     if (t.is_reduce()) {
       acc.reduced = true;

@@ -82,9 +82,28 @@ struct Bindings {
   int64_t extent(const MdHom& h, int d) const { return ints[h.extent[d]]; }
 };
 
+// Where each binding comes from in the window, so a memoized MdHom can be
+// bound to a new window with the same signature without rebuilding it.
+struct Recipe {
+  struct AccessSource {
+    int task;  // window index
+    int slot;  // input index, or -1 for the task's output
+  };
+  struct ParamSource {
+    int slot;  // int or float parameter slot
+    int task;
+    int which;  // const index, or index-function index
+    bool index_offset;
+    bool is_float;
+  };
+  std::vector<AccessSource> access;  // per access
+  std::vector<ParamSource> params;
+};
+
 struct Built {
   MdHom hom;
   Bindings bind;
+  Recipe recipe;
   // Tasks of the group that the MdHom computes (dead ones excluded).
   std::vector<int> tasks;
 };
@@ -93,6 +112,11 @@ struct Built {
 // must satisfy the fusion constraints (fusion.h); temporaries of the group
 // are not stored.
 Built build(const std::vector<Task>& window, const fusion::Group& group);
+
+// Bindings of `tmpl.hom` for a window whose signature equals the one `tmpl`
+// was built from (fusion::window_signature): only pointers, offsets and
+// scalar constants differ.
+Bindings rebind(const std::vector<Task>& window, const Built& tmpl);
 
 // The expression in the paper's notation, with concrete sizes if given.
 std::string to_string(const MdHom& h, const Bindings* b = nullptr);

@@ -1,6 +1,18 @@
+// The flush driver.
+//
+//   window ─► signature ─► memo hit? ─yes─► rebind each group ─► run
+//                              │no
+//                              ▼
+//                  partition ─► build ─► schedule ─► (lower ─► render ─► compile | cache) ─► memo ─► run
+//
+// The memo (Diffuse 5.2) maps a window's canonical form to its plan: groups,
+// MdHom templates with binding recipes, schedules and loaded kernels. A loop
+// body is analysed and compiled once; later iterations only rebind pointers,
+// offsets and scalar constants.
 #include <chrono>
+#include <list>
 #include <mutex>
-#include <sstream>
+#include <unordered_map>
 
 #include <tbb/parallel_for.h>
 
@@ -26,27 +38,67 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// A group ready to run: its expression, schedule and kernel.
-struct Prepared {
-  fusion::Group group;
-  mdh::Built built;
+// One group of a plan. Holds no buffer: templates are stripped of pointers.
+struct PlanGroup {
+  int begin = 0, end = 0;
+  bool is_extern = false;
+  std::vector<int> dead;
+  std::vector<int> temp_tasks;  // tasks whose output buffer is a temporary
+  std::string stop_reason;
+  std::shared_ptr<const mdh::Built> tmpl;
   tune::Schedule schedule;
   std::string key;
   jit::KernelFn fn = nullptr;
-  bool hit = false;
-  bool disk_hit = false;
+};
+
+struct Plan {
+  std::vector<PlanGroup> groups;
+};
+
+struct SigHash {
+  size_t operator()(const fusion::Signature& s) const { return s.hash; }
+};
+
+// Bounded memo: cleared when it grows past its capacity (loop bodies are few).
+class Memo {
+ public:
+  std::shared_ptr<const Plan> find(const fusion::Signature& s) {
+    auto it = map_.find(s);
+    return it == map_.end() ? nullptr : it->second;
+  }
+  void insert(fusion::Signature s, std::shared_ptr<const Plan> p) {
+    if (map_.size() >= kCapacity) map_.clear();
+    map_.emplace(std::move(s), std::move(p));
+  }
+  void clear() { map_.clear(); }
+  size_t size() const { return map_.size(); }
+
+ private:
+  static constexpr size_t kCapacity = 2048;
+  std::unordered_map<fusion::Signature, std::shared_ptr<const Plan>, SigHash> map_;
+};
+Memo g_memo;  // guarded by g_exec_mu
+
+// A group being prepared on the slow path.
+struct Prepared {
+  fusion::Group group;
+  std::shared_ptr<mdh::Built> built;
+  tune::Schedule schedule;
+  std::string key;
+  jit::KernelFn fn = nullptr;
+  bool hit = false, disk_hit = false;
   std::string error;
 };
 
 std::string kernel_key(const mdh::MdHom& h, const tune::Schedule& s) { return "cpu|" + h.key() + "|" + s.key(); }
 
 void compile_one(Prepared& p) {
-  if (p.group.is_extern || p.built.tasks.empty()) return;
+  if (p.group.is_extern || !p.built || p.built->tasks.empty()) return;
   try {
     p.fn = jit::KernelCache::instance().get(
         p.key,
         [&] {
-          lower::LoopNest nest = lower::lower(p.built.hom, p.schedule, "kernel");
+          lower::LoopNest nest = lower::lower(p.built->hom, p.schedule, "kernel");
           return codegen::render_c(nest);
         },
         &p.hit, &p.disk_hit);
@@ -59,11 +111,64 @@ Prepared prepare(const std::vector<Task>& window, const fusion::Group& g) {
   Prepared p;
   p.group = g;
   if (g.is_extern) return p;
-  p.built = mdh::build(window, g);
-  if (p.built.tasks.empty()) return p;
-  p.schedule = tune::default_schedule(p.built.hom, p.built.bind, tune::Asm::host());
-  p.key = kernel_key(p.built.hom, p.schedule);
+  p.built = std::make_shared<mdh::Built>(mdh::build(window, g));
+  if (p.built->tasks.empty()) return p;
+  p.schedule = tune::default_schedule(p.built->hom, p.built->bind, tune::Asm::host());
+  p.key = kernel_key(p.built->hom, p.schedule);
   return p;
+}
+
+PlanGroup to_plan_group(const std::vector<Task>& window, const Prepared& p) {
+  PlanGroup g;
+  g.begin = p.group.begin;
+  g.end = p.group.end;
+  g.is_extern = p.group.is_extern;
+  g.dead = p.group.dead;
+  g.stop_reason = p.group.stop_reason;
+  for (const BufferPtr& b : p.group.temporaries)
+    for (int k = g.begin; k < g.end; ++k)
+      if (window[k].output.buffer == b) {
+        g.temp_tasks.push_back(k);
+        break;
+      }
+  if (p.built) {
+    auto tmpl = std::make_shared<mdh::Built>(*p.built);
+    tmpl->bind.buffers.clear();  // the memo must not keep arrays alive
+    tmpl->bind.offsets.clear();
+    g.tmpl = tmpl;
+  }
+  g.schedule = p.schedule;
+  g.key = p.key;
+  g.fn = p.fn;
+  return g;
+}
+
+// Runs one group of a plan on `window` and describes it.
+GroupReport run_group(const std::vector<Task>& window, const PlanGroup& g, const mdh::Bindings* bind, bool dump) {
+  GroupReport gr;
+  gr.stop_reason = g.stop_reason;
+  gr.is_extern = g.is_extern;
+  gr.dead = static_cast<int>(g.dead.size());
+  for (int k = g.begin; k < g.end; ++k) {
+    bool dead = false;
+    for (int d : g.dead) dead |= d == k;
+    gr.ops.push_back(std::string(window[k].name) + (dead ? " (dead)" : ""));
+  }
+  for (int k : g.temp_tasks) gr.temporaries.push_back(window[k].output.buffer->id());
+  auto t0 = std::chrono::steady_clock::now();
+  if (g.is_extern) {
+    if (g.dead.empty()) ext::run_routine(window[g.begin]);
+    gr.routine = ext::pattern(window[g.begin].routine);
+  } else if (g.fn) {
+    runtime::run_kernel(g.fn, g.tmpl->hom, *bind);
+    gr.hom = std::shared_ptr<const mdh::MdHom>(g.tmpl, &g.tmpl->hom);
+    gr.ints = bind->ints;
+    gr.schedule = g.schedule;
+    gr.key = g.key;
+    if (dump) gr.source = jit::KernelCache::instance().source_of(g.key);
+  }
+  gr.run_ms = ms_since(t0);
+  return gr;
 }
 
 }  // namespace
@@ -82,6 +187,16 @@ Config& config() {
   return c;
 }
 
+void clear_memo() {
+  std::lock_guard<std::mutex> exec(g_exec_mu);
+  g_memo.clear();
+}
+
+size_t memo_size() {
+  std::lock_guard<std::mutex> exec(g_exec_mu);
+  return g_memo.size();
+}
+
 std::vector<Task> flush(FlushReport* report) {
   std::lock_guard<std::mutex> exec(g_exec_mu);
   std::vector<Task> window = global_stream().take();
@@ -97,76 +212,80 @@ std::vector<Task> flush(FlushReport* report) {
   }
   const Config cfg = config();
   auto t0 = std::chrono::steady_clock::now();
-  fusion::Partition part = fusion::partition(window, cfg.policy);
-  std::vector<Prepared> prepared;
-  prepared.reserve(part.groups.size());
-  for (const fusion::Group& g : part.groups) prepared.push_back(prepare(window, g));
-  rep.analyse_ms = ms_since(t0);
+  fusion::Signature sig = fusion::window_signature(window, cfg.policy);
+  std::shared_ptr<const Plan> plan = g_memo.find(sig);
 
-  // Compile (or fetch) every group's kernel; misses compile concurrently.
-  auto t1 = std::chrono::steady_clock::now();
-  tbb::parallel_for(size_t(0), prepared.size(), [&](size_t i) { compile_one(prepared[i]); });
-  // A group whose kernel failed to compile runs its tasks one by one.
-  std::vector<Prepared> runnable;
-  for (Prepared& p : prepared) {
-    if (p.error.empty()) {
-      runnable.push_back(std::move(p));
-      continue;
+  if (plan) {
+    // Memo hit: no analysis, no compile; rebind and run.
+    rep.memo_hit = true;
+    std::vector<mdh::Bindings> binds(plan->groups.size());
+    for (size_t i = 0; i < plan->groups.size(); ++i)
+      if (plan->groups[i].fn) binds[i] = mdh::rebind(window, *plan->groups[i].tmpl);
+    rep.analyse_ms = ms_since(t0);
+    auto t2 = std::chrono::steady_clock::now();
+    for (size_t i = 0; i < plan->groups.size(); ++i) {
+      GroupReport gr = run_group(window, plan->groups[i], &binds[i], cfg.dump);
+      gr.cache_hit = gr.hom != nullptr;
+      if (gr.cache_hit) rep.memory_hits++;
+      rep.groups.push_back(std::move(gr));
     }
-    rep.warnings.push_back("numfuse: compiling a fused kernel failed; its " + std::to_string(p.group.size()) +
-                           " operations ran unfused. Please report this bug.\n" + p.error.substr(0, 2000));
-    if (p.group.size() == 1) throw jit::CompileError(p.error);
-    for (int k = p.group.begin; k < p.group.end; ++k) {
-      fusion::Group single;
-      single.begin = k;
-      single.end = k + 1;
-      single.is_extern = window[k].kind == Task::Kind::Extern;
-      single.stop_reason = "fallback after compile failure";
-      for (int d : p.group.dead)
-        if (d == k) single.dead.push_back(k);
-      Prepared q = prepare(window, single);
-      compile_one(q);
-      if (!q.error.empty()) throw jit::CompileError(q.error);
-      runnable.push_back(std::move(q));
-    }
-  }
-  rep.compile_ms = ms_since(t1);
+    rep.run_ms = ms_since(t2);
+  } else {
+    fusion::Partition part = fusion::partition(window, cfg.policy);
+    std::vector<Prepared> prepared;
+    prepared.reserve(part.groups.size());
+    for (const fusion::Group& g : part.groups) prepared.push_back(prepare(window, g));
+    rep.analyse_ms = ms_since(t0);
 
-  // Run in program order.
-  auto t2 = std::chrono::steady_clock::now();
-  for (Prepared& p : runnable) {
-    GroupReport gr;
-    gr.stop_reason = p.group.stop_reason;
-    gr.is_extern = p.group.is_extern;
-    gr.dead = static_cast<int>(p.group.dead.size());
-    for (int k = p.group.begin; k < p.group.end; ++k) {
-      bool dead = false;
-      for (int d : p.group.dead) dead |= d == k;
-      gr.ops.push_back(std::string(window[k].name) + (dead ? " (dead)" : ""));
+    // Compile (or fetch) every group's kernel; misses compile concurrently.
+    auto t1 = std::chrono::steady_clock::now();
+    tbb::parallel_for(size_t(0), prepared.size(), [&](size_t i) { compile_one(prepared[i]); });
+    // A group whose kernel failed to compile runs its tasks one by one.
+    std::vector<Prepared> runnable;
+    bool failed = false;
+    for (Prepared& p : prepared) {
+      if (p.error.empty()) {
+        runnable.push_back(std::move(p));
+        continue;
+      }
+      failed = true;
+      rep.warnings.push_back("numfuse: compiling a fused kernel failed; its " + std::to_string(p.group.size()) +
+                             " operations ran unfused. Please report this bug.\n" + p.error.substr(0, 2000));
+      if (p.group.size() == 1) throw jit::CompileError(p.error);
+      for (int k = p.group.begin; k < p.group.end; ++k) {
+        fusion::Group single;
+        single.begin = k;
+        single.end = k + 1;
+        single.is_extern = window[k].kind == Task::Kind::Extern;
+        single.stop_reason = "fallback after compile failure";
+        for (int d : p.group.dead)
+          if (d == k) single.dead.push_back(k);
+        Prepared q = prepare(window, single);
+        compile_one(q);
+        if (!q.error.empty()) throw jit::CompileError(q.error);
+        runnable.push_back(std::move(q));
+      }
     }
-    for (const BufferPtr& b : p.group.temporaries) gr.temporaries.push_back(b->id());
-    auto tr = std::chrono::steady_clock::now();
-    if (p.group.is_extern) {
-      bool dead = !p.group.dead.empty();
-      if (!dead) ext::run_routine(window[p.group.begin]);
-      gr.routine = ext::pattern(window[p.group.begin].routine);
-    } else if (p.fn) {
-      runtime::run_kernel(p.fn, p.built.hom, p.built.bind);
-      gr.hom = std::make_shared<const mdh::MdHom>(p.built.hom);
-      gr.ints = p.built.bind.ints;
-      gr.schedule = p.schedule;
-      gr.key = p.key;
+    rep.compile_ms = ms_since(t1);
+
+    auto plan_new = std::make_shared<Plan>();
+    for (const Prepared& p : runnable) plan_new->groups.push_back(to_plan_group(window, p));
+    auto t2 = std::chrono::steady_clock::now();
+    for (size_t i = 0; i < runnable.size(); ++i) {
+      const Prepared& p = runnable[i];
+      GroupReport gr = run_group(window, plan_new->groups[i], p.built ? &p.built->bind : nullptr, cfg.dump);
       gr.cache_hit = p.hit;
       gr.disk_hit = p.disk_hit;
-      if (p.hit) rep.memory_hits++;
-      else if (p.disk_hit) rep.disk_hits++;
-      else rep.kernels_compiled++;
-      if (cfg.dump) gr.source = jit::KernelCache::instance().source_of(p.key);
+      if (p.fn) {
+        if (p.hit) rep.memory_hits++;
+        else if (p.disk_hit) rep.disk_hits++;
+        else rep.kernels_compiled++;
+      }
+      rep.groups.push_back(std::move(gr));
     }
-    gr.run_ms = ms_since(tr);
-    rep.groups.push_back(std::move(gr));
+    rep.run_ms = ms_since(t2);
+    if (!failed) g_memo.insert(std::move(sig), plan_new);
   }
-  rep.run_ms = ms_since(t2);
 
   {
     std::lock_guard<std::mutex> lock(g_report_mu);
@@ -178,7 +297,8 @@ std::vector<Task> flush(FlushReport* report) {
     g_profile.compiles += rep.kernels_compiled;
     g_profile.memory_hits += rep.memory_hits;
     g_profile.disk_hits += rep.disk_hits;
-    for (const Prepared& p : runnable) g_profile.kernels_run += p.fn ? 1 : 0;
+    g_profile.memo_hits += rep.memo_hit ? 1 : 0;
+    for (const GroupReport& g : rep.groups) g_profile.kernels_run += g.hom ? 1 : 0;
     g_last = rep;
   }
   if (report) *report = std::move(rep);

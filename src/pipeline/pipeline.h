@@ -52,13 +52,14 @@ struct FlushReport {
   int tasks = 0;
   double analyse_ms = 0, compile_ms = 0, run_ms = 0;
   int kernels_compiled = 0, memory_hits = 0, disk_hits = 0;
+  bool memo_hit = false;  // the whole window's analysis came from the memo
   std::vector<std::string> warnings;
 };
 
 // Cumulative profile since the last reset.
 struct Profile {
   double record_ms = 0, analyse_ms = 0, compile_ms = 0, run_ms = 0;
-  int64_t flushes = 0, tasks = 0, kernels_run = 0, compiles = 0, memory_hits = 0, disk_hits = 0;
+  int64_t flushes = 0, tasks = 0, kernels_run = 0, compiles = 0, memory_hits = 0, disk_hits = 0, memo_hits = 0;
 };
 
 // Flushes the global stream and blocks until every pending result is
@@ -68,6 +69,9 @@ struct Profile {
 std::vector<Task> flush(FlushReport* report);
 
 FlushReport last_report();
+// The analysis memo (window signature -> plan).
+void clear_memo();
+size_t memo_size();
 Profile profile();
 void reset_profile();
 void add_record_time(double ms);

@@ -55,6 +55,7 @@ py::dict report_dict(const pipeline::FlushReport& r) {
   out["kernels_compiled"] = r.kernels_compiled;
   out["memory_hits"] = r.memory_hits;
   out["disk_hits"] = r.disk_hits;
+  out["memo_hit"] = r.memo_hit;
   out["warnings"] = r.warnings;
   return out;
 }
@@ -192,6 +193,7 @@ void bind_functions(py::module_& m) {
     d["kernels_compiled"] = p.compiles;
     d["memory_hits"] = p.memory_hits;
     d["disk_hits"] = p.disk_hits;
+    d["memo_hits"] = p.memo_hits;
     d["disk_hits_total"] = s.disk_hits.load();
     d["disk_load_ns_total"] = s.disk_load_ns.load();
     d["compile_ns_total"] = s.compile_ns.load();
@@ -211,7 +213,12 @@ void bind_functions(py::module_& m) {
   m.def("set_cache_dir", [](const std::string& dir) { jit::DiskCache::instance().configure(dir); });
   m.def("clear_disk_cache", []() { return jit::DiskCache::instance().clear(); });
   m.def("kernel_cache_size", []() { return jit::KernelCache::instance().size(); });
-  m.def("clear_kernel_cache", []() { jit::KernelCache::instance().clear(); });
+  m.def("clear_kernel_cache", []() {
+    pipeline::clear_memo();  // plans hold kernels
+    jit::KernelCache::instance().clear();
+  });
+  m.def("memo_size", []() { return pipeline::memo_size(); });
+  m.def("clear_memo", []() { pipeline::clear_memo(); });
   m.def("memory", []() {
     py::dict d;
     d["live_bytes"] = Buffer::live_bytes();
