@@ -9,6 +9,7 @@ repeat.
 import math
 import sys
 import threading
+import time
 
 import numpy as onp
 import pytest
@@ -182,7 +183,7 @@ def p_self_overlap_sequence(m):
     a = m.arange(16.0)
     a[2:] += a[:-2]
     a[:-3] *= a[3:]
-    a[::3] -= a[1::3][:6]
+    a[::3][:5] -= a[1::3][:5]
     return [a]
 
 
@@ -227,13 +228,6 @@ def test_overlap_flushed_between(fusion):
 # silently wrote through the stride-0 axis).
 
 
-def _both_raise(exc, fn):
-    with pytest.raises(exc):
-        fn(onp)
-    with pytest.raises(exc):
-        fn(nf)
-
-
 def test_broadcast_to_is_read_only(fusion):
     b = nf.broadcast_to(nf.arange(4.0), (3, 4))
     assert b.flags.writeable is False
@@ -242,9 +236,7 @@ def test_broadcast_to_is_read_only(fusion):
 
 @pytest.mark.parametrize("op", ["setitem", "setitem_slice", "iadd", "imul", "out", "view_iadd", "setitem_all"])
 def test_inplace_on_broadcast_view_raises(fusion, op):
-    def fn(m):
-        a = m.arange(4.0)
-        b = m.broadcast_to(a, (3, 4))
+    def attempt(m, a, b):
         if op == "setitem":
             b[0, 0] = 2.0
         elif op == "setitem_slice":
@@ -261,7 +253,15 @@ def test_inplace_on_broadcast_view_raises(fusion, op):
         else:
             b[...] = m.zeros((3, 4))
 
-    _both_raise(ValueError, fn)
+    results = {}
+    for m in (onp, nf):
+        a = m.arange(4.0) * 2  # pending source (for numfuse)
+        b = m.broadcast_to(a, (3, 4))
+        with pytest.raises(ValueError):
+            attempt(m, a, b)
+        results[m] = (a, b, b.sum(axis=0))
+    for g, e in zip(results[nf], results[onp]):
+        assert_same(g, e)  # nothing was written through the stride-0 view
 
 
 def test_failed_broadcast_write_changes_nothing(fusion):
@@ -290,12 +290,10 @@ def test_broadcast_view_sees_later_writes_to_source(fusion):
     check(prog)
 
 
-def test_broadcast_arrays_read_only_and_correct(fusion):
+def test_broadcast_arrays_values(fusion):
     def prog(m):
         x, y = m.broadcast_arrays(m.arange(3.0)[:, None], m.arange(4.0))
-        with pytest.raises(ValueError):
-            m.multiply(x, 2.0, out=x)
-        return [x + y, x.sum(), y.max(axis=0)]
+        return [x + y, x.sum(), y.max(axis=0), x * y.T.T]
 
     check(prog)
 
@@ -535,7 +533,7 @@ def test_writes_into_slices_that_pending_tasks_read(fusion):
     def prog(m):
         a = m.arange(10.0)
         b = a[2:8] * 1
-        c = a[::3] + a[1::3][:4]
+        c = a[::3][:3] + a[1::3]
         a[:] = 0
         d = a[2:8] + b
         return [a, b, c, d]
@@ -585,6 +583,30 @@ def test_temporaries_dropped_vs_kept(fusion):
 
     check(prog_kept)
     check(prog_dropped)
+
+
+def test_dropped_temporaries_written_in_place_and_rebound(fusion):
+    def prog(m):
+        a = m.arange(12.0).reshape(3, 4)
+        t = a * 2
+        t += 1
+        t[1:] -= t[:-1]
+        b = t * 3
+        del t  # written in place, read, then dropped while pending
+        x = a
+        for k in range(10):
+            x = x + k  # rebinding drops the previous (pending) x
+            x[:, 1:] += x[:, :-1]
+        u = a.T * 1
+        v = u[::-1]
+        del u  # only a reversed view keeps the buffer
+        v += 1
+        w = m.sqrt(a + 1)
+        w2 = w[1]
+        del w
+        return [b, x, v, w2, a]
+
+    check(prog)
 
 
 def test_dropped_temporaries_are_not_materialized():
@@ -718,6 +740,13 @@ def test_no_reassociation_or_contraction(fusion):
 
 # ---------------------------------------------------------------------------
 # Threads.
+#
+# The races below are timing dependent, so each test repeats short rounds of
+# concurrent work until a wrong value shows up (then stops) or until the round
+# limit is reached. A correct numfuse runs every round (a few seconds); the
+# current one fails within the first rounds.
+
+THREADS = 8
 
 
 @pytest.fixture
@@ -728,13 +757,15 @@ def fast_switching():
     sys.setswitchinterval(old)
 
 
-def _run_threads(target, n):
+def _run_threads(target, n=THREADS):
     errors = []
+    barrier = threading.Barrier(n)
 
     def wrapped(i):
         try:
+            barrier.wait()
             target(i)
-        except BaseException as e:  # noqa: BLE001 - reported below
+        except BaseException:  # noqa: BLE001 - reported below
             import traceback
 
             errors.append(f"thread {i}: {traceback.format_exc()}")
@@ -748,70 +779,131 @@ def _run_threads(target, n):
     assert not errors, "\n".join(errors)
 
 
-def test_concurrent_flushes(fusion, fast_switching):
-    shared_np = onp.random.default_rng(0).standard_normal((30, 20))
-    shared = nf.array(shared_np)
-    shared_view = shared[1:-1, ::2]  # a lazy view every thread reads
-    nf.flush()
-    results = {}
-    barrier = threading.Barrier(6)
+def _rounds(one_round, max_rounds, budget_s=6.0):
+    """Run one_round(r) -> list of wrong results, until something is wrong."""
+    t0 = time.monotonic()
+    for r in range(max_rounds):
+        wrong = one_round(r)
+        if wrong:
+            return r, wrong
+        if time.monotonic() - t0 > budget_s:
+            break
+    return r, []
 
-    def work(tid):
-        barrier.wait()
-        out = []
-        for it in range(12):
-            x = nf.full((28, 10), float(tid + 1))
-            x += shared_view * it
-            x[1:] -= x[:-1]
-            r = x.max(axis=1)
-            s = (x * shared_view).sum()
+
+SHARED_NP = onp.random.default_rng(0).standard_normal((30, 20))
+
+
+def test_threads_flush_main_thread_work_at_once(fusion):
+    """The main thread records; several threads call flush() at once."""
+    shared = nf.array(SHARED_NP)
+    nf.flush()
+    pending = []
+    for k in range(150):
+        x = shared[1:-1, ::2] * k
+        x[1:] -= x[:-1]
+        pending.append((k, x, x.sum(axis=0)))
+
+    def flusher(i):
+        for _ in range(20):
             nf.flush()
-            out.append((x, r, s))
-        results[tid] = out
 
-    _run_threads(work, 6)
-    for tid, out in results.items():
-        for it, (x, r, s) in enumerate(out):
-            xe = onp.full((28, 10), float(tid + 1))
-            xe += shared_np[1:-1, ::2] * it
-            xe[1:] -= xe[:-1]
-            assert_same(x, xe)
-            assert_same(r, xe.max(axis=1))
-            assert_same(s, (xe * shared_np[1:-1, ::2]).sum(), rtol=1e-10)
-    assert_same(shared, shared_np)  # read-only input untouched
+    _run_threads(flusher, 6)
+    for k, x, s in pending:
+        xe = SHARED_NP[1:-1, ::2] * k
+        xe[1:] -= xe[:-1]
+        assert_same(x, xe)
+        assert_same(s, xe.sum(axis=0), rtol=1e-10)
 
 
-def test_concurrent_recording_and_syncs(fusion, fast_switching):
-    """Threads record into the window at the same time; some sync with
-    float()/tolist(), others leave their work pending for the main thread."""
-    base_np = onp.linspace(-1.0, 1.0, 64).reshape(8, 8)
-    base = nf.array(base_np)
+@pytest.mark.xfail(strict=True, reason="numfuse bug: concurrent flushes from threads lose or corrupt results "
+                                       "(uninitialized memory)")
+def test_threads_compute_and_flush_own_arrays(fusion, fast_switching):
+    """Each thread computes its own arrays from shared read-only inputs and
+    calls flush(); the main thread checks everything afterwards."""
+    shared = nf.array(SHARED_NP)
+    view = shared[1:-1, ::2]  # a lazy view every thread reads
     nf.flush()
-    pending = {}
-    scalars = {}
-    barrier = threading.Barrier(8)
 
-    def work(tid):
-        barrier.wait()
-        vals = []
-        arrs = []
-        for it in range(15):
-            y = base * (tid + it) + base.T
-            y[::2] = nf.maximum(y[::2], 0.0)
-            z = nf.exp(nf.clip(y, -3.0, 3.0)).sum(axis=0)
-            arrs.append((y, z))
-            if tid % 2 == 0:
-                vals.append(float(z[tid % 8]))
-        pending[tid] = arrs
-        scalars[tid] = vals
+    def one_round(rnd):
+        results = {}
 
-    _run_threads(work, 8)
-    for tid in range(8):
-        for it, (y, z) in enumerate(pending[tid]):
-            ye = base_np * (tid + it) + base_np.T
-            ye[::2] = onp.maximum(ye[::2], 0.0)
-            ze = onp.exp(onp.clip(ye, -3.0, 3.0)).sum(axis=0)
-            assert_same(y, ye)
-            assert_same(z, ze, rtol=1e-10)
-            if tid % 2 == 0:
-                assert scalars[tid][it] == pytest.approx(ze[tid % 8], rel=1e-10)
+        def work(tid):
+            out = []
+            for it in range(40):
+                k = float(tid * 100 + it + rnd)
+                x = view * k + 1.0
+                x[1:] -= x[:-1]
+                s = (x * view).sum()
+                nf.flush()
+                out.append((k, x, s))
+            results[tid] = out
+
+        _run_threads(work)
+        wrong = []
+        for tid, out in results.items():
+            for k, x, s in out:
+                xe = SHARED_NP[1:-1, ::2] * k + 1.0
+                xe[1:] -= xe[:-1]
+                if not (onp.array_equal(onp.asarray(x), xe)
+                        and math.isclose(float(s), (xe * SHARED_NP[1:-1, ::2]).sum(), rel_tol=1e-10)):
+                    wrong.append((tid, k, float(s)))
+        return wrong
+
+    rounds, wrong = _rounds(one_round, max_rounds=40)
+    assert not wrong, f"round {rounds}: {len(wrong)} wrong results, e.g. {wrong[:3]}"
+    assert_same(shared, SHARED_NP)
+
+
+@pytest.mark.xfail(strict=True, reason="numfuse bug: a sync in one thread can return uninitialized memory while "
+                                       "another thread flushes")
+def test_threads_sync_own_results(fusion, fast_switching):
+    """Each thread records and immediately reads its own result (tolist /
+    float / asarray), as ordinary NumPy code in a thread pool would."""
+    a_np = onp.arange(1.0, 9.0).reshape(2, 4)
+    a = nf.array(a_np)
+    nf.flush()
+
+    def one_round(rnd):
+        wrong = []
+
+        def work(tid):
+            for it in range(150):
+                k = float(tid * 1000 + it + rnd)
+                y = a * k
+                got = y.tolist()
+                if got != (a_np * k).tolist():
+                    wrong.append((k, got))
+                z = (a - k).sum()
+                if float(z) != (a_np - k).sum():
+                    wrong.append((k, float(z)))
+
+        _run_threads(work)
+        return wrong
+
+    rounds, wrong = _rounds(one_round, max_rounds=40)
+    assert not wrong, f"round {rounds}: {len(wrong)} wrong results, e.g. {wrong[:3]}"
+
+
+@pytest.mark.xfail(strict=True, reason="numfuse bug: concurrent recording from threads (with automatic "
+                                       "window flushes) corrupts results")
+def test_threads_concurrent_recording(fusion, fast_switching):
+    """Threads only record (a small window makes them trigger automatic
+    flushes); the main thread syncs after they are done."""
+    a_np = onp.arange(1.0, 5.0)
+
+    def one_round(rnd):
+        results = {}
+
+        def work(tid):
+            results[tid] = [(float(tid * 1000 + it), a * float(tid * 1000 + it) + rnd) for it in range(300)]
+
+        _run_threads(work)
+        return [(k, onp.asarray(y).tolist()) for out in results.values() for k, y in out
+                if onp.asarray(y).tolist() != (a_np * k + rnd).tolist()]
+
+    with nf.config(max_window=16):
+        a = nf.array(a_np)
+        nf.flush()
+        rounds, wrong = _rounds(one_round, max_rounds=40)
+    assert not wrong, f"round {rounds}: {len(wrong)} wrong results, e.g. {wrong[:3]}"

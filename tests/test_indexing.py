@@ -64,12 +64,8 @@ SLICE_KEYS = [
     slice(5, 100, 1),
     slice(3, 1),
     slice(2, 2),
-    pytest.param(slice(0, 0, -1), marks=pytest.mark.xfail(
-        strict=True, reason="numfuse bug: empty slice with negative step keeps a negative stride "
-                            "(NumPy resets the step to 1)")),
-    pytest.param(slice(2, 5, -1), marks=pytest.mark.xfail(
-        strict=True, reason="numfuse bug: empty slice with negative step keeps a negative stride "
-                            "(NumPy resets the step to 1)")),
+    slice(0, 0, -1),
+    slice(2, 5, -1),
     slice(None, -100, -3),
 ]
 
@@ -438,8 +434,6 @@ def test_assign_broadcast_error_valueerror():
     assert_same(a, e)
 
 
-@pytest.mark.xfail(strict=True, reason="numfuse bug: assigning a value with extra leading length-1 axes "
-                                       "raises ValueError (NumPy strips them)")
 def test_assign_size1_leading_dims_dropped():
     # NumPy allows assigning a value with extra leading length-1 axes.
     a, e = pair((3, 4), "int64")
@@ -600,8 +594,6 @@ def test_advanced_set_on_broadcast_view_readonly():
 # ---------------------------------------------------------------------------
 # Edge cases found while probing
 
-@pytest.mark.xfail(strict=True, reason="numfuse bug: slice step sys.maxsize gives an empty view "
-                                       "(length computation overflows)")
 def test_slice_huge_step():
     import sys
 
@@ -618,8 +610,6 @@ def test_slice_large_steps():
         assert_same(a[1::st], e[1::st])
 
 
-@pytest.mark.xfail(strict=True, reason="numfuse bug: NaN as a NumPy float scalar assigned into an int "
-                                       "array is silently written (NumPy raises ValueError)")
 @pytest.mark.parametrize("nan", [onp.float64("nan"), onp.float32("nan")], ids=["float64", "float32"])
 def test_assign_numpy_nan_scalar_into_int(nan):
     a, e = pair((4,), "int16")
@@ -629,14 +619,31 @@ def test_assign_numpy_nan_scalar_into_int(nan):
         a[1:] = nan
 
 
-@pytest.mark.xfail(strict=True, reason="numfuse bug: out-of-range NumPy integer scalar assigned into a "
-                                       "smaller int array wraps (NumPy raises OverflowError)")
-def test_assign_numpy_int_scalar_out_of_range():
-    a, e = pair((4,), "int16")
+@pytest.mark.parametrize("dtype,value", [("int16", onp.int64(300000)), ("int64", onp.uint64(2**64 - 1))],
+                         ids=["int64->int16", "uint64->int64"])
+def test_assign_numpy_int_scalar_out_of_range(dtype, value):
+    a, e = pair((4,), dtype)
     with pytest.raises(OverflowError):
-        e[0] = onp.int64(300000)
+        e[0] = value
     with pytest.raises(OverflowError):
-        a[0] = onp.int64(300000)
+        a[0] = value
+
+
+@pytest.mark.parametrize("dtype,value", [("int32", 1e10), ("int8", 1000.0), ("uint8", -1.0), ("int64", 1e19)])
+def test_assign_python_float_out_of_int_range(dtype, value):
+    a, e = pair((4,), dtype)
+    with pytest.raises(OverflowError):
+        e[0] = value
+    with pytest.raises(OverflowError):
+        a[0] = value
+
+
+def test_assign_python_float_in_int_range():
+    for dtype, value in [("int8", 127.9), ("int8", -128.9), ("uint8", 255.5), ("int32", -2.0e9)]:
+        a, e = pair((3,), dtype)
+        a[1] = value
+        e[1] = value
+        assert_same(a, e)
 
 
 def test_assign_numpy_int_scalar_in_range():

@@ -78,7 +78,9 @@ def flush():
 def round(a, decimals=0, out=None):
     """numpy.round: round half to even, scaling by 10**decimals like NumPy."""
     a = asarray(a)
-    if a.dtype.kind in "biu":
+    if a.dtype.kind == "b":  # NumPy rounds booleans in float16
+        return _fallback.call_numpy(_np.round, (a, decimals), dict(out=out), "numpy.round (bool)")
+    if a.dtype.kind in "iu":
         if decimals >= 0:
             r = a.copy() if out is None else _UFUNCS["positive"](a, out=out)
             return r
@@ -104,6 +106,13 @@ def clip(a, a_min=_np._NoValue, a_max=_np._NoValue, out=None, *, min=_np._NoValu
     if kwargs:
         return _fallback.call_numpy(_np.clip, (a, lo, hi), dict(out=out, **kwargs), "numpy.clip")
     r = asarray(a)
+    if r.dtype.kind in "iu":
+        # NumPy ignores Python-int bounds beyond the array type's range.
+        info = _np.iinfo(r.dtype)
+        if isinstance(lo, int) and not isinstance(lo, _builtins.bool) and lo < info.min:
+            lo = None
+        if isinstance(hi, int) and not isinstance(hi, _builtins.bool) and hi > info.max:
+            hi = None
     if lo is None and hi is None:
         return r.copy() if out is None else _UFUNCS["positive"](r, out=out)
     if lo is not None:

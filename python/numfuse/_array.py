@@ -70,8 +70,7 @@ def _install(ns):
     def __iter__(self):
         if self.ndim == 0:
             raise TypeError("iteration over a 0-d array")
-        for i in range(self.shape[0]):
-            yield self[i]
+        return (self[i] for i in range(self.shape[0]))
 
     def __contains__(self, value):
         return bool(U["equal"](self, value).any())
@@ -159,6 +158,8 @@ def _install(ns):
         return r
 
     def copy(self, order="C"):
+        if order == "A":
+            order = "F" if self._f_contiguous and not self._c_contiguous else "C"
         if order == "F":
             return _fcopy(self)
         return self._astype(self.dtype, order != "K")

@@ -56,10 +56,15 @@ def array(object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, lik
 
 
 def asarray(a, dtype=None, order=None, *, copy=None, like=None):
-    if type(a) is ndarray and (dtype is None or np.dtype(dtype) == a.dtype) and copy is not True:
-        return a
-    return array(a, dtype=dtype, copy=copy if copy is not None else (None if type(a) is not ndarray else False),
-                 order=order or "K")
+    """numpy.asarray. A NumPy array argument is copied (numfuse computes
+    lazily, so sharing memory with an array NumPy may change would be unsafe)."""
+    if type(a) is ndarray:
+        if (dtype is None or np.dtype(dtype) == a.dtype) and copy is not True:
+            return a
+        if copy is False:
+            raise ValueError("Unable to avoid copy while creating an array as requested.")
+        return a.astype(dtype) if dtype is not None else a.copy()
+    return array(a, dtype=dtype, copy=copy if copy is not None else None, order=order or "K")
 
 
 def asanyarray(a, dtype=None, order=None, *, like=None):
@@ -125,49 +130,93 @@ def _like_dtype(a, dtype):
 
 
 def empty_like(prototype, dtype=None, order="K", subok=True, shape=None, *, device=None):
-    return empty(_like_shape(prototype, shape), _like_dtype(prototype, dtype))
-
-
-def zeros_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
-    return zeros(_like_shape(a, shape), _like_dtype(a, dtype))
-
-
-def ones_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
-    return ones(_like_shape(a, shape), _like_dtype(a, dtype))
+    """Like NumPy, order='K' keeps the prototype's memory layout."""
+    dt = _like_dtype(prototype, dtype)
+    if type(prototype) is ndarray and order in ("K", "A") and _core.supported_dtype(dt):
+        if order == "K" or prototype._f_contiguous:
+            r = prototype._empty_like(dt, None if shape is None else _shape(shape))
+            if r is not NotImplemented:
+                return r
+    r = empty(_like_shape(prototype, shape), dt, order="F" if order == "F" else "C")
+    return r
 
 
 def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, *, device=None):
-    return full(_like_shape(a, shape), fill_value, _like_dtype(a, dtype))
+    r = empty_like(a, dtype=dtype, order=order, shape=shape)
+    if type(r) is ndarray:
+        r.fill(fill_value)
+        return r
+    return _fallback.call_numpy(np.full_like, (a, fill_value), dict(dtype=dtype, order=order, shape=shape),
+                                "numpy.full_like")
+
+
+def zeros_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    return full_like(a, 0, dtype=dtype, order=order, shape=shape)
+
+
+def ones_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    return full_like(a, 1, dtype=dtype, order=order, shape=shape)
 
 
 def _is_int(x):
     return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
 
 
-def arange(start_or_stop, stop=None, step=None, dtype=None, *, like=None, device=None):
-    """numpy.arange. Integer ranges compute exactly in int64; float ranges
-    fill ``start + i*delta`` as NumPy does."""
-    if stop is None:
-        start, stop = 0, start_or_stop
+def arange(*args, start=None, stop=None, step=None, dtype=None, like=None, device=None):
+    """numpy.arange([start,] stop[, step], dtype=None). Integer ranges compute
+    exactly in int64; float ranges fill ``start + i*delta`` as NumPy does."""
+    if len(args) > 4:
+        raise TypeError(f"arange() takes from 1 to 4 positional arguments but {len(args)} were given")
+    if len(args) == 4:
+        dtype = args[3]
+        args = args[:3]
+    names = ("start", "stop", "step")
+    if len(args) == 1 and stop is None:
+        given = {"stop": args[0]}  # arange(stop)
     else:
-        start = start_or_stop
+        given = dict(zip(names, args))
+    for k, v in (("start", start), ("stop", stop), ("step", step)):
+        if v is not None:
+            if k in given:
+                raise TypeError(f"arange() got multiple values for argument '{k}'")
+            given[k] = v
+    if "stop" not in given:
+        if "start" not in given:
+            raise TypeError("arange() requires stop to be specified.")
+        given["stop"], given["start"] = given["start"], 0
+    start, stop, step = given.get("start", 0), given["stop"], given.get("step", 1)
     if step is None:
         step = 1
     args = (start, stop, step)
     if any(isinstance(x, ndarray) for x in args):
         args = tuple(x.item() if isinstance(x, ndarray) else x for x in args)
         start, stop, step = args
-    if step == 0:
-        raise ZeroDivisionError("division by zero" if all(_is_int(x) for x in args) else "Maximum allowed size exceeded")
-    if any(isinstance(x, (complex, np.complexfloating)) for x in args):
+
+    def numpy_arange():
         return _fallback.call_numpy(np.arange, args, dict(dtype=dtype), "numpy.arange")
+
+    if any(isinstance(x, (complex, np.complexfloating)) for x in args):
+        return numpy_arange()
     integral = all(_is_int(x) or isinstance(x, (bool, np.bool_)) for x in args)
+    if step == 0:
+        raise ZeroDivisionError("division by zero" if integral else "Maximum allowed size exceeded")
     # NumPy: integer (and bool) arguments give int64, anything else float64.
     dt = np.dtype(dtype) if dtype is not None else np.dtype(np.int64 if integral else np.float64)
     if not _core.supported_dtype(dt) or (not integral and dt.kind in "iub"):
-        return _fallback.call_numpy(np.arange, args, dict(dtype=dtype), "numpy.arange")
+        return numpy_arange()
     if integral:
         n = len(range(int(start), int(stop), int(step)))
+        if dt == np.bool_ and n > 2:
+            raise TypeError("arange() is only supported for booleans when the result has at most length 2.")
+        if dt.kind in "iu":
+            info = np.iinfo(dt)
+            for v in (int(start), int(stop)):
+                if not info.min <= v <= info.max and not (v == int(stop) and n == 0):
+                    if v == int(stop) and (info.min <= int(start) + (n - 1) * int(step) <= info.max):
+                        continue
+                    raise OverflowError(f"Python integer {v} out of bounds for {dt}")
+        if not all(-2**63 <= int(v) < 2**63 for v in args):
+            return numpy_arange()
         return _core.arange(float(start), float(step), n, dt, True, int(start), int(step))
     n = math.ceil((stop - start) / step)
     n = max(int(n), 0)
@@ -231,4 +280,4 @@ def identity(n, dtype=None, *, like=None):
 
 
 def copy(a, order="K", subok=False):
-    return asarray(a).copy(order="C" if order in ("C", "A") else order)
+    return asarray(a).copy(order=order)

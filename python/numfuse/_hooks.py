@@ -15,7 +15,9 @@ from . import _core
 
 DTYPES = [np.dtype(name) for name in _core.DTYPES]
 _INDEX = {dt: i for i, dt in enumerate(DTYPES)}
-_WEAK = {16: bool, 17: int, 18: float}
+# Python bool is the weakest kind: promoting with it is promoting with the bool
+# dtype (resolve_dtypes accepts only int/float/complex as abstract scalars).
+_WEAK = {16: np.dtype(bool), 17: int, 18: float}
 UNSUPPORTED = 255  # the loop needs a dtype numfuse does not compute in
 
 

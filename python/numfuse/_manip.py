@@ -21,18 +21,36 @@ def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
     if shape is None:
         shape = newshape
     a = asarray(a)
+    if order == "A":
+        order = "F" if a._f_contiguous and not a._c_contiguous else "C"
     if order not in ("C", "F"):
-        return _fallback.call_numpy(np.reshape, (a, shape), dict(order=order), "numpy.reshape (order='A')")
+        raise ValueError(f"order must be one of 'C', 'F', 'A' (got {order!r})")
     if copy:
-        a = a.copy()
-    return a._reshape(_shape_arg(shape), order == "F")
+        a = a.copy(order=order)
+    r = a._reshape(_shape_arg(shape), order == "F")
+    if copy is False and not r._same_buffer(a):
+        raise ValueError("Unable to avoid creating a copy while reshaping.")
+    return r
 
 
 def ravel(a, order="C"):
+    """numpy.ravel: a view when the data is contiguous in the requested
+    order, else a copy."""
     a = asarray(a)
-    if order == "K":
+    if order == "A":
         order = "F" if a._f_contiguous and not a._c_contiguous else "C"
-    return reshape(a, (-1,), order=order if order in ("C", "F") else "C")
+    if order == "K":
+        # Memory order: axes by decreasing |stride| (negative-stride axes are
+        # not reversed, as in NumPy).
+        axes = sorted(range(a.ndim), key=lambda k: -abs(a.strides[k]))
+        b = a._transpose(tuple(axes)) if a.ndim > 1 else a
+        return ravel(b, "C")
+    if order not in ("C", "F"):
+        raise ValueError(f"order must be one of 'C', 'F', 'A', or 'K' (got {order!r})")
+    contiguous = a._c_contiguous if order == "C" else a._f_contiguous
+    if not contiguous:
+        a = a.copy(order=order)
+    return a._reshape((a.size,), order == "F")
 
 
 def transpose(a, axes=None):
@@ -167,6 +185,10 @@ def concatenate(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
                                  f"exactly, but along dimension {d}, the array at index 0 has size "
                                  f"{arrays[0].shape[d]} and the array at index {i} has size {a.shape[d]}")
     rt = np.dtype(dtype) if dtype is not None else np.result_type(*[a.dtype for a in arrays])
+    for a in arrays:
+        if not np.can_cast(a.dtype, rt, casting):
+            raise TypeError(f"Cannot cast array data from {a.dtype!r} to {rt!r} according to the rule "
+                            f"'{casting}'")
     shape = list(arrays[0].shape)
     shape[ax] = sum(a.shape[ax] for a in arrays)
     if out is not None:

@@ -27,20 +27,29 @@ def _native(a):
     return type(a) is ndarray or isinstance(a, (list, tuple, int, float, bool, np.ndarray, np.generic))
 
 
+def _reduce_fallback(op, a, axis, dtype, out, keepdims, initial, where):
+    kw = dict(axis=axis, out=out, keepdims=keepdims)
+    if op in ("sum", "prod"):
+        kw["dtype"] = dtype
+    if initial is not _NoValue:
+        kw["initial"] = initial
+    if where is not True:
+        kw["where"] = where
+    r = _fallback.call_numpy(getattr(np, op), (a,), kw, f"numpy.{op}" + (" (where=)" if where is not True else ""))
+    # Like every native full reduction, give a 0-d numfuse array.
+    if isinstance(r, np.generic) and _core.supported_dtype(r.dtype):
+        return _core.from_numpy(np.asarray(r), True)
+    return r
+
+
 def reduce_op(op, a, axis=None, dtype=None, out=None, keepdims=False, initial=_NoValue, where=True):
     a = asarray(a)
     if type(a) is not ndarray or where is not True or (out is not None and type(out) is not ndarray):
-        kw = dict(axis=axis, dtype=dtype, out=out, keepdims=keepdims)
-        if initial is not _NoValue:
-            kw["initial"] = initial
-        if where is not True:
-            kw["where"] = where
-        return _fallback.call_numpy(getattr(np, op), (a,), kw, f"numpy.{op}")
+        return _reduce_fallback(op, a, axis, dtype, out, keepdims, initial, where)
     init = None if initial is _NoValue else initial
     r = _core.reduce(_R[op], a, _axes(axis, a.ndim), bool(keepdims), dtype, out, init)
     if r is NotImplemented:
-        kw = dict(axis=axis, dtype=dtype, out=out, keepdims=keepdims)
-        return _fallback.call_numpy(getattr(np, op), (a,), kw, f"numpy.{op}")
+        return _reduce_fallback(op, a, axis, dtype, out, keepdims, initial, where)
     return r
 
 

@@ -203,8 +203,10 @@ def array_ufunc(self, np_ufunc, method, inputs, kwargs):
             out = kwargs.pop("out", None)
             dtype = kwargs.pop("dtype", None)
             kwargs.pop("subok", None)
-            for k, default in (("where", True), ("casting", "same_kind"), ("order", "K")):
-                if kwargs.get(k, default) == default and k in kwargs:
+            if "where" in kwargs and kwargs["where"] is True:
+                kwargs.pop("where")
+            for k, default in (("casting", "same_kind"), ("order", "K")):
+                if isinstance(kwargs.get(k), str) and kwargs[k] == default:
                     kwargs.pop(k)
             return ufunc_call(uf, inputs, out, dtype, kwargs)
         if method == "reduce":

@@ -180,7 +180,7 @@ void adjust_slice(const IndexItem& s, int64_t n, int64_t* start, int64_t* step, 
     if (lo > n) lo = n;
     if (hi < 0) hi = std::max<int64_t>(hi + n, 0);
     if (hi > n) hi = n;
-    *len = hi > lo ? (hi - lo + st - 1) / st : 0;
+    *len = hi > lo ? (hi - lo - 1) / st + 1 : 0;  // no overflow for huge steps
   } else {
     lo = s.has_start ? s.start : n - 1;
     hi = s.has_stop ? s.stop : -1;
@@ -192,7 +192,7 @@ void adjust_slice(const IndexItem& s, int64_t n, int64_t* start, int64_t* step, 
       if (hi < 0) hi = std::max<int64_t>(hi + n, -1);
       if (hi >= n) hi = n - 1;
     }
-    *len = lo > hi ? (lo - hi + (-st) - 1) / (-st) : 0;
+    *len = lo > hi ? (lo - hi - 1) / (-st) + 1 : 0;
   }
   *start = lo;
   *step = st;
@@ -231,7 +231,8 @@ View index_view(const View& v, const std::vector<IndexItem>& items) {
         adjust_slice(it, v.shape[dim], &start, &step, &len);
         if (len > 0) r.offset += start * v.strides[dim];
         r.shape.push_back(len);
-        r.strides.push_back(v.strides[dim] * step);
+        // NumPy reports empty dimensions with a non-negative stride.
+        r.strides.push_back(len > 0 ? v.strides[dim] * step : std::llabs(v.strides[dim] * step));
         ++dim;
         break;
       }

@@ -6,13 +6,15 @@
 
 #include <tbb/concurrent_hash_map.h>
 
+#include "build_id.h"
 #include "jit/jit.h"
 
 namespace nf::jit {
 
 namespace {
-// Bump when generated code or its ABI changes meaning.
-constexpr const char* kCacheVersion = "numfuse-0.1/abi1/llvm19";
+// The code-generation rules (a hash of their sources, see cmake/build_id.cmake)
+// and the compiler are part of every persistent key.
+constexpr const char* kCacheVersion = "numfuse-0.1/" NUMFUSE_BUILD_ID "/llvm19";
 
 int64_t elapsed_ns(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();

@@ -174,11 +174,13 @@ char simd_op(ReduceOp op, DType t) {
 // How one reduction output is accumulated.
 struct RedPlan {
   int out = 0;              // index in h.outputs
-  bool reg = false;         // register accumulator
-  int reg_pos = -1;         // declared inside the body of order[reg_pos] (-1: top of thread body)
+  bool reg = false;         // register accumulator holding the final value
+  bool sub_reg = false;     // register partial over the trailing point-wise loops, folded into memory
+  int reg_pos = -1;         // registers live in the body of order[reg_pos] (-1: top of thread body)
   bool partials = false;    // parallel loop runs over one of its point-wise dims
   bool scratch = false;     // memory accumulation in a dense scratch array
-  std::string acc, idx;     // accumulator / arg-index names (register) or arrays (scratch)
+  std::string acc, idx;     // memory accumulator / arg-index arrays (scratch, partials)
+  std::string racc, ridx;   // register accumulator / arg-index
   std::vector<int> cdims;   // its concatenated dims
 };
 
@@ -321,6 +323,8 @@ class Lowerer {
       r.out = oi;
       r.acc = "acc" + std::to_string(oi);
       r.idx = "aidx" + std::to_string(oi);
+      r.racc = "racc" + std::to_string(oi);
+      r.ridx = "ridx" + std::to_string(oi);
       for (int d = 0; d < h_.ndim; ++d)
         if (!h_.pointwise(o, d)) r.cdims.push_back(d);
       int last_c = -1, first_p = nloops;
@@ -332,6 +336,9 @@ class Lowerer {
       r.partials = s_.parallel && nloops > 0 && h_.pointwise(o, s_.order[0].dim);
       r.reg = last_c < first_p && (!r.partials || r.cdims.empty());
       r.reg_pos = last_c;
+      // Loops after the innermost concatenated one only combine: keep that
+      // partial in a register and fold it into memory when they end.
+      r.sub_reg = !r.reg && last_c < nloops - 1;
       r.scratch = !r.reg && (o.acc_dtype != h_.accesses[o.access].dtype || is_arg(o.op));
       plans_.push_back(r);
     }
@@ -370,11 +377,11 @@ class Lowerer {
     const int nloops = static_cast<int>(s_.order.size());
     // Register accumulators declared at this depth (body of loop i-1).
     for (RedPlan& r : plans_)
-      if (r.reg && r.reg_pos == i - 1) {
+      if ((r.reg || r.sub_reg) && r.reg_pos == i - 1) {
         const mdh::Output& o = h_.outputs[r.out];
-        out.push_back(decl(o.acc_dtype, r.acc, identity_or_init(o)));
-        if (is_arg(o.op)) out.push_back(decl(DType::Int64, r.idx, lit(INT64_MAX)));
-        if (needs_nan_flag(o)) out.push_back(decl(DType::Bool, r.acc + "_nan", lit(0)));
+        // A sub-register starts from the identity; `initial=` enters once, in memory.
+        out.push_back(decl(o.acc_dtype, r.racc, r.reg ? identity_or_init(o) : identity(o)));
+        if (is_arg(o.op)) out.push_back(decl(DType::Int64, r.ridx, lit(INT64_MAX)));
       }
     if (i == nloops) {
       emit_point(out);
@@ -402,28 +409,52 @@ class Lowerer {
       if (i == nloops - 1 && s_.vectorize) {
         f->tag = Stmt::Tag::Simd;
         for (const RedPlan& r : plans_) {
-          if (!r.reg || r.reg_pos >= i) continue;
+          if (!(r.reg || r.sub_reg) || r.reg_pos >= i) continue;
           const mdh::Output& o = h_.outputs[r.out];
+          // OpenMP's max/min clauses start floats at -/+DBL_MAX and ignore
+          // NaN, and arg-reductions carry an index: those loops stay scalar.
           char op = simd_op(o.op, o.acc_dtype);
-          if (op) f->simd_reductions.push_back({r.acc, op});
-          else if (needs_nan_flag(o)) {
-            f->simd_reductions.push_back({r.acc, o.op == ReduceOp::Max ? 'M' : 'm'});
-            f->simd_reductions.push_back({r.acc + "_nan", '|'});
-          } else {
-            f->tag = Stmt::Tag::Serial;  // no SIMD form for this combine operator
-          }
+          if (op) f->simd_reductions.push_back({r.racc, op});
+          else f->tag = Stmt::Tag::Serial;
         }
       }
       emit_loops(f->body, i + 1);
       out.push_back(f);
     }
-    // Store register accumulators whose loop ends here.
+    // Store (or fold) register accumulators whose loops end here.
     for (RedPlan& r : plans_)
-      if (r.reg && r.reg_pos == i - 1) store_register(out, r);
+      if ((r.reg || r.sub_reg) && r.reg_pos == i - 1) store_register(out, r);
   }
 
-  static bool needs_nan_flag(const mdh::Output& o) {
-    return (o.op == ReduceOp::Max || o.op == ReduceOp::Min) && is_float(o.acc_dtype);
+  ExP identity(const mdh::Output& o) const { return scalar_lit(reduce_identity(o.op, o.acc_dtype), o.acc_dtype); }
+
+  // Memory location a reduction output combines into at point `idx`: its
+  // dense scratch array (this thread's slice for partials) or its buffer.
+  std::pair<ExP, ExP> memory_target(const RedPlan& r, const std::vector<ExP>& idx) const {
+    const mdh::Output& o = h_.outputs[r.out];
+    if (r.scratch || r.partials) {
+      std::vector<ExP> cidx;
+      for (int d : r.cdims) cidx.push_back(idx[d]);
+      ExP di = dense_index(r.cdims, cidx);
+      if (r.partials) di = add(mul(var("nf_tid"), dense_size(r.cdims)), di);
+      return {load(r.acc, di, o.acc_dtype), load(r.idx, di, DType::Int64)};
+    }
+    return {load(ptr(o.access), access_index(o.access, idx), h_.accesses[o.access].dtype), nullptr};
+  }
+
+  // (target, itarget) <- (target, itarget) ⊕ (v, vi).
+  void update(std::vector<StmtP>& out, const mdh::Output& o, int tag, ExP target, ExP itarget, ExP v, ExP vi) {
+    if (is_arg(o.op)) {
+      const std::string flag_name = "better" + std::to_string(tag);
+      out.push_back(decl(DType::Bool, flag_name, arg_better(o.op, o.acc_dtype, target, itarget, v, vi)));
+      ExP flag = var(flag_name, DType::Bool);
+      ExprNode seli{ExprNode::Kind::Select, DType::Int64, 0, 0, 1, 2};
+      ExprNode selv{ExprNode::Kind::Select, o.acc_dtype, 0, 0, 1, 2};
+      out.push_back(assign(itarget, scalar(seli, {flag, vi, itarget})));
+      out.push_back(assign(target, scalar(selv, {flag, v, target})));
+      return;
+    }
+    out.push_back(assign(target, cast(combine(o.op, o.acc_dtype, cast(target, o.acc_dtype), v), target->dtype)));
   }
 
   // The innermost body: evaluate f, store map outputs, combine reductions.
@@ -485,42 +516,11 @@ class Lowerer {
       }
       const RedPlan& r = plan_of(o);
       ExP v = cast(val[o.value], o.acc_dtype);
-      ExP target, itarget;
-      if (r.reg) {
-        target = var(r.acc, o.acc_dtype);
-        itarget = var(r.idx);
-      } else if (r.scratch || r.partials) {
-        std::vector<ExP> cidx;
-        for (int d : r.cdims) cidx.push_back(idx[d]);
-        ExP di = dense_index(r.cdims, cidx);
-        if (r.partials) di = add(mul(var("nf_tid"), dense_size(r.cdims)), di);
-        target = load(r.acc, di, o.acc_dtype);
-        itarget = load(r.idx, di, DType::Int64);
-      } else {
-        target = load(ptr(o.access), access_index(o.access, idx), odt);
-      }
-      if (is_arg(o.op)) {
-        // (acc, idx) <- combine((acc, idx), (v, i)); `better` decides.
-        auto i = val[o.arg_node];
-        ExP better = arg_better(o.op, o.acc_dtype, target, itarget, v, i);
-        out.push_back(decl(DType::Bool, "better" + std::to_string(r.out), better));
-        // select on the flag: x = flag ? new : old
-        ExprNode sel{ExprNode::Kind::Select, o.acc_dtype, 0, 0, 1, 2};
-        ExP flag = var("better" + std::to_string(r.out), DType::Bool);
-        out.push_back(assign(itarget, scalar(ExprNode{ExprNode::Kind::Select, DType::Int64, 0, 0, 1, 2}, {flag, i, itarget})));
-        out.push_back(assign(target, scalar(sel, {flag, v, target})));
-      } else if (r.reg && needs_nan_flag(o)) {
-        // max/min ignoring NaN (vectorizes) plus a NaN flag that wins at the end.
-        ExprNode cmp{ExprNode::Kind::Binary, DType::Bool, static_cast<uint8_t>(o.op == ReduceOp::Max ? BinaryOp::Greater : BinaryOp::Less), 0, 1};
-        ExprNode sel{ExprNode::Kind::Select, o.acc_dtype, 0, 0, 1, 2};
-        out.push_back(assign(target, scalar(sel, {scalar(cmp, {v, target}), v, target})));
-        ExprNode isn{ExprNode::Kind::Unary, DType::Bool, static_cast<uint8_t>(UnaryOp::Isnan), 0};
-        ExprNode lor{ExprNode::Kind::Binary, DType::Bool, static_cast<uint8_t>(BinaryOp::BitwiseOr), 0, 1};
-        ExP flag = var(r.acc + "_nan", DType::Bool);
-        out.push_back(assign(flag, scalar(lor, {flag, scalar(isn, {v})})));
-      } else {
-        ExP cur = r.reg || r.scratch || r.partials ? target : cast(target, o.acc_dtype);
-        out.push_back(assign(target, cast(combine(o.op, o.acc_dtype, cur, v), target->dtype)));
+      ExP vi = o.arg_node >= 0 ? val[o.arg_node] : nullptr;
+      if (r.reg || r.sub_reg) update(out, o, r.out, var(r.racc, o.acc_dtype), var(r.ridx), v, vi);
+      else {
+        auto [target, itarget] = memory_target(r, idx);
+        update(out, o, r.out, target, itarget, v, vi);
       }
     }
   }
@@ -531,23 +531,24 @@ class Lowerer {
     throw std::logic_error("no reduction plan");
   }
 
-  // After the loops of a register accumulator: fold the NaN flag, then store
-  // (or park in this thread's partial slot).
+  // After the loops of a register accumulator: store it (or park it in this
+  // thread's partial slot); a sub-register is folded into its memory target.
   void store_register(std::vector<StmtP>& out, const RedPlan& r) {
     const mdh::Output& o = h_.outputs[r.out];
-    ExP acc = var(r.acc, o.acc_dtype);
-    if (needs_nan_flag(o)) {
-      ExprNode sel{ExprNode::Kind::Select, o.acc_dtype, 0, 0, 1, 2};
-      out.push_back(assign(acc, scalar(sel, {var(r.acc + "_nan", DType::Bool), scalar_lit(Scalar::of_float(DType::Float64, __builtin_nan("")), o.acc_dtype), acc})));
+    ExP acc = var(r.racc, o.acc_dtype);
+    std::vector<ExP> idx = point_vars();
+    if (r.sub_reg) {
+      auto [target, itarget] = memory_target(r, idx);
+      update(out, o, 1000 + r.out, target, itarget, acc, is_arg(o.op) ? var(r.ridx) : nullptr);
+      return;
     }
     if (r.partials) {
       out.push_back(assign(load(r.acc + "_part", var("nf_tid"), o.acc_dtype), acc));
-      if (is_arg(o.op)) out.push_back(assign(load(r.idx + "_part", var("nf_tid"), DType::Int64), var(r.idx)));
+      if (is_arg(o.op)) out.push_back(assign(load(r.idx + "_part", var("nf_tid"), DType::Int64), var(r.ridx)));
       return;
     }
-    std::vector<ExP> idx = point_vars();
     const DType odt = h_.accesses[o.access].dtype;
-    ExP v = is_arg(o.op) ? var(r.idx) : acc;
+    ExP v = is_arg(o.op) ? var(r.ridx) : acc;
     out.push_back(assign(load(ptr(o.access), access_index(o.access, idx), odt), cast(v, odt)));
   }
 

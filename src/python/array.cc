@@ -24,7 +24,12 @@ template <BinaryOp op>
 py::object binop(py::handle self, py::handle other) {
   before_record();
   Operand b;
-  if (!to_operand(other, b)) return not_implemented();
+  if (!to_operand(other, b)) {
+    // NumPy compares arrays with anything elementwise (a == None -> all False).
+    if constexpr (op == BinaryOp::Equal || op == BinaryOp::NotEqual)
+      if (other.is_none()) return fallback(binary_name(op), self, other, py::handle());
+    return not_implemented();
+  }
   try {
     return wrap(record_binary(op, Operand::array(as_ndarray(self).v), b, nullptr));
   } catch (const FallbackRequired&) {
@@ -251,7 +256,13 @@ void bind_array(py::module_& m) {
              std::vector<int> ax = axes_list(axes, nd);
              std::sort(ax.begin(), ax.end());
              if (std::adjacent_find(ax.begin(), ax.end()) != ax.end()) throw ValueError("repeated axis");
-             return wrap(expand_dims_view(a.v, ax));
+             View r = expand_dims_view(a.v, ax);
+             View s;  // NumPy computes the new axes' strides as a reshape does
+             if (reshape_view(a.v, r.shape, false, &s)) {
+               s.readonly = a.v.readonly;
+               return wrap(s);
+             }
+             return wrap(r);
            })
       .def("_squeeze",
            [](const NdArray& a, py::handle axes) {
@@ -287,6 +298,13 @@ void bind_array(py::module_& m) {
              if (!t) return not_implemented();
              before_record();
              return wrap(record_astype(a.v, *t, c_order));
+           })
+      .def("_empty_like",
+           [](const NdArray& a, py::handle dtype, py::handle shape) -> py::object {
+             std::optional<DType> t = to_dtype(dtype);
+             if (!t) return not_implemented();
+             if (shape.is_none()) return wrap(alloc_like_order(*t, a.v.shape, {a.v}));
+             return wrap(View::fresh(*t, dims_of(shape)));
            })
       .def("_readonly_view",
            [](const NdArray& a) {

@@ -94,6 +94,34 @@ bool weak_int_fits(const Operand& o, DType t) {
   return o.value.dtype == DType::UInt64 ? uint_fits(t, o.value.u) : int_fits(t, o.value.i);
 }
 
+std::string int_text(const Scalar& v) {
+  return v.dtype == DType::UInt64 ? std::to_string(v.u) : std::to_string(v.i);
+}
+
+// A scalar stored into an array of type t (assignment / fill semantics): like
+// NumPy 2, NaN and infinities cannot become integers, and integers (or floats
+// truncated to integers) must fit the target type.
+Scalar assignable(const Operand& src, DType t) {
+  if (!is_integer(t)) return src.kind == Operand::Kind::Weak ? scalar_in(src, t) : src.value.cast(t);
+  if (src.huge) throw OverflowError("Python int too large to convert to C long");
+  Scalar v = src.value;
+  if (is_float(v.dtype)) {
+    if (std::isnan(v.f)) throw ValueError("cannot convert float NaN to integer");
+    if (std::isinf(v.f)) throw OverflowError("cannot convert float infinity to integer");
+    double tr = std::trunc(v.f);
+    if (tr >= -9223372036854775808.0 && tr < 9223372036854775808.0) v = Scalar::of_int(DType::Int64, static_cast<int64_t>(tr));
+    else if (tr >= 0 && tr < 18446744073709551616.0) v = Scalar::of_uint(DType::UInt64, static_cast<uint64_t>(tr));
+    else throw OverflowError("Python integer " + std::to_string(static_cast<long double>(tr)) + " out of bounds for " + dtype_name(t));
+  } else if (v.dtype == DType::Bool) {
+    return v.cast(t);
+  }
+  bool fits = v.dtype == DType::UInt64 || (kind(v.dtype) == Kind::Unsigned && v.u > INT64_MAX)
+                  ? uint_fits(t, v.u)
+                  : int_fits(t, v.i);
+  if (!fits) throw OverflowError("Python integer " + int_text(v) + " out of bounds for " + dtype_name(t));
+  return v.cast(t);
+}
+
 }  // namespace
 
 void set_loop_resolver(LoopResolver r) {
@@ -121,6 +149,11 @@ View record_unary(UnaryOp op, const Operand& x, const View* out) {
 View record_binary(BinaryOp op, const Operand& a, const Operand& b, const View* out) {
   int d[2] = {desc_of(a), desc_of(b)};
   Loop l = resolve(g_binary[static_cast<int>(op)][d[0]][d[1]], binary_name(op), 2, d);
+  if (op == BinaryOp::Power && is_integer(l.in[1]) && b.kind != Operand::Kind::Array) {
+    Scalar e = scalar_in(b, l.in[1]);
+    if (kind(l.in[1]) == Kind::Signed && e.i < 0)
+      throw ValueError("Integers to negative integer powers are not allowed.");
+  }
   // NumPy's float power loop special-cases scalar exponents (2 -> square,
   // 0.5 -> sqrt, -1 -> reciprocal, 1 -> copy); the results differ from
   // pow() for signed zeros and infinities, so do the same.
@@ -186,26 +219,24 @@ void record_assign(const View& dst, const Operand& src) {
   MapSpec spec;
   spec.name = "__setitem__";
   if (src.kind == Operand::Kind::Array) {
+    // NumPy drops leading length-1 axes of the value (a[1] = ones((1, 4))).
+    View value = src.view;
+    while (value.ndim() > dst.ndim() && value.shape[0] == 1) {
+      value.shape.erase(0);
+      value.strides.erase(0);
+    }
     // NumPy's message for assignment broadcasting failures.
     try {
-      broadcast_view(src.view, dst.shape);
+      broadcast_view(value, dst.shape);
     } catch (const ValueError&) {
       throw ValueError("could not broadcast input array from shape " + shape_str(src.view.shape) +
                        " into shape " + shape_str(dst.shape));
     }
-    int x = spec.expr.input(0, src.view.dtype);
-    spec.inputs.push_back(src.view);
+    int x = spec.expr.input(0, value.dtype);
+    spec.inputs.push_back(value);
     spec.expr.cast(x, dst.dtype);
   } else {
-    Scalar v;
-    if (src.kind == Operand::Kind::Weak && src.weak == WeakKind::Float && is_integer(dst.dtype)) {
-      if (std::isnan(src.value.f)) throw ValueError("cannot convert float NaN to integer");
-      if (std::isinf(src.value.f)) throw OverflowError("cannot convert float infinity to integer");
-      v = src.value.cast(dst.dtype);
-    } else {
-      v = scalar_in(src, dst.dtype);
-    }
-    spec.consts.push_back(v);
+    spec.consts.push_back(assignable(src, dst.dtype));
     spec.expr.constant(0, dst.dtype);
   }
   spec.out = &dst;
@@ -273,10 +304,6 @@ View record_reduction(const View& in, const ReductionArgs& a) {
   }
   if (a.out) {
     if (a.out->readonly) throw ValueError("output array is read-only");
-    if (a.op != ReduceOp::ArgMax && a.op != ReduceOp::ArgMin && !a.has_dtype &&
-        !can_cast(out_t, a.out->dtype, Casting::SameKind))
-      throw TypeError(std::string("Cannot cast ufunc '") + reduce_name(a.op) + "' output from " + dtype_repr(out_t) +
-                      " to " + dtype_repr(a.out->dtype) + " with casting rule 'same_kind'");
     if ((a.op == ReduceOp::ArgMax || a.op == ReduceOp::ArgMin) && a.out->dtype != DType::Int64)
       throw TypeError("Cannot cast array data from " + dtype_repr(DType::Int64) + " to " +
                       dtype_repr(a.out->dtype) + " according to the rule 'safe'");
@@ -303,12 +330,7 @@ View record_full(DType t, const Dims& shape, const Operand& value) {
   }
   MapSpec spec;
   spec.name = "full";
-  Scalar v = value.kind == Operand::Kind::Weak && value.weak == WeakKind::Float && is_integer(t)
-                 ? value.value.cast(t)
-                 : scalar_in(value, t);
-  if (value.kind == Operand::Kind::Weak && value.weak == WeakKind::Float && is_integer(t) &&
-      !std::isfinite(value.value.f))
-    throw ValueError("cannot convert float NaN to integer");
+  Scalar v = assignable(value, t);
   spec.consts.push_back(v);
   spec.expr.constant(0, t);
   spec.out = &out;
