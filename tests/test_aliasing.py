@@ -17,6 +17,8 @@ import pytest
 import numfuse as nf
 from conftest import assert_same
 
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NumPy warns about the IEEE cases
+
 
 def check(prog, *args, rtol=None, atol=0.0):
     """Run prog(m, *args) with m = numfuse and m = numpy; prog returns a list
@@ -816,8 +818,6 @@ def test_threads_flush_main_thread_work_at_once(fusion):
         assert_same(s, xe.sum(axis=0), rtol=1e-10)
 
 
-@pytest.mark.xfail(strict=True, reason="numfuse bug: concurrent flushes from threads lose or corrupt results "
-                                       "(uninitialized memory)")
 def test_threads_compute_and_flush_own_arrays(fusion, fast_switching):
     """Each thread computes its own arrays from shared read-only inputs and
     calls flush(); the main thread checks everything afterwards."""
@@ -855,8 +855,6 @@ def test_threads_compute_and_flush_own_arrays(fusion, fast_switching):
     assert_same(shared, SHARED_NP)
 
 
-@pytest.mark.xfail(strict=True, reason="numfuse bug: a sync in one thread can return uninitialized memory while "
-                                       "another thread flushes")
 def test_threads_sync_own_results(fusion, fast_switching):
     """Each thread records and immediately reads its own result (tolist /
     float / asarray), as ordinary NumPy code in a thread pool would."""
@@ -885,8 +883,6 @@ def test_threads_sync_own_results(fusion, fast_switching):
     assert not wrong, f"round {rounds}: {len(wrong)} wrong results, e.g. {wrong[:3]}"
 
 
-@pytest.mark.xfail(strict=True, reason="numfuse bug: concurrent recording from threads (with automatic "
-                                       "window flushes) corrupts results")
 def test_threads_concurrent_recording(fusion, fast_switching):
     """Threads only record (a small window makes them trigger automatic
     flushes); the main thread syncs after they are done."""

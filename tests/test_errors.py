@@ -288,35 +288,26 @@ def test_error_does_not_flush_or_corrupt_window():
 
 
 # ---------------------------------------------------------------------------
-# Where numfuse disagrees with NumPy (bug reports).
+# Regression tests for bugs found while writing this file (fixed since), and
+# (marked xfail) places where numfuse still disagrees with NumPy.
 
 
-@pytest.mark.xfail(strict=True, reason="numfuse bug: integer ** negative Python int gives 0s instead of "
-                                       "NumPy's ValueError")
 def test_int_power_negative_exponent(fusion):
     check_error(ValueError, lambda m, s: s.i ** -1)
 
 
-@pytest.mark.xfail(strict=True, reason="numfuse bug: integer ** negative integer array gives 0s instead of "
-                                       "NumPy's ValueError")
 def test_int_power_negative_exponent_array(fusion):
     check_error(ValueError, lambda m, s: m.power(s.i, m.array(-2)))
 
 
-@pytest.mark.xfail(strict=True, reason="numfuse bug: iter() of a 0-d array raises only at the first next(), "
-                                       "not at the call")
 def test_iter_0d_raises_at_call(fusion):
     check_error(TypeError, lambda m, s: iter(s.r.sum()))
 
 
-@pytest.mark.xfail(strict=True, reason="numfuse bug: Python float overflow (int too large for float64) "
-                                       "silently gives inf instead of OverflowError")
 def test_float_plus_huge_python_int(fusion):
     check_error(OverflowError, lambda m, s: s.a + 2 ** 1100)
 
 
-@pytest.mark.xfail(strict=True, reason="numfuse bug: output-casting errors are plain TypeError, not NumPy's "
-                                       "UFuncTypeError subclass (_UFuncOutputCastingError)")
 def test_output_casting_error_class(fusion):
     for fn in (lambda m: m.add(m.ones(3, dtype=m.int64), 0.5, out=m.zeros(3, dtype=m.int64)),
                lambda m: operator.iadd(m.ones(3, dtype=m.int64), 1.5)):
@@ -339,8 +330,6 @@ def _no_error_like_numpy(fn, rtol=1e-12):
         assert_same(g, e, rtol=rtol)
 
 
-@pytest.mark.xfail(strict=True, reason="numfuse bug: a Python bool scalar operand raises TypeError "
-                                       "('Provided dtype must be a valid NumPy dtype')")
 @pytest.mark.parametrize("expr", ["a + True", "True * a", "i - True", "b & True", "b | False", "b == True",
                                   "a == False", "logical_and(b, True)", "maximum(b, False)", "u8 + True"],
                          ids=["a_add_True", "True_mul_a", "int_sub_True", "b_and_True", "b_or_False", "b_eq_True",
@@ -353,7 +342,6 @@ def test_python_bool_scalar_operand(fusion, expr):
     _no_error_like_numpy(fn)
 
 
-@pytest.mark.xfail(strict=True, reason="numfuse bug: in-place op with a Python bool scalar raises TypeError")
 @pytest.mark.parametrize("op", ["iadd_int", "ior_bool", "iand_bool"])
 def test_python_bool_scalar_inplace(fusion, op):
     def fn(m, s):
@@ -369,15 +357,11 @@ def test_python_bool_scalar_inplace(fusion, op):
     _no_error_like_numpy(fn)
 
 
-@pytest.mark.xfail(strict=True, reason="numfuse bug: clip of uint8 with out-of-range Python int bounds raises "
-                                       "OverflowError; NumPy clips")
 @pytest.mark.parametrize("lo,hi", [(0, 300), (-1, 100), (-5, 1000)])
 def test_clip_uint8_out_of_range_bounds(fusion, lo, hi):
     _no_error_like_numpy(lambda m, s: m.clip(s.u8, lo, hi))
 
 
-@pytest.mark.xfail(strict=True, reason="numfuse bug: reduction of float into an int out= raises TypeError; "
-                                       "NumPy casts (unsafe) for reductions")
 @pytest.mark.parametrize("red", ["sum", "max", "min", "prod"])
 def test_float_reduction_into_int_out(fusion, red):
     def fn(m, s):
@@ -388,8 +372,6 @@ def test_float_reduction_into_int_out(fusion, red):
     _no_error_like_numpy(fn)
 
 
-@pytest.mark.xfail(strict=True, reason="numfuse bug: setflags(write=False) is accepted but ignored; later "
-                                       "writes succeed instead of raising ValueError")
 def test_setflags_write_false_then_assign(fusion):
     def fn(m, s):
         x = s.a.copy()
@@ -399,8 +381,6 @@ def test_setflags_write_false_then_assign(fusion):
     check_error(ValueError, fn)
 
 
-@pytest.mark.xfail(strict=True, reason="numfuse bug: asarray of a read-only NumPy array gives a writeable "
-                                       "array (NumPy returns the read-only array itself)")
 def test_asarray_of_readonly_numpy_array(fusion):
     def fn(m, s):
         src = onp.arange(5.0)

@@ -11,7 +11,7 @@ import numpy as onp
 import pytest
 
 import numfuse as nf
-from conftest import ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES, assert_same, to_np
+from conftest import ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES, assert_same
 
 SIGNED = ["int8", "int16", "int32", "int64"]
 OPS = {  # name -> (NumPy callable, numfuse callable)
@@ -108,7 +108,7 @@ def test_array_array_promotion_values(d1):
 # ---------------------------------------------------------------------------
 # array op Python scalar (weak) and NumPy scalar (strong)
 
-PY_SCALARS = [0, 1, -1, 100, 300, 70000, 2**31, 2**40, 2**63 - 1, 2**63, 1.5, -0.0, 1e300, float("inf"),
+PY_SCALARS = [True, False, 0, 1, -1, 100, 300, 70000, 2**31, 2**40, 2**63 - 1, 2**63, 1.5, -0.0, 1e300, float("inf"),
               float("nan")]
 NP_SCALARS = [onp.float32(2), onp.float64(2), onp.int8(2), onp.int16(2), onp.int32(2), onp.int64(2),
               onp.uint8(2), onp.uint16(2), onp.uint32(2), onp.uint64(2), onp.bool_(True)]
@@ -117,8 +117,7 @@ NP_SCALARS = [onp.float32(2), onp.float64(2), onp.int8(2), onp.int16(2), onp.int
 @pytest.mark.parametrize("dt", ALL_DTYPES)
 def test_python_scalar_promotion(dt):
     """NEP 50: a Python int/float takes the array's dtype when its kind
-    allows (OverflowError when an int does not fit), both operand orders.
-    Python bool scalars: see test_python_bool_scalar_promotion (xfail)."""
+    allows (OverflowError when an int does not fit), both operand orders."""
     failures = []
     a = sample(dt)
     for s in PY_SCALARS:
@@ -327,18 +326,6 @@ def test_reduction_dtype_table():
 
 # ---------------------------------------------------------------------------
 # Known numfuse bugs (strict xfail)
-
-@pytest.mark.xfail(strict=True, reason="numfuse bug: Python bool scalar operand raises TypeError "
-                                       "(ufunc.resolve_dtypes rejects bool in numfuse._hooks.resolve)")
-@pytest.mark.parametrize("dt", ["bool", "int8", "uint16", "int64", "float32", "float64"])
-def test_python_bool_scalar_promotion(dt):
-    a = sample(dt)
-    for s in (True, False):
-        for name in ("+", "*", "/", "//", "<"):
-            f_np, f_nf = OPS[name]
-            assert outcome(lambda: f_nf(A(a), s)) == outcome(lambda: f_np(a, s))
-            assert outcome(lambda: f_nf(s, A(a))) == outcome(lambda: f_np(s, a))
-
 
 @pytest.mark.xfail(strict=True, reason="numfuse bug: where() with a Python int out of the array dtype's "
                                        "range raises OverflowError; NumPy casts it (wraps)")

@@ -46,8 +46,10 @@ def special_values(dt):
         if dt.kind == "i":
             vals += [-1, -2, -7, -100, int(ii.min) + 1]
         return onp.array([v for v in vals if ii.min <= v <= ii.max], dtype=dt)
+    fi = onp.finfo(dt)
     return onp.array([0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.5, 3.7, 1e-30, 100.0, -100.0, 1e30,
-                      onp.inf, -onp.inf, onp.nan, 0.9999, 1.5, 700.0, -700.0], dtype=dt)
+                      onp.inf, -onp.inf, onp.nan, 0.9999, 1.5, 700.0, -700.0, fi.max, -fi.smallest_subnormal,
+                      3 * fi.smallest_subnormal], dtype=dt)
 
 
 def nonneg(x):
@@ -96,13 +98,10 @@ class Recorder:
         self.failures = []
         self.count = 0
 
-    def __call__(self, tag, f_np, f_nf, zero_sign=True, rtol=None, skip_np_errors=()):
+    def __call__(self, tag, f_np, f_nf, zero_sign=True, rtol=None):
         self.count += 1
         try:
             expected = np_call(f_np)
-        except skip_np_errors:
-            self.count -= 1
-            return
         except Exception as ex:  # noqa: BLE001
             want = TypeError if isinstance(ex, TypeError) else type(ex)
             try:
@@ -255,12 +254,16 @@ def test_binary_mixed_dtypes(d1):
             continue
         x, y = special_values(d1)[:, None], special_values(d2)[None, :]
         X, Y = A(x), A(y)
+        # power with an integer loop: no negative exponents (see the xfail tests)
+        yp = nonneg(y) if d1 not in FLOAT_DTYPES else y
+        YP = A(yp)
         u64_vs_signed = {d1, d2} & {"uint64"} and ({d1, d2} & set(SIGNED))
         for name in BINARY:
             if name in COMPARISONS and u64_vs_signed:
                 continue  # see test_compare_signed_with_uint64 (xfail)
-            rec(f"{name}[{d1},{d2}]", lambda: getattr(onp, name)(x, y), lambda: getattr(nf, name)(X, Y),
-                zero_sign=name not in MINMAX, skip_np_errors=ValueError if name == "power" else ())
+            b, B = (yp, YP) if name == "power" else (y, Y)
+            rec(f"{name}[{d1},{d2}]", lambda: getattr(onp, name)(x, b), lambda: getattr(nf, name)(X, B),
+                zero_sign=name not in MINMAX)
         if u64_vs_signed:
             # Values where the comparison is right whichever way it is computed.
             xs, ys = onp.array([0, 1, 5], dtype=d1)[:, None], onp.array([0, 3, 7], dtype=d2)
@@ -318,6 +321,7 @@ def test_division_by_zero(dt):
 # ---------------------------------------------------------------------------
 # Python and NumPy scalars (NEP 50: Python scalars are weak)
 
+PY_BOOLS = [True, False]
 PY_INTS = [0, 1, -1, 2, 7, 100, 127, 128, 255, 256, 300, -129, 2**31, 2**40, 2**63 - 1, 2**63, 2**64 - 1,
            -2**63]
 PY_FLOATS = [0.0, -0.0, 2.5, -1.5, 1e300, onp.inf, -onp.inf, onp.nan]
@@ -328,23 +332,23 @@ NP_SCALARS = [onp.float32(2.0), onp.float64(-0.5), onp.int8(-3), onp.uint8(200),
 @pytest.mark.parametrize("dt", ALL_DTYPES)
 def test_scalar_operands(dt):
     """array op scalar and scalar op array for every binary op, with Python
-    int/float scalars (weak) and NumPy scalars (strong). Python bools: see
-    test_python_bool_scalar_operand (xfail)."""
+    bool/int/float scalars (weak) and NumPy scalars (strong)."""
     x = special_values(dt)
     X = A(x)
     xp = nonneg(x)
     XP = A(xp)
     rec = Recorder()
-    for s in PY_INTS + PY_FLOATS + NP_SCALARS:
+    for s in PY_BOOLS + PY_INTS + PY_FLOATS + NP_SCALARS:
         for name in BINARY:
             if known_bad_scalar(dt, name, s):
                 continue  # covered by the xfail tests at the end
+            # power: the array holds no negative integer exponents (see the xfail
+            # tests); a negative integer scalar exponent must raise ValueError
             a, A_ = (xp, XP) if name == "power" else (x, X)
-            skip = ValueError if name == "power" else ()  # negative integer powers: xfail tests
             f_np, f_nf = getattr(onp, name), getattr(nf, name)
             zs = name not in MINMAX
-            rec(f"{name}[{dt}](arr, {s!r})", lambda: f_np(a, s), lambda: f_nf(A_, s), zs, skip_np_errors=skip)
-            rec(f"{name}[{dt}]({s!r}, arr)", lambda: f_np(s, a), lambda: f_nf(s, A_), zs, skip_np_errors=skip)
+            rec(f"{name}[{dt}](arr, {s!r})", lambda: f_np(a, s), lambda: f_nf(A_, s), zs)
+            rec(f"{name}[{dt}]({s!r}, arr)", lambda: f_np(s, a), lambda: f_nf(s, A_), zs)
         rec.check()
 
 
@@ -357,7 +361,7 @@ def test_scalar_operators(dt):
            operator.and_, operator.or_, operator.xor, operator.lshift, operator.rshift, operator.eq,
            operator.ne, operator.lt, operator.le, operator.gt, operator.ge]
     rec = Recorder()
-    for s in (3, -2, 2.5, onp.float32(2), onp.int16(-3)):
+    for s in (3, -2, 2.5, True, onp.float32(2), onp.int16(-3)):
         for op in ops:
             if op in (operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge) \
                     and dt == "uint64" and isinstance(s, onp.signedinteger):
@@ -393,6 +397,29 @@ def test_python_int_out_of_range(dt):
         assert_same(A(x) == -1, x == -1)
         assert_same(A(x) >= -1, x >= -1)
         assert_same(A(x) + 255, x + 255)
+
+
+def test_python_bool_scalar_operators():
+    """Python bools are valid scalar operands (operators and in-place)."""
+    b = special_values("bool")
+    i = special_values("int16")
+    f = special_values("float32")
+    assert_same(A(b) + True, b + True)
+    assert_same(A(b) == False, b == False)  # noqa: E712
+    assert_same(True - A(i), True - i)
+    assert_same(A(f) * False, np_call(lambda: f * False))
+    assert_same(A(i) & True, i & True)
+    assert_same(nf.logical_xor(A(f), True), onp.logical_xor(f, True))
+    a = A(b)
+    a |= True
+    assert_same(a, b | True)
+    a = A(i)
+    a += True
+    assert_same(a, i + True)
+    with pytest.raises(TypeError):
+        A(b) - True  # bool - bool
+    with pytest.raises(TypeError):
+        nf.bitwise_or(A(f), True)
 
 
 def test_numpy_scalar_promotion_values():
@@ -479,6 +506,43 @@ def test_binary_noncontiguous(dt, fusion):
                 a_np, b_np, a_nf, b_nf = va(base), vb(eb), va(nb), vb(neb)
             rec(f"{name}[{dt}] {tag}", lambda: f_np(a_np, b_np), lambda: f_nf(a_nf, b_nf),
                 zero_sign=name not in MINMAX)
+    rec.check()
+
+
+def random_values(dt, shape, seed):
+    rng = onp.random.default_rng(seed)
+    dt = onp.dtype(dt)
+    if dt.kind == "b":
+        return rng.random(shape) < 0.5
+    if dt.kind in "iu":
+        ii = onp.iinfo(dt)
+        return rng.integers(ii.min, ii.max, size=shape, dtype=dt, endpoint=True)
+    x = (rng.standard_normal(shape) * 10.0 ** rng.integers(-3, 4, size=shape)).astype(dt)
+    x.flat[::97] = onp.nan
+    x.flat[5::101] = onp.inf
+    return x
+
+
+@pytest.mark.parametrize("dt", ALL_DTYPES)
+def test_larger_arrays(dt, fusion):
+    """Sizes that are not multiples of the SIMD width and are split across
+    threads; random data over the dtype's whole range."""
+    x = random_values(dt, (37, 29), 1)
+    y = random_values(dt, (37, 29), 2)
+    v = random_values(dt, (1031,), 3)
+    X, Y, V = A(x), A(y), A(v)
+    rec = Recorder()
+    for name in ("add", "multiply", "true_divide", "floor_divide", "remainder", "maximum", "less", "right_shift",
+                 "bitwise_and", "arctan2", "hypot"):
+        f_np, f_nf = getattr(onp, name), getattr(nf, name)
+        zs = name not in MINMAX
+        rec(f"{name}[{dt}] 2-d", lambda: f_np(x, y), lambda: f_nf(X, Y), zs)
+        rec(f"{name}[{dt}] 2-d T/step", lambda: f_np(x[::3].T, y[:, :13]), lambda: f_nf(X[::3].T, Y[:, :13]), zs)
+        rec(f"{name}[{dt}] 1-d", lambda: f_np(v, v[::-1]), lambda: f_nf(V, V[::-1]), zs)
+        rec(f"{name}[{dt}] scalar", lambda: f_np(v, 7), lambda: f_nf(V, 7), zs)
+    for name in ("sqrt", "sin", "exp", "log1p", "negative", "absolute", "isfinite", "floor", "square"):
+        rec(f"{name}[{dt}] 2-d", lambda: getattr(onp, name)(x), lambda: getattr(nf, name)(X))
+        rec(f"{name}[{dt}] 1-d", lambda: getattr(onp, name)(v[1::2]), lambda: getattr(nf, name)(V[1::2]))
     rec.check()
 
 
@@ -643,7 +707,7 @@ def test_inplace_scalars_and_views():
 
     for dt in ALL_DTYPES:
         x = special_values(dt)
-        for s in (1, -1, 300, 1.5, onp.float32(2), onp.int16(3), 2**64):
+        for s in (1, -1, 300, 1.5, True, False, onp.float32(2), onp.int16(3), 2**64):
             if dt == "bool" and s == 2**64:
                 continue  # see test_huge_python_int_raises_overflow (xfail)
             for op in (operator.iadd, operator.isub, operator.imul, operator.itruediv, operator.ifloordiv,
@@ -821,34 +885,11 @@ def test_numpy_ufuncs_dispatch_to_numfuse():
         check(r, np_call(lambda: getattr(onp, name)(x)))
     o = nf.zeros(x.shape, dtype="float64")
     np_call(lambda: onp.add(X, X, out=o))
-    check(o, (x + x).astype("float64"))
+    check(o, np_call(lambda: x + x).astype("float64"))
 
 
 # ---------------------------------------------------------------------------
 # Known numfuse bugs (strict xfail: each documents a disagreement with NumPy)
-
-@pytest.mark.xfail(strict=True, reason="numfuse bug: Python bool scalar operand raises TypeError "
-                                       "(ufunc.resolve_dtypes rejects bool in numfuse._hooks.resolve)")
-@pytest.mark.parametrize("name", ["add", "multiply", "equal", "logical_and", "bitwise_or", "maximum",
-                                  "true_divide"])
-def test_python_bool_scalar_operand(name):
-    for dt in ("bool", "int8", "float32"):
-        x = special_values(dt)
-        for s in (True, False):
-            check(getattr(nf, name)(A(x), s), getattr(onp, name)(x, s))
-            check(getattr(nf, name)(s, A(x)), getattr(onp, name)(s, x))
-
-
-@pytest.mark.xfail(strict=True, reason="numfuse bug: Python bool scalar operand raises TypeError "
-                                       "(operators, in-place)")
-def test_python_bool_scalar_operators():
-    b = special_values("bool")
-    assert_same(A(b) + True, b + True)
-    assert_same(A(b) == False, b == False)  # noqa: E712
-    a = A(b)
-    a |= True
-    assert_same(a, b | True)
-
 
 @pytest.mark.xfail(strict=True, reason="numfuse bug: comparisons between signed ints and uint64 are "
                                        "not exact (NumPy 2 compares them exactly)")
@@ -862,21 +903,47 @@ def test_compare_signed_with_uint64(name):
     check(getattr(nf, name)(A(x), onp.uint64(3)), getattr(onp, name)(x, onp.uint64(3)))
 
 
-@pytest.mark.xfail(strict=True, reason="numfuse bug: integer power with a negative integer exponent "
-                                       "does not raise ValueError")
-@pytest.mark.parametrize("case", ["array_exponent", "python_int", "operator", "numpy_scalar", "reflected",
-                                  "inplace"])
-def test_integer_power_negative_exponent_raises(case):
+def test_integer_power_negative_scalar_exponent_raises():
+    x = A(onp.array([1, 2, 3], dtype="int32"))
+    for f_np, f_nf in [
+        (lambda: onp.power(onp.int32(2), -1), lambda: nf.power(x, -1)),
+        (lambda: onp.array([2]) ** -2, lambda: x ** -2),
+        (lambda: onp.array([2], "u1") ** onp.int8(-3), lambda: A(onp.array([2], "u1")) ** onp.int8(-3)),
+        (lambda: onp.power(onp.array([2], "i1"), -1), lambda: nf.power(A(onp.array([2], "i1")), -1)),
+    ]:
+        with pytest.raises(ValueError):
+            f_np()
+        with pytest.raises(ValueError):
+            to_np(f_nf())
+    with pytest.raises(ValueError):
+        x **= -1
+    # float results: fine
+    assert_same(A(onp.array([1, 2], "int8")) ** -1.0, onp.array([1, 2], "int8") ** -1.0)
+    assert_same(A(onp.array([1, 2], "int64")) ** onp.float32(-1), onp.array([1, 2], "int64") ** onp.float32(-1))
+
+
+@pytest.mark.parametrize("case", ["array_exponent", "reflected", "inplace", "mixed_uint8_int8", "int64_view",
+                                  "fine_float_loop", "fine_nonnegative"])
+def test_integer_power_negative_exponent_array(case):
+    """Negative values in an integer exponent array: ValueError like NumPy
+    (only when the loop is an integer loop)."""
     x = onp.array([1, 2, 3], dtype="int32")
     y = onp.array([2, -1, 0], dtype="int32")
+    u = onp.array([1, 2, 3], dtype="uint8")
+    i8 = onp.array([0, 1, -3], dtype="int8")
+    big = onp.array([[2, 5], [-1, 3]], dtype="int64")
     f_np, f_nf = {
         "array_exponent": (lambda: onp.power(x, y), lambda: nf.power(A(x), A(y))),
-        "python_int": (lambda: onp.power(x, -1), lambda: nf.power(A(x), -1)),
-        "operator": (lambda: x ** -2, lambda: A(x) ** -2),
-        "numpy_scalar": (lambda: x ** onp.int8(-3), lambda: A(x) ** onp.int8(-3)),
         "reflected": (lambda: 2 ** y, lambda: 2 ** A(y)),
         "inplace": (lambda: operator.ipow(x.copy(), y), lambda: operator.ipow(A(x), A(y))),
+        "mixed_uint8_int8": (lambda: u ** i8, lambda: A(u) ** A(i8)),
+        "int64_view": (lambda: onp.power(big[:, 0], big.T[0]), lambda: nf.power(A(big)[:, 0], A(big).T[0])),
+        "fine_float_loop": (lambda: i8.astype("float32") ** y, lambda: A(i8).astype("float32") ** A(y)),
+        "fine_nonnegative": (lambda: x ** onp.abs(y), lambda: A(x) ** A(onp.abs(y))),
     }[case]
+    if case.startswith("fine"):
+        check(f_nf(), np_call(f_np))
+        return
     with pytest.raises(ValueError):
         f_np()
     with pytest.raises(ValueError):

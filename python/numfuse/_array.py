@@ -91,12 +91,15 @@ def _install(ns):
     def __pow__(self, other, mod=None):
         if mod is not None:
             return NotImplemented
+        _check_int_power(self, other)
         return self._pow(other)
 
     def __rpow__(self, other, mod=None):
+        _check_int_power(other, self)
         return self._rpow(other)
 
     def __ipow__(self, other):
+        _check_int_power(self, other)
         return self._ipow(other)
 
     def __matmul__(self, other):
@@ -200,6 +203,10 @@ def _install(ns):
     def nonzero(self):
         return ns["nonzero"](self)
 
+    def setflags(self, write=None, align=None, uic=None):
+        if write is not None:
+            self._set_writeable(bool(write))
+
     def sort(self, axis=-1, kind=None, order=None):
         self._to_numpy(True).sort(axis=axis, kind=kind, order=order)
 
@@ -241,6 +248,16 @@ def _install(ns):
             setattr(C, name, method(name))
 
 
+def _check_int_power(base, exponent):
+    """NumPy raises for integer powers with negative integer exponents; with
+    an array exponent that needs the exponent's values (a sync)."""
+    if type(exponent) is ndarray and exponent.dtype.kind == "i":
+        bk = base.dtype.kind if hasattr(base, "dtype") else ("b" if isinstance(base, bool) else
+                                                           "i" if isinstance(base, int) else "f")
+        if bk in "biu" and exponent.size and bool((exponent < 0).any()):
+            raise ValueError("Integers to negative integer powers are not allowed.")
+
+
 class _Flags:
     def __init__(self, a):
         self._a = a
@@ -256,6 +273,10 @@ class _Flags:
     @property
     def writeable(self):
         return not self._a._readonly
+
+    @writeable.setter
+    def writeable(self, value):
+        self._a._set_writeable(bool(value))
 
     @property
     def owndata(self):

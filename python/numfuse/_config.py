@@ -13,6 +13,7 @@ _ENV = {
     "NUMFUSE_FUSION": "fusion",
     "NUMFUSE_MAX_WINDOW": "max_window",
     "NUMFUSE_FALLBACK_WARNINGS": "fallback_warnings",
+    "NUMFUSE_MEMO": "memo",
 }
 # NUMFUSE_CACHE_DIR is read by the C++ core when it starts.
 
@@ -25,6 +26,7 @@ _SETTERS = {
     "threads": (lambda v: _core.set_num_threads(int(v)), _core.get_num_threads),
     "dump": (lambda v: _core.set_dump(_truthy(v)), _core.get_dump),
     "fusion": (lambda v: _core.set_fusion(_truthy(v)), _core.get_fusion),
+    "memo": (lambda v: _core.set_memo(_truthy(v)), _core.get_memo),
     "max_window": (lambda v: _core.set_max_window(int(v)), _core.get_max_window),
     "fallback_warnings": (lambda v: _fallback.set_warnings(_truthy(v)), _fallback.warnings_enabled),
     "cache_dir": (lambda v: _core.set_cache_dir(str(v)), lambda: _core.cache_info()["directory"]),

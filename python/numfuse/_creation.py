@@ -52,7 +52,10 @@ def array(object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, lik
         return a
     owned = a is not object and not any(np.may_share_memory(a, s) for s in sources) and not (
         isinstance(object, np.ndarray) and np.may_share_memory(a, object))
-    return _core.from_numpy(a, owned)
+    r = _core.from_numpy(a, owned)
+    if a is object and not a.flags.writeable:
+        r.setflags(write=False)  # asarray of a read-only array stays read-only
+    return r
 
 
 def asarray(a, dtype=None, order=None, *, copy=None, like=None):

@@ -13,6 +13,7 @@ from . import _core, _fallback
 ndarray = _core.ndarray
 _U = _core.UNARY_OPS
 _B = _core.BINARY_OPS
+_POWER = _B["power"]
 _R = _core.REDUCE_OPS
 
 
@@ -46,6 +47,10 @@ class ufunc:
     signature = None
 
     def __call__(self, *args, **kwargs):
+        if self._op == _POWER and len(args) >= 2:
+            from ._array import _check_int_power
+
+            _check_int_power(args[0], args[1])
         # Fast path: plain positional call (what almost every program does).
         if not kwargs and len(args) == self.nin:
             r = _core.unary(self._op, args[0], None) if self.nin == 1 else _core.binary(self._op, args[0], args[1], None)

@@ -35,6 +35,11 @@ class Buffer {
   void* data_if_allocated() const { return data_; }
 
   std::atomic<int32_t> py_refs{0};
+  // py_refs > 0 when the window holding this buffer's tasks was taken (see
+  // Stream::take). Fusion decides liveness from this snapshot only: a buffer
+  // no Python array could see at that moment can never be seen again, while
+  // the live count may drop concurrently as other threads keep running.
+  bool py_live = true;
 
   // Total bytes currently allocated by numfuse buffers (for memory reports).
   static int64_t live_bytes();

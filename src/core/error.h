@@ -25,6 +25,14 @@ struct AxisError : std::runtime_error {
         ndim(ndim) {}
   int64_t axis, ndim;
 };
+// A ufunc result that cannot be cast to `out=` (NumPy's
+// numpy._core._exceptions._UFuncOutputCastingError, a TypeError).
+struct OutputCastingError : std::runtime_error {
+  OutputCastingError(const std::string& msg, std::string ufunc, int from, int to)
+      : std::runtime_error(msg), ufunc(std::move(ufunc)), from(from), to(to) {}
+  std::string ufunc;
+  int from, to;  // DType values
+};
 // Python-level OverflowError (a Python int that does not fit the array type).
 struct OverflowError : std::runtime_error {
   using std::runtime_error::runtime_error;

@@ -113,7 +113,7 @@ Partition partition(const std::vector<Task>& window, Policy policy) {
     for (int i = n; i-- > 0;) {
       const Task& t = window[i];
       const Buffer* out = t.output.buffer.get();
-      if (out->py_refs.load() == 0 && !needed.count(out)) {
+      if (!out->py_live && !needed.count(out)) {
         dead[i] = true;
         continue;
       }
@@ -194,7 +194,7 @@ Partition partition(const std::vector<Task>& window, Policy policy) {
       written[ob].push_back(squeeze(t.output));
     }
     for (const BufferPtr& b : candidates) {
-      if (disqualified.count(b.get()) || b->py_refs.load() != 0) continue;
+      if (disqualified.count(b.get()) || b->py_live) continue;
       auto it = group_of.find(b.get());
       if (it == group_of.end() || it->second != gi) continue;
       if (b->allocated()) continue;  // already has contents someone may read later

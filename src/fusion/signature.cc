@@ -92,7 +92,7 @@ Signature window_signature(const std::vector<Task>& window, Policy policy) {
     view(t.output);
   }
   for (const Buffer* b : buffers) {
-    w.put(static_cast<uint8_t>((b->py_refs.load() == 0 ? 1 : 0) | (b->allocated() ? 2 : 0)));
+    w.put(static_cast<uint8_t>((b->py_live ? 0 : 1) | (b->allocated() ? 2 : 0)));
   }
   sig.hash = std::hash<std::string_view>()(s);
   return sig;

@@ -9,6 +9,7 @@
 // MdHom templates with binding recipes, schedules and loaded kernels. A loop
 // body is analysed and compiled once; later iterations only rebind pointers,
 // offsets and scalar constants.
+#include <atomic>
 #include <chrono>
 #include <list>
 #include <mutex>
@@ -30,6 +31,7 @@ namespace nf::pipeline {
 namespace {
 
 std::mutex g_exec_mu;    // one flush executes at a time
+std::atomic<int> g_active{0};  // flushes that have taken (or are about to take) a window
 std::mutex g_report_mu;  // guards g_last and g_profile
 FlushReport g_last;
 Profile g_profile;
@@ -197,8 +199,16 @@ size_t memo_size() {
   return g_memo.size();
 }
 
+bool idle() { return g_active.load() == 0; }
+
 std::vector<Task> flush(FlushReport* report) {
   std::lock_guard<std::mutex> exec(g_exec_mu);
+  // Counted before the window is taken: a concurrent sync that finds the
+  // window empty must still wait for this flush to finish computing.
+  g_active.fetch_add(1);
+  struct Done {
+    ~Done() { g_active.fetch_sub(1); }
+  } done;
   std::vector<Task> window = global_stream().take();
   FlushReport rep;
   if (report) {
@@ -213,7 +223,7 @@ std::vector<Task> flush(FlushReport* report) {
   const Config cfg = config();
   auto t0 = std::chrono::steady_clock::now();
   fusion::Signature sig = fusion::window_signature(window, cfg.policy);
-  std::shared_ptr<const Plan> plan = g_memo.find(sig);
+  std::shared_ptr<const Plan> plan = cfg.memo ? g_memo.find(sig) : nullptr;
 
   if (plan) {
     // Memo hit: no analysis, no compile; rebind and run.

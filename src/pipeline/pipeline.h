@@ -21,6 +21,7 @@ struct Config {
   fusion::Policy policy = fusion::Policy::Diffuse;
   bool dump = false;        // keep each kernel's source in the report
   bool profile = false;     // time recording too (costs a clock read per op)
+  bool memo = true;         // reuse the analysis of windows seen before
 };
 Config& config();
 
@@ -69,6 +70,8 @@ struct Profile {
 std::vector<Task> flush(FlushReport* report);
 
 FlushReport last_report();
+// No flush is running or about to run (so an empty window means nothing is pending).
+bool idle();
 // The analysis memo (window signature -> plan).
 void clear_memo();
 size_t memo_size();

@@ -31,6 +31,7 @@ py::object binop(py::handle self, py::handle other) {
     return not_implemented();
   }
   try {
+    RecordGuard guard;
     return wrap(record_binary(op, Operand::array(as_ndarray(self).v), b, nullptr));
   } catch (const FallbackRequired&) {
     return fallback(binary_name(op), self, other, py::handle());
@@ -43,6 +44,7 @@ py::object rbinop(py::handle self, py::handle other) {
   Operand a;
   if (!to_operand(other, a)) return not_implemented();
   try {
+    RecordGuard guard;
     return wrap(record_binary(op, a, Operand::array(as_ndarray(self).v), nullptr));
   } catch (const FallbackRequired&) {
     return fallback(binary_name(op), other, self, py::handle());
@@ -56,6 +58,7 @@ py::object ibinop(py::handle self, py::handle other) {
   if (!to_operand(other, b)) return not_implemented();
   const View& v = as_ndarray(self).v;
   try {
+    RecordGuard guard;
     record_binary(op, Operand::array(v), b, &v);
   } catch (const FallbackRequired&) {
     return fallback(binary_name(op), self, other, self);
@@ -67,6 +70,7 @@ template <UnaryOp op>
 py::object unop(py::handle self) {
   before_record();
   try {
+    RecordGuard guard;
     return wrap(record_unary(op, Operand::array(as_ndarray(self).v), nullptr));
   } catch (const FallbackRequired&) {
     return fallback(unary_name(op), self, py::handle(), py::handle());
@@ -207,6 +211,7 @@ void bind_array(py::module_& m) {
                return;
              }
              before_record();
+             RecordGuard guard;
              record_assign(index_view(as_ndarray(self).v, items), src);
            })
       .def("_reshape",
@@ -215,6 +220,7 @@ void bind_array(py::module_& m) {
              View r;
              if (reshape_view(a.v, s, fortran, &r)) return wrap(r);
              before_record();
+             RecordGuard guard;
              View copy;
              if (!fortran) {
                copy = record_astype(a.v, a.v.dtype, true);
@@ -297,6 +303,7 @@ void bind_array(py::module_& m) {
              std::optional<DType> t = to_dtype(dtype);
              if (!t) return not_implemented();
              before_record();
+             RecordGuard guard;
              return wrap(record_astype(a.v, *t, c_order));
            })
       .def("_empty_like",
@@ -305,6 +312,15 @@ void bind_array(py::module_& m) {
              if (!t) return not_implemented();
              if (shape.is_none()) return wrap(alloc_like_order(*t, a.v.shape, {a.v}));
              return wrap(View::fresh(*t, dims_of(shape)));
+           })
+      .def("_set_writeable",
+           [](NdArray& a, bool on) {
+             if (on && a.v.readonly) {
+               for (int k = 0; k < a.v.ndim(); ++k)
+                 if (a.v.strides[k] == 0 && a.v.shape[k] > 1)
+                   throw ValueError("cannot set WRITEABLE flag to True of this array");
+             }
+             a.v.readonly = !on;
            })
       .def("_readonly_view",
            [](const NdArray& a) {

@@ -20,6 +20,17 @@ struct NdArray {
   NdArray& operator=(const NdArray&) = delete;
 };
 
+// Held while an operation is recorded and its result wrapped (see
+// Stream::gate). Waiting releases the GIL, so a thread holding the gate can
+// always finish.
+class RecordGuard {
+ public:
+  RecordGuard();
+  ~RecordGuard();
+  RecordGuard(const RecordGuard&) = delete;
+  RecordGuard& operator=(const RecordGuard&) = delete;
+};
+
 py::object wrap(View v);
 bool is_ndarray(py::handle h);
 NdArray& as_ndarray(py::handle h);

@@ -79,31 +79,32 @@ void bind_functions(py::module_& m) {
     Operand a;
     if (!to_operand(x, a) || a.kind != Operand::Kind::Array) return not_implemented();
     before_record();
-    View r;
     try {
-      r = record_unary(static_cast<UnaryOp>(op), a, out_view(out));
+      RecordGuard guard;
+      View r = record_unary(static_cast<UnaryOp>(op), a, out_view(out));
+      return out.is_none() ? wrap(r) : py::reinterpret_borrow<py::object>(out);
     } catch (const FallbackRequired&) {
       return not_implemented();
     }
-    return out.is_none() ? wrap(r) : py::reinterpret_borrow<py::object>(out);
   });
   m.def("binary", [](int op, py::handle x, py::handle y, py::handle out) -> py::object {
     Operand a, b;
     if (!to_operand(x, a) || !to_operand(y, b)) return not_implemented();
     if (a.kind != Operand::Kind::Array && b.kind != Operand::Kind::Array) return not_implemented();
     before_record();
-    View r;
     try {
-      r = record_binary(static_cast<BinaryOp>(op), a, b, out_view(out));
+      RecordGuard guard;
+      View r = record_binary(static_cast<BinaryOp>(op), a, b, out_view(out));
+      return out.is_none() ? wrap(r) : py::reinterpret_borrow<py::object>(out);
     } catch (const FallbackRequired&) {
       return not_implemented();
     }
-    return out.is_none() ? wrap(r) : py::reinterpret_borrow<py::object>(out);
   });
   m.def("where", [](py::handle c, py::handle x, py::handle y) -> py::object {
     Operand oc, ox, oy;
     if (!to_operand(c, oc) || !to_operand(x, ox) || !to_operand(y, oy)) return not_implemented();
     before_record();
+    RecordGuard guard;
     return wrap(record_where(oc, ox, oy));
   });
   m.def("reduce", [](int op, py::handle x, py::handle axes, bool keepdims, py::handle dtype, py::handle out,
@@ -134,6 +135,7 @@ void bind_functions(py::module_& m) {
       a.has_initial = true;
     }
     before_record();
+    RecordGuard guard;
     View r = record_reduction(v, a);
     return out.is_none() ? wrap(r) : py::reinterpret_borrow<py::object>(out);
   });
@@ -141,6 +143,7 @@ void bind_functions(py::module_& m) {
     std::optional<DType> t = to_dtype(dtype);
     if (!t || !is_ndarray(x) || !is_ndarray(y)) return not_implemented();
     before_record();
+    RecordGuard guard;
     View r = record_matmul(as_ndarray(x).v, as_ndarray(y).v, *t, out_view(out));
     return out.is_none() ? wrap(r) : py::reinterpret_borrow<py::object>(out);
   });
@@ -157,6 +160,7 @@ void bind_functions(py::module_& m) {
     Operand v;
     if (!t || !to_operand(value, v)) return not_implemented();
     before_record();
+    RecordGuard guard;
     return wrap(record_full(*t, dims_of(shape), v));
   });
   m.def("arange", [](double start, double step, int64_t n, py::handle dtype, bool integral, int64_t istart,
@@ -164,12 +168,14 @@ void bind_functions(py::module_& m) {
     std::optional<DType> t = to_dtype(dtype);
     if (!t) return not_implemented();
     before_record();
+    RecordGuard guard;
     return wrap(record_arange(start, step, n, *t, integral, istart, istep));
   });
   m.def("eye", [](int64_t n, int64_t mm, int64_t k, py::handle dtype) -> py::object {
     std::optional<DType> t = to_dtype(dtype);
     if (!t) return not_implemented();
     before_record();
+    RecordGuard guard;
     return wrap(record_eye(n, mm, k, *t));
   });
   m.def("from_numpy", [](py::handle arr, bool adopt) { return wrap(from_numpy(arr, adopt)); });
@@ -235,6 +241,8 @@ void bind_functions(py::module_& m) {
   });
   m.def("get_fusion", []() { return pipeline::config().policy == fusion::Policy::Diffuse; });
   m.def("set_dump", [](bool on) { pipeline::config().dump = on; });
+  m.def("set_memo", [](bool on) { pipeline::config().memo = on; });
+  m.def("get_memo", []() { return pipeline::config().memo; });
   m.def("get_dump", []() { return pipeline::config().dump; });
   m.def("set_max_window", [](int64_t n) { global_stream().max_window = static_cast<size_t>(std::max<int64_t>(n, 1)); });
   m.def("get_max_window", []() { return global_stream().max_window; });

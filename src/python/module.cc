@@ -25,6 +25,16 @@ py::handle g_sync_site, g_warn, g_dump;
 
 }  // namespace
 
+RecordGuard::RecordGuard() {
+  std::recursive_mutex& g = global_stream().gate();
+  if (!g.try_lock()) {
+    py::gil_scoped_release nogil;
+    g.lock();
+  }
+}
+
+RecordGuard::~RecordGuard() { global_stream().gate().unlock(); }
+
 py::object wrap(View v) {
   return py::cast(new NdArray(std::move(v)), py::return_value_policy::take_ownership);
 }
@@ -79,10 +89,7 @@ bool to_operand(py::handle h, Operand& out) {
     PyErr_Clear();
     out.huge = true;
     double d = PyLong_AsDouble(o);
-    if (PyErr_Occurred()) {
-      PyErr_Clear();
-      d = overflow > 0 ? HUGE_VAL : -HUGE_VAL;
-    }
+    if (PyErr_Occurred()) throw py::error_already_set();  // OverflowError: int too large to convert to float
     out.value = Scalar::of_float(DType::Float64, d);
     return true;
   }
@@ -121,7 +128,8 @@ void before_record() {
 }
 
 void flush_all(const char* reason) {
-  if (global_stream().size() == 0) return;
+  // Nothing recorded and nothing being computed by another thread's flush.
+  if (global_stream().size() == 0 && pipeline::idle()) return;
   pipeline::FlushReport rep;
   rep.sync_reason = reason;
   if (g_sync_site) rep.sync_site = py::str(g_sync_site());
@@ -247,6 +255,17 @@ PYBIND11_MODULE(_core, m) {
     } catch (const nf::AxisError& e) {
       py::object err = axis_error(e.axis, e.ndim);
       PyErr_SetObject(axis_error.ptr(), err.ptr());
+    } catch (const nf::OutputCastingError& e) {
+      // Raise NumPy's own exception class (a TypeError subclass).
+      py::module_ np = py::module_::import("numpy");
+      py::object cls = py::module_::import("numpy._core._exceptions").attr("_UFuncOutputCastingError");
+      if (py::hasattr(np, e.ufunc.c_str())) {
+        py::object err = cls(np.attr(e.ufunc.c_str()), "same_kind", dtype_object(static_cast<nf::DType>(e.from)),
+                             dtype_object(static_cast<nf::DType>(e.to)), 0);
+        PyErr_SetObject(cls.ptr(), err.ptr());
+      } else {
+        PyErr_SetString(PyExc_TypeError, e.what());
+      }
     } catch (const nf::ValueError& e) {
       PyErr_SetString(PyExc_ValueError, e.what());
     } catch (const nf::TypeError& e) {

@@ -35,9 +35,16 @@ void Stream::record(Task t) {
 }
 
 std::vector<Task> Stream::take() {
+  std::lock_guard<std::recursive_mutex> gate(gate_);
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<Task> out;
   out.swap(window_);
+  // No thread is between recording and wrapping (the gate), so this is a
+  // consistent picture of which buffers Python can still reach.
+  for (Task& t : out) {
+    for (View& v : t.inputs) v.buffer->py_live = v.buffer->py_refs.load() > 0;
+    t.output.buffer->py_live = t.output.buffer->py_refs.load() > 0;
+  }
   window_.reserve(std::min<size_t>(max_window, 4096));
   return out;
 }

@@ -72,7 +72,13 @@ class Stream {
  public:
   Stream();
   void record(Task t);
+  // Takes the whole window. Waits for the gate, so a window is never taken
+  // between a task being recorded and its result getting its Python
+  // reference (which would make the result look dead).
   std::vector<Task> take();
+  // Held by the bindings from recording an operation until its result array
+  // exists (recursive: one binding may record several tasks).
+  std::recursive_mutex& gate() { return gate_; }
   size_t size() const;
   // Flush policy: the window is flushed automatically once it holds this many
   // tasks (bounds memory and analysis time in loops that never sync).
@@ -81,6 +87,7 @@ class Stream {
 
  private:
   mutable std::mutex mu_;
+  std::recursive_mutex gate_;
   std::vector<Task> window_;
   uint64_t recorded_total_ = 0;
 };

@@ -80,8 +80,9 @@ void check_out(const View* out, DType result, const char* ufunc) {
   if (!out) return;
   if (out->readonly) throw ValueError("output array is read-only");
   if (!can_cast(result, out->dtype, Casting::SameKind))
-    throw TypeError(std::string("Cannot cast ufunc '") + ufunc + "' output from " + dtype_repr(result) + " to " +
-                    dtype_repr(out->dtype) + " with casting rule 'same_kind'");
+    throw OutputCastingError(std::string("Cannot cast ufunc '") + ufunc + "' output from " + dtype_repr(result) +
+                                 " to " + dtype_repr(out->dtype) + " with casting rule 'same_kind'",
+                             ufunc, static_cast<int>(result), static_cast<int>(out->dtype));
 }
 
 bool is_ordering(BinaryOp op) {
