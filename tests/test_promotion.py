@@ -2,7 +2,7 @@
 
 Result dtypes are known when an operation is recorded, so most checks here
 compile nothing; values are compared where a kernel is cheap to share.
-Known numfuse bugs are strict xfail tests at the end of the file.
+Former numfuse bugs are regression tests at the end of the file.
 """
 
 import operator
@@ -122,10 +122,6 @@ def test_python_scalar_promotion(dt):
     a = sample(dt)
     for s in PY_SCALARS:
         for name, (f_np, f_nf) in OPS.items():
-            if name == "**" and dt not in FLOAT_DTYPES and type(s) is int and s < 0:
-                continue  # test_ufuncs.py::test_integer_power_negative_exponent_raises (xfail)
-            if name == "<" and dt == "bool" and type(s) is int and s >= 2**63:
-                continue  # test_ufuncs.py::test_huge_python_int_raises_overflow (xfail)
             assert_same_outcome(f"{dt} {name} {s!r}", lambda: f_np(a, s), lambda: f_nf(A(a), s), failures)
             assert_same_outcome(f"{s!r} {name} {dt}", lambda: f_np(s, a), lambda: f_nf(s, A(a)), failures)
     assert not failures, "\n".join(failures)
@@ -325,10 +321,8 @@ def test_reduction_dtype_table():
 
 
 # ---------------------------------------------------------------------------
-# Known numfuse bugs (strict xfail)
+# Regression tests for disagreements with NumPy found (and fixed) earlier
 
-@pytest.mark.xfail(strict=True, reason="numfuse bug: where() with a Python int out of the array dtype's "
-                                       "range raises OverflowError; NumPy casts it (wraps)")
 @pytest.mark.parametrize("dt,s", [("int8", 300), ("uint8", -1), ("uint16", -1), ("int16", 2**40)])
 def test_where_out_of_range_python_int(dt, s):
     a = onp.resize(onp.array([1, 0, 7, 3], dtype=dt), 6)

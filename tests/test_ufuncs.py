@@ -9,7 +9,7 @@ To stay fast, many checks are recorded lazily in one `Recorder` and compared
 after a single flush, so numfuse fuses them into a few kernels (each distinct
 kernel is compiled once and cached).
 
-Known numfuse bugs are kept as strict xfail tests at the end of the file.
+Former numfuse bugs are kept as regression tests at the end of the file.
 """
 
 import math
@@ -135,22 +135,6 @@ def A(x):
     return nf.asarray(x)
 
 
-def known_bad_scalar(dt, name, s):
-    """(array dtype, op, scalar) combinations hit by known numfuse bugs; each
-    is covered by a strict xfail test at the end of this file."""
-    if name in COMPARISONS and ((dt == "uint64" and isinstance(s, onp.signedinteger))
-                                or (dt in SIGNED and isinstance(s, onp.uint64))):
-        return True  # test_compare_signed_with_uint64
-    if type(s) is int and not -2**63 <= s < 2**63:
-        if name in LOGICAL or (dt == "bool" and name in COMPARISONS):
-            return True  # test_huge_python_int_raises_overflow
-    if type(s) is int and name in COMPARISONS and dt in ("int64", "uint64"):
-        ii = onp.iinfo(dt)
-        if s > ii.max or (dt == "int64" and s < ii.min):
-            return True  # test_compare_64bit_with_out_of_range_python_int
-    return False
-
-
 # ---------------------------------------------------------------------------
 # unary ufuncs
 
@@ -159,8 +143,6 @@ def test_unary_all_dtypes(name):
     rec = Recorder()
     for dt in ALL_DTYPES:
         x = special_values(dt)
-        if name == "reciprocal" and dt in ("bool", "int8", "int16"):
-            x = x[x != 0]  # reciprocal(0) of small ints: see test_reciprocal_int_zero (xfail)
         rec(f"{name}[{dt}]", lambda: getattr(onp, name)(x), lambda: getattr(nf, name)(A(x)))
         rec.check()
 
@@ -238,7 +220,7 @@ def test_binary_same_dtype(name):
     rec = Recorder()
     for dt in ALL_DTYPES:
         x = special_values(dt)
-        y = nonneg(x) if name == "power" else x  # negative integer powers: see xfail tests
+        y = nonneg(x) if name == "power" else x  # negative integer powers raise (tested separately)
         X, Y = x[:, None], y[None, :]
         rec(f"{name}[{dt}]", lambda: getattr(onp, name)(X, Y), lambda: getattr(nf, name)(A(X), A(Y)),
             zero_sign=name not in MINMAX)
@@ -254,22 +236,13 @@ def test_binary_mixed_dtypes(d1):
             continue
         x, y = special_values(d1)[:, None], special_values(d2)[None, :]
         X, Y = A(x), A(y)
-        # power with an integer loop: no negative exponents (see the xfail tests)
+        # power with an integer loop: no negative exponents (negative exponents raise; see test_errors.py)
         yp = nonneg(y) if d1 not in FLOAT_DTYPES else y
         YP = A(yp)
-        u64_vs_signed = {d1, d2} & {"uint64"} and ({d1, d2} & set(SIGNED))
         for name in BINARY:
-            if name in COMPARISONS and u64_vs_signed:
-                continue  # see test_compare_signed_with_uint64 (xfail)
             b, B = (yp, YP) if name == "power" else (y, Y)
             rec(f"{name}[{d1},{d2}]", lambda: getattr(onp, name)(x, b), lambda: getattr(nf, name)(X, B),
                 zero_sign=name not in MINMAX)
-        if u64_vs_signed:
-            # Values where the comparison is right whichever way it is computed.
-            xs, ys = onp.array([0, 1, 5], dtype=d1)[:, None], onp.array([0, 3, 7], dtype=d2)
-            for name in COMPARISONS:
-                rec(f"{name}[{d1},{d2}] small", lambda: getattr(onp, name)(xs, ys),
-                    lambda: getattr(nf, name)(A(xs), A(ys)))
         rec.check()
 
 
@@ -340,10 +313,9 @@ def test_scalar_operands(dt):
     rec = Recorder()
     for s in PY_BOOLS + PY_INTS + PY_FLOATS + NP_SCALARS:
         for name in BINARY:
-            if known_bad_scalar(dt, name, s):
-                continue  # covered by the xfail tests at the end
-            # power: the array holds no negative integer exponents (see the xfail
-            # tests); a negative integer scalar exponent must raise ValueError
+            # power: the array holds no negative integer exponents (negative
+            # exponents raise, tested separately); a negative integer scalar
+            # exponent must raise ValueError
             a, A_ = (xp, XP) if name == "power" else (x, X)
             f_np, f_nf = getattr(onp, name), getattr(nf, name)
             zs = name not in MINMAX
@@ -363,9 +335,6 @@ def test_scalar_operators(dt):
     rec = Recorder()
     for s in (3, -2, 2.5, True, onp.float32(2), onp.int16(-3)):
         for op in ops:
-            if op in (operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge) \
-                    and dt == "uint64" and isinstance(s, onp.signedinteger):
-                continue  # see test_compare_signed_with_uint64 (xfail)
             rec(f"{op.__name__}[{dt}](arr, {s!r})", lambda: op(x, s), lambda: op(X, s))
             rec(f"{op.__name__}[{dt}]({s!r}, arr)", lambda: op(s, x), lambda: op(s, X))
         rec.check()
@@ -375,7 +344,7 @@ def test_scalar_operators(dt):
 def test_python_int_out_of_range(dt):
     """NumPy 2: arithmetic with a Python int that does not fit the array dtype
     raises OverflowError; comparisons with it still work. (int64/uint64:
-    see test_compare_64bit_with_out_of_range_python_int, xfail.)"""
+    see test_compare_64bit_with_out_of_range_python_int.)"""
     x = special_values(dt)
     ii = onp.iinfo(dt)
     rec = Recorder()
@@ -491,7 +460,7 @@ def test_binary_noncontiguous(dt, fusion):
         ("negative", lambda a: a[::-1, ::-2], lambda a: a[:, 1::2]),
         ("neg-both", lambda a: a[::-2, ::-1], lambda a: a[::2, :]),
     ]
-    # power of signed ints: exponents without negatives (see the xfail tests)
+    # power of signed ints: exponents without negatives (negative exponents raise; see test_errors.py)
     pbase, pother = onp.maximum(base, 0), onp.maximum(other, 0)
     npb, npo = A(pbase), A(pother)
     rec = Recorder()
@@ -675,7 +644,7 @@ def test_inplace_operators(d1):
         x = special_values(d1)
         y = onp.resize(special_values(d2)[::-1], x.shape)
         for op in INPLACE_OPS:
-            # negative integer exponents: see the xfail tests
+            # negative integer exponents raise (tested separately)
             yy = onp.maximum(y, 0) if (op is operator.ipow and d2 in SIGNED) else y
 
             def do_np(op=op, yy=yy):
@@ -708,8 +677,6 @@ def test_inplace_scalars_and_views():
     for dt in ALL_DTYPES:
         x = special_values(dt)
         for s in (1, -1, 300, 1.5, True, False, onp.float32(2), onp.int16(3), 2**64):
-            if dt == "bool" and s == 2**64:
-                continue  # see test_huge_python_int_raises_overflow (xfail)
             for op in (operator.iadd, operator.isub, operator.imul, operator.itruediv, operator.ifloordiv,
                        operator.iand, operator.ilshift):
                 rec(f"{op.__name__}[{dt}] {s!r}", inplace(onp, x, op, s), inplace(nf, x, op, s))
@@ -756,8 +723,6 @@ def test_power_operator_special_exponents(dt):
     if dt in FLOAT_DTYPES:
         exps.append(-1)
     for e in exps:
-        if dt == "bool" and e == 2 and type(e) is int:
-            continue  # see test_bool_array_pow_2 (xfail)
         rec(f"[{dt}] x ** {e!r}", lambda: x ** e, lambda: A(x) ** e)
         rec(f"[{dt}] power(x, {e!r})", lambda: onp.power(x, e), lambda: nf.power(A(x), e))
     xp = nonneg(x)
@@ -889,10 +854,8 @@ def test_numpy_ufuncs_dispatch_to_numfuse():
 
 
 # ---------------------------------------------------------------------------
-# Known numfuse bugs (strict xfail: each documents a disagreement with NumPy)
+# Regression tests for disagreements with NumPy found (and fixed) earlier
 
-@pytest.mark.xfail(strict=True, reason="numfuse bug: comparisons between signed ints and uint64 are "
-                                       "not exact (NumPy 2 compares them exactly)")
 @pytest.mark.parametrize("name", COMPARISONS)
 def test_compare_signed_with_uint64(name):
     x = special_values("int64")[:, None]
@@ -950,8 +913,6 @@ def test_integer_power_negative_exponent_array(case):
         to_np(f_nf())
 
 
-@pytest.mark.xfail(strict=True, reason="numfuse bug: logical ops (any dtype) and bool-array comparisons "
-                                       "with a Python int outside int64 do not raise OverflowError like NumPy")
 @pytest.mark.parametrize("case", ["logical_and_int8", "logical_or_float64", "logical_xor_uint64",
                                   "bool_equal", "bool_less_reflected", "bool_iadd"])
 def test_huge_python_int_raises_overflow(case):
@@ -977,8 +938,6 @@ def test_huge_python_int_raises_overflow(case):
         to_np(f_nf())
 
 
-@pytest.mark.xfail(strict=True, reason="numfuse bug: int64/uint64 arrays compared with an out-of-range "
-                                       "Python int are compared in float64, not exactly")
 @pytest.mark.parametrize("dt,s", [("int64", 2**63), ("int64", -2**63 - 1), ("uint64", 2**64),
                                   ("uint64", 2**64 + 1)])
 def test_compare_64bit_with_out_of_range_python_int(dt, s):
@@ -989,8 +948,6 @@ def test_compare_64bit_with_out_of_range_python_int(dt, s):
         check(getattr(nf, name)(s, A(x)), getattr(onp, name)(s, x))
 
 
-@pytest.mark.xfail(strict=True, reason="numfuse bug: dtype=bool on a comparison casts the inputs to bool; "
-                                       "NumPy only fixes the output dtype")
 @pytest.mark.parametrize("name", ["less", "equal", "greater_equal"])
 def test_comparison_dtype_bool(name):
     x = special_values("int8")
@@ -998,23 +955,17 @@ def test_comparison_dtype_bool(name):
     check(getattr(nf, name)(A(x), A(y), dtype=bool), getattr(onp, name)(x, y, dtype=bool))
 
 
-@pytest.mark.xfail(strict=True, reason="numfuse bug: reciprocal(0) for bool/int8/int16 gives the "
-                                       "dtype's minimum, NumPy gives 0")
 @pytest.mark.parametrize("dt", ["bool", "int8", "int16"])
 def test_reciprocal_int_zero(dt):
     x = onp.array([0, 1], dtype=dt)
     check(nf.reciprocal(A(x)), np_call(lambda: onp.reciprocal(x)))
 
 
-@pytest.mark.xfail(strict=True, reason="numfuse bug: bool_array ** 2 is int64; NumPy's fast path "
-                                       "(square) gives int8")
 def test_bool_array_pow_2():
     b = special_values("bool")
     check(A(b) ** 2, b ** 2)
 
 
-@pytest.mark.xfail(strict=True, reason="numfuse bug: dtype= casts the inputs unsafely instead of raising "
-                                       "TypeError like NumPy")
 @pytest.mark.parametrize("case", ["add_float_to_int", "less_float_out", "sqrt_float_to_int"])
 def test_dtype_argument_invalid_raises(case):
     f = special_values("float64")

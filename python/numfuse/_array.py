@@ -91,6 +91,10 @@ def _install(ns):
     def __pow__(self, other, mod=None):
         if mod is not None:
             return NotImplemented
+        # NumPy's `**` computes x**2 as square(x) for every numeric type
+        # (so bool**2 is int8, like square(bool)).
+        if type(other) is int and other == 2 and self.dtype.kind in "biu":
+            return U["square"](self)
         _check_int_power(self, other)
         return self._pow(other)
 

@@ -140,19 +140,44 @@ def ufunc_call(uf, args, out, dtype, kwargs):
     if kwargs or (out is not None and type(out) is not ndarray):
         return _np_fallback(uf, args, out, dtype, kwargs)
     if dtype is not None:
-        if not _core.supported_dtype(dtype):
-            return _np_fallback(uf, args, out, dtype, kwargs)
-        from ._creation import asarray
-
-        # dtype= is the loop type: cast the inputs, then compute.
-        dt = np.dtype(dtype)
-        args = tuple(asarray(a).astype(dt, copy=False) if not _is_pyscalar(a) else a for a in args)
+        return _call_with_dtype(uf, args, out, np.dtype(dtype), kwargs)
     if uf.nin == 1:
         r = _core.unary(uf._op, args[0], out)
     else:
         r = _core.binary(uf._op, args[0], args[1], out)
     if r is NotImplemented:
         return _np_fallback(uf, args, out, dtype, kwargs)
+    return r
+
+
+def _descriptor(x):
+    if isinstance(x, bool):
+        return np.dtype(bool)
+    if isinstance(x, (int, float, complex)):
+        return type(x)
+    return x.dtype if hasattr(x, "dtype") else np.asarray(x).dtype
+
+
+def _call_with_dtype(uf, args, out, dt, kwargs):
+    """dtype= fixes the ufunc's output type; NumPy picks the loop (and
+    raises if the inputs cannot be cast to it with same_kind casting)."""
+    if uf._np is None or not _core.supported_dtype(dt):
+        return _np_fallback(uf, args, out, dt, kwargs)
+    from ._creation import asarray
+
+    loop = uf._np.resolve_dtypes(tuple(_descriptor(a) for a in args) + (None,),
+                                 signature=(None,) * uf.nin + (dt,))
+    if not all(_core.supported_dtype(t) for t in loop):
+        return _np_fallback(uf, args, out, dt, kwargs)
+    cast = tuple(a if _is_pyscalar(a) else asarray(a).astype(loop[i], copy=False) for i, a in enumerate(args))
+    r = _core.unary(uf._op, cast[0], None) if uf.nin == 1 else _core.binary(uf._op, cast[0], cast[1], None)
+    if r is NotImplemented:
+        return _np_fallback(uf, args, out, dt, kwargs)
+    if r.dtype != loop[-1]:
+        r = r.astype(loop[-1])
+    if out is not None:
+        out[...] = r
+        return out
     return r
 
 

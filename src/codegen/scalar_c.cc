@@ -73,11 +73,15 @@ std::string float_to_int(Reg& reg, const std::string& x, DType from, DType to) {
       return "((" + ct(to) + ")" + f2i32 + "(" + d + "))";
     case DType::Int64:
       return f2i64 + "(" + d + ")";
-    case DType::UInt32:
-      return "((uint32_t)" + f2i64 + "(" + d + "))";
+    case DType::UInt32: {
+      // x86 (NumPy): >= 2^32 gives 0, [2^31, 2^32) converts, below via int32.
+      const std::string f2u32 = reg("nf_f2u32",
+          "static inline unsigned int nf_f2u32(double x) { return x >= 4294967296.0 ? 0u : x >= 2147483648.0 ? (unsigned int)(long long)x : (unsigned int)nf_f2i32(x); }");
+      return f2u32 + "(" + d + ")";
+    }
     case DType::UInt64: {
       const std::string f2u64 = reg("nf_f2u64",
-          "static inline unsigned long long nf_f2u64(double x) { return (x >= 9223372036854775808.0 && x < 18446744073709551616.0) ? (unsigned long long)x : (unsigned long long)nf_f2i64(x); }");
+          "static inline unsigned long long nf_f2u64(double x) { return x >= 18446744073709551616.0 ? 0ull : x >= 9223372036854775808.0 ? (unsigned long long)x : (unsigned long long)nf_f2i64(x); }");
       return f2u64 + "(" + d + ")";
     }
     default:
@@ -120,7 +124,8 @@ std::string unary(Reg& reg, UnaryOp op, DType t, DType r, const std::string& a) 
     case UnaryOp::Square: return "((" + ct(t) + ")(" + a + " * " + a + "))";
     case UnaryOp::Reciprocal:
       if (fl) return "(1 / " + a + ")";
-      return "((" + ct(t) + ")(" + a + " == 0 ? " + (sg ? int_min(t) : "0") + " : 1 / " + a + "))";
+      // NumPy computes 1.0/x in double and converts (x86 conversion of inf).
+      return float_to_int(reg, "(1.0 / (double)" + a + ")", DType::Float64, t == DType::Bool ? DType::Int8 : t);
     case UnaryOp::Exp: return m("exp");
     case UnaryOp::Exp2: return m("exp2");
     case UnaryOp::Expm1: return m("expm1");
@@ -316,9 +321,48 @@ const char* suffix(DType t) {
   return s[static_cast<int>(t)];
 }
 
+// Comparisons between a signed and an unsigned integer are exact in NumPy
+// (C would convert the signed operand to unsigned).
+std::string mixed_sign_compare(BinaryOp op, const std::string& a, DType ta, const std::string& b, DType tb) {
+  const bool a_signed = kind(ta) == Kind::Signed;
+  const std::string s = a_signed ? a : b;            // the signed operand
+  const std::string u = a_signed ? b : a;            // the unsigned operand
+  const std::string su = "(unsigned long long)" + s;
+  const std::string uu = "(unsigned long long)" + u;
+  // Express everything as "signed OP unsigned" after swapping if needed.
+  BinaryOp o = op;
+  if (!a_signed) {
+    switch (op) {
+      case BinaryOp::Less: o = BinaryOp::Greater; break;
+      case BinaryOp::LessEqual: o = BinaryOp::GreaterEqual; break;
+      case BinaryOp::Greater: o = BinaryOp::Less; break;
+      case BinaryOp::GreaterEqual: o = BinaryOp::LessEqual; break;
+      default: break;
+    }
+  }
+  switch (o) {
+    case BinaryOp::Equal: return "(" + s + " >= 0 && " + su + " == " + uu + ")";
+    case BinaryOp::NotEqual: return "(" + s + " < 0 || " + su + " != " + uu + ")";
+    case BinaryOp::Less: return "(" + s + " < 0 || " + su + " < " + uu + ")";
+    case BinaryOp::LessEqual: return "(" + s + " < 0 || " + su + " <= " + uu + ")";
+    case BinaryOp::Greater: return "(" + s + " >= 0 && " + su + " > " + uu + ")";
+    case BinaryOp::GreaterEqual: return "(" + s + " >= 0 && " + su + " >= " + uu + ")";
+    default: break;
+  }
+  throw std::logic_error("mixed_sign_compare: not a comparison");
+}
+
 std::string spell_scalar(const ExprNode& node, const std::vector<std::string>& args, const std::vector<DType>& arg_types,
                          HelperSet& helpers) {
   Reg reg{helpers};
+  if (node.kind == ExprNode::Kind::Binary && arg_types.size() == 2 && arg_types[0] != arg_types[1] &&
+      is_integer(arg_types[0]) && is_integer(arg_types[1]) &&
+      (kind(arg_types[0]) == Kind::Signed) != (kind(arg_types[1]) == Kind::Signed)) {
+    BinaryOp op = static_cast<BinaryOp>(node.op);
+    if (op == BinaryOp::Equal || op == BinaryOp::NotEqual || op == BinaryOp::Less || op == BinaryOp::LessEqual ||
+        op == BinaryOp::Greater || op == BinaryOp::GreaterEqual)
+      return mixed_sign_compare(op, args[0], arg_types[0], args[1], arg_types[1]);
+  }
   switch (node.kind) {
     case ExprNode::Kind::Cast:
       return spell_cast(reg, args[0], arg_types[0], node.dtype);

@@ -156,9 +156,14 @@ int32_t f2i32(double x) {
   return static_cast<int32_t>(x);
 }
 uint64_t f2u64(double x) {
-  if (x >= 9223372036854775808.0 && x < 18446744073709551616.0)
-    return static_cast<uint64_t>(x);
+  if (x >= 18446744073709551616.0) return 0;
+  if (x >= 9223372036854775808.0) return static_cast<uint64_t>(x);
   return static_cast<uint64_t>(f2i64(x));
+}
+uint32_t f2u32(double x) {
+  if (x >= 4294967296.0) return 0;
+  if (x >= 2147483648.0) return static_cast<uint32_t>(static_cast<int64_t>(x));
+  return static_cast<uint32_t>(f2i32(x));
 }
 }  // namespace
 
@@ -182,6 +187,7 @@ Scalar Scalar::cast(DType to) const {
       uint64_t bitsv;
       if (kf == Kind::Float) {
         if (to == DType::UInt64) bitsv = f2u64(f);
+        else if (to == DType::UInt32) bitsv = f2u32(f);
         else if (itemsize(to) <= 4 && kind(to) == Kind::Signed) bitsv = static_cast<uint64_t>(static_cast<int64_t>(f2i32(f)));
         else bitsv = static_cast<uint64_t>(f2i64(f));
       } else {

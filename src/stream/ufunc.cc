@@ -52,6 +52,9 @@ std::string dtype_repr(DType t) { return std::string("dtype('") + dtype_name(t) 
 // The value of a scalar operand in type t, checked like NumPy 2 does for
 // Python scalars.
 Scalar scalar_in(const Operand& o, DType t) {
+  if (o.kind == Operand::Kind::Weak && o.weak == WeakKind::Int && t == DType::Bool &&
+      (o.huge || o.value.dtype == DType::UInt64))
+    throw OverflowError("Python int too large to convert to C long");
   if (o.kind == Operand::Kind::Weak && o.weak == WeakKind::Int && is_integer(t)) {
     bool fits = !o.huge && (o.value.dtype == DType::UInt64 ? uint_fits(t, o.value.u) : int_fits(t, o.value.i));
     if (!fits) {
@@ -175,25 +178,39 @@ View record_binary(BinaryOp op, const Operand& a, const Operand& b, const View* 
       return record_map(std::move(spec));
     }
   }
-  // NumPy 2 compares arrays with out-of-range Python ints exactly.
+  // NumPy 2 compares integer arrays with out-of-range Python ints exactly:
+  // compare in the array's own type against the value as int64 / uint64
+  // (mixed-signedness comparisons are exact in codegen), or against +-inf
+  // when the value is beyond 64 bits.
+  Operand big;
+  const Operand* pa = &a;
+  const Operand* pb = &b;
   if (is_ordering(op)) {
     for (int side = 0; side < 2; ++side) {
       const Operand& w = side ? b : a;
       const Operand& other = side ? a : b;
       if (w.kind == Operand::Kind::Weak && w.weak == WeakKind::Int && is_integer(l.in[side]) &&
-          !weak_int_fits(w, l.in[side])) {
-        DType common = !w.huge && other.strong_dtype() != DType::UInt64 && w.value.dtype != DType::UInt64
-                           ? DType::Int64
-                           : DType::Float64;
-        l.in[0] = l.in[1] = common;
+          is_integer(other.strong_dtype()) && !weak_int_fits(w, l.in[side])) {
+        if (w.huge) {
+          big = w;
+          big.huge = false;
+          big.weak = WeakKind::Float;
+          big.value = Scalar::of_float(DType::Float64, w.value.f > 0 ? HUGE_VAL : -HUGE_VAL);
+          (side ? pb : pa) = &big;
+          l.in[0] = l.in[1] = DType::Float64;
+        } else {
+          l.in[side] = w.value.dtype;  // Int64 or UInt64
+          l.in[1 - side] = other.strong_dtype();
+        }
       }
     }
   }
-  check_out(out, l.out, binary_name(op));
   MapSpec spec;
   spec.name = binary_name(op);
-  int x = operand_node(spec, a, l.in[0]);
-  int y = operand_node(spec, b, l.in[1]);
+  // Scalars are converted before the output check, as NumPy does.
+  int x = operand_node(spec, *pa, l.in[0]);
+  int y = operand_node(spec, *pb, l.in[1]);
+  check_out(out, l.out, binary_name(op));
   spec.expr.binary(op, x, y, l.out);
   spec.out = out;
   return record_map(std::move(spec));
@@ -208,9 +225,17 @@ View record_where(const Operand& cond, const Operand& x, const Operand& y) {
   else rt = promote(x.strong_dtype(), y.strong_dtype());
   MapSpec spec;
   spec.name = "where";
-  int c = operand_node(spec, cond, DType::Bool);
-  int a = operand_node(spec, x, rt);
-  int b = operand_node(spec, y, rt);
+  // numpy.where is not a ufunc: Python scalars are cast to the result type
+  // without range checks (np.where(c, int8_array, 300) wraps 300 to 44).
+  auto node = [&](const Operand& o, DType t) {
+    if (o.kind == Operand::Kind::Array) return operand_node(spec, o, t);
+    int slot = static_cast<int>(spec.consts.size());
+    spec.consts.push_back(o.huge ? Scalar::of_float(DType::Float64, o.value.f).cast(t) : o.value.cast(t));
+    return spec.expr.constant(slot, t);
+  };
+  int c = node(cond, DType::Bool);
+  int a = node(x, rt);
+  int b = node(y, rt);
   spec.expr.select(c, a, b);
   return record_map(std::move(spec));
 }
