@@ -15,6 +15,12 @@ void cblas_dgemm(int order, int ta, int tb, int m, int n, int k, double alpha, c
                  const double* b, int ldb, double beta, double* c, int ldc);
 void cblas_sgemm(int order, int ta, int tb, int m, int n, int k, float alpha, const float* a, int lda,
                  const float* b, int ldb, float beta, float* c, int ldc);
+void cblas_dgemv(int order, int trans, int m, int n, double alpha, const double* a, int lda, const double* x,
+                 int incx, double beta, double* y, int incy);
+void cblas_sgemv(int order, int trans, int m, int n, float alpha, const float* a, int lda, const float* x,
+                 int incx, float beta, float* y, int incy);
+double cblas_ddot(int n, const double* x, int incx, const double* y, int incy);
+float cblas_sdot(int n, const float* x, int incx, const float* y, int incy);
 }
 
 namespace nf::ext {
@@ -86,6 +92,44 @@ void gemm(const Task& t) {
       mb = {reinterpret_cast<const char*>(bpack.data()), NfNoTrans, std::max<int64_t>(n, 1)};
     }
     const int64_t cs0 = c.strides[nd - 2], cs1 = c.strides[nd - 1];
+    // Matrix-vector and dot products: the level-1/2 routines (memory bound,
+    // and GEMM with a unit dimension is slower than GEMV in OpenBLAS).
+    // (Vectors must advance forward: BLAS reads negative increments from the end.)
+    if (m == 1 && n == 1) {
+      const int64_t ia = ma.trans == NfNoTrans ? 1 : ma.ld, ib = mb.trans == NfNoTrans ? mb.ld : 1;
+      T d;
+      if constexpr (sizeof(T) == 8)
+        d = cblas_ddot(k, reinterpret_cast<const double*>(ma.ptr), ia, reinterpret_cast<const double*>(mb.ptr), ib);
+      else
+        d = cblas_sdot(k, reinterpret_cast<const float*>(ma.ptr), ia, reinterpret_cast<const float*>(mb.ptr), ib);
+      *cp = d;
+      continue;
+    }
+    if (n == 1 && cs0 > 0) {  // y(m) = A(m,k) x(k): x is column 0 of B, y column 0 of C
+      const int64_t ix = mb.trans == NfNoTrans ? mb.ld : 1;
+      if constexpr (sizeof(T) == 8)
+        cblas_dgemv(NfRowMajor, ma.trans, ma.trans == NfNoTrans ? m : k, ma.trans == NfNoTrans ? k : m, 1.0,
+                    reinterpret_cast<const double*>(ma.ptr), ma.ld, reinterpret_cast<const double*>(mb.ptr), ix,
+                    0.0, reinterpret_cast<double*>(cp), cs0);
+      else
+        cblas_sgemv(NfRowMajor, ma.trans, ma.trans == NfNoTrans ? m : k, ma.trans == NfNoTrans ? k : m, 1.0f,
+                    reinterpret_cast<const float*>(ma.ptr), ma.ld, reinterpret_cast<const float*>(mb.ptr), ix,
+                    0.0f, reinterpret_cast<float*>(cp), cs0);
+      continue;
+    }
+    if (m == 1 && cs1 > 0) {  // y(n) = x(k) B(k,n) = B^T x
+      const int64_t ix = ma.trans == NfNoTrans ? 1 : ma.ld;
+      const int tb = mb.trans == NfNoTrans ? NfTrans : NfNoTrans;
+      if constexpr (sizeof(T) == 8)
+        cblas_dgemv(NfRowMajor, tb, mb.trans == NfNoTrans ? k : n, mb.trans == NfNoTrans ? n : k, 1.0,
+                    reinterpret_cast<const double*>(mb.ptr), mb.ld, reinterpret_cast<const double*>(ma.ptr), ix,
+                    0.0, reinterpret_cast<double*>(cp), cs1);
+      else
+        cblas_sgemv(NfRowMajor, tb, mb.trans == NfNoTrans ? k : n, mb.trans == NfNoTrans ? n : k, 1.0f,
+                    reinterpret_cast<const float*>(mb.ptr), mb.ld, reinterpret_cast<const float*>(ma.ptr), ix,
+                    0.0f, reinterpret_cast<float*>(cp), cs1);
+      continue;
+    }
     const bool c_direct = (cs1 == 1 || n == 1) && cs0 >= std::max<int64_t>(n, 1);
     T* cout = cp;
     int64_t ldc = std::max<int64_t>(cs0, std::max<int64_t>(n, 1));

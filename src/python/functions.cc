@@ -2,6 +2,7 @@
 // sync points, configuration and diagnostics.
 #include <pybind11/stl.h>
 
+#include "codegen/codegen.h"
 #include "core/error.h"
 #include "jit/jit.h"
 #include "pipeline/pipeline.h"
@@ -234,6 +235,14 @@ void bind_functions(py::module_& m) {
   });
   m.def("trim_memory", []() { Buffer::trim_cache(); });
   m.def("reset_peak_memory", []() { Buffer::reset_peak(); });
+
+  // Compile a hand-written C function with the kernels' compiler and flags
+  // (benchmarks use it as the "what the hardware can do" reference).
+  m.def("_jit_c", [](const std::string& source, const std::string& symbol) {
+    codegen::Source src{source, symbol};
+    jit::KernelFn fn = jit::CpuCompiler::instance().compile(src, symbol + "_ref");
+    return reinterpret_cast<uintptr_t>(fn);
+  });
 
   // Configuration.
   m.def("set_fusion", [](bool on) {
