@@ -85,6 +85,7 @@ struct DiskCache::Impl {
   std::string dir;
   std::string status = "not initialized";
   bool on = false;
+  bool read_only = false;
 };
 
 DiskCache::DiskCache() : impl_(new Impl) { configure(""); }
@@ -120,7 +121,10 @@ void DiskCache::configure(const std::string& requested) {
     return;
   }
   impl_->on = true;
-  impl_->status = access(impl_->dir.c_str(), W_OK) == 0 ? "ok" : "read-only (entries are loaded, not written)";
+  // NUMFUSE_CACHE_MODE=readonly: use a (shared, pre-built) cache without writing to it.
+  const char* mode = std::getenv("NUMFUSE_CACHE_MODE");
+  impl_->read_only = (mode && std::string(mode) == "readonly") || access(impl_->dir.c_str(), W_OK) != 0;
+  impl_->status = impl_->read_only ? "read-only (entries are loaded, not written)" : "ok";
 }
 
 bool DiskCache::enabled() const {
@@ -169,7 +173,7 @@ void DiskCache::store(const std::string& key, const std::string& object) {
   std::string dir;
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
-    if (!impl_->on) return;
+    if (!impl_->on || impl_->read_only) return;
     dir = impl_->dir;
   }
   std::string data(kMagic, 4);

@@ -1,0 +1,209 @@
+"""The persistent kernel cache and the analysis memo.
+
+Disk-cache tests run numfuse in fresh subprocesses with NUMFUSE_CACHE_DIR
+pointing at a temporary directory, so "a second process compiles nothing"
+is observed, not assumed.
+"""
+
+import json
+import os
+import stat
+import subprocess
+import sys
+
+import numpy as onp
+import pytest
+
+import numfuse as nf
+from conftest import assert_same
+
+# A small program with a few distinct kernels; prints its profile as JSON.
+PROGRAM = r"""
+import json, numpy
+import numfuse as np
+x = np.arange(1000.0)
+y = np.sin(x) * 2.5 + np.exp(-x / 100.0)
+s = (y * y).sum()
+m = np.maximum(y, 0.5)[::2].max()
+with np.profile() as p:
+    a = np.sin(x) * 2.5 + np.exp(-x / 100.0)
+    b = (a * a).sum()
+    c = np.maximum(a, 0.5)[::2].max()
+    np.flush()
+ref_b = float(((numpy.sin(numpy.arange(1000.0)) * 2.5 + numpy.exp(-numpy.arange(1000.0) / 100.0)) ** 2).sum())
+info = np._core.cache_info()
+print(json.dumps({"compiled": p["kernels_compiled"], "disk": p["disk_hits"], "memory": p["memory_hits"],
+                  "b": float(b), "ref_b": ref_b, "status": info["status"], "enabled": info["enabled"]}))
+"""
+
+
+def run_program(cache_dir, extra_env=None):
+    env = dict(os.environ)
+    env["NUMFUSE_CACHE_DIR"] = str(cache_dir)
+    env.update(extra_env or {})
+    out = subprocess.run([sys.executable, "-c", PROGRAM], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def entries(cache_dir):
+    return sorted(p for p in os.listdir(cache_dir) if p.endswith(".nfk"))
+
+
+def check_result(r):
+    assert abs(r["b"] - r["ref_b"]) <= 1e-9 * abs(r["ref_b"])
+
+
+def test_second_process_compiles_nothing(tmp_path):
+    cache = tmp_path / "cache"
+    first = run_program(cache)
+    check_result(first)
+    assert first["compiled"] > 0 and first["disk"] == 0
+    assert entries(cache), "compiled kernels were written to the cache"
+    second = run_program(cache)
+    check_result(second)
+    assert second["compiled"] == 0
+    assert second["disk"] == first["compiled"]
+
+
+def test_cache_directory_and_entries_are_owner_only(tmp_path):
+    cache = tmp_path / "cache"
+    run_program(cache)
+    assert stat.S_IMODE(os.stat(cache).st_mode) == 0o700
+    for name in entries(cache):
+        assert stat.S_IMODE(os.stat(cache / name).st_mode) & 0o077 == 0
+    # No temporary files are left behind by the atomic writes.
+    assert not [p for p in os.listdir(cache) if p.startswith(".tmp")]
+
+
+def test_loose_permissions_are_tightened(tmp_path):
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    os.chmod(cache, 0o777)
+    r = run_program(cache)
+    check_result(r)
+    assert r["enabled"] and stat.S_IMODE(os.stat(cache).st_mode) == 0o700
+
+
+@pytest.mark.parametrize("damage", ["corrupt", "truncate", "empty", "garbage_header", "wrong_key"])
+def test_damaged_entries_degrade_to_compiling(tmp_path, damage):
+    cache = tmp_path / "cache"
+    first = run_program(cache)
+    names = entries(cache)
+    assert names
+    for name in names:
+        path = cache / name
+        data = path.read_bytes()
+        if damage == "corrupt":  # flip bytes in the object code
+            data = data[:-40] + bytes(b ^ 0xFF for b in data[-40:])
+        elif damage == "truncate":
+            data = data[: len(data) // 2]
+        elif damage == "empty":
+            data = b""
+        elif damage == "garbage_header":
+            data = b"XXXX" + data[4:]
+        elif damage == "wrong_key":  # a valid entry moved to another key's file name
+            other = cache / names[(names.index(name) + 1) % len(names)]
+            data = other.read_bytes() if other != path else b"NFK1" + data[4:]
+        path.write_bytes(data)
+    second = run_program(cache)
+    check_result(second)
+    if damage != "wrong_key" or len(names) > 1:
+        assert second["compiled"] == first["compiled"], "every damaged entry was rejected and recompiled"
+    # ...and the recompiled kernels repaired the cache.
+    third = run_program(cache)
+    check_result(third)
+    assert third["compiled"] == 0
+
+
+# Directory permissions do not restrain root, so that variant runs only for
+# other users; NUMFUSE_CACHE_MODE=readonly exercises the same code path.
+@pytest.mark.parametrize("how", ["mode"] + (["permissions"] if os.geteuid() != 0 else []))
+def test_read_only_cache_is_used_but_not_written(tmp_path, how):
+    """A read-only cache (no write permission, or NUMFUSE_CACHE_MODE=readonly
+    for a shared pre-built cache) is loaded from but never written."""
+    cache = tmp_path / "cache"
+    first = run_program(cache)
+    env = {"NUMFUSE_CACHE_MODE": "readonly"} if how == "mode" else {}
+    if how == "permissions":
+        os.chmod(cache, 0o500)
+    try:
+        r = run_program(cache, env)  # loads existing entries
+        check_result(r)
+        assert r["compiled"] == 0 and r["disk"] == first["compiled"]
+        assert "read-only" in r["status"]
+        os.chmod(cache, 0o700)
+        for name in entries(cache):
+            os.unlink(cache / name)
+        if how == "permissions":
+            os.chmod(cache, 0o500)
+        r = run_program(cache, env)  # nothing cached, nothing writable: compiles, no crash
+        check_result(r)
+        assert r["compiled"] == first["compiled"]
+        assert entries(cache) == []
+    finally:
+        os.chmod(cache, 0o700)
+
+
+def test_unusable_cache_location_degrades_to_compiling(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    r = run_program(blocker / "cache")  # parent is a file: cannot be created
+    check_result(r)
+    assert not r["enabled"] and "off" in r["status"]
+    assert r["compiled"] > 0
+
+
+def test_cache_info_and_option():
+    info = nf._core.cache_info()
+    assert set(info) >= {"directory", "enabled", "status"}
+    assert nf.get_option("cache_dir") == info["directory"]
+
+
+# ---------------------------------------------------------------------------
+# Memoization of the analysis
+
+def test_loop_over_moving_slices_is_analysed_and_compiled_once():
+    n, width = 400, 64
+    base = onp.random.default_rng(0).random(n + width)
+    a = nf.array(base)
+    out = nf.zeros(width)
+    ref = onp.zeros(width)
+    nf.flush()
+    with nf.profile() as p:
+        for i in range(0, n, 7):
+            out += nf.sqrt(a[i:i + width]) * 0.5 + a[i + 1:i + 1 + width]
+            nf.flush()
+    for i in range(0, n, 7):
+        ref += onp.sqrt(base[i:i + width]) * 0.5 + base[i + 1:i + 1 + width]
+    assert_same(out, ref)
+    iterations = len(range(0, n, 7))
+    assert p["flushes"] == iterations
+    assert p["kernels_compiled"] <= 1
+    assert p["memo_hits"] >= iterations - 1, p  # every iteration after the first reuses the analysis
+
+
+def test_memo_respects_changed_aliasing():
+    """Same operations, but the second time the views overlap: the memoized
+    plan must not be reused blindly."""
+    def body(a, lo_src, lo_dst):
+        a[lo_dst:lo_dst + 5] = a[lo_src:lo_src + 5] * 2.0
+
+    a = nf.arange(20.0)
+    e = onp.arange(20.0)
+    for lo_src, lo_dst in [(0, 10), (0, 2), (10, 0), (3, 5)]:
+        body(a, lo_src, lo_dst)
+        body(e, lo_src, lo_dst)
+        nf.flush()
+        assert_same(a, e)
+
+
+def test_memo_can_be_disabled():
+    x = nf.arange(10.0)
+    with nf.config(memo=False):
+        with nf.profile() as p:
+            for _ in range(3):
+                y = x * 2 + 1
+                nf.flush()
+    assert p["memo_hits"] == 0
+    assert_same(y, onp.arange(10.0) * 2 + 1)
