@@ -68,5 +68,19 @@ def dump(text):
     print(text, file=sys.stderr)
 
 
+def share_numpy_blas():
+    """Route numfuse's BLAS calls to the OpenBLAS NumPy bundles (ILP64,
+    'scipy_' prefix), so one BLAS and one thread pool serve both."""
+    import glob
+    import os
+
+    root = os.path.dirname(os.path.dirname(np.__file__))
+    for path in sorted(glob.glob(os.path.join(root, "numpy.libs", "libscipy_openblas64_*.so*"))):
+        if _core._use_blas(path, "scipy_", "64_"):
+            return path
+    return None
+
+
 def install():
     _core._set_hooks(resolve, sync_site, warn, dump)
+    share_numpy_blas()

@@ -4,6 +4,7 @@
 
 #include "codegen/codegen.h"
 #include "core/error.h"
+#include "extern/extern.h"
 #include "jit/jit.h"
 #include "pipeline/pipeline.h"
 #include "python/bindings.h"
@@ -243,6 +244,11 @@ void bind_functions(py::module_& m) {
     jit::KernelFn fn = jit::CpuCompiler::instance().compile(src, symbol + "_ref");
     return reinterpret_cast<uintptr_t>(fn);
   });
+
+  m.def("_use_blas", [](const std::string& path, const std::string& prefix, const std::string& suffix) {
+    return ext::use_blas_library(path, prefix, suffix);
+  });
+  m.def("blas_name", []() { return ext::blas_name(); });
 
   // Configuration.
   m.def("set_fusion", [](bool on) {
