@@ -107,6 +107,8 @@ def _install(ns):
         return self._ipow(other)
 
     def __matmul__(self, other):
+        if type(other) is ndarray:
+            return _core.matmul_any(self, other, None)
         return ns["matmul"](self, other)
 
     def __rmatmul__(self, other):

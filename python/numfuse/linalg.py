@@ -18,6 +18,12 @@ def _result_dtype(a, b):
 
 
 def matmul(x1, x2, /, out=None, *, casting="same_kind", order="K", dtype=None, subok=True, axes=None, axis=None):
+    # Fast path: two numfuse arrays, NumPy's defaults (1-D handling in C++).
+    if (type(x1) is ndarray and type(x2) is ndarray and dtype is None and casting == "same_kind"
+            and axes is None and axis is None):
+        r = _core.matmul_any(x1, x2, out)
+        if r is not NotImplemented:
+            return r
     a, b = asarray(x1), asarray(x2)
     if (type(a) is not ndarray or type(b) is not ndarray or casting != "same_kind" or axes is not None
             or axis is not None or (out is not None and type(out) is not ndarray)):

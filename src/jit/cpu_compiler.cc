@@ -7,6 +7,8 @@
 #include <dlfcn.h>
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 
@@ -184,6 +186,7 @@ KernelFn CpuCompiler::compile(const codegen::Source& src, const std::string& sym
   ci->setInvocation(inv);
   ci->setDiagnostics(diags.get());
   auto ctx = std::make_unique<llvm::LLVMContext>();
+  auto tfe = std::chrono::steady_clock::now();
   clang::EmitLLVMOnlyAction action(ctx.get());
   if (!ci->ExecuteAction(action)) throw CompileError("clang failed:\n" + diag_os.str() + "\nsource:\n" + code);
   std::unique_ptr<llvm::Module> mod = action.takeModule();
@@ -193,8 +196,13 @@ KernelFn CpuCompiler::compile(const codegen::Source& src, const std::string& sym
   llvm::orc::JITDylib* jd = &new_dylib(symbol);
   if (auto err = impl_->jit->addIRModule(*jd, llvm::orc::ThreadSafeModule(std::move(mod), std::move(ctx))))
     throw CompileError("cannot add module: " + llvm::toString(std::move(err)));
+  auto tbe = std::chrono::steady_clock::now();
   auto sym = impl_->jit->lookup(*jd, symbol);  // runs code generation
   if (!sym) throw CompileError("cannot link kernel: " + llvm::toString(sym.takeError()));
+  if (std::getenv("NUMFUSE_COMPILE_TIMES"))
+    std::fprintf(stderr, "numfuse compile %s: frontend+opt %.1f ms, codegen+link %.1f ms\n", symbol.c_str(),
+                 std::chrono::duration<double, std::milli>(tbe - tfe).count(),
+                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - tbe).count());
   std::string obj;
   bool have = impl_->objects.take(symbol, &obj);
   if (object && have) *object = std::move(obj);

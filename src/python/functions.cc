@@ -141,6 +141,13 @@ void bind_functions(py::module_& m) {
     View r = record_reduction(v, a);
     return out.is_none() ? wrap(r) : py::reinterpret_borrow<py::object>(out);
   });
+  m.def("matmul_any", [](py::handle x, py::handle y, py::handle out) -> py::object {
+    if (!is_ndarray(x) || !is_ndarray(y) || (!out.is_none() && !is_ndarray(out))) return not_implemented();
+    before_record();
+    RecordGuard guard;
+    View r = record_matmul_any(as_ndarray(x).v, as_ndarray(y).v, out_view(out));
+    return out.is_none() ? wrap(r) : py::reinterpret_borrow<py::object>(out);
+  });
   m.def("matmul", [](py::handle x, py::handle y, py::handle dtype, py::handle out) -> py::object {
     std::optional<DType> t = to_dtype(dtype);
     if (!t || !is_ndarray(x) || !is_ndarray(y)) return not_implemented();

@@ -323,4 +323,47 @@ View record_matmul(const View& a, const View& b, DType dtype, const View* out) {
   return c;
 }
 
+View record_matmul_any(const View& a, const View& b, const View* out) {
+  if (a.ndim() == 0 || b.ndim() == 0)
+    throw ValueError(std::string("matmul: Input operand ") + (a.ndim() == 0 ? "0" : "1") +
+                     " does not have enough dimensions (has 0, gufunc core with signature (n?,k),(k,m?)->(n?,m?) "
+                     "requires 1)");
+  auto unit_axis = [](const View& v, int at) {
+    View r = v;
+    r.shape.insert(at, 1);
+    r.strides.insert(at, 0);
+    return r;
+  };
+  const View a2 = a.ndim() == 1 ? unit_axis(a, 0) : a;          // (K,) -> (1, K)
+  const View b2 = b.ndim() == 1 ? unit_axis(b, 1) : b;          // (K,) -> (K, 1)
+  const DType t = promote(a.dtype, b.dtype);
+  View out2;
+  const View* o = nullptr;
+  if (out) {
+    out2 = *out;
+    if (a.ndim() == 1 && b.ndim() == 1) {
+      out2 = unit_axis(unit_axis(out2, out2.ndim()), out2.ndim());
+    } else if (a.ndim() == 1) {
+      out2 = unit_axis(out2, out2.ndim() - 1);
+    } else if (b.ndim() == 1) {
+      out2 = unit_axis(out2, out2.ndim());
+    }
+    o = &out2;
+  }
+  View r = record_matmul(a2, b2, t, o);
+  if (out) return *out;
+  // Drop the axes the 1-D operands added.
+  const int nd = r.ndim();
+  if (b.ndim() == 1) {
+    r.shape.erase(nd - 1);
+    r.strides.erase(nd - 1);
+  }
+  if (a.ndim() == 1) {
+    const size_t m_axis = r.shape.size() - (b.ndim() == 1 ? 1 : 2);
+    r.shape.erase(m_axis);
+    r.strides.erase(m_axis);
+  }
+  return r;
+}
+
 }  // namespace nf

@@ -138,6 +138,9 @@ View record_reduce(ReduceSpec spec);
 // computed in `dtype`. Floating types run as a BLAS routine (Extern task),
 // the others as a reduction over k.
 View record_matmul(const View& a, const View& b, DType dtype, const View* out);
+// numpy.matmul with NumPy's handling of 1-D operands (promoted to a row /
+// column, then removed from the result) and result type.
+View record_matmul_any(const View& a, const View& b, const View* out);
 
 // Copies `src` into a fresh buffer if it overlaps `dst` without being the
 // same view (what NumPy does for ufuncs with overlapping operands).

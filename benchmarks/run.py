@@ -1,0 +1,101 @@
+"""Runs every benchmark, prints the tables, and writes
+benchmarks/results/results.md, results.json and speedups.png.
+
+    make bench                 (installs the peers, builds, runs this)
+    python benchmarks/run.py [--quick]
+
+--quick uses small sizes (a smoke run, not for reporting).
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import bench_blackscholes  # noqa: E402
+import bench_cfd  # noqa: E402
+import bench_cg  # noqa: E402
+import bench_compile  # noqa: E402
+import bench_overhead  # noqa: E402
+import bench_stencil  # noqa: E402
+from common import RESULTS, machine  # noqa: E402
+
+
+def plot(results, path):
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except Exception as e:  # matplotlib is optional
+        print(f"(no plot: {e})")
+        return
+    workloads = [w for w in results if results[w]["rows"]]
+    impls = []
+    for w in workloads:
+        for name, t, _ in results[w]["rows"]:
+            if t is not None and name != "NumPy" and name not in impls:
+                impls.append(name)
+    fig, ax = plt.subplots(figsize=(11, 5))
+    width = 0.8 / max(len(impls), 1)
+    for i, impl in enumerate(impls):
+        xs, ys = [], []
+        for j, w in enumerate(workloads):
+            rows = {r[0]: r[1] for r in results[w]["rows"]}
+            if rows.get(impl) and rows.get("NumPy"):
+                xs.append(j + i * width)
+                ys.append(rows["NumPy"] / rows[impl])
+        ax.bar(xs, ys, width, label=impl)
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xticks([j + width * (len(impls) - 1) / 2 for j in range(len(workloads))])
+    ax.set_xticklabels(workloads)
+    ax.set_yscale("log")
+    ax.set_ylabel("speedup over NumPy (same run, log scale)")
+    ax.set_title(f"numfuse benchmarks ({machine()['cores']} cores)")
+    ax.legend(fontsize=8, ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    print(f"plot: {path}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="small sizes (smoke test)")
+    args = ap.parse_args()
+    q = args.quick
+    plan = [
+        ("Black-Scholes", lambda: bench_blackscholes.run(n=1_000_000 if q else 10_000_000)),
+        ("Jacobi stencil", lambda: bench_stencil.run(n=500 if q else 2000, iters=20 if q else 50)),
+        ("Channel flow", lambda: bench_cfd.run(n=256 if q else 1024, nt=3 if q else 10, nit=5 if q else 20)),
+        ("Conjugate gradient", lambda: bench_cg.run(n=1000 if q else 3000, iters=20 if q else 50)),
+        ("Compile / warm start", bench_compile.run),
+    ]
+    results = {}
+    texts = [f"# numfuse benchmarks\n\nmachine: {machine()}; run {time.strftime('%Y-%m-%d %H:%M')}\n"]
+    for name, fn in plan:
+        print(f"== {name}", flush=True)
+        text, rows, extra = fn()
+        print(text, flush=True)
+        texts.append(text)
+        results[name] = {"rows": rows if name != "Compile / warm start" else [], "extra": extra}
+    print("== recording overhead", flush=True)
+    lines = ["### Recording overhead (16-element arrays, microseconds per operation, best of 5)", "",
+             "| operation | NumPy | numfuse | ratio |", "|---|---:|---:|---:|"]
+    for op, t_np, t_nf in bench_overhead.record_overhead(n=50_000 if q else 200_000):
+        lines.append(f"| {op} | {t_np:.3f} | {t_nf:.3f} | {t_nf / t_np:.2f}x |")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    texts.append(text)
+    os.makedirs(RESULTS, exist_ok=True)
+    with open(os.path.join(RESULTS, "results.md"), "w") as f:
+        f.write("\n\n".join(texts))
+    with open(os.path.join(RESULTS, "results.json"), "w") as f:
+        json.dump({"machine": machine(), "results": results}, f, indent=2, default=str)
+    plot(results, os.path.join(RESULTS, "speedups.png"))
+
+
+if __name__ == "__main__":
+    main()
