@@ -9,7 +9,7 @@ import sys
 import numpy
 
 import numfuse
-from common import best_of, peer, table
+from common import best_of, peak_memory_mb, table
 
 
 def channel_flow(np, nx, ny, nt, nit):
@@ -132,9 +132,13 @@ def run(n=1024, nt=10, nit=20, repeats=3):
     extra["speedup"] = t_np / t_nf
     per_step = (t_np - t_nf) / nt
     extra["break_even_iterations"] = int(numpy.ceil(extra["compile_ms"] / 1e3 / per_step)) if per_step > 0 else None
+    mem = peak_memory_mb("from bench_cfd import channel_flow", f"channel_flow(lib, {n}, {n}, {nt}, {nit})")
+    extra["peak_mb"] = mem
     text = table(f"Channel flow (CFD Python step 12), {n}x{n} grid, {nt} steps x {nit} pressure iterations", rows)
     text += (f"\n\nfirst run {extra['first_run_ms']:.0f} ms ({extra['kernels_compiled']} kernels, compile "
-             f"{extra['compile_ms']:.0f} ms); break-even after {extra['break_even_iterations']} time step(s)\n")
+             f"{extra['compile_ms']:.0f} ms); break-even after {extra['break_even_iterations']} time step(s)\n"
+             f"peak array memory: NumPy {mem['numpy']:.0f} MiB, numfuse {mem['numfuse']:.0f} MiB "
+             f"(u, v, p, b: {4 * n * n * 8 / 2**20:.0f} MiB)\n")
     return text, rows, extra
 
 

@@ -9,7 +9,7 @@ import sys
 import numpy
 
 import numfuse
-from common import best_of, table
+from common import best_of, peak_memory_mb, table
 
 
 def make_spd(n, seed=0):
@@ -57,8 +57,13 @@ def run(n=3000, iters=50, repeats=3):
     rows.append(("numfuse", t_nf, "GEMV + fused vector updates; results " + ("match" if ok else "DIFFER")))
     with numfuse.config(fusion=False):
         rows.append(("numfuse, fusion off", best_of(nf_run, repeats), "one kernel per operation"))
-    extra = {"speedup": rows[0][1] / t_nf, "compile_ms": prof["compile_ms"]}
+    mem = peak_memory_mb("from bench_cg import cg, make_spd\nA0, b0 = make_spd(%d)\n"
+                         "A1, b1 = lib.asarray(A0), lib.asarray(b0)\nnumfuse.flush()" % n,
+                         f"cg(lib, A1, b1, {iters})")
+    extra = {"speedup": rows[0][1] / t_nf, "compile_ms": prof["compile_ms"], "peak_mb": mem}
     text = table(f"Conjugate gradient, dense SPD {n}x{n}, {iters} iterations", rows)
+    text += (f"\n\npeak array memory: NumPy {mem['numpy']:.0f} MiB, numfuse {mem['numfuse']:.0f} MiB "
+             f"(matrix {n * n * 8 / 2**20:.0f} MiB)")
     return text + "\n", rows, extra
 
 

@@ -13,7 +13,7 @@ import sys
 import numpy
 
 import numfuse
-from common import CKernel, best_of, peer, table
+from common import CKernel, best_of, peak_memory_mb, peer, table
 
 C_SOURCE = r"""
 void jacobi(char** p, const long long* ip, const double* fp) {
@@ -158,9 +158,13 @@ def run(n=2000, iters=50, repeats=3):
     per_iter_gain = (t_np - t_nf) / iters
     extra["break_even_iterations"] = int(numpy.ceil(extra["compile_ms"] / 1e3 / per_iter_gain)) \
         if per_iter_gain > 0 else None
+    mem = peak_memory_mb("from bench_stencil import init_grid, jacobi", f"jacobi(lib, init_grid(lib, {n}), {iters})")
+    extra["peak_mb"] = mem
     text = table(f"Five-point Jacobi stencil (Diffuse Fig. 2), {n}x{n} grid, {iters} iterations", rows)
     text += (f"\n\nfirst run {extra['first_run_ms']:.0f} ms (compile {extra['compile_ms']:.1f} ms); "
-             f"break-even after {extra['break_even_iterations']} iteration(s)\n")
+             f"break-even after {extra['break_even_iterations']} iteration(s)\n"
+             f"peak array memory: NumPy {mem['numpy']:.0f} MiB, numfuse {mem['numfuse']:.0f} MiB "
+             f"(grid {(n + 2) ** 2 * 8 / 2**20:.0f} MiB)\n")
     return text, rows, extra
 
 

@@ -76,6 +76,40 @@ class CKernel:
         self.fn(ptrs, ip, fp)
 
 
+def peak_memory_mb(setup, expr):
+    """Peak array memory (MiB) of evaluating `expr` in a fresh process, for
+    NumPy (allocations traced by tracemalloc) and numfuse (its buffer
+    accounting: every array it materializes, temporaries included).
+    `setup` prepares what `expr` needs (with `lib`, the module under test,
+    already bound); only what `expr` allocates is measured."""
+    import subprocess
+    import sys
+
+    out = {}
+    for mode in ("numpy", "numfuse"):
+        code = f"""
+import sys, tracemalloc, numpy, numfuse
+sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})
+sys.path.insert(0, {os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'examples')!r})
+lib = {mode}
+{setup}
+if lib is numpy:
+    tracemalloc.start()
+    keep = {expr}
+    peak = tracemalloc.get_traced_memory()[1]
+else:
+    numfuse._core.reset_peak_memory()
+    base = numfuse._core.memory()['live_bytes']
+    keep = {expr}
+    numfuse.flush()
+    peak = numfuse._core.memory()['peak_bytes'] - base
+print(peak)
+"""
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+        out[mode] = int(r.stdout.split()[-1]) / 2**20
+    return out
+
+
 def machine():
     return {
         "cpu": platform.processor() or platform.machine(),

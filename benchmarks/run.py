@@ -10,17 +10,13 @@ benchmarks/results/results.md, results.json and speedups.png.
 import argparse
 import json
 import os
+import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import bench_blackscholes  # noqa: E402
-import bench_cfd  # noqa: E402
-import bench_cg  # noqa: E402
-import bench_compile  # noqa: E402
 import bench_overhead  # noqa: E402
-import bench_stencil  # noqa: E402
 from common import RESULTS, machine  # noqa: E402
 
 
@@ -61,23 +57,38 @@ def plot(results, path):
     print(f"plot: {path}")
 
 
+def in_subprocess(module, kwargs):
+    """Runs module.run(**kwargs) in a fresh process: the peers' thread pools
+    (Numba, JAX/XLA) keep spinning after they run, and must not steal the
+    cores from the next workload."""
+    code = (f"import json, sys; sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r}); "
+            f"import {module}; text, rows, extra = {module}.run(**{kwargs!r}); "
+            f"print('@@RESULT@@' + json.dumps([text, rows, extra], default=str))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"{module} failed:\n{out.stderr[-4000:]}")
+    line = [l for l in out.stdout.splitlines() if l.startswith("@@RESULT@@")][-1]
+    text, rows, extra = json.loads(line[len("@@RESULT@@"):])
+    return text, [tuple(r) for r in rows], extra
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="small sizes (smoke test)")
     args = ap.parse_args()
     q = args.quick
     plan = [
-        ("Black-Scholes", lambda: bench_blackscholes.run(n=1_000_000 if q else 10_000_000)),
-        ("Jacobi stencil", lambda: bench_stencil.run(n=500 if q else 2000, iters=20 if q else 50)),
-        ("Channel flow", lambda: bench_cfd.run(n=256 if q else 1024, nt=3 if q else 10, nit=5 if q else 20)),
-        ("Conjugate gradient", lambda: bench_cg.run(n=1000 if q else 3000, iters=20 if q else 50)),
-        ("Compile / warm start", bench_compile.run),
+        ("Black-Scholes", "bench_blackscholes", dict(n=1_000_000 if q else 10_000_000)),
+        ("Jacobi stencil", "bench_stencil", dict(n=500 if q else 2000, iters=20 if q else 50)),
+        ("Channel flow", "bench_cfd", dict(n=256 if q else 1024, nt=3 if q else 10, nit=5 if q else 20)),
+        ("Conjugate gradient", "bench_cg", dict(n=1000 if q else 3000, iters=20 if q else 50)),
+        ("Compile / warm start", "bench_compile", {}),
     ]
     results = {}
     texts = [f"# numfuse benchmarks\n\nmachine: {machine()}; run {time.strftime('%Y-%m-%d %H:%M')}\n"]
-    for name, fn in plan:
+    for name, module, kwargs in plan:
         print(f"== {name}", flush=True)
-        text, rows, extra = fn()
+        text, rows, extra = in_subprocess(module, kwargs)
         print(text, flush=True)
         texts.append(text)
         results[name] = {"rows": rows if name != "Compile / warm start" else [], "extra": extra}

@@ -200,6 +200,11 @@ def _ufunc_fallback(name, args, out):
 
 
 _core._set_index_hooks(_fancy_getitem, _fancy_setitem, _ufunc_fallback)
+
+import atexit as _atexit  # noqa: E402
+
+# The compiler warms up on a background thread (see _core); never exit under it.
+_atexit.register(_core._wait_warm_up)
 _hooks.install()
 _array._install(globals())
 

@@ -133,6 +133,13 @@ int64_t Buffer::cached_bytes() {
   return static_cast<int64_t>(pool().cached);
 }
 
+void Buffer::release_memory() {
+  if (!owned_ || !data_) return;
+  pool().put(data_, size_class(static_cast<size_t>(std::max<int64_t>(nbytes_, 1))));
+  data_ = nullptr;
+  g_live.fetch_sub(nbytes_);
+}
+
 int64_t Buffer::live_bytes() { return g_live.load(); }
 int64_t Buffer::peak_bytes() { return g_peak.load(); }
 void Buffer::reset_peak() { g_peak.store(g_live.load()); }

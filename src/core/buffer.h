@@ -33,6 +33,10 @@ class Buffer {
   // Allocates on first use (64-byte aligned, uninitialized).
   void* data();
   void* data_if_allocated() const { return data_; }
+  // Returns the memory early (to the allocator's cache) when the buffer can
+  // no longer be read: used by the executor after the last group that uses a
+  // buffer no Python array can see. Adopted memory is left alone.
+  void release_memory();
 
   std::atomic<int32_t> py_refs{0};
   // py_refs > 0 when the window holding this buffer's tasks was taken (see

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <thread>
 
 #include <clang/Basic/DiagnosticOptions.h>
 #include <clang/CodeGen/CodeGenAction.h>
@@ -70,6 +71,7 @@ class CapturingObjectCache : public llvm::ObjectCache {
 
 struct CpuCompiler::Impl {
   CapturingObjectCache objects;
+  std::thread warm;
   std::unique_ptr<llvm::orc::LLJIT> jit;
   std::string cpu;
   std::string triple;
@@ -144,6 +146,29 @@ llvm::orc::JITDylib& CpuCompiler::new_dylib(const std::string& symbol) {
   if (!proc) throw CompileError("process symbols: " + llvm::toString(proc.takeError()));
   jd->addGenerator(std::move(*proc));
   return *jd;
+}
+
+void CpuCompiler::warm_up_async() {
+  if (impl_->warm.joinable()) return;
+  impl_->warm = std::thread([this] {
+    codegen::Source src;
+    src.entry = "warm";
+    src.code =
+        "double exp(double);\n"
+        "void warm(char** p, const long long* ip, const double* fp) {\n"
+        "  double* x = (double*)p[0];\n"
+        "  #pragma omp parallel for simd if(ip[0] > 100000)\n"
+        "  for (long long i = 0; i < ip[0]; ++i) x[i] = exp(x[i]) + fp[0];\n"
+        "}\n";
+    try {
+      compile(src, "nf_warm_up");
+    } catch (...) {
+    }
+  });
+}
+
+void CpuCompiler::wait_warm_up() {
+  if (impl_->warm.joinable()) impl_->warm.join();
 }
 
 KernelFn CpuCompiler::load_object(const std::string& object, const std::string& symbol) {

@@ -42,6 +42,11 @@ class CpuCompiler {
   KernelFn compile(const codegen::Source& src, const std::string& symbol, std::string* object = nullptr);
   // Links a previously compiled object file and returns `symbol` from it.
   KernelFn load_object(const std::string& object, const std::string& symbol);
+  // Starts compiling a trivial OpenMP kernel on a background thread, so the
+  // one-time costs (LLVM and clang initialization, paging in the libraries)
+  // are paid while the program is still recording. wait_warm_up() joins it.
+  void warm_up_async();
+  void wait_warm_up();
   // The cc1 flags used (part of every cache key: other flags, other code).
   const std::string& flags_id() const;
 

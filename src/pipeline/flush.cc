@@ -55,7 +55,35 @@ struct PlanGroup {
 
 struct Plan {
   std::vector<PlanGroup> groups;
+  // Buffers to give back after each group runs: (task, slot) references
+  // (slot -1 = output) to buffers that no Python array can see and that no
+  // later group reads. Without this, a loop body's dead intermediates (e.g.
+  // `pn = p.copy()` in every iteration) would all stay allocated until the
+  // whole window has run.
+  std::vector<std::vector<std::pair<int, int>>> release_after;
 };
+
+// Computes Plan::release_after for a window (valid for every window with the
+// same signature: it depends only on buffer identity and liveness).
+void plan_releases(const std::vector<Task>& window, Plan& plan) {
+  std::unordered_map<const Buffer*, std::pair<int, std::pair<int, int>>> last;  // buffer -> (group, ref)
+  for (int g = 0; g < static_cast<int>(plan.groups.size()); ++g) {
+    const PlanGroup& pg = plan.groups[g];
+    for (int k = pg.begin; k < pg.end; ++k) {
+      const Task& t = window[k];
+      for (int s = -1; s < static_cast<int>(t.inputs.size()); ++s) {
+        const Buffer* b = (s < 0 ? t.output : t.inputs[s]).buffer.get();
+        if (!b->py_live) last[b] = {g, {k, s}};
+      }
+    }
+  }
+  plan.release_after.assign(plan.groups.size(), {});
+  for (const auto& [b, where] : last) plan.release_after[where.first].push_back(where.second);
+}
+
+void release(const std::vector<Task>& window, const std::vector<std::pair<int, int>>& refs) {
+  for (auto [k, s] : refs) (s < 0 ? window[k].output : window[k].inputs[s]).buffer->release_memory();
+}
 
 struct SigHash {
   size_t operator()(const fusion::Signature& s) const { return s.hash; }
@@ -235,6 +263,7 @@ std::vector<Task> flush(FlushReport* report) {
     auto t2 = std::chrono::steady_clock::now();
     for (size_t i = 0; i < plan->groups.size(); ++i) {
       GroupReport gr = run_group(window, plan->groups[i], &binds[i], cfg.dump);
+      release(window, plan->release_after[i]);
       gr.cache_hit = gr.hom != nullptr;
       if (gr.cache_hit) rep.memory_hits++;
       rep.groups.push_back(std::move(gr));
@@ -280,10 +309,12 @@ std::vector<Task> flush(FlushReport* report) {
 
     auto plan_new = std::make_shared<Plan>();
     for (const Prepared& p : runnable) plan_new->groups.push_back(to_plan_group(window, p));
+    plan_releases(window, *plan_new);
     auto t2 = std::chrono::steady_clock::now();
     for (size_t i = 0; i < runnable.size(); ++i) {
       const Prepared& p = runnable[i];
       GroupReport gr = run_group(window, plan_new->groups[i], p.built ? &p.built->bind : nullptr, cfg.dump);
+      release(window, plan_new->release_after[i]);
       gr.cache_hit = p.hit;
       gr.disk_hit = p.disk_hit;
       if (p.fn) {

@@ -247,6 +247,13 @@ PYBIND11_MODULE(_core, m) {
     });
   });
 
+  // Initialize the compiler in the background while the program records.
+  jit::CpuCompiler::instance().warm_up_async();
+  m.def("_wait_warm_up", []() {
+    py::gil_scoped_release nogil;
+    jit::CpuCompiler::instance().wait_warm_up();
+  });
+
   // Translate core errors to NumPy's exception types.
   static py::handle axis_error = py::object(np.attr("exceptions").attr("AxisError")).release();
   py::register_exception_translator([](std::exception_ptr p) {
