@@ -126,7 +126,7 @@ def run(n=2000, iters=50, repeats=3):
             return grid
 
         ok_nb = numpy.allclose(nb_run(), ref)
-        rows.append(("Numba (parallel loops)", best_of(nb_run, repeats), "hand-written loops" +
+        rows.append(("Numba (parallel)", best_of(nb_run, repeats), "hand-written prange loops" +
                      ("" if ok_nb else "; results DIFFER")))
     jax = peer("jax")
     if jax:
@@ -141,8 +141,8 @@ def run(n=2000, iters=50, repeats=3):
 
         g0 = jnp.asarray(init_grid(numpy, n))
         ok_jx = numpy.allclose(numpy.asarray(jx(g0).block_until_ready()), ref)
-        rows.append(("JAX (jit, fori_loop)", best_of(lambda: jx(g0).block_until_ready(), repeats),
-                     "functional .at[].set" + ("" if ok_jx else "; results DIFFER")))
+        rows.append(("JAX (jit, CPU)", best_of(lambda: jx(g0).block_until_ready(), repeats),
+                     "fori_loop with functional .at[].set" + ("" if ok_jx else "; results DIFFER")))
     ck = CKernel(C_SOURCE, "jacobi")
 
     def c_run():
