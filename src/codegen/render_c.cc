@@ -21,6 +21,7 @@ class CRenderer {
   Source run() {
     std::ostringstream body;
     body << "void " << n_.name << "(char** nf_p, const int64_t* restrict ip, const double* restrict fp) {\n";
+    if (n_.contract) body << "  #pragma clang fp contract(fast)\n";
     for (int i = 0; i < n_.num_ptrs; ++i)
       body << "  " << c_type(n_.ptr_types[i]) << "* restrict p" << i << " = (" << c_type(n_.ptr_types[i])
            << "*)nf_p[" << i << "];\n";
@@ -67,6 +68,7 @@ class CRenderer {
       case Ex::K::Arith: {
         std::string a = ex(*e.args[0]), b = ex(*e.args[1]);
         if (e.op == 'm') return "(" + a + " < " + b + " ? " + a + " : " + b + ")";
+        if (e.op == '&') return "(" + a + " && " + b + ")";
         return "(" + a + " " + e.op + " " + b + ")";
       }
       case Ex::K::Scalar: {
@@ -107,6 +109,7 @@ class CRenderer {
         os << indent(d) << "}\n";
         return;
       case Stmt::K::For:
+        if (s.tag == Stmt::Tag::Unroll) os << indent(d) << "#pragma clang loop unroll(full)\n";
         if (s.tag == Stmt::Tag::Simd) {
           os << indent(d) << "#pragma omp simd";
           for (const auto& [v, op] : s.simd_reductions) os << " reduction(" << simd_clause_op(op) << ":" << v << ")";
@@ -118,9 +121,20 @@ class CRenderer {
         os << indent(d) << "}\n";
         return;
       case Stmt::K::Decl:
+        if (s.len > 0) {  // a local tile buffer
+          os << indent(d) << c_type(s.dtype) << " " << s.name << "[" << s.len << "] __attribute__((aligned(64)));\n";
+          return;
+        }
         os << indent(d) << c_type(s.dtype) << " " << s.name;
         if (s.init) os << " = " << ex(*s.init);
         os << ";\n";
+        return;
+      case Stmt::K::If:
+        os << indent(d) << "if (" << ex(*s.cond) << ") {\n";
+        for (const StmtP& c : s.body) stmt(os, *c, d + 1);
+        os << indent(d) << "} else {\n";
+        for (const StmtP& c : s.else_body) stmt(os, *c, d + 1);
+        os << indent(d) << "}\n";
         return;
       case Stmt::K::Assign:
         os << indent(d) << ex(*s.target) << " = " << ex(*s.value) << ";\n";

@@ -49,6 +49,7 @@ struct Ex {
 ExP var(const std::string& name, DType t = DType::Int64);
 ExP lit(int64_t v);
 ExP add(ExP a, ExP b);
+ExP sub(ExP a, ExP b);
 ExP mul(ExP a, ExP b);
 ExP min(ExP a, ExP b);
 
@@ -65,8 +66,9 @@ struct Stmt {
     Alloc,     // dtype* name = malloc(count * sizeof)  (heap scratch)
     Free,      // free(name)
     Comment,
+    If,        // if (cond) body else else_body
   };
-  enum class Tag : uint8_t { Serial, Simd };
+  enum class Tag : uint8_t { Serial, Simd, Unroll };
   K k = K::Block;
   std::vector<StmtP> body;
   std::string name;
@@ -78,6 +80,8 @@ struct Stmt {
   std::vector<std::pair<std::string, char>> simd_reductions;
   ExP parallel_if;  // Parallel: run in parallel only when true
   std::string text; // Comment
+  ExP cond;                       // If
+  std::vector<StmtP> else_body;   // If
 };
 
 struct LoopNest {
@@ -86,6 +90,7 @@ struct LoopNest {
   int num_ptrs = 0;
   std::vector<DType> ptr_types;
   bool uses_threads = false;
+  bool contract = false;  // fused multiply-add allowed (schedule.contract)
   // Source-level description for dumps.
   std::string description;
 };

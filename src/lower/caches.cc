@@ -1,0 +1,136 @@
+// Local tile buffers (MDH memory regions and layouts, D3/D4, R3/R4).
+//
+// Invariant: a cache placed in the body of loop q covers exactly the part of
+// its access that the loops below q can touch: for each of the access's
+// dimensions, the tile of the innermost loop of that dimension at or above q
+// (or the whole extent), clipped to the extent. An input's tile is copied in
+// before the loops below q and read instead of memory; nothing below q writes
+// the input (fusion never caches a read-write access), so the copy is exact.
+// An output's tile starts at the identity, takes every combine below q, and
+// is combined into the output's memory accumulator once when q's body ends.
+#include <algorithm>
+
+#include "lower/lowerer.h"
+
+namespace nf::lower::detail {
+
+void Lowerer::plan_caches() {
+  for (const tune::Cache& c : s_.caches) {
+    CachePlan p;
+    p.access = c.access;
+    p.pos = c.pos;
+    p.layout = c.layout;
+    p.output = !h_.accesses[c.access].read;
+    p.name = "tile" + std::to_string(c.access);
+    for (int d : c.layout) {
+      int found = -1;
+      for (int q = 0; q <= c.pos; ++q)
+        if (s_.order[q].dim == d) found = q;
+      if (found >= 0) {
+        const tune::LoopSpec& l = s_.order[found];
+        const int64_t t = l.level < static_cast<int>(s_.tiles[d].size()) ? s_.tiles[d][l.level] : 1;
+        p.base.push_back(var(loop_var(l)));
+        p.size.push_back(lit(t));
+        p.count *= t;
+      } else {
+        p.base.push_back(lit(0));
+        p.size.push_back(extent(d));
+        p.heap = true;
+      }
+    }
+    caches_.push_back(p);
+  }
+}
+
+const CachePlan* Lowerer::cache_of(int access) const {
+  for (const CachePlan& c : caches_)
+    if (c.access == access && !c.output) return &c;
+  return nullptr;
+}
+
+ExP Lowerer::tile_index(const CachePlan& c, const std::vector<ExP>& idx) const {
+  ExP e = lit(0);
+  for (size_t k = 0; k < c.layout.size(); ++k) e = add(mul(e, c.size[k]), sub(idx[c.layout[k]], c.base[k]));
+  return e;
+}
+
+namespace {
+
+// Nested loops z_k over the tile (clipped to the extent if `clip`), with the
+// innermost one tagged simd; returns the innermost body.
+std::vector<StmtP>* tile_loops(std::vector<StmtP>& out, const CachePlan& c, bool clip,
+                               std::vector<ExP>& z, const std::vector<ExP>& extents) {
+  std::vector<StmtP>* cur = &out;
+  StmtP outer = block();
+  cur->push_back(outer);
+  cur = &outer->body;
+  for (size_t k = 0; k < c.layout.size(); ++k) {
+    const std::string v = "z" + c.name + "_" + std::to_string(k);
+    ExP hi = clip ? min(c.size[k], sub(extents[k], c.base[k])) : c.size[k];
+    StmtP f = for_loop(v, lit(0), hi, lit(1));
+    if (k + 1 == c.layout.size()) f->tag = Stmt::Tag::Simd;
+    z.push_back(var(v));
+    cur->push_back(f);
+    cur = &f->body;
+  }
+  return cur;
+}
+
+}  // namespace
+
+void Lowerer::open_caches(std::vector<StmtP>& out, int i) {
+  for (const CachePlan& c : caches_) {
+    if (c.pos != i - 1) continue;
+    const mdh::Access& a = h_.accesses[c.access];
+    const DType t = c.output ? h_.outputs[plan_of_access(c.access)].acc_dtype : a.dtype;
+    if (c.heap) {
+      ExP count = lit(1);
+      for (const ExP& s : c.size) count = mul(count, s);
+      out.push_back(alloc(t, c.name, count));
+    } else {
+      out.push_back(local_array(t, c.name, c.count));
+    }
+    std::vector<ExP> extents;
+    for (int d : c.layout) extents.push_back(extent(d));
+    std::vector<ExP> z;
+    if (c.output) {
+      // The accumulation tile starts at the identity (all of it, unclipped).
+      std::vector<StmtP>* body = tile_loops(out, c, false, z, extents);
+      std::vector<ExP> full(h_.ndim, lit(0));
+      for (size_t k = 0; k < c.layout.size(); ++k) full[c.layout[k]] = add(c.base[k], z[k]);
+      body->push_back(assign(load(c.name, tile_index(c, full), t), identity(h_.outputs[plan_of_access(c.access)])));
+    } else {
+      std::vector<StmtP>* body = tile_loops(out, c, true, z, extents);
+      std::vector<ExP> idx(h_.ndim, lit(0));
+      for (size_t k = 0; k < c.layout.size(); ++k) idx[c.layout[k]] = add(c.base[k], z[k]);
+      body->push_back(assign(load(c.name, tile_index(c, idx), t), load(ptr(c.access), access_index(c.access, idx), t)));
+    }
+  }
+}
+
+void Lowerer::close_caches(std::vector<StmtP>& out, int i) {
+  for (const CachePlan& c : caches_) {
+    if (c.pos != i - 1) continue;
+    if (c.output) {
+      const int oi = plan_of_access(c.access);
+      const mdh::Output& o = h_.outputs[oi];
+      std::vector<ExP> extents;
+      for (int d : c.layout) extents.push_back(extent(d));
+      std::vector<ExP> z;
+      std::vector<StmtP>* body = tile_loops(out, c, true, z, extents);
+      std::vector<ExP> idx(h_.ndim, lit(0));
+      for (size_t k = 0; k < c.layout.size(); ++k) idx[c.layout[k]] = add(c.base[k], z[k]);
+      auto [target, itarget] = memory_target(plan_of(oi), idx);
+      update(*body, o, 2000 + oi, target, itarget, load(c.name, tile_index(c, idx), o.acc_dtype), nullptr);
+    }
+    if (c.heap) out.push_back(free_stmt(c.name));
+  }
+}
+
+int Lowerer::plan_of_access(int access) const {
+  for (size_t oi = 0; oi < h_.outputs.size(); ++oi)
+    if (h_.outputs[oi].access == access && h_.outputs[oi].reduces) return static_cast<int>(oi);
+  return -1;
+}
+
+}  // namespace nf::lower::detail

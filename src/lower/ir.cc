@@ -1,0 +1,206 @@
+// Constructors of the loop IR (expressions and statements).
+#include "lower/lowerer.h"
+
+namespace nf::lower {
+
+ExP var(const std::string& name, DType t) {
+  auto e = std::make_shared<Ex>();
+  e->k = Ex::K::Var;
+  e->name = name;
+  e->dtype = t;
+  return e;
+}
+
+ExP lit(int64_t v) {
+  auto e = std::make_shared<Ex>();
+  e->k = Ex::K::IntLit;
+  e->ival = v;
+  return e;
+}
+
+ExP add(ExP a, ExP b) {
+  if (a->k == Ex::K::IntLit && a->ival == 0) return b;
+  if (b->k == Ex::K::IntLit && b->ival == 0) return a;
+  if (a->k == Ex::K::IntLit && b->k == Ex::K::IntLit) return lit(a->ival + b->ival);
+  return detail::arith('+', std::move(a), std::move(b));
+}
+
+ExP sub(ExP a, ExP b) {
+  if (b->k == Ex::K::IntLit && b->ival == 0) return a;
+  return detail::arith('-', std::move(a), std::move(b));
+}
+
+ExP mul(ExP a, ExP b) {
+  if (a->k == Ex::K::IntLit && a->ival == 1) return b;
+  if (b->k == Ex::K::IntLit && b->ival == 1) return a;
+  if ((a->k == Ex::K::IntLit && a->ival == 0) || (b->k == Ex::K::IntLit && b->ival == 0)) return lit(0);
+  if (a->k == Ex::K::IntLit && b->k == Ex::K::IntLit) return lit(a->ival * b->ival);
+  return detail::arith('*', std::move(a), std::move(b));
+}
+
+ExP min(ExP a, ExP b) { return detail::arith('m', std::move(a), std::move(b)); }
+
+namespace detail {
+
+ExP arith(char op, ExP a, ExP b) {
+  auto e = std::make_shared<Ex>();
+  e->k = Ex::K::Arith;
+  e->op = op;
+  e->args = {std::move(a), std::move(b)};
+  return e;
+}
+
+ExP int_param(int slot, DType t) {
+  auto e = std::make_shared<Ex>();
+  e->k = Ex::K::IntParam;
+  e->slot = slot;
+  e->dtype = t;
+  return e;
+}
+
+ExP float_param(int slot, DType t) {
+  auto e = std::make_shared<Ex>();
+  e->k = Ex::K::FloatParam;
+  e->slot = slot;
+  e->dtype = t;
+  return e;
+}
+
+ExP load(const std::string& arr, ExP index, DType t) {
+  auto e = std::make_shared<Ex>();
+  e->k = Ex::K::Load;
+  e->name = arr;
+  e->dtype = t;
+  e->args = {std::move(index)};
+  return e;
+}
+
+ExP scalar(const ExprNode& n, std::vector<ExP> args) {
+  auto e = std::make_shared<Ex>();
+  e->k = Ex::K::Scalar;
+  e->node = n;
+  e->dtype = n.dtype;
+  e->args = std::move(args);
+  return e;
+}
+
+ExP cast(ExP x, DType t) {
+  if (x->dtype == t) return x;
+  ExprNode n{ExprNode::Kind::Cast, t, 0, 0};
+  return scalar(n, {std::move(x)});
+}
+
+ExP combine(ReduceOp op, DType t, ExP a, ExP b) {
+  auto e = std::make_shared<Ex>();
+  e->k = Ex::K::Combine;
+  e->rop = op;
+  e->dtype = t;
+  e->args = {std::move(a), std::move(b)};
+  return e;
+}
+
+ExP arg_better(ReduceOp op, DType t, ExP acc, ExP ai, ExP v, ExP vi) {
+  auto e = std::make_shared<Ex>();
+  e->k = Ex::K::Combine;
+  e->rop = op;
+  e->dtype = t;
+  e->args = {std::move(acc), std::move(ai), std::move(v), std::move(vi)};
+  return e;
+}
+
+ExP scalar_lit(const Scalar& s, DType t) {
+  Scalar c = s.cast(t);
+  auto e = std::make_shared<Ex>();
+  if (is_float(t)) {
+    e->k = Ex::K::FloatLit;
+    e->fval = c.f;
+  } else {
+    e->k = Ex::K::IntLit;
+    e->ival = c.i;
+  }
+  e->dtype = t;
+  return e;
+}
+
+ExP select(ExP cond, ExP a, ExP b, DType t) {
+  ExprNode sel{ExprNode::Kind::Select, t, 0, 0, 1, 2};
+  return scalar(sel, {std::move(cond), std::move(a), std::move(b)});
+}
+
+StmtP block() { return std::make_shared<Stmt>(); }
+
+StmtP decl(DType t, const std::string& name, ExP init) {
+  auto s = std::make_shared<Stmt>();
+  s->k = Stmt::K::Decl;
+  s->dtype = t;
+  s->name = name;
+  s->init = std::move(init);
+  return s;
+}
+
+StmtP local_array(DType t, const std::string& name, int64_t len) {
+  auto s = std::make_shared<Stmt>();
+  s->k = Stmt::K::Decl;
+  s->dtype = t;
+  s->name = name;
+  s->len = len;
+  return s;
+}
+
+StmtP assign(ExP target, ExP value) {
+  auto s = std::make_shared<Stmt>();
+  s->k = Stmt::K::Assign;
+  s->target = std::move(target);
+  s->value = std::move(value);
+  return s;
+}
+
+StmtP for_loop(const std::string& v, ExP lo, ExP hi, ExP step) {
+  auto s = std::make_shared<Stmt>();
+  s->k = Stmt::K::For;
+  s->name = v;
+  s->lo = std::move(lo);
+  s->hi = std::move(hi);
+  s->step = std::move(step);
+  return s;
+}
+
+StmtP if_else(ExP cond) {
+  auto s = std::make_shared<Stmt>();
+  s->k = Stmt::K::If;
+  s->cond = std::move(cond);
+  return s;
+}
+
+StmtP alloc(DType t, const std::string& name, ExP count) {
+  auto s = std::make_shared<Stmt>();
+  s->k = Stmt::K::Alloc;
+  s->dtype = t;
+  s->name = name;
+  s->count = std::move(count);
+  return s;
+}
+
+StmtP free_stmt(const std::string& name) {
+  auto s = std::make_shared<Stmt>();
+  s->k = Stmt::K::Free;
+  s->name = name;
+  return s;
+}
+
+bool is_arg(ReduceOp op) { return op == ReduceOp::ArgMax || op == ReduceOp::ArgMin; }
+
+char simd_op(ReduceOp op, DType t) {
+  switch (op) {
+    case ReduceOp::Sum: return '+';
+    case ReduceOp::Prod: return '*';
+    case ReduceOp::Any: return '|';
+    case ReduceOp::All: return '&';
+    case ReduceOp::Max: return is_float(t) ? 0 : 'M';
+    case ReduceOp::Min: return is_float(t) ? 0 : 'm';
+    default: return 0;
+  }
+}
+
+}  // namespace detail
+}  // namespace nf::lower

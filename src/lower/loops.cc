@@ -1,0 +1,280 @@
+// The loop nest and the point body.
+//
+// Invariant (correct by construction, MDH section 4): the loops enumerate
+// every point of the domain exactly once, whatever the tile sizes, loop order
+// or parallel loop, because each level's loop covers its parent tile clipped
+// to the extent. Unrolled loops get two copies of the nest below the split
+// point: a full-tile path where their trip counts are the literal tile sizes,
+// taken only when every unrolled loop's tile lies inside the extent, and the
+// clipped remainder path; both enumerate the same points.
+#include <algorithm>
+#include <stdexcept>
+
+#include "lower/lowerer.h"
+
+namespace nf::lower {
+
+using namespace detail;
+
+namespace detail {
+
+bool Lowerer::unrolled(int pos) const {
+  return std::find(s_.unroll.begin(), s_.unroll.end(), pos) != s_.unroll.end();
+}
+
+std::vector<ExP> Lowerer::point_vars() const {
+  std::vector<ExP> v;
+  for (int d = 0; d < h_.ndim; ++d) v.push_back(var(point(d)));
+  return v;
+}
+
+ExP Lowerer::dense_size(const std::vector<int>& dims) const {
+  ExP n = lit(1);
+  for (int d : dims) n = mul(n, extent(d));
+  return n;
+}
+
+ExP Lowerer::dense_index(const std::vector<int>& dims, const std::vector<ExP>& idx) const {
+  ExP e = lit(0);
+  for (size_t k = 0; k < dims.size(); ++k) e = add(mul(e, extent(dims[k])), idx[k]);
+  return e;
+}
+
+ExP Lowerer::access_index(int a, const std::vector<ExP>& idx) const {
+  const mdh::Access& acc = h_.accesses[a];
+  ExP e = lit(0);
+  for (int d = 0; d < h_.ndim; ++d) {
+    if (acc.kind[d] == mdh::StrideKind::Zero) continue;
+    ExP term = idx[d];
+    if (acc.kind[d] == mdh::StrideKind::Param) term = mul(term, int_param(acc.stride[d]));
+    e = add(e, term);
+  }
+  return e;
+}
+
+ExP Lowerer::const_value(int k) const {
+  DType ct = h_.const_type[k];
+  return is_float(ct) ? float_param(h_.const_slot[k], ct) : int_param(h_.const_slot[k], ct);
+}
+
+// Every unrolled loop's parent tile lies inside the extent.
+ExP Lowerer::full_tile_condition() const {
+  ExP cond;
+  for (int p : s_.unroll) {
+    const tune::LoopSpec& l = s_.order[p];
+    const int64_t parent = s_.tiles[l.dim][l.level - 1];
+    ExP c = arith('<', add(var("i" + std::to_string(l.dim) + "_" + std::to_string(l.level - 1)), lit(parent - 1)),
+                  extent(l.dim));
+    cond = cond ? arith('&', cond, c) : c;
+  }
+  return cond;
+}
+
+LoopNest Lowerer::run(const std::string& name) {
+  LoopNest ln;
+  ln.name = name;
+  ln.num_ptrs = static_cast<int>(h_.accesses.size());
+  ln.contract = s_.contract;
+  for (const mdh::Access& a : h_.accesses) ln.ptr_types.push_back(a.dtype);
+  plan_caches();
+  plan_reductions();
+  // The full-tile / remainder split goes right below the last parent loop of
+  // an unrolled loop.
+  for (int p : s_.unroll) {
+    const tune::LoopSpec& l = s_.order[p];
+    for (int q = 0; q < static_cast<int>(s_.order.size()); ++q)
+      if (s_.order[q].dim == l.dim && s_.order[q].level == l.level - 1) branch_pos_ = std::max(branch_pos_, q + 1);
+  }
+  std::vector<StmtP>& top = ln.body;
+  for (int d = 0; d < h_.ndim; ++d) top.push_back(decl(DType::Int64, "n" + std::to_string(d), int_param(h_.extent[d])));
+  const bool par = s_.parallel;
+  ln.uses_threads = par;
+  if (par) top.push_back(decl(DType::Int64, "nf_maxt", var("nf_max_threads()")));
+  setup_reductions(top);
+  StmtP body = block();
+  if (par) {
+    auto region = std::make_shared<Stmt>();
+    region->k = Stmt::K::Parallel;
+    ExP work = lit(1);
+    for (int d = 0; d < h_.ndim; ++d) work = mul(work, extent(d));
+    region->parallel_if = arith('<', lit(s_.parallel_min_work - 1), work);
+    region->body.push_back(body);
+    top.push_back(region);
+    top.push_back(decl(DType::Int64, "nf_used", var("nf_used_threads")));
+  } else {
+    top.push_back(decl(DType::Int64, "nf_tid", lit(0)));
+    top.push_back(decl(DType::Int64, "nf_nt", lit(1)));
+    top.push_back(body);
+  }
+  emit_loops(body->body, 0, false);
+  for (RedPlan& r : plans_) finish(top, r);
+  release_reductions(top);
+  return ln;
+}
+
+// The body of order[i-1] (or the thread body for i = 0): open the tile
+// buffers and registers that live there, the loop at i, then close them.
+void Lowerer::emit_loops(std::vector<StmtP>& out, int i, bool full) {
+  open_caches(out, i);
+  open_registers(out, i);
+  const int nloops = static_cast<int>(s_.order.size());
+  if (i == branch_pos_ && !full) {
+    StmtP split = if_else(full_tile_condition());
+    std::vector<StmtP> then_body, else_body;
+    // Both paths enumerate the points below i; only the bounds differ.
+    if (i == nloops) {
+      emit_point(split->body);
+      emit_point(split->else_body);
+    } else {
+      StmtP tb = block(), eb = block();
+      split->body.push_back(tb);
+      split->else_body.push_back(eb);
+      emit_loops_level(tb->body, i, true);
+      emit_loops_level(eb->body, i, false);
+    }
+    out.push_back(split);
+  } else if (i == nloops) {
+    emit_point(out);
+  } else {
+    emit_loops_level(out, i, full);
+  }
+  close_registers(out, i);
+  close_caches(out, i);
+}
+
+}  // namespace detail
+
+namespace detail {
+
+// The loop order[i] itself.
+void Lowerer::emit_loops_level(std::vector<StmtP>& out, int i, bool full) {
+  const int nloops = static_cast<int>(s_.order.size());
+  const tune::LoopSpec& l = s_.order[i];
+  const int d = l.dim;
+  const std::vector<int64_t>& tiles = s_.tiles[d];
+  ExP n = extent(d);
+  ExP lo = l.level == 0 ? lit(0) : var("i" + std::to_string(d) + "_" + std::to_string(l.level - 1));
+  const bool unroll_here = full && unrolled(i);
+  ExP hi = l.level == 0 ? n : unroll_here ? add(lo, lit(tiles[l.level - 1])) : min(add(lo, lit(tiles[l.level - 1])), n);
+  ExP step = l.level < static_cast<int>(tiles.size()) ? lit(tiles[l.level]) : lit(1);
+  const std::string v = loop_var(l);
+  if (i == 0 && s_.parallel) {
+    // This thread's share of the iterations [0, n) in steps of `step`.
+    ExP iters = l.level < static_cast<int>(tiles.size())
+                    ? arith('/', add(n, lit(tiles[l.level] - 1)), lit(tiles[l.level]))
+                    : n;
+    out.push_back(decl(DType::Int64, "nf_it", iters));
+    ExP first = arith('/', mul(var("nf_it"), var("nf_tid")), var("nf_nt"));
+    ExP last = arith('/', mul(var("nf_it"), add(var("nf_tid"), lit(1))), var("nf_nt"));
+    lo = mul(first, step);
+    hi = min(mul(last, step), n);
+  }
+  StmtP f = for_loop(v, lo, hi, step);
+  if (unroll_here) {
+    f->tag = Stmt::Tag::Unroll;
+  } else if (i == nloops - 1 && s_.vectorize) {
+    f->tag = Stmt::Tag::Simd;
+    for (const RedPlan& r : plans_) {
+      if (!(r.reg || r.sub_reg) || r.reg_pos >= i) continue;
+      const mdh::Output& o = h_.outputs[r.out];
+      // OpenMP's max/min clauses start floats at -/+DBL_MAX and ignore NaN,
+      // and arg-reductions carry an index: those loops stay scalar.
+      char op = simd_op(o.op, o.acc_dtype);
+      if (op) f->simd_reductions.push_back({r.racc, op});
+      else f->tag = Stmt::Tag::Serial;
+    }
+    // A tile accumulator indexed only by outer loops is a loop-carried
+    // dependence of this loop: no simd then.
+    for (const RedPlan& r : plans_) {
+      if (r.tile < 0) continue;
+      const CachePlan& c = caches_[r.tile];
+      if (std::find(c.layout.begin(), c.layout.end(), d) == c.layout.end()) f->tag = Stmt::Tag::Serial;
+    }
+  }
+  emit_loops(f->body, i + 1, full);
+  out.push_back(f);
+}
+
+// The innermost body: evaluate f, store map outputs, combine reductions.
+void Lowerer::emit_point(std::vector<StmtP>& out) {
+  std::vector<ExP> idx = point_vars();
+  std::vector<ExP> val(h_.f.nodes.size());
+  std::vector<bool> needed(h_.f.nodes.size(), false);
+  for (const mdh::Output& o : h_.outputs) {
+    needed[o.value] = true;
+    if (o.arg_node >= 0) needed[o.arg_node] = true;
+  }
+  for (int n = static_cast<int>(h_.f.nodes.size()); n-- > 0;) {
+    if (!needed[n]) continue;
+    const ExprNode& x = h_.f.nodes[n];
+    if (x.kind == ExprNode::Kind::Cast || x.kind == ExprNode::Kind::Unary || x.kind == ExprNode::Kind::Binary ||
+        x.kind == ExprNode::Kind::Select) {
+      if (x.a >= 0) needed[x.a] = true;
+      if (x.b >= 0) needed[x.b] = true;
+      if (x.c >= 0) needed[x.c] = true;
+    }
+  }
+  for (size_t n = 0; n < h_.f.nodes.size(); ++n) {
+    if (!needed[n]) continue;
+    const ExprNode& x = h_.f.nodes[n];
+    ExP e;
+    switch (x.kind) {
+      case ExprNode::Kind::Input:
+        if (const CachePlan* c = cache_of(x.a)) e = load(c->name, tile_index(*c, idx), x.dtype);
+        else e = load(ptr(x.a), access_index(x.a, idx), x.dtype);
+        break;
+      case ExprNode::Kind::Const:
+        e = cast(const_value(x.a), x.dtype);
+        break;
+      case ExprNode::Kind::Index: {
+        const mdh::Affine& f = h_.indices[x.a];
+        ExP s = int_param(f.offset);
+        for (int d = 0; d < h_.ndim; ++d) s = add(s, mul(idx[d], int_param(f.stride[d])));
+        e = s;
+        break;
+      }
+      case ExprNode::Kind::Cast:
+        e = cast(val[x.a], x.dtype);
+        break;
+      default: {
+        std::vector<ExP> args;
+        for (int a : {x.a, x.b, x.c})
+          if (a >= 0) args.push_back(val[a]);
+        e = scalar(x, args);
+      }
+    }
+    const std::string name = "v" + std::to_string(n);
+    out.push_back(decl(x.dtype, name, e));
+    val[n] = var(name, x.dtype);
+  }
+  for (size_t oi = 0; oi < h_.outputs.size(); ++oi) {
+    const mdh::Output& o = h_.outputs[oi];
+    const DType odt = h_.accesses[o.access].dtype;
+    if (!o.reduces) {
+      out.push_back(assign(load(ptr(o.access), access_index(o.access, idx), odt), cast(val[o.value], odt)));
+      continue;
+    }
+    const RedPlan& r = plan_of(static_cast<int>(oi));
+    ExP v = cast(val[o.value], o.acc_dtype);
+    ExP vi = o.arg_node >= 0 ? val[o.arg_node] : nullptr;
+    if (r.tile >= 0) {
+      const CachePlan& c = caches_[r.tile];
+      update(out, o, r.out, load(c.name, tile_index(c, idx), o.acc_dtype), nullptr, v, vi);
+    } else if (r.reg || r.sub_reg) {
+      update(out, o, r.out, var(r.racc, o.acc_dtype), var(r.ridx), v, vi);
+    } else {
+      auto [target, itarget] = memory_target(r, idx);
+      update(out, o, r.out, target, itarget, v, vi);
+    }
+  }
+}
+
+}  // namespace detail
+
+LoopNest lower(const mdh::MdHom& h, const tune::Schedule& s, const std::string& name) {
+  std::string why = s.why_illegal(h);
+  if (!why.empty()) throw std::logic_error("illegal schedule " + s.key() + ": " + why);
+  return detail::Lowerer(h, s).run(name);
+}
+
+}  // namespace nf::lower

@@ -1,0 +1,125 @@
+// Internal to the lower stage: the Lowerer and the IR builders its passes
+// share. The passes live in their own files:
+//   loops.cc      - the loop nest (tiles, parallel split, full-tile/remainder
+//                   paths for unrolled loops) and the point body;
+//   reductions.cc - where each reduction output combines (register, tile,
+//                   memory, per-thread partials) and the final combine;
+//   caches.cc     - local tile buffers (copy-in of inputs, output tiles).
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "lower/lower.h"
+
+namespace nf::lower::detail {
+
+ExP arith(char op, ExP a, ExP b);
+ExP int_param(int slot, DType t = DType::Int64);
+ExP float_param(int slot, DType t);
+ExP load(const std::string& arr, ExP index, DType t);
+ExP scalar(const ExprNode& n, std::vector<ExP> args);
+ExP cast(ExP x, DType t);
+ExP combine(ReduceOp op, DType t, ExP a, ExP b);
+// Arg-reductions: true when (v, vi) should replace (acc, ai).
+ExP arg_better(ReduceOp op, DType t, ExP acc, ExP ai, ExP v, ExP vi);
+ExP scalar_lit(const Scalar& s, DType t);
+ExP select(ExP cond, ExP a, ExP b, DType t);
+StmtP block();
+StmtP decl(DType t, const std::string& name, ExP init);
+StmtP local_array(DType t, const std::string& name, int64_t len);
+StmtP assign(ExP target, ExP value);
+StmtP for_loop(const std::string& v, ExP lo, ExP hi, ExP step);
+StmtP if_else(ExP cond);
+StmtP alloc(DType t, const std::string& name, ExP count);
+StmtP free_stmt(const std::string& name);
+bool is_arg(ReduceOp op);
+// The OpenMP simd reduction operator for a combine, or 0 if there is none.
+char simd_op(ReduceOp op, DType t);
+
+// How one reduction output is combined.
+struct RedPlan {
+  int out = 0;              // index in h.outputs
+  bool reg = false;         // register accumulator holding the final value
+  bool sub_reg = false;     // register partial over the trailing point-wise loops, folded into memory
+  int reg_pos = -1;         // registers live in the body of order[reg_pos] (-1: top of thread body)
+  bool partials = false;    // parallel loop runs over one of its point-wise dims
+  bool scratch = false;     // memory accumulation in a dense scratch array
+  int tile = -1;            // index into Lowerer::caches_ when the schedule caches this output
+  std::string acc, idx;     // memory accumulator / arg-index arrays (scratch, partials)
+  std::string racc, ridx;   // register accumulator / arg-index
+  std::vector<int> cdims;   // its concatenated dims
+};
+
+// A local tile buffer (tune::Cache, resolved against the loop nest).
+struct CachePlan {
+  int access = 0;
+  int pos = -1;                // lives in the body of order[pos]
+  std::vector<int> layout;     // dims, outer to inner
+  bool output = false;         // a reduction output's accumulation tile
+  std::string name;
+  std::vector<ExP> base;       // per layout dim: first index covered by the tile
+  std::vector<ExP> size;       // per layout dim: tile extent (a literal, or the full extent)
+  bool heap = false;           // some extent is only known at run time: malloc'd
+  int64_t count = 1;           // elements when all extents are literals
+};
+
+class Lowerer {
+ public:
+  Lowerer(const mdh::MdHom& h, const tune::Schedule& s) : h_(h), s_(s) {}
+  LoopNest run(const std::string& name);
+
+ private:
+  const mdh::MdHom& h_;
+  const tune::Schedule& s_;
+  std::vector<RedPlan> plans_;
+  std::vector<CachePlan> caches_;
+  int branch_pos_ = -1;  // where the full-tile / remainder split happens (-1: none)
+
+  // names
+  static std::string ptr(int access) { return "p" + std::to_string(access); }
+  static std::string loop_var(const tune::LoopSpec& l) {
+    return "i" + std::to_string(l.dim) + "_" + std::to_string(l.level);
+  }
+  std::string point(int d) const { return "i" + std::to_string(d) + "_" + std::to_string(s_.levels(d) - 1); }
+  static ExP extent(int d) { return var("n" + std::to_string(d)); }
+
+  // loops.cc
+  void emit_loops(std::vector<StmtP>& out, int i, bool full);
+  void emit_loops_level(std::vector<StmtP>& out, int i, bool full);
+  void emit_point(std::vector<StmtP>& out);
+  bool unrolled(int pos) const;
+  ExP full_tile_condition() const;
+  std::vector<ExP> point_vars() const;
+  ExP access_index(int a, const std::vector<ExP>& idx) const;
+  ExP dense_size(const std::vector<int>& dims) const;
+  ExP dense_index(const std::vector<int>& dims, const std::vector<ExP>& idx) const;
+  ExP const_value(int k) const;
+
+  // reductions.cc
+  void plan_reductions();
+  ExP identity(const mdh::Output& o) const;
+  ExP identity_or_init(const mdh::Output& o) const;
+  void setup_reductions(std::vector<StmtP>& top);
+  void init_output(std::vector<StmtP>& out, const RedPlan& r);
+  void init_dense(std::vector<StmtP>& out, const mdh::Output& o, const RedPlan& r, ExP count);
+  std::pair<ExP, ExP> memory_target(const RedPlan& r, const std::vector<ExP>& idx) const;
+  void update(std::vector<StmtP>& out, const mdh::Output& o, int tag, ExP target, ExP itarget, ExP v, ExP vi);
+  void open_registers(std::vector<StmtP>& out, int i);
+  void close_registers(std::vector<StmtP>& out, int i);
+  void store_register(std::vector<StmtP>& out, const RedPlan& r);
+  void finish(std::vector<StmtP>& out, const RedPlan& r);
+  void release_reductions(std::vector<StmtP>& top);
+  const RedPlan& plan_of(int output) const;
+
+  // caches.cc
+  void plan_caches();
+  void open_caches(std::vector<StmtP>& out, int i);
+  void close_caches(std::vector<StmtP>& out, int i);
+  const CachePlan* cache_of(int access) const;  // an input's tile, if cached
+  int plan_of_access(int access) const;          // the reduction output writing `access`
+  ExP tile_index(const CachePlan& c, const std::vector<ExP>& idx) const;
+};
+
+}  // namespace nf::lower::detail
