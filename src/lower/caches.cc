@@ -31,10 +31,12 @@ void Lowerer::plan_caches() {
         const int64_t t = l.level < static_cast<int>(s_.tiles[d].size()) ? s_.tiles[d][l.level] : 1;
         p.base.push_back(var(loop_var(l)));
         p.size.push_back(lit(t));
+        p.end.push_back(end_of(d, l.level));
         p.count *= t;
       } else {
         p.base.push_back(lit(0));
         p.size.push_back(extent(d));
+        p.end.push_back(extent(d));
         p.heap = true;
       }
     }
@@ -56,19 +58,21 @@ ExP Lowerer::tile_index(const CachePlan& c, const std::vector<ExP>& idx) const {
 
 namespace {
 
-// Nested loops z_k over the tile (clipped to the extent if `clip`), with the
-// innermost one tagged simd; returns the innermost body.
-std::vector<StmtP>* tile_loops(std::vector<StmtP>& out, const CachePlan& c, bool clip,
-                               std::vector<ExP>& z, const std::vector<ExP>& extents) {
+// Nested loops z_k over the tile (clipped to the extent if `clip`); small
+// unclipped tiles are unrolled (so a register tile stays in registers), else
+// the innermost loop is simd. Returns the innermost body.
+std::vector<StmtP>* tile_loops(std::vector<StmtP>& out, const CachePlan& c, bool clip, std::vector<ExP>& z) {
   std::vector<StmtP>* cur = &out;
   StmtP outer = block();
   cur->push_back(outer);
   cur = &outer->body;
+  const bool unroll = !clip && !c.heap && c.count <= 256;
   for (size_t k = 0; k < c.layout.size(); ++k) {
     const std::string v = "z" + c.name + "_" + std::to_string(k);
-    ExP hi = clip ? min(c.size[k], sub(extents[k], c.base[k])) : c.size[k];
+    ExP hi = clip ? min(c.size[k], sub(c.end[k], c.base[k])) : c.size[k];
     StmtP f = for_loop(v, lit(0), hi, lit(1));
-    if (k + 1 == c.layout.size()) f->tag = Stmt::Tag::Simd;
+    if (unroll) f->tag = Stmt::Tag::Unroll;
+    else if (k + 1 == c.layout.size()) f->tag = Stmt::Tag::Simd;
     z.push_back(var(v));
     cur->push_back(f);
     cur = &f->body;
@@ -78,7 +82,31 @@ std::vector<StmtP>* tile_loops(std::vector<StmtP>& out, const CachePlan& c, bool
 
 }  // namespace
 
-void Lowerer::open_caches(std::vector<StmtP>& out, int i) {
+// On the full-tile path, a tile whose dims are all covered by tiles of
+// unrolled loops' parents lies entirely inside the extents.
+bool Lowerer::tile_is_full(const CachePlan& c, bool full) const {
+  if (!full || c.heap) return false;
+  for (int d : c.layout) {
+    bool covered = false;
+    for (int p : s_.unroll) {
+      const tune::LoopSpec& l = s_.order[p];
+      if (l.dim != d) continue;
+      // The unrolled loop's parent tile is the cache's tile for d when the
+      // parent is the innermost loop of d enclosing the cache.
+      int parent = -1;
+      for (int q = 0; q < static_cast<int>(s_.order.size()); ++q)
+        if (s_.order[q].dim == d && s_.order[q].level == l.level - 1) parent = q;
+      int innermost = -1;
+      for (int q = 0; q <= c.pos; ++q)
+        if (s_.order[q].dim == d) innermost = q;
+      if (parent == innermost) covered = true;
+    }
+    if (!covered) return false;
+  }
+  return true;
+}
+
+void Lowerer::open_caches(std::vector<StmtP>& out, int i, bool full) {
   for (const CachePlan& c : caches_) {
     if (c.pos != i - 1) continue;
     const mdh::Access& a = h_.accesses[c.access];
@@ -90,17 +118,15 @@ void Lowerer::open_caches(std::vector<StmtP>& out, int i) {
     } else {
       out.push_back(local_array(t, c.name, c.count));
     }
-    std::vector<ExP> extents;
-    for (int d : c.layout) extents.push_back(extent(d));
     std::vector<ExP> z;
     if (c.output) {
       // The accumulation tile starts at the identity (all of it, unclipped).
-      std::vector<StmtP>* body = tile_loops(out, c, false, z, extents);
+      std::vector<StmtP>* body = tile_loops(out, c, false, z);
       std::vector<ExP> full(h_.ndim, lit(0));
       for (size_t k = 0; k < c.layout.size(); ++k) full[c.layout[k]] = add(c.base[k], z[k]);
       body->push_back(assign(load(c.name, tile_index(c, full), t), identity(h_.outputs[plan_of_access(c.access)])));
     } else {
-      std::vector<StmtP>* body = tile_loops(out, c, true, z, extents);
+      std::vector<StmtP>* body = tile_loops(out, c, !tile_is_full(c, full), z);
       std::vector<ExP> idx(h_.ndim, lit(0));
       for (size_t k = 0; k < c.layout.size(); ++k) idx[c.layout[k]] = add(c.base[k], z[k]);
       body->push_back(assign(load(c.name, tile_index(c, idx), t), load(ptr(c.access), access_index(c.access, idx), t)));
@@ -108,16 +134,14 @@ void Lowerer::open_caches(std::vector<StmtP>& out, int i) {
   }
 }
 
-void Lowerer::close_caches(std::vector<StmtP>& out, int i) {
+void Lowerer::close_caches(std::vector<StmtP>& out, int i, bool full) {
   for (const CachePlan& c : caches_) {
     if (c.pos != i - 1) continue;
     if (c.output) {
       const int oi = plan_of_access(c.access);
       const mdh::Output& o = h_.outputs[oi];
-      std::vector<ExP> extents;
-      for (int d : c.layout) extents.push_back(extent(d));
       std::vector<ExP> z;
-      std::vector<StmtP>* body = tile_loops(out, c, true, z, extents);
+      std::vector<StmtP>* body = tile_loops(out, c, !tile_is_full(c, full), z);
       std::vector<ExP> idx(h_.ndim, lit(0));
       for (size_t k = 0; k < c.layout.size(); ++k) idx[c.layout[k]] = add(c.base[k], z[k]);
       auto [target, itarget] = memory_target(plan_of(oi), idx);

@@ -57,14 +57,20 @@ ExP Lowerer::const_value(int k) const {
   return is_float(ct) ? float_param(h_.const_slot[k], ct) : int_param(h_.const_slot[k], ct);
 }
 
-// Every unrolled loop's parent tile lies inside the extent.
+ExP Lowerer::end_of(int d, int level) const {
+  if (level == 0) return extent(d);
+  return min(add(var("i" + std::to_string(d) + "_" + std::to_string(level - 1)), lit(s_.tiles[d][level - 1])),
+             end_of(d, level - 1));
+}
+
+// Every unrolled loop's parent tile lies inside the parent's own range.
 ExP Lowerer::full_tile_condition() const {
   ExP cond;
   for (int p : s_.unroll) {
     const tune::LoopSpec& l = s_.order[p];
     const int64_t parent = s_.tiles[l.dim][l.level - 1];
     ExP c = arith('<', add(var("i" + std::to_string(l.dim) + "_" + std::to_string(l.level - 1)), lit(parent - 1)),
-                  extent(l.dim));
+                  end_of(l.dim, l.level - 1));
     cond = cond ? arith('&', cond, c) : c;
   }
   return cond;
@@ -115,31 +121,32 @@ LoopNest Lowerer::run(const std::string& name) {
 // The body of order[i-1] (or the thread body for i = 0): open the tile
 // buffers and registers that live there, the loop at i, then close them.
 void Lowerer::emit_loops(std::vector<StmtP>& out, int i, bool full) {
-  open_caches(out, i);
-  open_registers(out, i);
   const int nloops = static_cast<int>(s_.order.size());
   if (i == branch_pos_ && !full) {
+    // Both paths enumerate the points below i; only the bounds differ. The
+    // split comes before the tiles that live here, so that on the full path
+    // their init / fold loops have literal bounds too (and unroll).
     StmtP split = if_else(full_tile_condition());
-    std::vector<StmtP> then_body, else_body;
-    // Both paths enumerate the points below i; only the bounds differ.
-    if (i == nloops) {
-      emit_point(split->body);
-      emit_point(split->else_body);
-    } else {
-      StmtP tb = block(), eb = block();
-      split->body.push_back(tb);
-      split->else_body.push_back(eb);
-      emit_loops_level(tb->body, i, true);
-      emit_loops_level(eb->body, i, false);
-    }
+    StmtP tb = block(), eb = block();
+    split->body.push_back(tb);
+    split->else_body.push_back(eb);
+    emit_body(tb->body, i, true);
+    emit_body(eb->body, i, false);
     out.push_back(split);
-  } else if (i == nloops) {
-    emit_point(out);
-  } else {
-    emit_loops_level(out, i, full);
+    return;
   }
+  emit_body(out, i, full);
+  (void)nloops;
+}
+
+// Tiles and registers that live in this body, the loop at i, their closing.
+void Lowerer::emit_body(std::vector<StmtP>& out, int i, bool full) {
+  open_caches(out, i, full);
+  open_registers(out, i);
+  if (i == static_cast<int>(s_.order.size())) emit_point(out);
+  else emit_loops_level(out, i, full);
   close_registers(out, i);
-  close_caches(out, i);
+  close_caches(out, i, full);
 }
 
 }  // namespace detail
@@ -155,7 +162,7 @@ void Lowerer::emit_loops_level(std::vector<StmtP>& out, int i, bool full) {
   ExP n = extent(d);
   ExP lo = l.level == 0 ? lit(0) : var("i" + std::to_string(d) + "_" + std::to_string(l.level - 1));
   const bool unroll_here = full && unrolled(i);
-  ExP hi = l.level == 0 ? n : unroll_here ? add(lo, lit(tiles[l.level - 1])) : min(add(lo, lit(tiles[l.level - 1])), n);
+  ExP hi = l.level == 0 ? n : unroll_here ? add(lo, lit(tiles[l.level - 1])) : end_of(d, l.level);
   ExP step = l.level < static_cast<int>(tiles.size()) ? lit(tiles[l.level]) : lit(1);
   const std::string v = loop_var(l);
   if (i == 0 && s_.parallel) {

@@ -61,6 +61,7 @@ struct CachePlan {
   std::string name;
   std::vector<ExP> base;       // per layout dim: first index covered by the tile
   std::vector<ExP> size;       // per layout dim: tile extent (a literal, or the full extent)
+  std::vector<ExP> end;        // per layout dim: where the enclosing loop's range ends (clips the tile)
   bool heap = false;           // some extent is only known at run time: malloc'd
   int64_t count = 1;           // elements when all extents are literals
 };
@@ -88,8 +89,12 @@ class Lowerer {
   // loops.cc
   void emit_loops(std::vector<StmtP>& out, int i, bool full);
   void emit_loops_level(std::vector<StmtP>& out, int i, bool full);
+  void emit_body(std::vector<StmtP>& out, int i, bool full);
   void emit_point(std::vector<StmtP>& out);
   bool unrolled(int pos) const;
+  // Exclusive end of the range loop (d, level) iterates: the parent tile
+  // clipped to the parent's own range (tiles need not divide each other).
+  ExP end_of(int d, int level) const;
   ExP full_tile_condition() const;
   std::vector<ExP> point_vars() const;
   ExP access_index(int a, const std::vector<ExP>& idx) const;
@@ -115,8 +120,10 @@ class Lowerer {
 
   // caches.cc
   void plan_caches();
-  void open_caches(std::vector<StmtP>& out, int i);
-  void close_caches(std::vector<StmtP>& out, int i);
+  // `full`: on the full-tile path, where tiles of unrolled loops are whole.
+  void open_caches(std::vector<StmtP>& out, int i, bool full);
+  void close_caches(std::vector<StmtP>& out, int i, bool full);
+  bool tile_is_full(const CachePlan& c, bool full) const;
   const CachePlan* cache_of(int access) const;  // an input's tile, if cached
   int plan_of_access(int access) const;          // the reduction output writing `access`
   ExP tile_index(const CachePlan& c, const std::vector<ExP>& idx) const;
