@@ -93,7 +93,7 @@ class Explanation:
                  f"({r['kernels_compiled']} compiled, {r['memory_hits']} from memory, {r['disk_hits']} from disk), "
                  f"run {r['run_ms']:.3f} ms"]
         for i, g in enumerate(self.groups):
-            kind = ("library routine" if g["extern"] else "cache hit" if g["cache_hit"] else
+            kind = ("library routine" if g["routine"] else "cache hit" if g["cache_hit"] else
                     "loaded from disk cache" if g["disk_hit"] else "compiled")
             lines.append(f"group {i}: {len(g['ops'])} ops [{kind}, {g['run_ms']:.3f} ms]: " + ", ".join(g["ops"]))
             if g["temporaries"]:

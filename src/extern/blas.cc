@@ -1,6 +1,6 @@
-// GEMM through CBLAS (OpenBLAS). Batched operands loop over the batch.
-// Pattern (Fern annotation, inferred form): C{i, j, li, lj} is produced from
-// A{i, 0, li, K} and B{0, j, K, lj}.
+// The BLAS routine as an implementation of a contraction MdHom
+// (tune::Routine::Blas): GEMM, GEMV or DOT per batch element, batch
+// dimensions looped over here.
 #include <dlfcn.h>
 
 #include <cstring>
@@ -102,117 +102,173 @@ bool as_blas(const char* base, int64_t s0, int64_t s1, int64_t rows, int64_t col
   return false;
 }
 
+// One GEMM (or GEMV / DOT when a dimension is 1): C(m,n) = A(m,k) B(k,n),
+// strides in elements, any sign. Operands BLAS cannot address are packed.
 template <typename T>
-void gemm(const Task& t) {
-  const View& a = t.inputs[0];
-  const View& b = t.inputs[1];
-  const View& c = t.output;
-  const int nd = c.ndim();
-  const int64_t m = c.shape[nd - 2], n = c.shape[nd - 1], k = a.shape[nd - 1];
-  const int64_t batch = shape_size(c.shape) / std::max<int64_t>(m * n, 1);
-  char* abase = static_cast<char*>(a.buffer->data());
-  char* bbase = static_cast<char*>(b.buffer->data());
-  char* cbase = static_cast<char*>(c.buffer->data());
-  std::vector<T> apack, bpack, cpack;
-  for (int64_t bi = 0; bi < batch; ++bi) {
-    // Offsets of this batch element in each operand.
-    int64_t rem = bi, oa = a.offset, ob = b.offset, oc = c.offset;
-    for (int d = nd - 3; d >= 0; --d) {
-      int64_t ext = c.shape[d];
-      int64_t idx = rem % ext;
-      rem /= ext;
-      oa += idx * a.strides[d];
-      ob += idx * b.strides[d];
-      oc += idx * c.strides[d];
-    }
-    const T* ap = reinterpret_cast<const T*>(abase) + oa;
-    const T* bp = reinterpret_cast<const T*>(bbase) + ob;
-    T* cp = reinterpret_cast<T*>(cbase) + oc;
-    Mat ma, mb;
-    int64_t as0 = a.strides[nd - 2], as1 = a.strides[nd - 1], bs0 = b.strides[nd - 2], bs1 = b.strides[nd - 1];
-    if (!as_blas<T>(reinterpret_cast<const char*>(ap), as0, as1, m, k, ma)) {
-      apack.resize(m * k);
-      for (int64_t i = 0; i < m; ++i)
-        for (int64_t j = 0; j < k; ++j) apack[i * k + j] = ap[i * as0 + j * as1];
-      ma = {reinterpret_cast<const char*>(apack.data()), NfNoTrans, std::max<int64_t>(k, 1)};
-    }
-    if (!as_blas<T>(reinterpret_cast<const char*>(bp), bs0, bs1, k, n, mb)) {
-      bpack.resize(k * n);
-      for (int64_t i = 0; i < k; ++i)
-        for (int64_t j = 0; j < n; ++j) bpack[i * n + j] = bp[i * bs0 + j * bs1];
-      mb = {reinterpret_cast<const char*>(bpack.data()), NfNoTrans, std::max<int64_t>(n, 1)};
-    }
-    const int64_t cs0 = c.strides[nd - 2], cs1 = c.strides[nd - 1];
-    // Matrix-vector and dot products: the level-1/2 routines (memory bound,
-    // and GEMM with a unit dimension is slower than GEMV in OpenBLAS).
-    // (Vectors must advance forward: BLAS reads negative increments from the end.)
-    if (m == 1 && n == 1) {
-      const int64_t ia = ma.trans == NfNoTrans ? 1 : ma.ld, ib = mb.trans == NfNoTrans ? mb.ld : 1;
-      T d;
-      if constexpr (sizeof(T) == 8)
-        d = g_blas.ddot(k, reinterpret_cast<const double*>(ma.ptr), ia, reinterpret_cast<const double*>(mb.ptr), ib);
-      else
-        d = g_blas.sdot(k, reinterpret_cast<const float*>(ma.ptr), ia, reinterpret_cast<const float*>(mb.ptr), ib);
-      *cp = d;
-      continue;
-    }
-    if (n == 1 && cs0 > 0) {  // y(m) = A(m,k) x(k): x is column 0 of B, y column 0 of C
-      const int64_t ix = mb.trans == NfNoTrans ? mb.ld : 1;
-      if constexpr (sizeof(T) == 8)
-        g_blas.dgemv(NfRowMajor, ma.trans, ma.trans == NfNoTrans ? m : k, ma.trans == NfNoTrans ? k : m, 1.0,
-                    reinterpret_cast<const double*>(ma.ptr), ma.ld, reinterpret_cast<const double*>(mb.ptr), ix,
-                    0.0, reinterpret_cast<double*>(cp), cs0);
-      else
-        g_blas.sgemv(NfRowMajor, ma.trans, ma.trans == NfNoTrans ? m : k, ma.trans == NfNoTrans ? k : m, 1.0f,
-                    reinterpret_cast<const float*>(ma.ptr), ma.ld, reinterpret_cast<const float*>(mb.ptr), ix,
-                    0.0f, reinterpret_cast<float*>(cp), cs0);
-      continue;
-    }
-    if (m == 1 && cs1 > 0) {  // y(n) = x(k) B(k,n) = B^T x
-      const int64_t ix = ma.trans == NfNoTrans ? 1 : ma.ld;
-      const int tb = mb.trans == NfNoTrans ? NfTrans : NfNoTrans;
-      if constexpr (sizeof(T) == 8)
-        g_blas.dgemv(NfRowMajor, tb, mb.trans == NfNoTrans ? k : n, mb.trans == NfNoTrans ? n : k, 1.0,
-                    reinterpret_cast<const double*>(mb.ptr), mb.ld, reinterpret_cast<const double*>(ma.ptr), ix,
-                    0.0, reinterpret_cast<double*>(cp), cs1);
-      else
-        g_blas.sgemv(NfRowMajor, tb, mb.trans == NfNoTrans ? k : n, mb.trans == NfNoTrans ? n : k, 1.0f,
-                    reinterpret_cast<const float*>(mb.ptr), mb.ld, reinterpret_cast<const float*>(ma.ptr), ix,
-                    0.0f, reinterpret_cast<float*>(cp), cs1);
-      continue;
-    }
-    const bool c_direct = (cs1 == 1 || n == 1) && cs0 >= std::max<int64_t>(n, 1);
-    T* cout = cp;
-    int64_t ldc = std::max<int64_t>(cs0, std::max<int64_t>(n, 1));
-    if (!c_direct) {
-      cpack.assign(m * n, T(0));
-      cout = cpack.data();
-      ldc = std::max<int64_t>(n, 1);
-    }
+void gemm(const T* ap, int64_t as0, int64_t as1, const T* bp, int64_t bs0, int64_t bs1, T* cp, int64_t cs0,
+          int64_t cs1, int64_t m, int64_t n, int64_t k, std::vector<T>& apack, std::vector<T>& bpack,
+          std::vector<T>& cpack) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) cp[i * cs0 + j * cs1] = T(0);
+    return;
+  }
+  Mat ma, mb;
+  if (!as_blas<T>(reinterpret_cast<const char*>(ap), as0, as1, m, k, ma)) {
+    apack.resize(m * k);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < k; ++j) apack[i * k + j] = ap[i * as0 + j * as1];
+    ma = {reinterpret_cast<const char*>(apack.data()), NfNoTrans, std::max<int64_t>(k, 1)};
+  }
+  if (!as_blas<T>(reinterpret_cast<const char*>(bp), bs0, bs1, k, n, mb)) {
+    bpack.resize(k * n);
+    for (int64_t i = 0; i < k; ++i)
+      for (int64_t j = 0; j < n; ++j) bpack[i * n + j] = bp[i * bs0 + j * bs1];
+    mb = {reinterpret_cast<const char*>(bpack.data()), NfNoTrans, std::max<int64_t>(n, 1)};
+  }
+  // Matrix-vector and dot products: the level-1/2 routines (memory bound,
+  // and GEMM with a unit dimension is slower than GEMV in OpenBLAS).
+  // (Vectors must advance forward: BLAS reads negative increments from the end.)
+  if (m == 1 && n == 1) {
+    const int64_t ia = ma.trans == NfNoTrans ? 1 : ma.ld, ib = mb.trans == NfNoTrans ? mb.ld : 1;
     if constexpr (sizeof(T) == 8)
-      g_blas.dgemm(NfRowMajor, ma.trans, mb.trans, m, n, k, 1.0, reinterpret_cast<const double*>(ma.ptr), ma.ld,
-                  reinterpret_cast<const double*>(mb.ptr), mb.ld, 0.0, reinterpret_cast<double*>(cout), ldc);
+      *cp = g_blas.ddot(k, reinterpret_cast<const double*>(ma.ptr), ia, reinterpret_cast<const double*>(mb.ptr), ib);
     else
-      g_blas.sgemm(NfRowMajor, ma.trans, mb.trans, m, n, k, 1.0f, reinterpret_cast<const float*>(ma.ptr), ma.ld,
-                  reinterpret_cast<const float*>(mb.ptr), mb.ld, 0.0f, reinterpret_cast<float*>(cout), ldc);
-    if (!c_direct)
-      for (int64_t i = 0; i < m; ++i)
-        for (int64_t j = 0; j < n; ++j) cp[i * cs0 + j * cs1] = cpack[i * n + j];
+      *cp = g_blas.sdot(k, reinterpret_cast<const float*>(ma.ptr), ia, reinterpret_cast<const float*>(mb.ptr), ib);
+    return;
+  }
+  if (n == 1 && cs0 > 0) {  // y(m) = A(m,k) x(k): x is column 0 of B, y column 0 of C
+    const int64_t ix = mb.trans == NfNoTrans ? mb.ld : 1;
+    if constexpr (sizeof(T) == 8)
+      g_blas.dgemv(NfRowMajor, ma.trans, ma.trans == NfNoTrans ? m : k, ma.trans == NfNoTrans ? k : m, 1.0,
+                   reinterpret_cast<const double*>(ma.ptr), ma.ld, reinterpret_cast<const double*>(mb.ptr), ix, 0.0,
+                   reinterpret_cast<double*>(cp), cs0);
+    else
+      g_blas.sgemv(NfRowMajor, ma.trans, ma.trans == NfNoTrans ? m : k, ma.trans == NfNoTrans ? k : m, 1.0f,
+                   reinterpret_cast<const float*>(ma.ptr), ma.ld, reinterpret_cast<const float*>(mb.ptr), ix, 0.0f,
+                   reinterpret_cast<float*>(cp), cs0);
+    return;
+  }
+  if (m == 1 && cs1 > 0) {  // y(n) = x(k) B(k,n) = B^T x
+    const int64_t ix = ma.trans == NfNoTrans ? 1 : ma.ld;
+    const int tb = mb.trans == NfNoTrans ? NfTrans : NfNoTrans;
+    if constexpr (sizeof(T) == 8)
+      g_blas.dgemv(NfRowMajor, tb, mb.trans == NfNoTrans ? k : n, mb.trans == NfNoTrans ? n : k, 1.0,
+                   reinterpret_cast<const double*>(mb.ptr), mb.ld, reinterpret_cast<const double*>(ma.ptr), ix, 0.0,
+                   reinterpret_cast<double*>(cp), cs1);
+    else
+      g_blas.sgemv(NfRowMajor, tb, mb.trans == NfNoTrans ? k : n, mb.trans == NfNoTrans ? n : k, 1.0f,
+                   reinterpret_cast<const float*>(mb.ptr), mb.ld, reinterpret_cast<const float*>(ma.ptr), ix, 0.0f,
+                   reinterpret_cast<float*>(cp), cs1);
+    return;
+  }
+  const bool c_direct = (cs1 == 1 || n == 1) && cs0 >= std::max<int64_t>(n, 1);
+  T* cout = cp;
+  int64_t ldc = std::max<int64_t>(cs0, std::max<int64_t>(n, 1));
+  if (!c_direct) {
+    cpack.assign(m * n, T(0));
+    cout = cpack.data();
+    ldc = std::max<int64_t>(n, 1);
+  }
+  if constexpr (sizeof(T) == 8)
+    g_blas.dgemm(NfRowMajor, ma.trans, mb.trans, m, n, k, 1.0, reinterpret_cast<const double*>(ma.ptr), ma.ld,
+                 reinterpret_cast<const double*>(mb.ptr), mb.ld, 0.0, reinterpret_cast<double*>(cout), ldc);
+  else
+    g_blas.sgemm(NfRowMajor, ma.trans, mb.trans, m, n, k, 1.0f, reinterpret_cast<const float*>(ma.ptr), ma.ld,
+                 reinterpret_cast<const float*>(mb.ptr), mb.ld, 0.0f, reinterpret_cast<float*>(cout), ldc);
+  if (!c_direct)
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) cp[i * cs0 + j * cs1] = cpack[i * n + j];
+}
+
+// The roles of an MdHom's dimensions in C(b,i,j) = sum_k A(b,i,k) B(b,k,j)
+// (tune::blas_compatible guarantees at most one i, one j, exactly one k).
+struct Roles {
+  int a = 0, b = 0, c = 0;  // accesses
+  int i = -1, j = -1, k = -1;
+  std::vector<int> batch;
+};
+
+Roles roles_of(const mdh::MdHom& h) {
+  Roles r;
+  const mdh::Output& o = h.outputs[0];
+  const ExprNode& root = h.f.nodes[o.value];
+  r.a = h.f.nodes[root.a].a;
+  r.b = h.f.nodes[root.b].a;
+  r.c = o.access;
+  for (int d = 0; d < h.ndim; ++d) {
+    const bool a = h.accesses[r.a].kind[d] != mdh::StrideKind::Zero;
+    const bool b = h.accesses[r.b].kind[d] != mdh::StrideKind::Zero;
+    const bool c = h.accesses[r.c].kind[d] != mdh::StrideKind::Zero;
+    if (a && b && c) r.batch.push_back(d);
+    else if (a && c) r.i = d;
+    else if (b && c) r.j = d;
+    else r.k = d;
+  }
+  return r;
+}
+
+int64_t stride(const mdh::MdHom& h, const mdh::Bindings& bd, int access, int d) {
+  if (d < 0) return 0;
+  const mdh::Access& a = h.accesses[access];
+  switch (a.kind[d]) {
+    case mdh::StrideKind::Zero: return 0;
+    case mdh::StrideKind::Unit: return 1;
+    default: return bd.ints[a.stride[d]];
+  }
+}
+
+template <typename T>
+void contraction(const mdh::MdHom& h, const mdh::Bindings& bd) {
+  const Roles r = roles_of(h);
+  auto base = [&](int access) {
+    const int p = h.accesses[access].ptr;
+    return reinterpret_cast<T*>(static_cast<char*>(bd.buffers[p]->data()) + bd.offsets[p]);
+  };
+  auto ext = [&](int d) { return d < 0 ? int64_t(1) : bd.extent(h, d); };
+  const int64_t m = ext(r.i), n = ext(r.j), k = ext(r.k);
+  T* A = base(r.a);
+  T* B = base(r.b);
+  T* C = base(r.c);
+  std::vector<T> apack, bpack, cpack;
+  std::vector<int64_t> idx(r.batch.size(), 0);
+  int64_t batches = 1;
+  for (int d : r.batch) batches *= bd.extent(h, d);
+  for (int64_t q = 0; q < batches; ++q) {
+    int64_t oa = 0, ob = 0, oc = 0;
+    for (size_t t = 0; t < r.batch.size(); ++t) {
+      const int d = r.batch[t];
+      oa += idx[t] * stride(h, bd, r.a, d);
+      ob += idx[t] * stride(h, bd, r.b, d);
+      oc += idx[t] * stride(h, bd, r.c, d);
+    }
+    gemm<T>(A + oa, stride(h, bd, r.a, r.i), stride(h, bd, r.a, r.k), B + ob, stride(h, bd, r.b, r.k),
+            stride(h, bd, r.b, r.j), C + oc, stride(h, bd, r.c, r.i), stride(h, bd, r.c, r.j), m, n, k, apack, bpack,
+            cpack);
+    for (size_t t = r.batch.size(); t-- > 0;) {  // odometer, last batch dim fastest
+      if (++idx[t] < bd.extent(h, r.batch[t])) break;
+      idx[t] = 0;
+    }
   }
 }
 
 }  // namespace
 
-void run_routine(const Task& t) {
-  switch (t.routine) {
-    case RoutineId::Gemm:
-      if (t.output.dtype == DType::Float64) gemm<double>(t);
-      else if (t.output.dtype == DType::Float32) gemm<float>(t);
-      else throw std::logic_error("gemm: unsupported type");
-      return;
-    default:
-      throw std::logic_error("unknown routine");
-  }
+void run_contraction(const mdh::MdHom& h, const mdh::Bindings& b) {
+  const DType t = h.accesses[h.outputs.at(0).access].dtype;
+  if (t == DType::Float64) contraction<double>(h, b);
+  else if (t == DType::Float32) contraction<float>(h, b);
+  else throw std::logic_error("run_contraction: not a floating-point contraction");
+}
+
+std::string routine_pattern(const mdh::MdHom& h) {
+  const Roles r = roles_of(h);
+  auto name = [](int d) { return d < 0 ? std::string("-") : "i" + std::to_string(d); };
+  std::string kind = r.i >= 0 && r.j >= 0 ? "gemm" : r.i >= 0 || r.j >= 0 ? "gemv" : "dot";
+  return kind + (r.batch.empty() ? "" : " (batched)") + ": C(" + name(r.i) + "," + name(r.j) + ") = sum over " +
+         name(r.k) + " of A(" + name(r.i) + "," + name(r.k) + ") B(" + name(r.k) + "," + name(r.j) + ") [" +
+         g_blas.name.substr(g_blas.name.rfind('/') + 1) + "]";
 }
 
 bool use_blas_library(const std::string& path, const std::string& prefix, const std::string& suffix) {
@@ -236,14 +292,5 @@ bool use_blas_library(const std::string& path, const std::string& prefix, const 
 }
 
 std::string blas_name() { return g_blas.name; }
-
-std::string pattern(RoutineId id) {
-  switch (id) {
-    case RoutineId::Gemm:
-      return "gemm: C{i,j,li,lj} <- A{i,0,li,K}, B{0,j,K,lj}";
-    default:
-      return "?";
-  }
-}
 
 }  // namespace nf::ext

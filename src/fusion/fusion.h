@@ -10,7 +10,7 @@
 //      the group through a different view that overlaps V;
 //   4. reduction: a buffer reduced into is not otherwise read or written in
 //      the group (and a reduction result is never consumed in its own group).
-// Extern (library) tasks always form a group of their own.
+// Contractions (Task::solo) always form a group of their own.
 //
 // Proof obligation (why one kernel computes what the tasks computed in
 // sequence): the kernel evaluates, for each domain point p, the tasks' bodies
@@ -45,7 +45,6 @@ struct Group {
   std::vector<BufferPtr> temporaries;
   // Tasks whose result nobody can observe (dead code): skipped entirely.
   std::vector<int> dead;
-  bool is_extern = false;
   int size() const { return end - begin; }
 };
 

@@ -56,7 +56,7 @@ std::string describe(const View& v) {
 // Returns an empty string if task t may join the group, else the reason.
 std::string violates(const Task& t, const Dims& domain,
                      std::unordered_map<const Buffer*, BufferState>& state) {
-  if (t.kind == Task::Kind::Extern) return "extern routine " + std::string(t.name) + " runs on its own";
+  if (t.solo) return "contraction " + std::string(t.name) + " runs on its own";
   Dims dom = squeezed_domain(t);
   if (dom != domain)
     return "constraint 1 (domain): " + std::string(t.name) + " iterates over " + shape_str(dom) +
@@ -131,10 +131,9 @@ Partition partition(const std::vector<Task>& window, Policy policy) {
     if (dead[i]) {
       g.end = i + 1;
       g.stop_reason = "dead task (result unreachable)";
-    } else if (first.kind == Task::Kind::Extern || policy == Policy::None) {
+    } else if (first.solo || policy == Policy::None) {
       g.end = i + 1;
-      g.is_extern = first.kind == Task::Kind::Extern;
-      g.stop_reason = g.is_extern ? "extern routine runs on its own" : "fusion disabled";
+      g.stop_reason = first.solo ? "contraction runs on its own" : "fusion disabled";
     } else {
       std::unordered_map<const Buffer*, BufferState> state;
       const Dims domain = squeezed_domain(first);
@@ -173,7 +172,7 @@ Partition partition(const std::vector<Task>& window, Policy policy) {
   }
   for (int gi = 0; gi < static_cast<int>(p.groups.size()); ++gi) {
     Group& g = p.groups[gi];
-    if (g.is_extern || g.size() < 2) continue;
+    if (g.size() < 2) continue;
     std::unordered_map<const Buffer*, std::vector<View>> written;
     std::unordered_set<const Buffer*> disqualified;
     std::vector<BufferPtr> candidates;

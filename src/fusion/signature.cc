@@ -66,7 +66,7 @@ Signature window_signature(const std::vector<Task>& window, Policy policy) {
   };
   for (const Task& t : window) {
     w.put(t.kind);
-    w.put(t.routine);
+    w.put(t.solo);
     w.put(reinterpret_cast<uintptr_t>(t.name));
     w.put(t.value_node);
     w.put(t.reduce);

@@ -23,23 +23,33 @@ void Lowerer::plan_caches() {
     p.output = !h_.accesses[c.access].read;
     p.name = "tile" + std::to_string(c.access);
     for (int d : c.layout) {
-      int found = -1;
+      int found = -1, below = 0;
       for (int q = 0; q <= c.pos; ++q)
-        if (s_.order[q].dim == d) found = q;
+        if (s_.order[q].dim == d) found = q, ++below;
+      int64_t size = 0;
       if (found >= 0) {
         const tune::LoopSpec& l = s_.order[found];
-        const int64_t t = l.level < static_cast<int>(s_.tiles[d].size()) ? s_.tiles[d][l.level] : 1;
+        size = l.level < static_cast<int>(s_.tiles[d].size()) ? s_.tiles[d][l.level] : 1;
         p.base.push_back(var(loop_var(l)));
-        p.size.push_back(lit(t));
+        p.size.push_back(lit(size));
         p.end.push_back(end_of(d, l.level));
-        p.count *= t;
       } else {
         p.base.push_back(lit(0));
         p.size.push_back(extent(d));
         p.end.push_back(extent(d));
         p.heap = true;
       }
+      // A packed dimension is blocked by the step of its first loop below
+      // the cache (level `below`; legality guarantees it is a tile loop).
+      const bool packed = std::find(c.pack.begin(), c.pack.end(), d) != c.pack.end();
+      const int64_t b = packed ? s_.tiles[d][below] : 0;
+      p.block.push_back(b);
+      p.block_loop.push_back(packed ? loop_var({d, below}) : "");
+      if (!p.heap) p.count *= b ? (size + b - 1) / b * b : size;
     }
+    for (int d : c.pack)
+      for (size_t k = 0; k < c.layout.size(); ++k)
+        if (c.layout[k] == d) p.outer.push_back(static_cast<int>(k));
     caches_.push_back(p);
   }
 }
@@ -50,30 +60,68 @@ const CachePlan* Lowerer::cache_of(int access) const {
   return nullptr;
 }
 
-ExP Lowerer::tile_index(const CachePlan& c, const std::vector<ExP>& idx) const {
+// Mixed radix over the block numbers of packed entries (outermost), then
+// every entry's offset (a packed entry's offset inside its block).
+ExP Lowerer::tile_index(const CachePlan& c, const std::vector<ExP>& idx, bool at_point) const {
   ExP e = lit(0);
-  for (size_t k = 0; k < c.layout.size(); ++k) e = add(mul(e, c.size[k]), sub(idx[c.layout[k]], c.base[k]));
+  for (int k : c.outer) {
+    const ExP b = lit(c.block[k]);
+    const ExP blocks = arith('/', add(c.size[k], lit(c.block[k] - 1)), b);
+    const ExP first = at_point ? var(c.block_loop[k]) : idx[c.layout[k]];
+    e = add(mul(e, blocks), arith('/', sub(first, c.base[k]), b));
+  }
+  for (size_t k = 0; k < c.layout.size(); ++k) {
+    const ExP x = idx[c.layout[k]];
+    if (!c.block[k]) {
+      e = add(mul(e, c.size[k]), sub(x, c.base[k]));
+    } else if (at_point) {
+      e = add(mul(e, lit(c.block[k])), sub(x, var(c.block_loop[k])));
+    } else {
+      e = add(mul(e, lit(c.block[k])), arith('%', sub(x, c.base[k]), lit(c.block[k])));
+    }
+  }
   return e;
+}
+
+ExP Lowerer::tile_count(const CachePlan& c) const {
+  ExP count = lit(1);
+  for (size_t k = 0; k < c.layout.size(); ++k)
+    count = mul(count, c.block[k] ? mul(arith('/', add(c.size[k], lit(c.block[k] - 1)), lit(c.block[k])),
+                                        lit(c.block[k]))
+                                  : c.size[k]);
+  return count;
 }
 
 namespace {
 
 // Nested loops z_k over the tile (clipped to the extent if `clip`); small
 // unclipped tiles are unrolled (so a register tile stays in registers), else
-// the innermost loop is simd. Returns the innermost body.
-std::vector<StmtP>* tile_loops(std::vector<StmtP>& out, const CachePlan& c, bool clip, std::vector<ExP>& z) {
+// the innermost loop is simd. The loops run in the layout's order except that
+// the memory side's unit-stride dimension goes innermost, so copies stream
+// through memory. z[k] is the variable of layout entry k. Returns the
+// innermost body.
+std::vector<StmtP>* tile_loops(std::vector<StmtP>& out, const CachePlan& c, const mdh::Access& mem, bool clip,
+                               std::vector<ExP>& z) {
   std::vector<StmtP>* cur = &out;
   StmtP outer = block();
   cur->push_back(outer);
   cur = &outer->body;
   const bool unroll = !clip && !c.heap && c.count <= 256;
-  for (size_t k = 0; k < c.layout.size(); ++k) {
+  const size_t n = c.layout.size();
+  std::vector<size_t> order;
+  for (size_t k = 0; k < n; ++k)
+    if (mem.kind[c.layout[k]] != mdh::StrideKind::Unit) order.push_back(k);
+  for (size_t k = 0; k < n; ++k)
+    if (mem.kind[c.layout[k]] == mdh::StrideKind::Unit) order.push_back(k);
+  z.assign(n, nullptr);
+  for (size_t j = 0; j < n; ++j) {
+    const size_t k = order[j];
     const std::string v = "z" + c.name + "_" + std::to_string(k);
     ExP hi = clip ? min(c.size[k], sub(c.end[k], c.base[k])) : c.size[k];
     StmtP f = for_loop(v, lit(0), hi, lit(1));
     if (unroll) f->tag = Stmt::Tag::Unroll;
-    else if (k + 1 == c.layout.size()) f->tag = Stmt::Tag::Simd;
-    z.push_back(var(v));
+    else if (j + 1 == n) f->tag = Stmt::Tag::Simd;
+    z[k] = var(v);
     cur->push_back(f);
     cur = &f->body;
   }
@@ -112,24 +160,22 @@ void Lowerer::open_caches(std::vector<StmtP>& out, int i, bool full) {
     const mdh::Access& a = h_.accesses[c.access];
     const DType t = c.output ? h_.outputs[plan_of_access(c.access)].acc_dtype : a.dtype;
     if (c.heap) {
-      ExP count = lit(1);
-      for (const ExP& s : c.size) count = mul(count, s);
-      out.push_back(alloc(t, c.name, count));
+      out.push_back(alloc(t, c.name, tile_count(c)));
     } else {
       out.push_back(local_array(t, c.name, c.count));
     }
     std::vector<ExP> z;
     if (c.output) {
       // The accumulation tile starts at the identity (all of it, unclipped).
-      std::vector<StmtP>* body = tile_loops(out, c, false, z);
+      std::vector<StmtP>* body = tile_loops(out, c, h_.accesses[c.access], false, z);
       std::vector<ExP> full(h_.ndim, lit(0));
       for (size_t k = 0; k < c.layout.size(); ++k) full[c.layout[k]] = add(c.base[k], z[k]);
-      body->push_back(assign(load(c.name, tile_index(c, full), t), identity(h_.outputs[plan_of_access(c.access)])));
+      body->push_back(assign(load(c.name, tile_index(c, full, false), t), identity(h_.outputs[plan_of_access(c.access)])));
     } else {
-      std::vector<StmtP>* body = tile_loops(out, c, !tile_is_full(c, full), z);
+      std::vector<StmtP>* body = tile_loops(out, c, h_.accesses[c.access], !tile_is_full(c, full), z);
       std::vector<ExP> idx(h_.ndim, lit(0));
       for (size_t k = 0; k < c.layout.size(); ++k) idx[c.layout[k]] = add(c.base[k], z[k]);
-      body->push_back(assign(load(c.name, tile_index(c, idx), t), load(ptr(c.access), access_index(c.access, idx), t)));
+      body->push_back(assign(load(c.name, tile_index(c, idx, false), t), load(ptr(c.access), access_index(c.access, idx), t)));
     }
   }
 }
@@ -141,11 +187,11 @@ void Lowerer::close_caches(std::vector<StmtP>& out, int i, bool full) {
       const int oi = plan_of_access(c.access);
       const mdh::Output& o = h_.outputs[oi];
       std::vector<ExP> z;
-      std::vector<StmtP>* body = tile_loops(out, c, !tile_is_full(c, full), z);
+      std::vector<StmtP>* body = tile_loops(out, c, h_.accesses[c.access], !tile_is_full(c, full), z);
       std::vector<ExP> idx(h_.ndim, lit(0));
       for (size_t k = 0; k < c.layout.size(); ++k) idx[c.layout[k]] = add(c.base[k], z[k]);
       auto [target, itarget] = memory_target(plan_of(oi), idx);
-      update(*body, o, 2000 + oi, target, itarget, load(c.name, tile_index(c, idx), o.acc_dtype), nullptr);
+      update(*body, o, 2000 + oi, target, itarget, load(c.name, tile_index(c, idx, false), o.acc_dtype), nullptr);
     }
     if (c.heap) out.push_back(free_stmt(c.name));
   }

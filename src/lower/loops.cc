@@ -177,9 +177,11 @@ void Lowerer::emit_loops_level(std::vector<StmtP>& out, int i, bool full) {
     hi = min(mul(last, step), n);
   }
   StmtP f = for_loop(v, lo, hi, step);
-  if (unroll_here) {
-    f->tag = Stmt::Tag::Unroll;
-  } else if (i == nloops - 1 && s_.vectorize) {
+  // The innermost loop of a vectorized schedule runs on SIMD lanes; when it
+  // is also unrolled its trip count is a literal, so the vectorizer covers
+  // it with whole vectors (a register micro-kernel), which beats unrolling
+  // into scalars that SLP would have to shuffle back together.
+  if (i == nloops - 1 && s_.vectorize) {
     f->tag = Stmt::Tag::Simd;
     for (const RedPlan& r : plans_) {
       if (!(r.reg || r.sub_reg) || r.reg_pos >= i) continue;
@@ -197,6 +199,9 @@ void Lowerer::emit_loops_level(std::vector<StmtP>& out, int i, bool full) {
       const CachePlan& c = caches_[r.tile];
       if (std::find(c.layout.begin(), c.layout.end(), d) == c.layout.end()) f->tag = Stmt::Tag::Serial;
     }
+    if (f->tag == Stmt::Tag::Serial && unroll_here) f->tag = Stmt::Tag::Unroll;
+  } else if (unroll_here) {
+    f->tag = Stmt::Tag::Unroll;
   }
   emit_loops(f->body, i + 1, full);
   out.push_back(f);
@@ -227,7 +232,7 @@ void Lowerer::emit_point(std::vector<StmtP>& out) {
     ExP e;
     switch (x.kind) {
       case ExprNode::Kind::Input:
-        if (const CachePlan* c = cache_of(x.a)) e = load(c->name, tile_index(*c, idx), x.dtype);
+        if (const CachePlan* c = cache_of(x.a)) e = load(c->name, tile_index(*c, idx, true), x.dtype);
         else e = load(ptr(x.a), access_index(x.a, idx), x.dtype);
         break;
       case ExprNode::Kind::Const:
@@ -266,7 +271,7 @@ void Lowerer::emit_point(std::vector<StmtP>& out) {
     ExP vi = o.arg_node >= 0 ? val[o.arg_node] : nullptr;
     if (r.tile >= 0) {
       const CachePlan& c = caches_[r.tile];
-      update(out, o, r.out, load(c.name, tile_index(c, idx), o.acc_dtype), nullptr, v, vi);
+      update(out, o, r.out, load(c.name, tile_index(c, idx, true), o.acc_dtype), nullptr, v, vi);
     } else if (r.reg || r.sub_reg) {
       update(out, o, r.out, var(r.racc, o.acc_dtype), var(r.ridx), v, vi);
     } else {

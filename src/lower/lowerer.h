@@ -62,6 +62,12 @@ struct CachePlan {
   std::vector<ExP> base;       // per layout dim: first index covered by the tile
   std::vector<ExP> size;       // per layout dim: tile extent (a literal, or the full extent)
   std::vector<ExP> end;        // per layout dim: where the enclosing loop's range ends (clips the tile)
+  // Packing (tune::Cache::pack): per layout entry, the block size (0: not
+  // packed) and the loop whose step it is; `outer` lists the packed entries
+  // whose block numbers come first, outermost first.
+  std::vector<int64_t> block;
+  std::vector<std::string> block_loop;
+  std::vector<int> outer;
   bool heap = false;           // some extent is only known at run time: malloc'd
   int64_t count = 1;           // elements when all extents are literals
 };
@@ -126,7 +132,10 @@ class Lowerer {
   bool tile_is_full(const CachePlan& c, bool full) const;
   const CachePlan* cache_of(int access) const;  // an input's tile, if cached
   int plan_of_access(int access) const;          // the reduction output writing `access`
-  ExP tile_index(const CachePlan& c, const std::vector<ExP>& idx) const;
+  // Position of point idx in the tile. `at_point`: inside every loop, where a
+  // packed entry's block is the packing loop's variable (no division).
+  ExP tile_index(const CachePlan& c, const std::vector<ExP>& idx, bool at_point) const;
+  ExP tile_count(const CachePlan& c) const;
 };
 
 }  // namespace nf::lower::detail

@@ -43,7 +43,6 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 // One group of a plan. Holds no buffer: templates are stripped of pointers.
 struct PlanGroup {
   int begin = 0, end = 0;
-  bool is_extern = false;
   std::vector<int> dead;
   std::vector<int> temp_tasks;  // tasks whose output buffer is a temporary
   std::string stop_reason;
@@ -123,7 +122,7 @@ struct Prepared {
 std::string kernel_key(const mdh::MdHom& h, const tune::Schedule& s) { return "cpu|" + h.key() + "|" + s.key(); }
 
 void compile_one(Prepared& p) {
-  if (p.group.is_extern || !p.built || p.built->tasks.empty()) return;
+  if (!p.built || p.built->tasks.empty() || p.schedule.routine != tune::Routine::None) return;
   try {
     p.fn = jit::KernelCache::instance().get(
         p.key,
@@ -140,7 +139,6 @@ void compile_one(Prepared& p) {
 Prepared prepare(const std::vector<Task>& window, const fusion::Group& g) {
   Prepared p;
   p.group = g;
-  if (g.is_extern) return p;
   p.built = std::make_shared<mdh::Built>(mdh::build(window, g));
   if (p.built->tasks.empty()) return p;
   p.schedule = tune::default_schedule(p.built->hom, p.built->bind, tune::Asm::host());
@@ -152,7 +150,6 @@ PlanGroup to_plan_group(const std::vector<Task>& window, const Prepared& p) {
   PlanGroup g;
   g.begin = p.group.begin;
   g.end = p.group.end;
-  g.is_extern = p.group.is_extern;
   g.dead = p.group.dead;
   g.stop_reason = p.group.stop_reason;
   for (const BufferPtr& b : p.group.temporaries)
@@ -173,11 +170,15 @@ PlanGroup to_plan_group(const std::vector<Task>& window, const Prepared& p) {
   return g;
 }
 
+// Whether a plan group computes anything (a kernel or a library routine).
+bool runs(const PlanGroup& g) {
+  return g.tmpl && !g.tmpl->tasks.empty() && (g.fn || g.schedule.routine != tune::Routine::None);
+}
+
 // Runs one group of a plan on `window` and describes it.
 GroupReport run_group(const std::vector<Task>& window, const PlanGroup& g, const mdh::Bindings* bind, bool dump) {
   GroupReport gr;
   gr.stop_reason = g.stop_reason;
-  gr.is_extern = g.is_extern;
   gr.dead = static_cast<int>(g.dead.size());
   for (int k = g.begin; k < g.end; ++k) {
     bool dead = false;
@@ -186,16 +187,18 @@ GroupReport run_group(const std::vector<Task>& window, const PlanGroup& g, const
   }
   for (int k : g.temp_tasks) gr.temporaries.push_back(window[k].output.buffer->id());
   auto t0 = std::chrono::steady_clock::now();
-  if (g.is_extern) {
-    if (g.dead.empty()) ext::run_routine(window[g.begin]);
-    gr.routine = ext::pattern(window[g.begin].routine);
-  } else if (g.fn) {
-    runtime::run_kernel(g.fn, g.tmpl->hom, *bind);
+  if (runs(g)) {
+    if (g.schedule.routine == tune::Routine::Blas) {
+      ext::run_contraction(g.tmpl->hom, *bind);
+      gr.routine = ext::routine_pattern(g.tmpl->hom);
+    } else {
+      runtime::run_kernel(g.fn, g.tmpl->hom, *bind);
+    }
     gr.hom = std::shared_ptr<const mdh::MdHom>(g.tmpl, &g.tmpl->hom);
     gr.ints = bind->ints;
     gr.schedule = g.schedule;
     gr.key = g.key;
-    if (dump) gr.source = jit::KernelCache::instance().source_of(g.key);
+    if (dump && g.fn) gr.source = jit::KernelCache::instance().source_of(g.key);
   }
   gr.run_ms = ms_since(t0);
   return gr;
@@ -204,13 +207,16 @@ GroupReport run_group(const std::vector<Task>& window, const PlanGroup& g, const
 }  // namespace
 
 std::string GroupReport::mdh_text() const {
-  if (!hom) return routine;
+  if (!hom) return "";
   mdh::Bindings b;
   b.ints = ints;
   return mdh::to_string(*hom, &b);
 }
 
-std::string GroupReport::schedule_text() const { return hom ? schedule.to_string() : ""; }
+std::string GroupReport::schedule_text() const {
+  if (!hom) return "";
+  return routine.empty() ? schedule.to_string() : schedule.to_string() + ": " + routine;
+}
 
 Config& config() {
   static Config c;
@@ -258,13 +264,13 @@ std::vector<Task> flush(FlushReport* report) {
     rep.memo_hit = true;
     std::vector<mdh::Bindings> binds(plan->groups.size());
     for (size_t i = 0; i < plan->groups.size(); ++i)
-      if (plan->groups[i].fn) binds[i] = mdh::rebind(window, *plan->groups[i].tmpl);
+      if (runs(plan->groups[i])) binds[i] = mdh::rebind(window, *plan->groups[i].tmpl);
     rep.analyse_ms = ms_since(t0);
     auto t2 = std::chrono::steady_clock::now();
     for (size_t i = 0; i < plan->groups.size(); ++i) {
       GroupReport gr = run_group(window, plan->groups[i], &binds[i], cfg.dump);
       release(window, plan->release_after[i]);
-      gr.cache_hit = gr.hom != nullptr;
+      gr.cache_hit = gr.hom != nullptr && gr.routine.empty();
       if (gr.cache_hit) rep.memory_hits++;
       rep.groups.push_back(std::move(gr));
     }
@@ -295,7 +301,6 @@ std::vector<Task> flush(FlushReport* report) {
         fusion::Group single;
         single.begin = k;
         single.end = k + 1;
-        single.is_extern = window[k].kind == Task::Kind::Extern;
         single.stop_reason = "fallback after compile failure";
         for (int d : p.group.dead)
           if (d == k) single.dead.push_back(k);

@@ -30,13 +30,12 @@ struct GroupReport {
   std::string stop_reason;
   std::vector<uint64_t> temporaries;  // buffer ids never allocated
   int dead = 0;
-  bool is_extern = false;
   // The kernel's expression and schedule (rendered on demand by mdh_text /
   // schedule_text; no buffers are kept alive by a report).
   std::shared_ptr<const mdh::MdHom> hom;
   std::vector<int64_t> ints;
   tune::Schedule schedule;
-  std::string routine;   // extern groups: the routine's pattern
+  std::string routine;   // groups run by a library routine: what it computes
   std::string key;
   std::string mdh_text() const;
   std::string schedule_text() const;

@@ -36,7 +36,7 @@ py::dict report_dict(const pipeline::FlushReport& r) {
     d["stop_reason"] = g.stop_reason;
     d["temporaries"] = g.temporaries;
     d["dead"] = g.dead;
-    d["extern"] = g.is_extern;
+    d["routine"] = g.routine;
     d["mdh"] = g.mdh_text();
     d["schedule"] = g.schedule_text();
     d["key"] = g.key;

@@ -273,18 +273,6 @@ View record_matmul(const View& a, const View& b, DType dtype, const View* out) {
   };
   va = prepare(va);
   vb = prepare(vb);
-  if (blas && k > 0) {
-    Task t;
-    t.kind = Task::Kind::Extern;
-    t.name = "matmul";
-    t.routine = RoutineId::Gemm;
-    t.inputs = {va, vb};
-    t.output = c;
-    t.domain = res;
-    t.domain.push_back(k);
-    append(std::move(t));
-    return c;
-  }
   // MDH form: domain (batch..., m, n, k); A(b,i,k), B(b,k,j) -> C(b,i,j),
   // k combined with + (or `any` for bool).
   const int nbd = static_cast<int>(batch.size());
@@ -319,6 +307,7 @@ View record_matmul(const View& a, const View& b, DType dtype, const View* out) {
   }
   t.acc_dtype = dtype;
   t.output = lc;
+  t.solo = true;
   append(std::move(t));
   return c;
 }

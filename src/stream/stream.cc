@@ -9,7 +9,6 @@ void Task::validate() const {
   auto fail = [&](const std::string& what) {
     throw std::logic_error(std::string("invalid task ") + name + ": " + what);
   };
-  if (kind == Kind::Extern) return;
   for (const View& v : inputs)
     if (v.shape != domain) fail("input shape " + shape_str(v.shape) + " != domain " + shape_str(domain));
   if (output.shape != domain) fail("output shape != domain");

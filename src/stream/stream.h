@@ -35,11 +35,8 @@ struct IndexFn {
   Dims strides;
 };
 
-// Library routines run as black boxes (see src/extern).
-enum class RoutineId : uint8_t { None, Gemm };
-
 struct Task {
-  enum class Kind : uint8_t { Map, Reduce, Extern };
+  enum class Kind : uint8_t { Map, Reduce };
   Kind kind = Kind::Map;
   Dims domain;
   std::vector<View> inputs;
@@ -54,9 +51,10 @@ struct Task {
   DType acc_dtype = DType::Float64;
   int32_t arg_node = -1;
   int32_t init_const = -1;  // const slot of `initial=`, or -1 for the identity
-  // Extern: routine id and integer arguments (shapes, transposes).
-  RoutineId routine = RoutineId::None;
-  std::vector<int64_t> routine_args;
+  // A contraction (matmul, einsum, tensordot): runs as a group of its own,
+  // so the schedule stage may hand it to a library routine (tune::Routine)
+  // or to a register-tiled kernel without fused neighbours in the way.
+  bool solo = false;
   // What the user called ("add", "sum", "__setitem__"), for explain().
   const char* name = "";
 
@@ -135,8 +133,8 @@ struct ReduceSpec {
 View record_reduce(ReduceSpec spec);
 
 // numpy.matmul for operands of ndim >= 2 (batch dimensions broadcast),
-// computed in `dtype`. Floating types run as a BLAS routine (Extern task),
-// the others as a reduction over k.
+// computed in `dtype`: a solo reduction over k (domain batch..., m, n, k),
+// which the schedule stage may run with BLAS.
 View record_matmul(const View& a, const View& b, DType dtype, const View* out);
 // numpy.matmul with NumPy's handling of 1-D operands (promoted to a row /
 // column, then removed from the result) and result type.

@@ -82,6 +82,14 @@ std::string Schedule::why_illegal(const mdh::MdHom& h) const {
     std::sort(want.begin(), want.end());
     std::sort(got.begin(), got.end());
     if (want != got) return "a cache layout must order exactly the access's dimensions";
+    for (size_t k = 0; k < c.pack.size(); ++k) {
+      const int d = c.pack[k];
+      if (std::find(c.layout.begin(), c.layout.end(), d) == c.layout.end()) return "a packed dimension must be in the layout";
+      if (std::find(c.pack.begin(), c.pack.begin() + k, d) != c.pack.begin() + k) return "a dimension is packed twice";
+      int below = 0;
+      for (int q = 0; q <= c.pos; ++q) below += order[q].dim == d;
+      if (below >= static_cast<int>(tiles[d].size())) return "a packed dimension needs a tile loop below the cache";
+    }
   }
   for (int p : unroll) {
     if (p < 0 || p >= nloops) return "unrolled loop out of range";
@@ -114,6 +122,10 @@ std::string Schedule::key() const {
   for (const Cache& c : caches) {
     os << "c" << c.access << "@" << c.pos << ":";
     for (int d : c.layout) os << d;
+    if (!c.pack.empty()) {
+      os << "p";
+      for (int d : c.pack) os << d;
+    }
   }
   if (!unroll.empty()) {
     os << "u";
@@ -139,6 +151,7 @@ std::string Schedule::to_string() const {
     os << "; b" << c.access << " cached in loop " << c.pos << " as (";
     for (size_t k = 0; k < c.layout.size(); ++k) os << (k ? "," : "") << "i" << c.layout[k];
     os << ")";
+    for (int d : c.pack) os << " packed by i" << d;
   }
   if (contract) os << "; fma";
   return os.str();
@@ -191,8 +204,12 @@ bool blas_compatible(const mdh::MdHom& h) {
   return ni <= 1 && nj <= 1 && nk == 1;
 }
 
-Schedule default_schedule(const mdh::MdHom& h, const mdh::Bindings& b, const Asm& target) {
+Schedule default_schedule(const mdh::MdHom& h, const mdh::Bindings& b, const Asm& target, bool routines) {
   Schedule s;
+  if (routines && blas_compatible(h)) {
+    s.routine = Routine::Blas;
+    return s;
+  }
   s.tiles.assign(h.ndim, {});
   for (int d = 0; d < h.ndim; ++d) s.order.push_back({d, 0});
   if (h.ndim == 0) {

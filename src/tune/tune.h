@@ -17,7 +17,8 @@
 //                is copied in at the start of loop `pos`'s body and read from
 //                the copy below it; a reduction output accumulates into a
 //                local tile (registers, once unrolled) and is combined into
-//                memory when the body ends;
+//                memory when the body ends; a dimension may be packed into
+//                blocks of its next tile size (BLIS micro-panels);
 //   unroll     - loops fully unrolled (their trip count is the parent tile,
 //                so the lowering emits a full-tile path and a remainder path);
 //   contract   - allow fused multiply-add (only for kernels without
@@ -55,6 +56,12 @@ struct Cache {
   int access = 0;               // index into MdHom::accesses
   int pos = -1;                 // lives in the body of order[pos]; -1: the whole kernel
   std::vector<int> layout;      // the access's dimensions, outer to inner, in the local tile
+  // Packed dimensions (BLIS micro-panels): dimension d's coordinate in the
+  // tile is split by the tile size of d's first loop below the cache into a
+  // block number, outermost in the layout (in the order listed), and an
+  // offset inside the block, which keeps d's place in `layout`. A register
+  // micro-kernel then reads each panel contiguously.
+  std::vector<int> pack;
 };
 
 enum class Routine : uint8_t { None, Blas };
@@ -84,7 +91,9 @@ struct Schedule {
 // dimension (tiling it out of inner point-wise loops if needed), or a
 // point-wise one with private partials when the outputs are small;
 // vectorize the innermost loop.
-Schedule default_schedule(const mdh::MdHom& h, const mdh::Bindings& b, const Asm& target);
+// A floating-point GEMM/GEMV/DOT goes to the BLAS routine when
+// `routines` allows it.
+Schedule default_schedule(const mdh::MdHom& h, const mdh::Bindings& b, const Asm& target, bool routines = true);
 
 // The computation classes the default heuristic and the tuner distinguish.
 enum class Shape : uint8_t { Map, Reduction, Contraction, Stencil };
