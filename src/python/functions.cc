@@ -156,6 +156,41 @@ void bind_functions(py::module_& m) {
     View r = record_matmul(as_ndarray(x).v, as_ndarray(y).v, *t, out_view(out));
     return out.is_none() ? wrap(r) : py::reinterpret_borrow<py::object>(out);
   });
+  m.def("contract", [](py::list ops, py::list labels, py::list out_labels, py::list extents, py::handle dtype,
+                       py::handle out) -> py::object {
+    std::optional<DType> t = to_dtype(dtype);
+    if (!t) return not_implemented();
+    ContractSpec spec;
+    for (py::handle o : ops) {
+      if (!is_ndarray(o)) return not_implemented();
+      spec.operands.push_back(as_ndarray(o).v);
+    }
+    for (py::handle l : labels) spec.labels.push_back(l.cast<std::vector<int>>());
+    spec.out_labels = out_labels.cast<std::vector<int>>();
+    spec.extents = dims_of(extents);
+    spec.dtype = *t;
+    spec.out = out_view(out);
+    before_record();
+    RecordGuard guard;
+    View r = record_contraction(spec);
+    return out.is_none() ? wrap(r) : py::reinterpret_borrow<py::object>(out);
+  });
+  // numpy.lib.stride_tricks.as_strided restricted to the array's own buffer:
+  // strides in elements; a view reaching outside the buffer is a ValueError.
+  m.def("as_strided", [](py::handle a, py::handle shape, py::handle strides, bool readonly) -> py::object {
+    View v = as_ndarray(a).v;
+    View r = v;
+    r.shape = dims_of(shape);
+    r.strides = dims_of(strides);
+    if (r.shape.size() != r.strides.size()) throw ValueError("shape and strides must have the same length");
+    for (int64_t e : r.shape)
+      if (e < 0) throw ValueError("negative dimensions are not allowed");
+    const int64_t item = itemsize(v.dtype);
+    if (r.size() > 0 && (r.lo() < 0 || (r.hi() + 1) * item > v.buffer->nbytes()))
+      throw ValueError("as_strided: the view would reach outside the array's memory");
+    r.readonly = readonly || v.readonly;
+    return wrap(r);
+  });
   m.def("empty", [](py::handle shape, py::handle dtype) -> py::object {
     std::optional<DType> t = to_dtype(dtype);
     if (!t) return not_implemented();

@@ -355,4 +355,97 @@ View record_matmul_any(const View& a, const View& b, const View* out) {
   return r;
 }
 
+View record_contraction(const ContractSpec& spec) {
+  const int nops = static_cast<int>(spec.operands.size());
+  const int nlabels = static_cast<int>(spec.extents.size());
+  if (nops == 0) throw ValueError("No input operands");
+  std::vector<bool> in_out(nlabels, false);
+  Dims res;
+  for (int l : spec.out_labels) {
+    if (l < 0 || l >= nlabels || in_out[l]) throw ValueError("einsum: bad output labels");
+    in_out[l] = true;
+    res.push_back(spec.extents[l]);
+  }
+  // Domain: result labels, then summed labels in order of first appearance.
+  std::vector<int> dim_of(nlabels, -1);
+  std::vector<int> order(spec.out_labels.begin(), spec.out_labels.end());
+  for (int k = 0; k < nops; ++k) {
+    if (spec.labels[k].size() != static_cast<size_t>(spec.operands[k].ndim()))
+      throw ValueError("einsum: one label per operand axis");
+    for (int l : spec.labels[k]) {
+      if (l < 0 || l >= nlabels) throw ValueError("einsum: bad label");
+      if (!in_out[l] && std::find(order.begin(), order.end(), l) == order.end()) order.push_back(l);
+    }
+  }
+  Dims domain;
+  for (size_t d = 0; d < order.size(); ++d) {
+    dim_of[order[d]] = static_cast<int>(d);
+    domain.push_back(spec.extents[order[d]]);
+  }
+  const int nsum = static_cast<int>(order.size() - spec.out_labels.size());
+  View c;
+  if (spec.out) {
+    if (spec.out->shape != res)
+      throw ValueError("einsum: output operand has shape " + shape_str(spec.out->shape) + ", expected " +
+                       shape_str(res));
+    c = *spec.out;
+  } else {
+    c = View::fresh(spec.dtype, res);
+  }
+  if (shape_size(res) == 0) return c;
+  // Operands overlapping the result are read from a copy; for floating
+  // results, operands of another type are converted first (so a BLAS
+  // routine can run the contraction).
+  const bool convert = is_float(spec.dtype) && c.dtype == spec.dtype && nsum > 0 && nops >= 2;
+  std::vector<View> lifted;
+  for (int k = 0; k < nops; ++k) {
+    View v = spec.operands[k];
+    if (views_overlap(v, c) || (convert && v.dtype != spec.dtype)) {
+      View tmp = View::fresh(convert ? spec.dtype : v.dtype, v.shape);
+      record_copy(v, tmp, "copy (einsum operand)");
+      v = tmp;
+    }
+    View r = v;
+    r.shape = domain;
+    r.strides = Dims(domain.size(), 0);
+    for (int a = 0; a < v.ndim(); ++a) {
+      const int l = spec.labels[k][a];
+      if (v.shape[a] == spec.extents[l]) r.strides[dim_of[l]] += v.strides[a];
+      else if (v.shape[a] != 1)
+        throw ValueError("einsum: operand " + std::to_string(k) + " axis " + std::to_string(a) + " has size " +
+                         std::to_string(v.shape[a]) + ", label size is " + std::to_string(spec.extents[l]));
+    }
+    lifted.push_back(r);
+  }
+  View lc = c;
+  lc.shape = domain;
+  lc.strides = Dims(domain.size(), 0);
+  for (int d = 0; d < c.ndim(); ++d) lc.strides[d] = c.strides[d];
+  Task t;
+  t.name = spec.name;
+  t.domain = domain;
+  t.inputs = lifted;
+  const DType dt = spec.dtype;
+  int acc = -1;
+  for (int k = 0; k < nops; ++k) {
+    int x = t.expr.cast(t.expr.input(k, lifted[k].dtype), dt);
+    if (acc < 0) acc = x;
+    else acc = t.expr.binary(dt == DType::Bool ? BinaryOp::LogicalAnd : BinaryOp::Multiply, acc, x, dt);
+  }
+  if (nsum > 0) {
+    t.kind = Task::Kind::Reduce;
+    t.reduce = dt == DType::Bool ? ReduceOp::Any : ReduceOp::Sum;
+    t.acc_dtype = dt;
+    t.value_node = acc;
+    t.solo = nops >= 2;
+  } else {
+    t.kind = Task::Kind::Map;
+    if (c.dtype != dt) t.expr.cast(acc, c.dtype);
+  }
+  t.output = lc;
+  // The stored value's type is the output's (the kernel casts the accumulator).
+  append(std::move(t));
+  return c;
+}
+
 }  // namespace nf

@@ -140,6 +140,25 @@ View record_matmul(const View& a, const View& b, DType dtype, const View* out);
 // column, then removed from the result) and result type.
 View record_matmul_any(const View& a, const View& b, const View* out);
 
+// numpy.einsum with labels already parsed (the Python layer handles the
+// subscript string, ellipses and broadcasting): operand k's axis a carries
+// label labels[k][a]; the result has axes out_labels (distinct); extents[l]
+// is label l's size (operand axes of size 1 broadcast). Labels not in the
+// result are summed. The MDH form: domain = result labels ++ summed labels,
+// f = the product of the operands cast to `dtype`, combined with + (logical
+// or for bool) over the summed labels. Two or more operands with a sum make
+// a solo contraction (possibly a BLAS routine).
+struct ContractSpec {
+  const char* name = "einsum";
+  std::vector<View> operands;
+  std::vector<std::vector<int>> labels;
+  std::vector<int> out_labels;
+  Dims extents;
+  DType dtype = DType::Float64;
+  const View* out = nullptr;
+};
+View record_contraction(const ContractSpec& spec);
+
 // Copies `src` into a fresh buffer if it overlaps `dst` without being the
 // same view (what NumPy does for ufuncs with overlapping operands).
 View copy_if_overlapping(const View& src, const View& dst);
