@@ -58,6 +58,8 @@ from ._manip import (  # noqa: E402,F401
 from . import linalg, random, testing, fft  # noqa: E402,F401
 from .linalg import matmul, dot, vdot, inner, outer, tensordot  # noqa: E402,F401
 from ._config import config, explain, profile, set_option, get_option, options  # noqa: E402,F401
+from ._tuning import tune, TuneReport  # noqa: E402,F401
+from . import _tuning as tuning  # noqa: E402,F401
 from . import _fallback, _hooks, _array  # noqa: E402
 
 concat = concatenate

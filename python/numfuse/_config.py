@@ -14,6 +14,9 @@ _ENV = {
     "NUMFUSE_MAX_WINDOW": "max_window",
     "NUMFUSE_FALLBACK_WARNINGS": "fallback_warnings",
     "NUMFUSE_MEMO": "memo",
+    "NUMFUSE_TUNE": "tune",
+    "NUMFUSE_ROUTINES": "routines",
+    "NUMFUSE_RANDOM_SCHEDULES": "random_schedules",
 }
 # NUMFUSE_CACHE_DIR is read by the C++ core when it starts.
 
@@ -30,7 +33,28 @@ _SETTERS = {
     "max_window": (lambda v: _core.set_max_window(int(v)), _core.get_max_window),
     "fallback_warnings": (lambda v: _fallback.set_warnings(_truthy(v)), _fallback.warnings_enabled),
     "cache_dir": (lambda v: _core.set_cache_dir(str(v)), lambda: _core.cache_info()["directory"]),
+    "tune": (lambda v: _core.set_tune_seconds(_seconds(v)), _core.get_tune_seconds),
+    "routines": (lambda v: _core.set_routines(_truthy(v)), _core.get_routines),
+    "random_schedules": (lambda v: _core.set_random_schedules(_seed(v)), _core.get_random_schedules),
 }
+
+
+def _seconds(v):
+    if v is None or v is False:
+        return 0.0
+    s = float(v)
+    if not s >= 0:
+        raise ValueError(f"tune: expected a number of seconds >= 0, got {v!r}")
+    return s
+
+
+def _seed(v):
+    if v is None or v is False:
+        return -1
+    s = int(v)
+    if s < -1:
+        raise ValueError(f"random_schedules: expected a seed >= 0 (or None), got {v!r}")
+    return s
 
 
 def set_option(name, value):
@@ -55,7 +79,12 @@ def config(**opts):
 
     Options: threads (OpenMP threads per kernel), dump (print generated
     kernels and cache hits), fusion (False runs one operation per kernel),
-    max_window (tasks recorded before an automatic flush), fallback_warnings.
+    max_window (tasks recorded before an automatic flush), fallback_warnings,
+    cache_dir (kernel cache and tuned-schedule store), tune (seconds of
+    background tuning per new kernel, 0 = off; NUMFUSE_TUNE), routines
+    (False: never hand a group to a library routine such as BLAS),
+    random_schedules (a seed: every kernel gets a random legal schedule --
+    for testing; None = off).
     Pending work is flushed on entry and exit so options apply cleanly.
     """
     _core.flush("config")
@@ -95,6 +124,8 @@ class Explanation:
         for i, g in enumerate(self.groups):
             kind = ("library routine" if g["routine"] else "cache hit" if g["cache_hit"] else
                     "loaded from disk cache" if g["disk_hit"] else "compiled")
+            if g.get("tuned"):
+                kind += ", tuned schedule"
             lines.append(f"group {i}: {len(g['ops'])} ops [{kind}, {g['run_ms']:.3f} ms]: " + ", ".join(g["ops"]))
             if g["temporaries"]:
                 lines.append(f"  temporaries never allocated: {len(g['temporaries'])} "

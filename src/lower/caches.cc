@@ -60,25 +60,21 @@ const CachePlan* Lowerer::cache_of(int access) const {
   return nullptr;
 }
 
-// Mixed radix over the block numbers of packed entries (outermost), then
-// every entry's offset (a packed entry's offset inside its block).
-ExP Lowerer::tile_index(const CachePlan& c, const std::vector<ExP>& idx, bool at_point) const {
+// Position of a point in the tile, inside every loop: mixed radix over the
+// block numbers of packed entries (outermost; a block is the packing loop's
+// variable, so no division), then every entry's offset (a packed entry's
+// offset inside its block).
+ExP Lowerer::tile_index(const CachePlan& c, const std::vector<ExP>& idx) const {
   ExP e = lit(0);
   for (int k : c.outer) {
     const ExP b = lit(c.block[k]);
     const ExP blocks = arith('/', add(c.size[k], lit(c.block[k] - 1)), b);
-    const ExP first = at_point ? var(c.block_loop[k]) : idx[c.layout[k]];
-    e = add(mul(e, blocks), arith('/', sub(first, c.base[k]), b));
+    e = add(mul(e, blocks), arith('/', sub(var(c.block_loop[k]), c.base[k]), b));
   }
   for (size_t k = 0; k < c.layout.size(); ++k) {
     const ExP x = idx[c.layout[k]];
-    if (!c.block[k]) {
-      e = add(mul(e, c.size[k]), sub(x, c.base[k]));
-    } else if (at_point) {
-      e = add(mul(e, lit(c.block[k])), sub(x, var(c.block_loop[k])));
-    } else {
-      e = add(mul(e, lit(c.block[k])), arith('%', sub(x, c.base[k]), lit(c.block[k])));
-    }
+    if (!c.block[k]) e = add(mul(e, c.size[k]), sub(x, c.base[k]));
+    else e = add(mul(e, lit(c.block[k])), sub(x, var(c.block_loop[k])));
   }
   return e;
 }
@@ -92,43 +88,66 @@ ExP Lowerer::tile_count(const CachePlan& c) const {
   return count;
 }
 
-namespace {
-
-// Nested loops z_k over the tile (clipped to the extent if `clip`); small
+// Nested loops over the tile (clipped to the extent if `clip`); small
 // unclipped tiles are unrolled (so a register tile stays in registers), else
-// the innermost loop is simd. The loops run in the layout's order except that
-// the memory side's unit-stride dimension goes innermost, so copies stream
-// through memory. z[k] is the variable of layout entry k. Returns the
-// innermost body.
-std::vector<StmtP>* tile_loops(std::vector<StmtP>& out, const CachePlan& c, const mdh::Access& mem, bool clip,
-                               std::vector<ExP>& z) {
+// the innermost loop is simd. A packed entry gets a loop over its blocks
+// (outermost, in packing order) and one inside the block, so both the tile
+// and memory indices stay affine. The other loops run in layout order except
+// that the memory side's unit-stride dimension goes innermost, so copies
+// stream through memory. Fills w.off (offset from the tile's base, per
+// layout entry) and w.index (position in the tile); returns the innermost body.
+std::vector<StmtP>* Lowerer::tile_loops(std::vector<StmtP>& out, const CachePlan& c, const mdh::Access& mem, bool clip,
+                                        TileWalk& w) const {
   std::vector<StmtP>* cur = &out;
   StmtP outer = block();
   cur->push_back(outer);
   cur = &outer->body;
   const bool unroll = !clip && !c.heap && c.count <= 256;
   const size_t n = c.layout.size();
+  std::vector<ExP> ext(n);
+  for (size_t k = 0; k < n; ++k) ext[k] = clip ? min(c.size[k], sub(c.end[k], c.base[k])) : c.size[k];
+  auto open = [&](const std::string& v, ExP hi, bool innermost) {
+    StmtP f = for_loop(v, lit(0), hi, lit(1));
+    if (unroll) f->tag = Stmt::Tag::Unroll;
+    else if (innermost) f->tag = Stmt::Tag::Simd;
+    cur->push_back(f);
+    cur = &f->body;
+    return var(v);
+  };
+  std::vector<ExP> blk(n);
+  for (int k : c.outer) {
+    const ExP b = lit(c.block[k]);
+    blk[k] = open("b" + c.name + "_" + std::to_string(k), arith('/', add(ext[k], lit(c.block[k] - 1)), b), false);
+  }
   std::vector<size_t> order;
   for (size_t k = 0; k < n; ++k)
     if (mem.kind[c.layout[k]] != mdh::StrideKind::Unit) order.push_back(k);
   for (size_t k = 0; k < n; ++k)
     if (mem.kind[c.layout[k]] == mdh::StrideKind::Unit) order.push_back(k);
-  z.assign(n, nullptr);
+  std::vector<ExP> in(n);
+  w.off.assign(n, nullptr);
   for (size_t j = 0; j < n; ++j) {
     const size_t k = order[j];
     const std::string v = "z" + c.name + "_" + std::to_string(k);
-    ExP hi = clip ? min(c.size[k], sub(c.end[k], c.base[k])) : c.size[k];
-    StmtP f = for_loop(v, lit(0), hi, lit(1));
-    if (unroll) f->tag = Stmt::Tag::Unroll;
-    else if (j + 1 == n) f->tag = Stmt::Tag::Simd;
-    z[k] = var(v);
-    cur->push_back(f);
-    cur = &f->body;
+    if (c.block[k]) {
+      const ExP b = lit(c.block[k]);
+      const ExP first = mul(blk[k], b);
+      // A full block unless it is the (clipped or partial) last one.
+      const bool whole = !clip && c.size[k]->k == Ex::K::IntLit && c.size[k]->ival % c.block[k] == 0;
+      in[k] = open(v, whole ? b : min(b, sub(ext[k], first)), j + 1 == n);
+      w.off[k] = add(first, in[k]);
+    } else {
+      in[k] = open(v, ext[k], j + 1 == n);
+      w.off[k] = in[k];
+    }
   }
+  ExP e = lit(0);
+  for (int k : c.outer)
+    e = add(mul(e, arith('/', add(c.size[k], lit(c.block[k] - 1)), lit(c.block[k]))), blk[k]);
+  for (size_t k = 0; k < n; ++k) e = add(mul(e, c.block[k] ? lit(c.block[k]) : c.size[k]), in[k]);
+  w.index = e;
   return cur;
 }
-
-}  // namespace
 
 // On the full-tile path, a tile whose dims are all covered by tiles of
 // unrolled loops' parents lies entirely inside the extents.
@@ -164,18 +183,16 @@ void Lowerer::open_caches(std::vector<StmtP>& out, int i, bool full) {
     } else {
       out.push_back(local_array(t, c.name, c.count));
     }
-    std::vector<ExP> z;
+    TileWalk w;
     if (c.output) {
       // The accumulation tile starts at the identity (all of it, unclipped).
-      std::vector<StmtP>* body = tile_loops(out, c, h_.accesses[c.access], false, z);
-      std::vector<ExP> full(h_.ndim, lit(0));
-      for (size_t k = 0; k < c.layout.size(); ++k) full[c.layout[k]] = add(c.base[k], z[k]);
-      body->push_back(assign(load(c.name, tile_index(c, full, false), t), identity(h_.outputs[plan_of_access(c.access)])));
+      std::vector<StmtP>* body = tile_loops(out, c, h_.accesses[c.access], false, w);
+      body->push_back(assign(load(c.name, w.index, t), identity(h_.outputs[plan_of_access(c.access)])));
     } else {
-      std::vector<StmtP>* body = tile_loops(out, c, h_.accesses[c.access], !tile_is_full(c, full), z);
+      std::vector<StmtP>* body = tile_loops(out, c, h_.accesses[c.access], !tile_is_full(c, full), w);
       std::vector<ExP> idx(h_.ndim, lit(0));
-      for (size_t k = 0; k < c.layout.size(); ++k) idx[c.layout[k]] = add(c.base[k], z[k]);
-      body->push_back(assign(load(c.name, tile_index(c, idx, false), t), load(ptr(c.access), access_index(c.access, idx), t)));
+      for (size_t k = 0; k < c.layout.size(); ++k) idx[c.layout[k]] = add(c.base[k], w.off[k]);
+      body->push_back(assign(load(c.name, w.index, t), load(ptr(c.access), access_index(c.access, idx), t)));
     }
   }
 }
@@ -186,12 +203,12 @@ void Lowerer::close_caches(std::vector<StmtP>& out, int i, bool full) {
     if (c.output) {
       const int oi = plan_of_access(c.access);
       const mdh::Output& o = h_.outputs[oi];
-      std::vector<ExP> z;
-      std::vector<StmtP>* body = tile_loops(out, c, h_.accesses[c.access], !tile_is_full(c, full), z);
+      TileWalk w;
+      std::vector<StmtP>* body = tile_loops(out, c, h_.accesses[c.access], !tile_is_full(c, full), w);
       std::vector<ExP> idx(h_.ndim, lit(0));
-      for (size_t k = 0; k < c.layout.size(); ++k) idx[c.layout[k]] = add(c.base[k], z[k]);
+      for (size_t k = 0; k < c.layout.size(); ++k) idx[c.layout[k]] = add(c.base[k], w.off[k]);
       auto [target, itarget] = memory_target(plan_of(oi), idx);
-      update(*body, o, 2000 + oi, target, itarget, load(c.name, tile_index(c, idx, false), o.acc_dtype), nullptr);
+      update(*body, o, 2000 + oi, target, itarget, load(c.name, w.index, o.acc_dtype), nullptr);
     }
     if (c.heap) out.push_back(free_stmt(c.name));
   }

@@ -232,7 +232,7 @@ void Lowerer::emit_point(std::vector<StmtP>& out) {
     ExP e;
     switch (x.kind) {
       case ExprNode::Kind::Input:
-        if (const CachePlan* c = cache_of(x.a)) e = load(c->name, tile_index(*c, idx, true), x.dtype);
+        if (const CachePlan* c = cache_of(x.a)) e = load(c->name, tile_index(*c, idx), x.dtype);
         else e = load(ptr(x.a), access_index(x.a, idx), x.dtype);
         break;
       case ExprNode::Kind::Const:
@@ -271,7 +271,7 @@ void Lowerer::emit_point(std::vector<StmtP>& out) {
     ExP vi = o.arg_node >= 0 ? val[o.arg_node] : nullptr;
     if (r.tile >= 0) {
       const CachePlan& c = caches_[r.tile];
-      update(out, o, r.out, load(c.name, tile_index(c, idx, true), o.acc_dtype), nullptr, v, vi);
+      update(out, o, r.out, load(c.name, tile_index(c, idx), o.acc_dtype), nullptr, v, vi);
     } else if (r.reg || r.sub_reg) {
       update(out, o, r.out, var(r.racc, o.acc_dtype), var(r.ridx), v, vi);
     } else {

@@ -132,9 +132,15 @@ class Lowerer {
   bool tile_is_full(const CachePlan& c, bool full) const;
   const CachePlan* cache_of(int access) const;  // an input's tile, if cached
   int plan_of_access(int access) const;          // the reduction output writing `access`
-  // Position of point idx in the tile. `at_point`: inside every loop, where a
-  // packed entry's block is the packing loop's variable (no division).
-  ExP tile_index(const CachePlan& c, const std::vector<ExP>& idx, bool at_point) const;
+  // Position of point idx in the tile, inside every loop.
+  ExP tile_index(const CachePlan& c, const std::vector<ExP>& idx) const;
+  // Loops over a whole tile (copy-in, init, fold): see caches.cc.
+  struct TileWalk {
+    std::vector<ExP> off;  // per layout entry: offset from the tile's base
+    ExP index;             // position in the tile
+  };
+  std::vector<StmtP>* tile_loops(std::vector<StmtP>& out, const CachePlan& c, const mdh::Access& mem, bool clip,
+                                 TileWalk& w) const;
   ExP tile_count(const CachePlan& c) const;
 };
 

@@ -23,6 +23,7 @@
 #include "lower/lower.h"
 #include "mdh/mdh.h"
 #include "pipeline/pipeline.h"
+#include "pipeline/tuning.h"
 #include "runtime/runtime.h"
 #include "tune/tune.h"
 
@@ -48,6 +49,7 @@ struct PlanGroup {
   std::string stop_reason;
   std::shared_ptr<const mdh::Built> tmpl;
   tune::Schedule schedule;
+  bool tuned = false;
   std::string key;
   jit::KernelFn fn = nullptr;
 };
@@ -113,36 +115,29 @@ struct Prepared {
   fusion::Group group;
   std::shared_ptr<mdh::Built> built;
   tune::Schedule schedule;
+  bool tuned = false;
   std::string key;
   jit::KernelFn fn = nullptr;
   bool hit = false, disk_hit = false;
   std::string error;
 };
 
-std::string kernel_key(const mdh::MdHom& h, const tune::Schedule& s) { return "cpu|" + h.key() + "|" + s.key(); }
-
 void compile_one(Prepared& p) {
   if (!p.built || p.built->tasks.empty() || p.schedule.routine != tune::Routine::None) return;
   try {
-    p.fn = jit::KernelCache::instance().get(
-        p.key,
-        [&] {
-          lower::LoopNest nest = lower::lower(p.built->hom, p.schedule, "kernel");
-          return codegen::render_c(nest);
-        },
-        &p.hit, &p.disk_hit);
+    p.fn = detail::compile_kernel(p.built->hom, p.schedule, &p.hit, &p.disk_hit);
   } catch (const std::exception& e) {
     p.error = e.what();
   }
 }
 
-Prepared prepare(const std::vector<Task>& window, const fusion::Group& g) {
+Prepared prepare(const std::vector<Task>& window, const fusion::Group& g, const Config& cfg) {
   Prepared p;
   p.group = g;
   p.built = std::make_shared<mdh::Built>(mdh::build(window, g));
   if (p.built->tasks.empty()) return p;
-  p.schedule = tune::default_schedule(p.built->hom, p.built->bind, tune::Asm::host());
-  p.key = kernel_key(p.built->hom, p.schedule);
+  p.schedule = detail::choose_schedule(p.built->hom, p.built->bind, cfg, &p.tuned);
+  p.key = detail::kernel_key(p.built->hom, p.schedule);
   return p;
 }
 
@@ -165,6 +160,7 @@ PlanGroup to_plan_group(const std::vector<Task>& window, const Prepared& p) {
     g.tmpl = tmpl;
   }
   g.schedule = p.schedule;
+  g.tuned = p.tuned;
   g.key = p.key;
   g.fn = p.fn;
   return g;
@@ -188,19 +184,21 @@ GroupReport run_group(const std::vector<Task>& window, const PlanGroup& g, const
   for (int k : g.temp_tasks) gr.temporaries.push_back(window[k].output.buffer->id());
   auto t0 = std::chrono::steady_clock::now();
   if (runs(g)) {
-    if (g.schedule.routine == tune::Routine::Blas) {
-      ext::run_contraction(g.tmpl->hom, *bind);
-      gr.routine = ext::routine_pattern(g.tmpl->hom);
-    } else {
-      runtime::run_kernel(g.fn, g.tmpl->hom, *bind);
-    }
+    detail::run_scheduled(g.tmpl->hom, g.schedule, g.fn, *bind);
+    if (g.schedule.routine != tune::Routine::None) gr.routine = ext::routine_pattern(g.tmpl->hom);
     gr.hom = std::shared_ptr<const mdh::MdHom>(g.tmpl, &g.tmpl->hom);
     gr.ints = bind->ints;
     gr.schedule = g.schedule;
+    gr.tuned = g.tuned;
     gr.key = g.key;
     if (dump && g.fn) gr.source = jit::KernelCache::instance().source_of(g.key);
   }
   gr.run_ms = ms_since(t0);
+  if (gr.hom && detail::capturing()) {
+    std::string ops;
+    for (const std::string& o : gr.ops) ops += (ops.empty() ? "" : ", ") + o;
+    detail::capture_group(gr.hom, *bind, ops, gr.run_ms);
+  }
   return gr;
 }
 
@@ -256,6 +254,14 @@ std::vector<Task> flush(FlushReport* report) {
   }
   const Config cfg = config();
   auto t0 = std::chrono::steady_clock::now();
+  // Plans hold schedules: when the store changed (a kernel was tuned), the
+  // memoized plans are rebuilt so the tuned schedules take over.
+  static uint64_t store_generation = 0;
+  const uint64_t gen = tune::ScheduleStore::instance().generation();
+  if (gen != store_generation) {
+    g_memo.clear();
+    store_generation = gen;
+  }
   fusion::Signature sig = fusion::window_signature(window, cfg.policy);
   std::shared_ptr<const Plan> plan = cfg.memo ? g_memo.find(sig) : nullptr;
 
@@ -279,7 +285,7 @@ std::vector<Task> flush(FlushReport* report) {
     fusion::Partition part = fusion::partition(window, cfg.policy);
     std::vector<Prepared> prepared;
     prepared.reserve(part.groups.size());
-    for (const fusion::Group& g : part.groups) prepared.push_back(prepare(window, g));
+    for (const fusion::Group& g : part.groups) prepared.push_back(prepare(window, g, cfg));
     rep.analyse_ms = ms_since(t0);
 
     // Compile (or fetch) every group's kernel; misses compile concurrently.
@@ -304,7 +310,7 @@ std::vector<Task> flush(FlushReport* report) {
         single.stop_reason = "fallback after compile failure";
         for (int d : p.group.dead)
           if (d == k) single.dead.push_back(k);
-        Prepared q = prepare(window, single);
+        Prepared q = prepare(window, single, cfg);
         compile_one(q);
         if (!q.error.empty()) throw jit::CompileError(q.error);
         runnable.push_back(std::move(q));

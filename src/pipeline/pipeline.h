@@ -7,6 +7,7 @@
 // place that knows all of them.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,13 @@ struct Config {
   bool dump = false;        // keep each kernel's source in the report
   bool profile = false;     // time recording too (costs a clock read per op)
   bool memo = true;         // reuse the analysis of windows seen before
+  bool routines = true;     // library routines (BLAS) may implement a group
+  // >= 0: every group gets a random legal schedule drawn from this seed (and
+  // the group's key): for testing that all schedules compute the same.
+  int64_t random_schedule_seed = -1;
+  // > 0: kernels without a stored schedule are tuned in the background for
+  // this many seconds each, and swapped in when done (NUMFUSE_TUNE).
+  double tune_seconds = 0;
 };
 Config& config();
 
@@ -39,6 +47,7 @@ struct GroupReport {
   std::string key;
   std::string mdh_text() const;
   std::string schedule_text() const;
+  bool tuned = false;      // the schedule came from the schedule store
   bool cache_hit = false;  // found in the in-memory kernel cache
   bool disk_hit = false;   // loaded from the on-disk cache (not compiled)
   std::string source;    // if dump
@@ -77,5 +86,44 @@ size_t memo_size();
 Profile profile();
 void reset_profile();
 void add_record_time(double ms);
+
+// ---------------------------------------------------------------------------
+// Auto-tuning (tuning.cc).
+
+// numfuse.tune: start remembering the kernels flushes run (and their sizes,
+// not their arrays); end returns how many distinct kernels were seen.
+void capture_begin();
+int capture_end();
+
+struct TuneOptions {
+  double budget_s = 10;  // for all captured kernels together
+  int max_evals = 0;     // per kernel; 0: no limit
+  // (kernel index, kernel count, what it is, progress) -- called from the
+  // tuning thread between candidates.
+  std::function<void(int, int, const std::string&, const tune::SearchProgress&)> progress;
+};
+
+struct TunedKernel {
+  std::string ops, mdh, size_class;
+  std::string default_schedule, best_schedule;
+  double default_ms = 0, best_ms = 0;
+  int evals = 0, failures = 0, occurrences = 0;
+  double tune_s = 0;
+  bool stored = false;
+  std::vector<std::string> errors;
+};
+
+// Tunes the captured kernels (the budget split by their observed run time),
+// stores the winners and makes the next flushes use them.
+std::vector<TunedKernel> tune_captured(const TuneOptions& opt);
+
+// Background tuning (Config::tune_seconds): wait until the queue is empty,
+// or stop it (at exit).
+void background_wait();
+void background_stop();
+int background_done();  // kernels tuned in the background so far
+
+// The store of tuned schedules (<cache dir>/schedules.txt by default).
+void set_schedule_store(const std::string& path);
 
 }  // namespace nf::pipeline

@@ -28,6 +28,12 @@ Dims dims_of(py::handle seq) {
   return d;
 }
 
+// The schedule store lives next to the kernel cache.
+void configure_schedule_store() {
+  jit::DiskCache& c = jit::DiskCache::instance();
+  pipeline::set_schedule_store(c.enabled() ? c.directory() + "/schedules.txt" : "");
+}
+
 py::dict report_dict(const pipeline::FlushReport& r) {
   py::list groups;
   for (const pipeline::GroupReport& g : r.groups) {
@@ -41,6 +47,7 @@ py::dict report_dict(const pipeline::FlushReport& r) {
     d["schedule"] = g.schedule_text();
     d["key"] = g.key;
     d["cache_hit"] = g.cache_hit;
+    d["tuned"] = g.tuned;
     d["disk_hit"] = g.disk_hit;
     d["source"] = g.source;
     d["run_ms"] = g.run_ms;
@@ -260,7 +267,85 @@ void bind_functions(py::module_& m) {
     d["memory_entries"] = jit::KernelCache::instance().size();
     return d;
   });
-  m.def("set_cache_dir", [](const std::string& dir) { jit::DiskCache::instance().configure(dir); });
+  m.def("set_cache_dir", [](const std::string& dir) {
+    jit::DiskCache::instance().configure(dir);
+    configure_schedule_store();
+  });
+  configure_schedule_store();
+
+  // Auto-tuning.
+  m.def("tune_capture", [](bool on) {
+    if (on) {
+      pipeline::capture_begin();
+      return 0;
+    }
+    return pipeline::capture_end();
+  });
+  m.def("tune_captured", [](double budget, int evals, py::object progress) {
+    pipeline::TuneOptions opt;
+    opt.budget_s = budget;
+    opt.max_evals = evals;
+    if (!progress.is_none())
+      opt.progress = [progress](int k, int n, const std::string& ops, const tune::SearchProgress& p) {
+        py::gil_scoped_acquire gil;
+        progress(k, n, ops, p.evals, p.max_evals, p.elapsed_s, p.budget_s, p.default_s, p.best_s);
+      };
+    std::vector<pipeline::TunedKernel> out;
+    {
+      py::gil_scoped_release nogil;
+      out = pipeline::tune_captured(opt);
+    }
+    py::list l;
+    for (const pipeline::TunedKernel& k : out) {
+      py::dict d;
+      d["ops"] = k.ops;
+      d["mdh"] = k.mdh;
+      d["size_class"] = k.size_class;
+      d["default_schedule"] = k.default_schedule;
+      d["best_schedule"] = k.best_schedule;
+      d["default_ms"] = k.default_ms;
+      d["best_ms"] = k.best_ms;
+      d["evals"] = k.evals;
+      d["failures"] = k.failures;
+      d["occurrences"] = k.occurrences;
+      d["tune_s"] = k.tune_s;
+      d["stored"] = k.stored;
+      d["errors"] = k.errors;
+      l.append(d);
+    }
+    return l;
+  });
+  m.def("tune_wait", []() {
+    py::gil_scoped_release nogil;
+    pipeline::background_wait();
+  });
+  m.def("tune_shutdown", []() {
+    py::gil_scoped_release nogil;
+    pipeline::background_stop();
+  });
+  m.def("tune_background_done", []() { return pipeline::background_done(); });
+  m.def("schedule_store_info", []() {
+    tune::ScheduleStore& s = tune::ScheduleStore::instance();
+    py::dict d;
+    d["path"] = s.path();
+    d["entries"] = s.size();
+    d["device"] = tune::device_id(tune::Asm::host());
+    return d;
+  });
+  m.def("set_schedule_store", [](const std::string& path) { pipeline::set_schedule_store(path); });
+  m.def("clear_schedule_store", []() { tune::ScheduleStore::instance().clear(); });
+  m.def("set_routines", [](bool on) {
+    pipeline::config().routines = on;
+    pipeline::clear_memo();
+  });
+  m.def("get_routines", []() { return pipeline::config().routines; });
+  m.def("set_random_schedules", [](int64_t seed) {
+    pipeline::config().random_schedule_seed = seed;
+    pipeline::clear_memo();
+  });
+  m.def("get_random_schedules", []() { return pipeline::config().random_schedule_seed; });
+  m.def("set_tune_seconds", [](double s) { pipeline::config().tune_seconds = s; });
+  m.def("get_tune_seconds", []() { return pipeline::config().tune_seconds; });
   m.def("clear_disk_cache", []() { return jit::DiskCache::instance().clear(); });
   m.def("kernel_cache_size", []() { return jit::KernelCache::instance().size(); });
   m.def("clear_kernel_cache", []() {

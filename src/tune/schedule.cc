@@ -2,6 +2,7 @@
 #include <map>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 
 #include "tune/tune.h"
@@ -50,6 +51,8 @@ const mdh::Output* reduction_output_of(const mdh::MdHom& h, int access) {
 }  // namespace
 
 std::string Schedule::why_illegal(const mdh::MdHom& h) const {
+  // A routine replaces the generated loops: only its pattern matters.
+  if (routine == Routine::Blas) return blas_compatible(h) ? "" : "not a GEMM/GEMV/DOT";
   if (static_cast<int>(tiles.size()) != h.ndim) return "one tile list per dimension";
   std::vector<int> next(h.ndim, 0);
   for (const LoopSpec& l : order) {
@@ -103,36 +106,149 @@ std::string Schedule::why_illegal(const mdh::MdHom& h) const {
   if (contract)
     for (const mdh::Output& o : h.outputs)
       if (!o.reduces) return "contraction (FMA) only for kernels whose outputs all reduce";
-  if (routine == Routine::Blas && !blas_compatible(h)) return "not a GEMM/GEMV/DOT";
   return "";
 }
 
 bool Schedule::legal(const mdh::MdHom& h) const { return why_illegal(h).empty(); }
 
+// Text form: "blas", or '|'-separated fields
+//   t<tiles of dim 0, comma-separated>;<dim 1>;...   tile sizes
+//   o<d>.<l>,<d>.<l>,...                             loop order
+//   p<min work> | s                                  parallel or serial
+//   v | n                                            vectorized or not
+//   c<access>@<pos>:<layout>[/<packed dims>];...     caches (lists comma-separated)
+//   u<positions>                                     unrolled loops
+//   f                                                fused multiply-add
 std::string Schedule::key() const {
-  std::ostringstream os;
   if (routine == Routine::Blas) return "blas";
+  std::ostringstream os;
+  auto list = [&](const auto& v) {
+    for (size_t k = 0; k < v.size(); ++k) os << (k ? "," : "") << v[k];
+  };
+  os << "t";
   for (size_t d = 0; d < tiles.size(); ++d) {
-    os << "t";
-    for (int64_t t : tiles[d]) os << t << ".";
+    if (d) os << ";";
+    list(tiles[d]);
   }
-  os << "o";
-  for (const LoopSpec& l : order) os << l.dim << "." << l.level << ",";
-  os << (parallel ? "P" : "S") << parallel_min_work << (vectorize ? "V" : "");
-  for (const Cache& c : caches) {
-    os << "c" << c.access << "@" << c.pos << ":";
-    for (int d : c.layout) os << d;
-    if (!c.pack.empty()) {
-      os << "p";
-      for (int d : c.pack) os << d;
+  os << "|o";
+  for (size_t k = 0; k < order.size(); ++k) os << (k ? "," : "") << order[k].dim << "." << order[k].level;
+  if (parallel) os << "|p" << parallel_min_work;
+  else os << "|s";
+  os << (vectorize ? "|v" : "|n");
+  if (!caches.empty()) {
+    os << "|c";
+    for (size_t k = 0; k < caches.size(); ++k) {
+      const Cache& c = caches[k];
+      os << (k ? ";" : "") << c.access << "@" << c.pos << ":";
+      list(c.layout);
+      if (!c.pack.empty()) {
+        os << "/";
+        list(c.pack);
+      }
     }
   }
   if (!unroll.empty()) {
-    os << "u";
-    for (int p : unroll) os << p << ",";
+    os << "|u";
+    list(unroll);
   }
-  if (contract) os << "F";
+  if (contract) os << "|f";
   return os.str();
+}
+
+namespace {
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    size_t k = s.find(sep, start);
+    out.push_back(s.substr(start, k == std::string::npos ? std::string::npos : k - start));
+    if (k == std::string::npos) return out;
+    start = k + 1;
+  }
+}
+
+int64_t to_int(const std::string& s) {
+  if (s.empty()) throw std::invalid_argument("schedule text: empty number");
+  size_t used = 0;
+  const long long v = std::stoll(s, &used);
+  if (used != s.size()) throw std::invalid_argument("schedule text: bad number '" + s + "'");
+  return v;
+}
+
+template <typename T>
+std::vector<T> int_list(const std::string& s) {
+  std::vector<T> v;
+  if (s.empty()) return v;
+  for (const std::string& x : split(s, ',')) v.push_back(static_cast<T>(to_int(x)));
+  return v;
+}
+
+}  // namespace
+
+Schedule Schedule::parse(const std::string& text) {
+  Schedule s;
+  if (text == "blas") {
+    s.routine = Routine::Blas;
+    return s;
+  }
+  s.vectorize = false;
+  for (const std::string& field : split(text, '|')) {
+    if (field.empty()) throw std::invalid_argument("schedule text: empty field");
+    const std::string v = field.substr(1);
+    switch (field[0]) {
+      case 't':
+        for (const std::string& d : split(v, ';')) s.tiles.push_back(int_list<int64_t>(d));
+        break;
+      case 'o':
+        if (!v.empty())
+          for (const std::string& l : split(v, ',')) {
+            const std::vector<std::string> dl = split(l, '.');
+            if (dl.size() != 2) throw std::invalid_argument("schedule text: bad loop '" + l + "'");
+            s.order.push_back({static_cast<int>(to_int(dl[0])), static_cast<int>(to_int(dl[1]))});
+          }
+        break;
+      case 'p':
+        s.parallel = true;
+        s.parallel_min_work = to_int(v);
+        break;
+      case 's':
+        s.parallel = false;
+        break;
+      case 'v':
+        s.vectorize = true;
+        break;
+      case 'n':
+        s.vectorize = false;
+        break;
+      case 'c':
+        for (const std::string& c : split(v, ';')) {
+          Cache cache;
+          const size_t at = c.find('@'), colon = c.find(':');
+          if (at == std::string::npos || colon == std::string::npos || colon < at)
+            throw std::invalid_argument("schedule text: bad cache '" + c + "'");
+          cache.access = static_cast<int>(to_int(c.substr(0, at)));
+          cache.pos = static_cast<int>(to_int(c.substr(at + 1, colon - at - 1)));
+          const std::vector<std::string> lp = split(c.substr(colon + 1), '/');
+          if (lp.size() > 2) throw std::invalid_argument("schedule text: bad cache '" + c + "'");
+          cache.layout = int_list<int>(lp[0]);
+          if (lp.size() == 2) cache.pack = int_list<int>(lp[1]);
+          s.caches.push_back(cache);
+        }
+        break;
+      case 'u':
+        s.unroll = int_list<int>(v);
+        break;
+      case 'f':
+        s.contract = true;
+        break;
+      default:
+        throw std::invalid_argument("schedule text: unknown field '" + field + "'");
+    }
+  }
+  // A zero-dimensional MdHom has one (empty) tile list per dimension: none.
+  if (s.tiles.size() == 1 && s.tiles[0].empty() && s.order.empty()) s.tiles.clear();
+  return s;
 }
 
 std::string Schedule::to_string() const {
@@ -202,60 +318,6 @@ bool blas_compatible(const mdh::MdHom& h) {
     else return false;
   }
   return ni <= 1 && nj <= 1 && nk == 1;
-}
-
-Schedule default_schedule(const mdh::MdHom& h, const mdh::Bindings& b, const Asm& target, bool routines) {
-  Schedule s;
-  if (routines && blas_compatible(h)) {
-    s.routine = Routine::Blas;
-    return s;
-  }
-  s.tiles.assign(h.ndim, {});
-  for (int d = 0; d < h.ndim; ++d) s.order.push_back({d, 0});
-  if (h.ndim == 0) {
-    s.vectorize = false;
-    return s;
-  }
-  // Size of the largest reduction output (elements), for private partials.
-  int64_t reduced_out = 0;
-  bool arg = false;
-  for (const mdh::Output& o : h.outputs) {
-    if (!o.reduces) continue;
-    int64_t n = 1;
-    for (int d = 0; d < h.ndim; ++d)
-      if (!h.pointwise(o, d)) n *= b.extent(h, d);
-    reduced_out = std::max(reduced_out, n);
-    arg |= o.op == ReduceOp::ArgMax || o.op == ReduceOp::ArgMin;
-  }
-  const int threads = target.cores;
-  if (threads > 1) {
-    int concat = -1;
-    for (int d = 0; d < h.ndim; ++d)
-      if (!h.any_pointwise(d) && b.extent(h, d) >= 2 * threads) {
-        concat = d;
-        break;
-      }
-    if (concat == 0) {
-      s.parallel = true;
-    } else if (concat > 0 && (reduced_out == 0 || reduced_out >= 4096)) {
-      const int64_t tile = 256;
-      if (b.extent(h, concat) > tile) {
-        // Tile the concatenated dimension and hoist its tile loop outermost.
-        s.tiles[concat] = {tile};
-        s.order.clear();
-        s.order.push_back({concat, 0});
-        for (int d = 0; d < h.ndim; ++d) s.order.push_back({d, d == concat ? 1 : 0});
-      } else if (h.any_pointwise(0)) {
-        std::rotate(s.order.begin(), s.order.begin() + concat, s.order.begin() + concat + 1);
-      }
-      s.parallel = true;
-    } else if (reduced_out > 0 && reduced_out <= (1 << 16)) {
-      s.parallel = true;  // point-wise outer dimension with private partials
-    }
-  }
-  // Arg-reductions combine (value, index) pairs: no SIMD reduction clause.
-  s.vectorize = !arg;
-  return s;
 }
 
 }  // namespace nf::tune

@@ -29,8 +29,13 @@
 // (lowering is correct by construction).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
+#include <mutex>
+#include <random>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "mdh/mdh.h"
@@ -83,7 +88,11 @@ struct Schedule {
   bool legal(const mdh::MdHom& h) const;
   // Why legal() fails ("" when it holds).
   std::string why_illegal(const mdh::MdHom& h) const;
+  // A complete text form (the kernel cache and the schedule store key on
+  // it); parse() reads it back (std::invalid_argument if malformed; the
+  // result still has to pass legal()).
   std::string key() const;
+  static Schedule parse(const std::string& text);
   std::string to_string() const;
 };
 
@@ -94,6 +103,108 @@ struct Schedule {
 // A floating-point GEMM/GEMV/DOT goes to the BLAS routine when
 // `routines` allows it.
 Schedule default_schedule(const mdh::MdHom& h, const mdh::Bindings& b, const Asm& target, bool routines = true);
+
+// ---------------------------------------------------------------------------
+// The schedule space (space.cc).
+
+// A random legal schedule for h (deterministic in `seed`); with `routines`,
+// the library routine is one of the outcomes where it applies.
+Schedule random_schedule(const mdh::MdHom& h, const mdh::Bindings& b, const Asm& target, uint64_t seed,
+                         bool routines = true);
+// A legal neighbour of `from`: one tile resized, added or dropped, two loops
+// swapped, a cache added/moved/dropped, an unroll, the parallel / vector /
+// FMA choice toggled.
+Schedule mutate(const Schedule& from, const mdh::MdHom& h, const mdh::Bindings& b, const Asm& target,
+                uint64_t seed, bool routines = true);
+// Drops the caches, packings and unrolls that make s illegal; false if it
+// stays illegal.
+bool repair(Schedule& s, const mdh::MdHom& h);
+
+// ---------------------------------------------------------------------------
+// The auto-tuner's search (search.cc), ATF-style: the default schedule (and
+// the library routine, where it applies) as baselines, then candidates from
+// three techniques -- uniform random sampling, mutations of the best so far,
+// and a simulated-annealing walk -- chosen by a UCB1 bandit that credits a
+// technique when its candidate improves on the best. Bounded by wall-clock
+// seconds and/or a number of evaluations.
+
+struct SearchProgress {
+  int evals = 0, max_evals = 0;
+  double elapsed_s = 0, budget_s = 0;
+  double default_s = 0, best_s = 0;
+};
+
+struct SearchOptions {
+  double budget_s = 10;  // wall clock, compile time included
+  int max_evals = 0;     // 0: no limit
+  bool routines = true;  // the library routine is a candidate
+  uint64_t seed = 1;
+  std::function<void(const SearchProgress&)> progress;
+  const std::atomic<bool>* stop = nullptr;  // checked between candidates
+};
+
+struct SearchResult {
+  Schedule best, initial;
+  double best_s = 0, default_s = 0;  // run time of one execution
+  int evals = 0, failures = 0;
+  double elapsed_s = 0;
+  std::vector<std::string> errors;   // the first few failures (compile errors, wrong results)
+  std::vector<int> pulls, wins;      // per technique: random, mutate-best, anneal
+};
+
+// Seconds one run of h under schedule s takes (the caller compiles, runs and
+// checks the result; it throws if the schedule fails or computes something
+// else). `best_s` lets it stop timing a hopeless candidate early.
+using Evaluate = std::function<double(const Schedule& s, double best_s)>;
+
+SearchResult search(const mdh::MdHom& h, const mdh::Bindings& b, const Asm& target, const Evaluate& eval,
+                    const SearchOptions& opt);
+
+// ---------------------------------------------------------------------------
+// The schedule store (store.cc): tuned schedules persisted in a text file,
+// keyed by (device, MdHom key, size class). Any process reads what others
+// wrote (the file is re-read when it changes); writers merge under an
+// exclusive lock and replace the file atomically. An entry is only a hint:
+// a schedule that is not legal for the MdHom is ignored, so a stale or
+// corrupt entry can cost speed but never correctness.
+
+// Extents rounded to powers of two: schedules tuned for one size serve the
+// sizes near it.
+std::string size_class(const mdh::MdHom& h, const mdh::Bindings& b);
+// The machine a schedule was tuned on: CPU model and thread count.
+std::string device_id(const Asm& target);
+
+struct StoreEntry {
+  Schedule schedule;
+  double best_s = 0, default_s = 0;
+  int evals = 0;
+};
+
+class ScheduleStore {
+ public:
+  static ScheduleStore& instance();
+  // The file to use ("" turns the store off).
+  void configure(const std::string& path);
+  std::string path() const;
+  bool find(const std::string& device, const mdh::MdHom& h, const std::string& size_class, StoreEntry* out);
+  // Returns false if the file could not be written (the entry is still
+  // kept in memory for this process).
+  bool put(const std::string& device, const mdh::MdHom& h, const std::string& size_class, const StoreEntry& e);
+  size_t size();
+  void clear();  // forgets every entry, in memory and on disk
+  // Changes whenever the entries change (a put here, or another process's
+  // write noticed on reload): plans built on older entries are stale.
+  uint64_t generation() const { return generation_.load(); }
+
+ private:
+  ScheduleStore() = default;
+  void reload_if_changed();  // caller holds mu_
+  mutable std::mutex mu_;
+  std::string path_;
+  std::unordered_map<std::string, std::string> entries_;  // "device\thash\tclass" -> rest of the line
+  int64_t mtime_ns_ = -1, file_size_ = -1;
+  std::atomic<uint64_t> generation_{0};
+};
 
 // The computation classes the default heuristic and the tuner distinguish.
 enum class Shape : uint8_t { Map, Reduction, Contraction, Stencil };

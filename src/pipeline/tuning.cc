@@ -1,0 +1,540 @@
+// Schedule choice and the auto-tuning driver.
+//
+// The tuner never runs a candidate on the program's arrays: it measures on
+// synthetic buffers laid out like the real ones (same sizes, strides, and
+// aliasing between accesses), restored before every run, and checks each
+// candidate's results against the default schedule's before trusting its
+// time. A candidate that fails to compile or computes something else is
+// counted as a failure and never stored.
+#include "pipeline/tuning.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <random>
+#include <sstream>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "codegen/codegen.h"
+#include "extern/extern.h"
+#include "lower/lower.h"
+#include "runtime/runtime.h"
+
+namespace nf::pipeline {
+
+namespace detail {
+
+std::string kernel_key(const mdh::MdHom& h, const tune::Schedule& s) { return "cpu|" + h.key() + "|" + s.key(); }
+
+jit::KernelFn compile_kernel(const mdh::MdHom& h, const tune::Schedule& s, bool* hit, bool* disk_hit) {
+  return jit::KernelCache::instance().get(
+      kernel_key(h, s),
+      [&] {
+        lower::LoopNest nest = lower::lower(h, s, "kernel");
+        return codegen::render_c(nest);
+      },
+      hit, disk_hit);
+}
+
+void run_scheduled(const mdh::MdHom& h, const tune::Schedule& s, jit::KernelFn fn, const mdh::Bindings& b) {
+  if (s.routine == tune::Routine::Blas) ext::run_contraction(h, b);
+  else runtime::run_kernel(fn, h, b);
+}
+
+int64_t SynthSpec::total_bytes() const {
+  int64_t t = 0;
+  for (int64_t x : bytes) t += x;
+  return t;
+}
+
+SynthSpec synth_spec(const mdh::MdHom& h, const mdh::Bindings& b) {
+  SynthSpec spec;
+  spec.ints = b.ints;
+  spec.floats = b.floats;
+  const size_t nptr = b.buffers.size();
+  spec.group.assign(nptr, -1);
+  spec.offsets.assign(nptr, 0);
+  std::vector<int64_t> lo(nptr, 0), hi(nptr, 0);  // byte range of each slot's access
+  std::vector<bool> used(nptr, false);
+  for (const mdh::Access& a : h.accesses) {
+    int64_t elo = 0, ehi = 0;
+    bool empty = false;
+    for (int d = 0; d < h.ndim; ++d) {
+      const int64_t n = b.extent(h, d);
+      if (n == 0) empty = true;
+      const int64_t st = a.kind[d] == mdh::StrideKind::Zero ? 0
+                         : a.kind[d] == mdh::StrideKind::Unit ? 1
+                                                              : b.ints[a.stride[d]];
+      if (st < 0) elo += st * (n - 1);
+      else ehi += st * (n - 1);
+    }
+    const int64_t item = itemsize(a.dtype);
+    lo[a.ptr] = b.offsets[a.ptr] + elo * item;
+    hi[a.ptr] = b.offsets[a.ptr] + (empty ? 0 : (ehi + 1) * item);
+    used[a.ptr] = true;
+  }
+  // Slots over the same buffer share a synthetic buffer.
+  std::unordered_map<const Buffer*, int> group_of;
+  std::vector<int64_t> glo, ghi;
+  for (size_t p = 0; p < nptr; ++p) {
+    const Buffer* key = used[p] ? b.buffers[p].get() : nullptr;
+    auto [it, fresh] = group_of.emplace(key ? key : reinterpret_cast<const Buffer*>(p + 1), static_cast<int>(glo.size()));
+    if (fresh) {
+      glo.push_back(lo[p]);
+      ghi.push_back(hi[p]);
+      DType t = DType::Float64;
+      for (const mdh::Access& a : h.accesses)
+        if (a.ptr == static_cast<int>(p)) t = a.dtype;
+      spec.fill.push_back(t);
+    } else {
+      glo[it->second] = std::min(glo[it->second], lo[p]);
+      ghi[it->second] = std::max(ghi[it->second], hi[p]);
+    }
+    spec.group[p] = it->second;
+  }
+  for (size_t g = 0; g < glo.size(); ++g) spec.bytes.push_back(std::max<int64_t>(ghi[g] - glo[g], 0));
+  for (size_t p = 0; p < nptr; ++p) spec.offsets[p] = b.offsets[p] - glo[spec.group[p]];
+  return spec;
+}
+
+namespace {
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Deterministic, well-behaved data: floats in [0.5, 1.5) (no zeros, NaNs or
+// denormals to slow anything down), integers in [1, 8), bools 0/1.
+void fill(char* p, int64_t bytes, DType t, uint64_t seed) {
+  std::mt19937_64 r(seed);
+  const int64_t item = itemsize(t);
+  const int64_t n = bytes / item;
+  switch (t) {
+    case DType::Float64:
+      for (int64_t i = 0; i < n; ++i) reinterpret_cast<double*>(p)[i] = 0.5 + (r() >> 11) * 0x1.0p-53;
+      break;
+    case DType::Float32:
+      for (int64_t i = 0; i < n; ++i) reinterpret_cast<float*>(p)[i] = 0.5f + static_cast<float>((r() >> 40) * 0x1.0p-24);
+      break;
+    case DType::Bool:
+      for (int64_t i = 0; i < n; ++i) p[i] = static_cast<char>(r() & 1);
+      break;
+    default:
+      std::memset(p, 0, static_cast<size_t>(bytes));
+      for (int64_t i = 0; i < n; ++i) p[i * item] = static_cast<char>(1 + r() % 7);  // little endian
+  }
+}
+
+// The synthetic bindings and what is needed to measure and check a run.
+class Bench {
+ public:
+  Bench(const mdh::MdHom& h, const SynthSpec& spec) : h_(h), spec_(spec) {
+    const size_t ng = spec.bytes.size();
+    for (size_t g = 0; g < ng; ++g) {
+      const int64_t bytes = spec.bytes[g] + 64;  // vector loads may read past the tail
+      void* mem = std::aligned_alloc(64, static_cast<size_t>((bytes + 63) / 64 * 64));
+      if (!mem) throw std::bad_alloc();
+      fill(static_cast<char*>(mem), spec.bytes[g], spec.fill[g], 0x9e3779b97f4a7c15ull * (g + 1));
+      buffers_.push_back(Buffer::adopt(mem, bytes, [mem] { std::free(mem); }));
+    }
+    b_.ints = spec.ints;
+    b_.floats = spec.floats;
+    for (size_t p = 0; p < spec.group.size(); ++p) {
+      b_.buffers.push_back(buffers_[spec.group[p]]);
+      b_.offsets.push_back(spec.offsets[p]);
+    }
+    // Groups read and written by the kernel are restored before each run
+    // (an in-place update must see the same inputs every time).
+    std::vector<bool> read(ng, false), written(ng, false);
+    for (const mdh::Access& a : h.accesses) {
+      const int g = spec.group[a.ptr];
+      read[g] = read[g] || a.read;
+      written[g] = written[g] || a.written || a.reduced;
+    }
+    for (size_t g = 0; g < ng; ++g) {
+      if (written[g]) outputs_.push_back(static_cast<int>(g));
+      if (written[g] && read[g]) {
+        restore_.push_back(static_cast<int>(g));
+        const char* p = static_cast<const char*>(buffers_[g]->data());
+        pristine_.emplace_back(p, p + spec.bytes[g]);
+      }
+    }
+  }
+
+  const mdh::Bindings& bindings() const { return b_; }
+
+  // Seconds per run of h under s; throws if it fails or disagrees with the
+  // first schedule measured (the reference).
+  double measure(const tune::Schedule& s, double best_s) {
+    jit::KernelFn fn = s.routine == tune::Routine::None ? compile_kernel(h_, s) : nullptr;
+    restore();
+    const double w0 = now_s();
+    run_scheduled(h_, s, fn, b_);
+    const double warm = now_s() - w0;
+    if (reference_.empty()) snapshot(reference_);
+    else verify(s);
+    double best = std::numeric_limits<double>::infinity(), total = 0;
+    const int max_reps = warm > 0.2 ? 1 : 20;
+    for (int reps = 0; reps < max_reps; ++reps) {
+      restore();
+      const double t0 = now_s();
+      run_scheduled(h_, s, fn, b_);
+      const double t = now_s() - t0;
+      best = std::min(best, t);
+      total += t;
+      if (reps == 0 && t > 3 * best_s) break;   // hopeless: no need for a precise time
+      if (reps >= 1 && total > 0.05) break;
+    }
+    return best;
+  }
+
+ private:
+  void restore() {
+    for (size_t k = 0; k < restore_.size(); ++k)
+      std::memcpy(buffers_[restore_[k]]->data(), pristine_[k].data(), pristine_[k].size());
+  }
+
+  void snapshot(std::vector<std::vector<char>>& out) {
+    out.clear();
+    for (int g : outputs_) {
+      const char* p = static_cast<const char*>(buffers_[g]->data());
+      out.emplace_back(p, p + spec_.bytes[g]);
+    }
+  }
+
+  // Every element of every output access agrees with the reference (floats
+  // to a tolerance relative to the output's largest magnitude: schedules may
+  // reassociate reductions and contract multiply-adds).
+  void verify(const tune::Schedule& s) {
+    for (size_t k = 0; k < outputs_.size(); ++k) {
+      const int g = outputs_[k];
+      const char* got = static_cast<const char*>(buffers_[g]->data());
+      const char* ref = reference_[k].data();
+      for (const mdh::Access& a : h_.accesses) {
+        if (!(a.written || a.reduced) || spec_.group[a.ptr] != g) continue;
+        check_access(a, got, ref, s);
+      }
+    }
+  }
+
+  void check_access(const mdh::Access& a, const char* got, const char* ref, const tune::Schedule& s) {
+    std::vector<int> dims;
+    std::vector<int64_t> strides;
+    for (int d = 0; d < h_.ndim; ++d) {
+      if (a.kind[d] == mdh::StrideKind::Zero) continue;
+      dims.push_back(d);
+      strides.push_back(a.kind[d] == mdh::StrideKind::Unit ? 1 : b_.ints[a.stride[d]]);
+    }
+    const int64_t item = itemsize(a.dtype);
+    const int64_t base = b_.offsets[a.ptr];
+    std::vector<int64_t> idx(dims.size(), 0);
+    int64_t count = 1;
+    for (int d : dims) count *= b_.extent(h_, d);
+    auto elem = [&](const char* p, int64_t e) -> double {
+      const char* q = p + base + e * item;
+      switch (a.dtype) {
+        case DType::Float64: { double v; std::memcpy(&v, q, 8); return v; }
+        case DType::Float32: { float v; std::memcpy(&v, q, 4); return v; }
+        default: break;
+      }
+      return 0;
+    };
+    const bool fl = is_float(a.dtype);
+    double scale = 0;
+    if (fl) {
+      for (int64_t n = 0; n < count; ++n) {
+        int64_t e = 0;
+        int64_t rem = n;
+        for (size_t t = dims.size(); t-- > 0;) {
+          const int64_t ext = b_.extent(h_, dims[t]);
+          e += (rem % ext) * strides[t];
+          rem /= ext;
+        }
+        const double r = elem(ref, e);
+        if (std::isfinite(r)) scale = std::max(scale, std::fabs(r));
+      }
+    }
+    const double tol = (a.dtype == DType::Float32 ? 1e-3 : 1e-8) * std::max(scale, 1e-30);
+    for (int64_t n = 0; n < count; ++n) {
+      int64_t e = 0;
+      int64_t rem = n;
+      for (size_t t = dims.size(); t-- > 0;) {
+        const int64_t ext = b_.extent(h_, dims[t]);
+        e += (rem % ext) * strides[t];
+        rem /= ext;
+      }
+      bool ok;
+      if (fl) {
+        const double x = elem(got, e), y = elem(ref, e);
+        ok = (std::isnan(x) && std::isnan(y)) || x == y || std::fabs(x - y) <= tol;
+      } else {
+        ok = std::memcmp(got + base + e * item, ref + base + e * item, static_cast<size_t>(item)) == 0;
+      }
+      if (!ok)
+        throw std::runtime_error("schedule " + s.key() + " computes a different result (element " +
+                                 std::to_string(e) + ") than the default schedule");
+    }
+  }
+
+  const mdh::MdHom& h_;
+  const SynthSpec& spec_;
+  std::vector<BufferPtr> buffers_;
+  mdh::Bindings b_;
+  std::vector<int> outputs_, restore_;
+  std::vector<std::vector<char>> pristine_, reference_;
+};
+
+// Tunes one kernel and stores the result.
+TunedKernel tune_job(const TuneJob& job, double budget_s, int max_evals, bool routines,
+                     const std::atomic<bool>* stop,
+                     const std::function<void(const tune::SearchProgress&)>& progress) {
+  TunedKernel k;
+  const mdh::MdHom& h = *job.hom;
+  k.ops = job.ops;
+  k.size_class = job.cls;
+  k.occurrences = job.count;
+  Bench bench(h, job.spec);
+  mdh::Bindings sizes;
+  sizes.ints = job.spec.ints;
+  k.mdh = mdh::to_string(h, &sizes);
+  tune::SearchOptions opt;
+  opt.budget_s = budget_s;
+  opt.max_evals = max_evals;
+  opt.routines = routines;
+  opt.seed = jit::hash64(h.key() + job.cls);
+  opt.stop = stop;
+  opt.progress = progress;
+  const tune::Asm& target = tune::Asm::host();
+  tune::SearchResult r = tune::search(
+      h, bench.bindings(), target, [&](const tune::Schedule& s, double best) { return bench.measure(s, best); },
+      opt);
+  k.default_schedule = r.initial.to_string();
+  k.best_schedule = r.best.to_string();
+  k.default_ms = r.default_s * 1e3;
+  k.best_ms = r.best_s * 1e3;
+  k.evals = r.evals;
+  k.failures = r.failures;
+  k.errors = r.errors;
+  k.tune_s = r.elapsed_s;
+  if (std::isfinite(r.best_s) && r.best.legal(h)) {
+    tune::StoreEntry e;
+    e.schedule = r.best;
+    e.best_s = r.best_s;
+    e.default_s = r.default_s;
+    e.evals = r.evals;
+    tune::ScheduleStore::instance().put(tune::device_id(target), h, job.cls, e);
+    k.stored = true;
+  }
+  return k;
+}
+
+// ---------------------------------------------------------------------------
+// Capture for numfuse.tune.
+
+std::mutex g_capture_mu;
+bool g_capturing = false;
+std::map<std::string, TuneJob> g_captured;
+std::vector<std::string> g_captured_order;
+
+// ---------------------------------------------------------------------------
+// Background tuning.
+
+class Background {
+ public:
+  static Background& instance() {
+    static Background* b = new Background();  // never destroyed: stopped at exit by background_stop
+    return *b;
+  }
+
+  void enqueue(TuneJob job, double budget_s) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stop_.load()) return;
+    const std::string key = job.hom->key() + "|" + job.cls;
+    if (!seen_.insert(key).second) return;
+    q_.push_back({std::move(job), budget_s});
+    if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
+    cv_.notify_one();
+  }
+
+  void wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    idle_cv_.wait(lock, [&] { return (q_.empty() && busy_ == 0) || stop_.load(); });
+  }
+
+  void shutdown() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_.store(true);
+      q_.clear();
+    }
+    cv_.notify_all();
+    idle_cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+  int done() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return done_;
+  }
+
+ private:
+  struct Item {
+    TuneJob job;
+    double budget_s;
+  };
+
+  void loop() {
+    for (;;) {
+      Item item;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return !q_.empty() || stop_.load(); });
+        if (stop_.load()) return;
+        item = std::move(q_.front());
+        q_.pop_front();
+        ++busy_;
+      }
+      try {
+        tune_job(item.job, item.budget_s, 0, config().routines, &stop_, nullptr);
+      } catch (const std::exception&) {
+        // Tuning is an optimization: a kernel that cannot be tuned keeps its default.
+      }
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        --busy_;
+        ++done_;
+      }
+      idle_cv_.notify_all();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_, idle_cv_;
+  std::deque<Item> q_;
+  std::unordered_set<std::string> seen_;
+  std::thread thread_;
+  std::atomic<bool> stop_{false};
+  int busy_ = 0, done_ = 0;
+};
+
+// Synthetic data above this is not worth a background tuning run.
+constexpr int64_t kMaxSynthBytes = int64_t(2) << 30;
+
+}  // namespace
+
+tune::Schedule choose_schedule(const mdh::MdHom& h, const mdh::Bindings& b, const Config& cfg, bool* tuned) {
+  *tuned = false;
+  const tune::Asm& target = tune::Asm::host();
+  const std::string cls = tune::size_class(h, b);
+  if (cfg.random_schedule_seed >= 0)
+    return tune::random_schedule(h, b, target,
+                                 static_cast<uint64_t>(cfg.random_schedule_seed) ^ jit::hash64(h.key() + "|" + cls),
+                                 cfg.routines);
+  tune::StoreEntry e;
+  if (tune::ScheduleStore::instance().find(tune::device_id(target), h, cls, &e) &&
+      (cfg.routines || e.schedule.routine == tune::Routine::None)) {
+    *tuned = true;
+    return e.schedule;
+  }
+  if (cfg.tune_seconds > 0) {
+    TuneJob job;
+    job.hom = std::make_shared<const mdh::MdHom>(h);
+    job.spec = synth_spec(h, b);
+    job.cls = cls;
+    if (job.spec.total_bytes() <= kMaxSynthBytes) Background::instance().enqueue(std::move(job), cfg.tune_seconds);
+  }
+  return tune::default_schedule(h, b, target, cfg.routines);
+}
+
+void capture_group(const std::shared_ptr<const mdh::MdHom>& hom, const mdh::Bindings& b, const std::string& ops,
+                   double run_ms) {
+  std::lock_guard<std::mutex> lock(g_capture_mu);
+  if (!g_capturing) return;
+  const std::string cls = tune::size_class(*hom, b);
+  const std::string key = hom->key() + "|" + cls;
+  auto it = g_captured.find(key);
+  if (it == g_captured.end()) {
+    TuneJob job;
+    job.hom = hom;
+    job.spec = synth_spec(*hom, b);
+    job.ops = ops;
+    job.cls = cls;
+    job.weight_ms = run_ms;
+    job.count = 1;
+    g_captured.emplace(key, std::move(job));
+    g_captured_order.push_back(key);
+  } else {
+    it->second.weight_ms += run_ms;
+    it->second.count++;
+  }
+}
+
+bool capturing() {
+  std::lock_guard<std::mutex> lock(g_capture_mu);
+  return g_capturing;
+}
+
+}  // namespace detail
+
+using namespace detail;
+
+void capture_begin() {
+  std::lock_guard<std::mutex> lock(g_capture_mu);
+  g_capturing = true;
+  g_captured.clear();
+  g_captured_order.clear();
+}
+
+int capture_end() {
+  std::lock_guard<std::mutex> lock(g_capture_mu);
+  g_capturing = false;
+  return static_cast<int>(g_captured.size());
+}
+
+std::vector<TunedKernel> tune_captured(const TuneOptions& opt) {
+  std::vector<TuneJob> jobs;
+  {
+    std::lock_guard<std::mutex> lock(g_capture_mu);
+    for (const std::string& k : g_captured_order) jobs.push_back(g_captured.at(k));
+  }
+  // Most expensive first; each gets a share of what is left in proportion
+  // to its observed time (with a floor, so small kernels get a few tries).
+  std::stable_sort(jobs.begin(), jobs.end(), [](const TuneJob& a, const TuneJob& b) { return a.weight_ms > b.weight_ms; });
+  double total = 0;
+  for (const TuneJob& j : jobs) total += j.weight_ms;
+  std::vector<double> w;
+  for (const TuneJob& j : jobs) w.push_back(std::max(j.weight_ms, 0.1 * total / std::max<size_t>(jobs.size(), 1) + 1e-9));
+  const Config cfg = config();
+  std::vector<TunedKernel> out;
+  const double t0 = now_s();
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    double rest = 0;
+    for (size_t j = i; j < w.size(); ++j) rest += w[j];
+    const double left = std::max(0.0, opt.budget_s - (now_s() - t0));
+    const double share = left * w[i] / rest;
+    std::function<void(const tune::SearchProgress&)> cb;
+    if (opt.progress)
+      cb = [&, i](const tune::SearchProgress& p) {
+        opt.progress(static_cast<int>(i), static_cast<int>(jobs.size()), jobs[i].ops, p);
+      };
+    out.push_back(tune_job(jobs[i], share, opt.max_evals, cfg.routines, nullptr, cb));
+  }
+  return out;
+}
+
+void background_wait() { Background::instance().wait(); }
+void background_stop() { Background::instance().shutdown(); }
+int background_done() { return Background::instance().done(); }
+
+void set_schedule_store(const std::string& path) { tune::ScheduleStore::instance().configure(path); }
+
+}  // namespace nf::pipeline

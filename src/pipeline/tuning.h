@@ -1,0 +1,57 @@
+// Internal to the pipeline: choosing a group's schedule (random for property
+// tests, tuned from the store, or the default) and the auto-tuning driver
+// that measures candidate schedules (tune::search decides which).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "jit/jit.h"
+#include "mdh/mdh.h"
+#include "pipeline/pipeline.h"
+#include "tune/tune.h"
+
+namespace nf::pipeline::detail {
+
+std::string kernel_key(const mdh::MdHom& h, const tune::Schedule& s);
+// The compiled kernel of (h, s), from the kernel caches or compiled now.
+jit::KernelFn compile_kernel(const mdh::MdHom& h, const tune::Schedule& s, bool* hit = nullptr,
+                             bool* disk_hit = nullptr);
+// Runs h under s on b (a kernel, or the library routine).
+void run_scheduled(const mdh::MdHom& h, const tune::Schedule& s, jit::KernelFn fn, const mdh::Bindings& b);
+
+// The schedule a new plan uses for h; `tuned` tells whether it came from the
+// store. May queue h for background tuning (Config::tune_seconds).
+tune::Schedule choose_schedule(const mdh::MdHom& h, const mdh::Bindings& b, const Config& cfg, bool* tuned);
+
+// Where the buffers of a group's bindings lie relative to each other, so
+// that tuning can run on synthetic data of the same shape (aliasing kept)
+// without holding on to the program's arrays.
+struct SynthSpec {
+  std::vector<int> group;         // per pointer slot: synthetic buffer index
+  std::vector<int64_t> offsets;   // per pointer slot: byte offset in it
+  std::vector<int64_t> bytes;     // per synthetic buffer
+  std::vector<DType> fill;        // per synthetic buffer: the type its data is drawn in
+  std::vector<int64_t> ints;
+  std::vector<double> floats;
+  int64_t total_bytes() const;
+};
+SynthSpec synth_spec(const mdh::MdHom& h, const mdh::Bindings& b);
+
+// A kernel seen by tune capture (numfuse.tune) or queued for background tuning.
+struct TuneJob {
+  std::shared_ptr<const mdh::MdHom> hom;
+  SynthSpec spec;
+  std::string ops;       // the group's operations, for reports
+  std::string cls;       // size class
+  double weight_ms = 0;  // observed run time x occurrences
+  int count = 1;
+};
+
+// Capture (numfuse.tune): while on, every group run is remembered.
+void capture_group(const std::shared_ptr<const mdh::MdHom>& hom, const mdh::Bindings& b, const std::string& ops,
+                   double run_ms);
+bool capturing();
+
+}  // namespace nf::pipeline::detail

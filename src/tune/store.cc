@@ -1,0 +1,213 @@
+// The schedule store (see tune.h).
+//
+// File format, one entry per line, tab-separated:
+//   device  fnv64(MdHom key)  size class  schedule (Schedule::key)  best ms  default ms  evaluations
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "tune/tune.h"
+
+namespace nf::tune {
+
+namespace {
+
+uint64_t fnv64(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+std::string hex(uint64_t v) {
+  char b[17];
+  std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(v));
+  return b;
+}
+
+std::string entry_key(const std::string& device, const mdh::MdHom& h, const std::string& cls) {
+  return device + "\t" + hex(fnv64(h.key())) + "\t" + cls;
+}
+
+std::vector<std::string> fields(const std::string& line) {
+  std::vector<std::string> out;
+  std::stringstream ss(line);
+  std::string f;
+  while (std::getline(ss, f, '\t')) out.push_back(f);
+  return out;
+}
+
+// Parses a file's lines into `out` (malformed lines are skipped).
+void parse_file(const std::string& text, std::unordered_map<std::string, std::string>& out) {
+  std::stringstream ss(text);
+  std::string line;
+  while (std::getline(ss, line)) {
+    std::vector<std::string> f = fields(line);
+    if (f.size() != 7) continue;
+    out[f[0] + "\t" + f[1] + "\t" + f[2]] = f[3] + "\t" + f[4] + "\t" + f[5] + "\t" + f[6];
+  }
+}
+
+bool read_file(const std::string& path, std::string* text) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return false;
+  std::stringstream ss;
+  ss << f.rdbuf();
+  *text = ss.str();
+  return true;
+}
+
+std::string serialize(const std::unordered_map<std::string, std::string>& m) {
+  std::string s;
+  for (const auto& [k, v] : m) s += k + "\t" + v + "\n";
+  return s;
+}
+
+}  // namespace
+
+std::string size_class(const mdh::MdHom& h, const mdh::Bindings& b) {
+  std::string s;
+  for (int d = 0; d < h.ndim; ++d) {
+    const int64_t n = b.extent(h, d);
+    int lg = 0;
+    while ((int64_t(1) << lg) < n) ++lg;
+    s += (d ? "x" : "") + std::to_string(int64_t(1) << lg);
+  }
+  return s.empty() ? "scalar" : s;
+}
+
+std::string device_id(const Asm& target) {
+  std::string model = "cpu";
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("model name", 0) == 0) {
+      model = line.substr(line.find(':') + 1);
+      while (!model.empty() && model.front() == ' ') model.erase(model.begin());
+      break;
+    }
+  for (char& c : model)
+    if (c == '\t') c = ' ';
+  return model + " x" + std::to_string(target.cores);
+}
+
+ScheduleStore& ScheduleStore::instance() {
+  static ScheduleStore* s = new ScheduleStore();
+  return *s;
+}
+
+void ScheduleStore::configure(const std::string& path) {
+  std::lock_guard<std::mutex> lock(mu_);
+  path_ = path;
+  entries_.clear();
+  mtime_ns_ = file_size_ = -1;
+  generation_.fetch_add(1);
+}
+
+std::string ScheduleStore::path() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return path_;
+}
+
+void ScheduleStore::reload_if_changed() {
+  if (path_.empty()) return;
+  struct stat st;
+  if (stat(path_.c_str(), &st) != 0) {
+    if (mtime_ns_ != -1 || file_size_ != -1) {  // the file went away
+      mtime_ns_ = file_size_ = -1;
+    }
+    return;
+  }
+  const int64_t mt = int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  if (mt == mtime_ns_ && st.st_size == file_size_) return;
+  std::string text;
+  if (!read_file(path_, &text)) return;
+  std::unordered_map<std::string, std::string> fresh;
+  parse_file(text, fresh);
+  // Entries written by this process but not (yet) on disk stay.
+  for (auto& [k, v] : entries_) fresh.emplace(k, v);
+  if (fresh != entries_) generation_.fetch_add(1);
+  entries_ = std::move(fresh);
+  mtime_ns_ = mt;
+  file_size_ = st.st_size;
+}
+
+bool ScheduleStore::find(const std::string& device, const mdh::MdHom& h, const std::string& cls, StoreEntry* out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  reload_if_changed();
+  auto it = entries_.find(entry_key(device, h, cls));
+  if (it == entries_.end()) return false;
+  std::vector<std::string> f = fields(it->second);
+  if (f.size() != 4) return false;
+  try {
+    out->schedule = Schedule::parse(f[0]);
+    out->best_s = std::stod(f[1]) / 1e3;
+    out->default_s = std::stod(f[2]) / 1e3;
+    out->evals = std::stoi(f[3]);
+  } catch (const std::exception&) {
+    return false;
+  }
+  return out->schedule.legal(h);
+}
+
+bool ScheduleStore::put(const std::string& device, const mdh::MdHom& h, const std::string& cls, const StoreEntry& e) {
+  std::lock_guard<std::mutex> lock(mu_);
+  char times[96];
+  std::snprintf(times, sizeof times, "%.6g\t%.6g\t%d", e.best_s * 1e3, e.default_s * 1e3, e.evals);
+  const std::string key = entry_key(device, h, cls);
+  entries_[key] = e.schedule.key() + "\t" + times;
+  generation_.fetch_add(1);
+  if (path_.empty()) return false;
+  // Merge with what other processes wrote, under an exclusive lock.
+  const std::string lock_path = path_ + ".lock";
+  int lfd = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (lfd < 0) return false;
+  bool ok = false;
+  if (flock(lfd, LOCK_EX) == 0) {
+    std::string text;
+    std::unordered_map<std::string, std::string> merged;
+    if (read_file(path_, &text)) parse_file(text, merged);
+    merged[key] = entries_[key];
+    for (auto& [k, v] : merged) entries_.emplace(k, v);
+    const std::string tmp = path_ + ".tmp." + std::to_string(getpid());
+    {
+      std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+      f << serialize(merged);
+      ok = static_cast<bool>(f);
+    }
+    if (ok) {
+      chmod(tmp.c_str(), 0600);
+      ok = rename(tmp.c_str(), path_.c_str()) == 0;
+    }
+    if (!ok) unlink(tmp.c_str());
+    struct stat st;
+    if (ok && stat(path_.c_str(), &st) == 0) {
+      mtime_ns_ = int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+      file_size_ = st.st_size;
+    }
+    flock(lfd, LOCK_UN);
+  }
+  close(lfd);
+  return ok;
+}
+
+size_t ScheduleStore::size() {
+  std::lock_guard<std::mutex> lock(mu_);
+  reload_if_changed();
+  return entries_.size();
+}
+
+void ScheduleStore::clear() {
+  std::lock_guard<std::mutex> lock(mu_);
+  entries_.clear();
+  if (!path_.empty()) unlink(path_.c_str());
+  mtime_ns_ = file_size_ = -1;
+  generation_.fetch_add(1);
+}
+
+}  // namespace nf::tune

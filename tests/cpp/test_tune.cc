@@ -1,0 +1,237 @@
+// tune/: the schedule space, its text form, the store and the search loop.
+// (That every random legal schedule computes the right numbers is checked
+// end to end against NumPy in tests/test_schedules.py.)
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+
+#include "codegen/codegen.h"
+#include "fusion/fusion.h"
+#include "lower/lower.h"
+#include "mdh/mdh.h"
+#include "stream/stream.h"
+#include "tune/tune.h"
+
+using namespace nf;
+
+namespace {
+
+View fresh(DType t, Dims shape) {
+  View v = View::fresh(t, shape);
+  v.buffer->py_refs = 1;
+  return v;
+}
+
+mdh::Built built_of_window() {
+  std::vector<Task> w = global_stream().take();
+  fusion::Partition p = fusion::partition(w, fusion::Policy::Diffuse);
+  return mdh::build(w, p.groups[0]);
+}
+
+// The MdHoms of the computation classes (map, stencil, reduction, arg
+// reduction, matmul, batched matmul, integer matmul).
+std::vector<mdh::Built> classes() {
+  std::vector<mdh::Built> out;
+  global_stream().take();
+  {  // map: y = a * 2 + b over a 2-D transposed view
+    View a = fresh(DType::Float64, {37, 53}), b = fresh(DType::Float64, {53, 37});
+    MapSpec s;
+    s.inputs = {a, transpose_view(b, {1, 0})};
+    s.consts = {Scalar::of_float(DType::Float64, 2.0)};
+    int x = s.expr.binary(BinaryOp::Multiply, s.expr.input(0, DType::Float64), s.expr.constant(0, DType::Float64),
+                          DType::Float64);
+    s.expr.binary(BinaryOp::Add, x, s.expr.input(1, DType::Float64), DType::Float64);
+    record_map(std::move(s)).buffer->py_refs = 1;
+    out.push_back(built_of_window());
+  }
+  {  // stencil: y = a[:-2] + a[1:-1] + a[2:] over rows of a 2-D grid
+    View a = fresh(DType::Float32, {40, 66});
+    std::vector<View> v;
+    for (int k = 0; k < 3; ++k) {
+      IndexItem r, c;
+      r.kind = c.kind = IndexItem::Kind::Slice;
+      c.start = k, c.has_start = true, c.stop = 64 + k, c.has_stop = true;
+      v.push_back(index_view(a, {r, c}));
+    }
+    MapSpec s;
+    s.inputs = v;
+    int x = s.expr.binary(BinaryOp::Add, s.expr.input(0, DType::Float32), s.expr.input(1, DType::Float32),
+                          DType::Float32);
+    s.expr.binary(BinaryOp::Add, x, s.expr.input(2, DType::Float32), DType::Float32);
+    record_map(std::move(s)).buffer->py_refs = 1;
+    out.push_back(built_of_window());
+  }
+  for (ReduceOp op : {ReduceOp::Sum, ReduceOp::ArgMax}) {  // reductions over axis 1 of a 3-D array
+    View a = fresh(DType::Float64, {9, 300, 17});
+    ReduceSpec r;
+    r.input = a;
+    r.axes = {1};
+    r.op = op;
+    r.value.input(0, DType::Float64);
+    r.acc_dtype = DType::Float64;
+    r.out_dtype = op == ReduceOp::ArgMax ? DType::Int64 : DType::Float64;
+    record_reduce(std::move(r)).buffer->py_refs = 1;
+    out.push_back(built_of_window());
+  }
+  for (DType t : {DType::Float32, DType::Int64}) {  // matmul
+    View a = fresh(t, {70, 129}), b = fresh(t, {129, 45});
+    record_matmul(a, b, t, nullptr).buffer->py_refs = 1;
+    out.push_back(built_of_window());
+  }
+  {  // batched matmul
+    View a = fresh(DType::Float64, {5, 20, 33}), b = fresh(DType::Float64, {5, 33, 12});
+    record_matmul(a, b, DType::Float64, nullptr).buffer->py_refs = 1;
+    out.push_back(built_of_window());
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST(Tune, RandomSchedulesAreLegalAndLower) {
+  const tune::Asm& target = tune::Asm::host();
+  int blas = 0, cached = 0, packed = 0, unrolled = 0, parallel = 0;
+  for (const mdh::Built& m : classes()) {
+    for (uint64_t seed = 0; seed < 300; ++seed) {
+      tune::Schedule s = tune::random_schedule(m.hom, m.bind, target, seed);
+      ASSERT_EQ(s.why_illegal(m.hom), "") << s.key();
+      if (s.routine == tune::Routine::Blas) {
+        ++blas;
+        continue;
+      }
+      cached += !s.caches.empty();
+      for (const tune::Cache& c : s.caches) packed += !c.pack.empty();
+      unrolled += !s.unroll.empty();
+      parallel += s.parallel;
+      // Lowering and rendering never fail on a legal schedule.
+      lower::LoopNest nest = lower::lower(m.hom, s, "k");
+      EXPECT_FALSE(codegen::render_c(nest).code.empty());
+      // Mutations stay legal too.
+      tune::Schedule t = tune::mutate(s, m.hom, m.bind, target, seed * 7 + 1);
+      ASSERT_EQ(t.why_illegal(m.hom), "") << s.key() << " -> " << t.key();
+    }
+  }
+  // The generator reaches every part of the space.
+  EXPECT_GT(blas, 0);
+  EXPECT_GT(cached, 100);
+  EXPECT_GT(packed, 10);
+  EXPECT_GT(unrolled, 100);
+  EXPECT_GT(parallel, 100);
+}
+
+TEST(Tune, ScheduleTextRoundTrips) {
+  const tune::Asm& target = tune::Asm::host();
+  for (const mdh::Built& m : classes()) {
+    std::vector<tune::Schedule> all = {tune::default_schedule(m.hom, m.bind, target),
+                                       tune::default_schedule(m.hom, m.bind, target, false)};
+    for (uint64_t seed = 0; seed < 100; ++seed) all.push_back(tune::random_schedule(m.hom, m.bind, target, seed));
+    for (const tune::Schedule& s : all) {
+      tune::Schedule t = tune::Schedule::parse(s.key());
+      EXPECT_EQ(t.key(), s.key());
+      EXPECT_TRUE(t.legal(m.hom)) << s.key();
+    }
+  }
+  EXPECT_THROW(tune::Schedule::parse("t4;|o0.0|q"), std::invalid_argument);
+  EXPECT_THROW(tune::Schedule::parse("t4|o0.x"), std::invalid_argument);
+}
+
+TEST(Tune, DefaultsPerClass) {
+  const tune::Asm& target = tune::Asm::host();
+  std::vector<mdh::Built> c = classes();
+  // Floating matmul: the BLAS routine, or BLIS-like generated code without it.
+  const mdh::Built& mm = c[4];
+  EXPECT_EQ(tune::classify(mm.hom), tune::Shape::Contraction);
+  EXPECT_EQ(tune::default_schedule(mm.hom, mm.bind, target).routine, tune::Routine::Blas);
+  tune::Schedule g = tune::default_schedule(mm.hom, mm.bind, target, false);
+  EXPECT_EQ(g.routine, tune::Routine::None);
+  EXPECT_EQ(g.caches.size(), 3u);  // packed A and B panels, register tile of C
+  EXPECT_EQ(g.unroll.size(), 2u);
+  // Integer matmul gets the generated BLIS schedule too.
+  EXPECT_EQ(tune::default_schedule(c[5].hom, c[5].bind, target).caches.size(), 3u);
+  for (const mdh::Built& m : c) EXPECT_TRUE(tune::default_schedule(m.hom, m.bind, target).legal(m.hom));
+}
+
+TEST(Tune, StoreIsSharedThroughTheFile) {
+  std::vector<mdh::Built> c = classes();
+  const mdh::Built& m = c[0];
+  char dir[] = "/tmp/nf_store_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string path = std::string(dir) + "/schedules.txt";
+  tune::ScheduleStore& store = tune::ScheduleStore::instance();
+  store.configure(path);
+  const std::string dev = tune::device_id(tune::Asm::host());
+  const std::string cls = tune::size_class(m.hom, m.bind);
+  tune::StoreEntry e;
+  EXPECT_FALSE(store.find(dev, m.hom, cls, &e));
+  e.schedule = tune::random_schedule(m.hom, m.bind, tune::Asm::host(), 5, false);
+  e.best_s = 0.001;
+  e.default_s = 0.002;
+  e.evals = 7;
+  const uint64_t gen = store.generation();
+  EXPECT_TRUE(store.put(dev, m.hom, cls, e));
+  EXPECT_GT(store.generation(), gen);
+  // Another process's view: a fresh load of the same file.
+  store.configure(path);
+  tune::StoreEntry f;
+  ASSERT_TRUE(store.find(dev, m.hom, cls, &f));
+  EXPECT_EQ(f.schedule.key(), e.schedule.key());
+  EXPECT_EQ(f.evals, 7);
+  EXPECT_FALSE(store.find("other machine", m.hom, cls, &f));
+  // An entry that is not legal for the MdHom is ignored.
+  {
+    std::ofstream out(path, std::ios::app);
+    out << dev << "\t0000000000000000\tscalar\tt;|o9.9|s|n\t1\t1\t1\n";
+  }
+  // A corrupt line does not hurt the others.
+  {
+    std::ofstream out(path, std::ios::app);
+    out << "garbage line\n";
+  }
+  store.configure(path);
+  EXPECT_TRUE(store.find(dev, m.hom, cls, &f));
+  store.clear();
+  EXPECT_FALSE(store.find(dev, m.hom, cls, &f));
+  store.configure("");
+  rmdir(dir);
+}
+
+TEST(Tune, SearchFindsTheFastestAndCountsFailures) {
+  std::vector<mdh::Built> c = classes();
+  const mdh::Built& m = c[5];  // integer matmul
+  const tune::Asm& target = tune::Asm::host();
+  // A synthetic cost: schedules with more caches are "faster"; some fail.
+  int calls = 0;
+  tune::SearchOptions opt;
+  opt.budget_s = 100;
+  opt.max_evals = 60;
+  opt.seed = 3;
+  int progress_calls = 0;
+  opt.progress = [&](const tune::SearchProgress& p) {
+    ++progress_calls;
+    EXPECT_LE(p.best_s, p.default_s);
+  };
+  tune::SearchResult r = tune::search(
+      m.hom, m.bind, target,
+      [&](const tune::Schedule& s, double) {
+        ++calls;
+        if (calls > 1 && s.key().size() % 5 == 0) throw std::runtime_error("does not compile");
+        return 1.0 / (1.0 + s.caches.size() + 0.1 * s.unroll.size());
+      },
+      opt);
+  EXPECT_EQ(r.evals, 60);
+  EXPECT_EQ(calls, 60);
+  EXPECT_EQ(progress_calls, 60);
+  EXPECT_LE(r.best_s, r.default_s);
+  EXPECT_TRUE(r.best.legal(m.hom));
+  EXPECT_GT(r.failures, 0);
+  EXPECT_EQ(static_cast<int>(r.errors.size()), std::min(r.failures, 5));
+  // The best is the cheapest schedule that was measured without failing.
+  EXPECT_LT(r.best_s, 1.0);
+  int pulls = 0;
+  for (int p : r.pulls) pulls += p;
+  EXPECT_GT(pulls, 40);  // after the baselines, the bandit picked every candidate
+}
