@@ -109,6 +109,17 @@ def test_fused_mean_and_variance(seed):
     run_both(prog, rand((64, 300)), seed=seed)
 
 
+# --- scans (prefix-sum combine) ------------------------------------------------------------------
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("axis", [0, 1, 2])
+def test_scans(seed, axis):
+    def prog(m, a, b):
+        return m.cumsum(a * 2.0, axis=axis), m.cumprod(b, axis=axis)
+    # Sequential along the scan whatever the schedule: exact.
+    run_both(prog, rand((11, 30, 17)), rand((6, 5, 7), "int64"), seed=seed, rtol=0)
+
+
 # --- contractions -------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("seed", SEEDS)

@@ -48,7 +48,7 @@ from ._creation import (  # noqa: E402,F401
 )
 from ._reductions import (  # noqa: E402,F401
     sum, prod, max, min, amax, amin, any, all, argmax, argmin, mean, var, std, count_nonzero, ptp, nansum,
-    nanprod, nanmean,
+    nanprod, nanmean, cumsum, cumprod,
 )
 from ._manip import (  # noqa: E402,F401
     reshape, ravel, transpose, permute_dims, swapaxes, moveaxis, expand_dims, squeeze, broadcast_to,

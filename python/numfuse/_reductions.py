@@ -232,3 +232,52 @@ def _where_nan(a, value):
 import builtins as _builtins  # noqa: E402
 
 builtin_max = _builtins.max
+
+
+def _accumulate_dtype(a, op, dtype):
+    """NumPy's result type for cumsum/cumprod: `dtype`, else the input's,
+    with booleans and integers narrower than the platform integer widened."""
+    if dtype is not None:
+        return np.dtype(dtype)
+    t = a.dtype
+    if t.kind == "b" or (t.kind == "i" and t.itemsize < 8):
+        return np.dtype(np.int64)
+    if t.kind == "u" and t.itemsize < 8:
+        return np.dtype(np.uint64)
+    return t
+
+
+def _accumulate(op, npname, a, axis=None, dtype=None, out=None):
+    """cumsum / cumprod: one MDH scan (prefix-sum combine along `axis`)."""
+    a = asarray(a)
+    if type(a) is not ndarray or (out is not None and type(out) is not ndarray):
+        return _fallback.call_numpy(getattr(np, npname), (a,), dict(axis=axis, dtype=dtype, out=out),
+                                    f"numpy.{npname}")
+    t = _accumulate_dtype(a, op, dtype)
+    # out= of another type: NumPy's casting rules for accumulate apply.
+    if not _core.supported_dtype(t) or (out is not None and out.dtype != t):
+        return _fallback.call_numpy(getattr(np, npname), (a,), dict(axis=axis, dtype=dtype, out=out),
+                                    f"numpy.{npname}")
+    if axis is None:
+        if out is not None and out.ndim != 1:
+            raise ValueError("provided out is the wrong size for the accumulation.")
+        a = a.reshape(-1)
+        axis = 0
+    elif a.ndim == 0:
+        # NumPy treats a 0-d input as 1-d (and reports axis errors against ndim 1).
+        a = a.reshape(1)
+    axis = operator.index(axis)
+    r = _core.accumulate(_R[op], a, axis, t, out)
+    if r is NotImplemented:
+        return _fallback.call_numpy(getattr(np, npname), (a,), dict(axis=axis, dtype=dtype, out=out),
+                                    f"numpy.{npname}")
+    return r
+
+
+def cumsum(a, axis=None, dtype=None, out=None):
+    return _accumulate("sum", "cumsum", a, axis, dtype, out)
+
+
+def cumprod(a, axis=None, dtype=None, out=None):
+    return _accumulate("prod", "cumprod", a, axis, dtype, out)
+

@@ -38,7 +38,7 @@ struct Access {
 std::vector<Access> accesses_of(const Task& t) {
   std::vector<Access> out;
   for (const View& v : t.inputs) out.push_back({squeeze(v), false, false});
-  out.push_back({squeeze(t.output), true, t.is_reduce()});
+  out.push_back({squeeze(t.output), true, t.combines()});
   return out;
 }
 
@@ -188,7 +188,7 @@ Partition partition(const std::vector<Task>& window, Policy policy) {
         if (!forwarded) disqualified.insert(b);
       }
       const Buffer* ob = t.output.buffer.get();
-      if (t.is_reduce()) disqualified.insert(ob);
+      if (t.combines()) disqualified.insert(ob);
       if (!written.count(ob)) candidates.push_back(t.output.buffer);
       written[ob].push_back(squeeze(t.output));
     }

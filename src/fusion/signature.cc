@@ -67,6 +67,7 @@ Signature window_signature(const std::vector<Task>& window, Policy policy) {
   for (const Task& t : window) {
     w.put(t.kind);
     w.put(t.solo);
+    w.put(t.scan_axis);
     w.put(reinterpret_cast<uintptr_t>(t.name));
     w.put(t.value_node);
     w.put(t.reduce);

@@ -199,6 +199,8 @@ void Lowerer::emit_loops_level(std::vector<StmtP>& out, int i, bool full) {
       const CachePlan& c = caches_[r.tile];
       if (std::find(c.layout.begin(), c.layout.end(), d) == c.layout.end()) f->tag = Stmt::Tag::Serial;
     }
+    // A scan along this loop carries a dependence from one iteration to the next.
+    if (h_.is_scan(d)) f->tag = Stmt::Tag::Serial;
     if (f->tag == Stmt::Tag::Serial && unroll_here) f->tag = Stmt::Tag::Unroll;
   } else if (unroll_here) {
     f->tag = Stmt::Tag::Unroll;
@@ -262,6 +264,21 @@ void Lowerer::emit_point(std::vector<StmtP>& out) {
   for (size_t oi = 0; oi < h_.outputs.size(); ++oi) {
     const mdh::Output& o = h_.outputs[oi];
     const DType odt = h_.accesses[o.access].dtype;
+    if (o.scan_dim >= 0) {
+      // Prefix sum: combine with the output one step back along the scan
+      // dimension (already final: the scan loops run in order, serially);
+      // the first point stores the value itself.
+      const ExP here = load(ptr(o.access), access_index(o.access, idx), odt);
+      std::vector<ExP> back = idx;
+      back[o.scan_dim] = sub(idx[o.scan_dim], lit(1));
+      const ExP prev = load(ptr(o.access), access_index(o.access, back), odt);
+      const ExP v = cast(val[o.value], odt);
+      StmtP split = if_else(arith('<', lit(0), idx[o.scan_dim]));
+      split->body.push_back(assign(here, combine(o.op, odt, prev, v)));
+      split->else_body.push_back(assign(here, v));
+      out.push_back(split);
+      continue;
+    }
     if (!o.reduces) {
       out.push_back(assign(load(ptr(o.access), access_index(o.access, idx), odt), cast(val[o.value], odt)));
       continue;

@@ -38,8 +38,19 @@ struct Normalizer {
     for (const auto& m : merged) out.push_back(sq[m.back()]);  // innermost of the merged run
     return out;
   }
+  // The final dim holding a task's domain dim `axis` (-1 if it has extent 1).
+  int dim_of(const Dims& dom, int axis) const {
+    if (dom[axis] == 1) return -1;
+    int s = 0;
+    for (int k = 0; k < axis; ++k) s += dom[k] != 1;
+    for (size_t d = 0; d < merged.size(); ++d)
+      if (std::find(merged[d].begin(), merged[d].end(), s) != merged[d].end()) return static_cast<int>(d);
+    return -1;
+  }
 };
 
+// A scan dimension is never merged with a neighbour (the scan restarts at
+// each of its lines); `scans` lists the scanned squeezed dims.
 Normalizer normalize(const std::vector<const Task*>& tasks) {
   Normalizer n;
   const Task& t0 = *tasks.front();
@@ -59,6 +70,13 @@ Normalizer normalize(const std::vector<const Task*>& tasks) {
     for (const View& v : t->inputs) views.push_back(sq(v.strides));
     views.push_back(sq(t->output.strides));
     for (const IndexFn& f : t->indices) views.push_back(sq(f.strides));
+    if (t->kind == Task::Kind::Scan && t->domain[t->scan_axis] != 1) {
+      // A pseudo-view that strides along the scan dimension only: no merge
+      // condition holds across it.
+      Dims fake(t->domain.size(), 0);
+      fake[t->scan_axis] = 1;
+      views.push_back(sq(fake));
+    }
   }
   // Order dimensions by total |stride| (largest outermost), stable.
   std::vector<int> perm(D);
@@ -159,6 +177,12 @@ Bindings rebind(const std::vector<Task>& window, const Built& tmpl) {
   return b;
 }
 
+bool MdHom::is_scan(int d) const {
+  for (const Output& o : outputs)
+    if (o.scan_dim == d) return true;
+  return false;
+}
+
 bool MdHom::any_pointwise(int d) const {
   for (const Output& o : outputs)
     if (pointwise(o, d)) return true;
@@ -191,7 +215,7 @@ std::string MdHom::key() const {
   k << "|o";
   for (const Output& o : outputs)
     k << o.access << "," << o.value << "," << o.reduces << static_cast<int>(o.op) << dtype_char(o.acc_dtype) << ","
-      << o.arg_node << "," << o.init_const << ";";
+      << o.arg_node << "," << o.init_const << "," << o.scan_dim << ";";
   return k.str();
 }
 
@@ -317,6 +341,16 @@ Built build(const std::vector<Task>& window, const fusion::Group& group) {
       o.acc_dtype = t.acc_dtype;
       o.arg_node = t.arg_node >= 0 ? remap[t.arg_node] : -1;
       o.init_const = t.init_const >= 0 ? const_id[t.init_const] : -1;
+      output_of[aid] = static_cast<int>(h.outputs.size());
+      h.outputs.push_back(o);
+    } else if (t.kind == Task::Kind::Scan) {
+      acc.written = true;
+      Output o;
+      o.access = aid;
+      o.value = value;
+      o.op = t.reduce;
+      o.acc_dtype = t.acc_dtype;
+      o.scan_dim = norm.dim_of(t.domain, t.scan_axis);
       output_of[aid] = static_cast<int>(h.outputs.size());
       h.outputs.push_back(o);
     } else {

@@ -11,7 +11,8 @@
 //   order, values written and re-read through the same view forwarded;
 // - combine operators: per output, concatenation (++) on dimensions the
 //   output's index function uses and point-wise ⊕ (the reduction's operator)
-//   on dimensions it ignores (stride 0).
+//   on dimensions it ignores (stride 0); a scan (cumsum) combines with the
+//   prefix-sum operator ps(⊕) on its scan dimension.
 //
 // Sizes, strides and constants are parameters, not part of the structure:
 // MdHom::key() names the structure, Bindings carry the values. Two groups with
@@ -48,6 +49,9 @@ struct Output {
   DType acc_dtype = DType::Float64;
   int arg_node = -1;         // ArgMax/ArgMin: node of f giving the reported index
   int init_const = -1;       // const slot of `initial=`, or -1 for the identity
+  // Prefix-sum combine (MDH's ps operator) on this dimension, -1 if none:
+  // the output at i is the output at i-1 combined with f at i (f at i = 0).
+  int scan_dim = -1;
 };
 
 struct Affine {
@@ -71,6 +75,8 @@ struct MdHom {
   }
   // True when some output combines dimension d point-wise.
   bool any_pointwise(int d) const;
+  // True when some output scans along dimension d (a loop-carried dependence).
+  bool is_scan(int d) const;
   std::string key() const;
 };
 

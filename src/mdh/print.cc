@@ -29,25 +29,30 @@ std::string index_fn(const MdHom& h, const Access& a, const Bindings* b) {
   return os.str();
 }
 
+std::string op_name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum: return "+";
+    case ReduceOp::Prod: return "*";
+    case ReduceOp::Max: return "max";
+    case ReduceOp::Min: return "min";
+    case ReduceOp::Any: return "or";
+    case ReduceOp::All: return "and";
+    case ReduceOp::ArgMax: return "argmax";
+    case ReduceOp::ArgMin: return "argmin";
+    default: return "?";
+  }
+}
+
+// The combine operator of dimension d: ++ (concatenation), a point-wise
+// operator, ps(op) (prefix sum), or a list when outputs differ.
 std::string combine_name(const MdHom& h, int d) {
   std::string s;
-  for (const Output& o : h.outputs) {
-    if (!h.pointwise(o, d)) continue;
-    switch (o.op) {
-      case ReduceOp::Sum: s = "+"; break;
-      case ReduceOp::Prod: s = "*"; break;
-      case ReduceOp::Max: s = "max"; break;
-      case ReduceOp::Min: s = "min"; break;
-      case ReduceOp::Any: s = "or"; break;
-      case ReduceOp::All: s = "and"; break;
-      case ReduceOp::ArgMax: s = "argmax"; break;
-      case ReduceOp::ArgMin: s = "argmin"; break;
-      default: s = "?"; break;
-    }
-  }
   bool concat = false;
-  for (const Output& o : h.outputs)
-    if (!h.pointwise(o, d)) concat = true;
+  for (const Output& o : h.outputs) {
+    if (h.pointwise(o, d)) s = op_name(o.op);
+    else if (o.scan_dim == d) s = "ps(" + op_name(o.op) + ")";
+    else concat = true;
+  }
   if (s.empty()) return "++";
   return concat ? "(++," + s + ")" : s;
 }

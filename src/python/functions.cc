@@ -148,6 +148,16 @@ void bind_functions(py::module_& m) {
     View r = record_reduction(v, a);
     return out.is_none() ? wrap(r) : py::reinterpret_borrow<py::object>(out);
   });
+  m.def("accumulate", [](int op, py::handle x, int64_t axis, py::handle dtype, py::handle out) -> py::object {
+    std::optional<DType> t = to_dtype(dtype);
+    if (!t || !is_ndarray(x)) return not_implemented();
+    const View& v = as_ndarray(x).v;
+    const int ax = normalize_axis(axis, v.ndim());
+    before_record();
+    RecordGuard guard;
+    View r = record_scan(v, ax, static_cast<ReduceOp>(op), *t, out_view(out));
+    return out.is_none() ? wrap(r) : py::reinterpret_borrow<py::object>(out);
+  });
   m.def("matmul_any", [](py::handle x, py::handle y, py::handle out) -> py::object {
     if (!is_ndarray(x) || !is_ndarray(y) || (!out.is_none() && !is_ndarray(out))) return not_implemented();
     before_record();
@@ -192,8 +202,20 @@ void bind_functions(py::module_& m) {
     if (r.shape.size() != r.strides.size()) throw ValueError("shape and strides must have the same length");
     for (int64_t e : r.shape)
       if (e < 0) throw ValueError("negative dimensions are not allowed");
+    // The extreme element offsets, with overflow checks (a huge stride must
+    // not wrap around into the buffer).
     const int64_t item = itemsize(v.dtype);
-    if (r.size() > 0 && (r.lo() < 0 || (r.hi() + 1) * item > v.buffer->nbytes()))
+    int64_t lo = r.offset, hi = r.offset;
+    bool bad = false;
+    if (r.size() > 0)
+      for (int k = 0; k < r.ndim(); ++k) {
+        int64_t span = 0;
+        bad |= __builtin_mul_overflow(r.strides[k], r.shape[k] - 1, &span);
+        bad |= __builtin_add_overflow(span < 0 ? lo : hi, span, span < 0 ? &lo : &hi);
+      }
+    int64_t end = 0;
+    bad |= __builtin_add_overflow(hi, int64_t(1), &end) || __builtin_mul_overflow(end, item, &end);
+    if (r.size() > 0 && (bad || lo < 0 || end > v.buffer->nbytes()))
       throw ValueError("as_strided: the view would reach outside the array's memory");
     r.readonly = readonly || v.readonly;
     return wrap(r);

@@ -250,6 +250,7 @@ View record_matmul(const View& a, const View& b, DType dtype, const View* out) {
   res.push_back(n);
   View c;
   if (out) {
+    if (out->readonly) throw ValueError("output array is read-only");
     if (out->shape != res)
       throw ValueError("matmul: Output operand 0 does not have the expected shape " + shape_str(res) +
                        " (it has " + shape_str(out->shape) + ")");
@@ -359,6 +360,8 @@ View record_contraction(const ContractSpec& spec) {
   const int nops = static_cast<int>(spec.operands.size());
   const int nlabels = static_cast<int>(spec.extents.size());
   if (nops == 0) throw ValueError("No input operands");
+  for (int64_t e : spec.extents)
+    if (e < 0) throw ValueError("einsum: negative dimensions are not allowed");
   std::vector<bool> in_out(nlabels, false);
   Dims res;
   for (int l : spec.out_labels) {
@@ -388,6 +391,7 @@ View record_contraction(const ContractSpec& spec) {
     if (spec.out->shape != res)
       throw ValueError("einsum: output operand has shape " + shape_str(spec.out->shape) + ", expected " +
                        shape_str(res));
+    if (spec.out->readonly) throw ValueError("output array is read-only");
     c = *spec.out;
   } else {
     c = View::fresh(spec.dtype, res);
@@ -446,6 +450,37 @@ View record_contraction(const ContractSpec& spec) {
   // The stored value's type is the output's (the kernel casts the accumulator).
   append(std::move(t));
   return c;
+}
+
+View record_scan(const View& in, int axis, ReduceOp op, DType dtype, const View* out) {
+  if (axis < 0 || axis >= in.ndim()) throw AxisError(axis, in.ndim());
+  View o;
+  if (out) {
+    if (out->shape != in.shape)
+      throw ValueError("provided out is the wrong size for the accumulation.");
+    if (out->readonly) throw ValueError("output array is read-only");
+    o = *out;
+  } else {
+    o = View::fresh(dtype, in.shape);
+  }
+  if (in.size() == 0) return o;
+  // Reading the input through the very view that is written is fine (each
+  // point reads its own element before writing it); any other overlap reads
+  // from a copy.
+  View src = in.same_as(o) ? in : copy_if_overlapping(in, o);
+  Task t;
+  t.kind = Task::Kind::Scan;
+  t.name = op == ReduceOp::Prod ? "cumprod" : "cumsum";
+  t.domain = in.shape;
+  t.inputs = {src};
+  int x = t.expr.input(0, src.dtype);
+  t.expr.cast(x, dtype);
+  t.reduce = op;
+  t.acc_dtype = dtype;
+  t.scan_axis = axis;
+  t.output = o;
+  append(std::move(t));
+  return o;
 }
 
 }  // namespace nf

@@ -12,7 +12,8 @@ void Task::validate() const {
   for (const View& v : inputs)
     if (v.shape != domain) fail("input shape " + shape_str(v.shape) + " != domain " + shape_str(domain));
   if (output.shape != domain) fail("output shape != domain");
-  if (kind == Kind::Map)
+  if (kind == Kind::Scan && (scan_axis < 0 || scan_axis >= static_cast<int>(domain.size()))) fail("bad scan axis");
+  if (kind != Kind::Reduce)
     for (int d = 0; d < output.ndim(); ++d)
       if (output.strides[d] == 0 && domain[d] > 1) fail("map output broadcast");
   for (const View& v : inputs)

@@ -36,7 +36,10 @@ struct IndexFn {
 };
 
 struct Task {
-  enum class Kind : uint8_t { Map, Reduce };
+  // Scan: out[.., i, ..] = out[.., i-1, ..] (+) value[.., i, ..] along
+  // scan_axis (cumsum, cumprod: MDH's prefix-sum combine operator), with
+  // out[.., 0, ..] = value[.., 0, ..].
+  enum class Kind : uint8_t { Map, Reduce, Scan };
   Kind kind = Kind::Map;
   Dims domain;
   std::vector<View> inputs;
@@ -51,6 +54,7 @@ struct Task {
   DType acc_dtype = DType::Float64;
   int32_t arg_node = -1;
   int32_t init_const = -1;  // const slot of `initial=`, or -1 for the identity
+  int32_t scan_axis = -1;   // Scan: the domain dimension scanned along
   // A contraction (matmul, einsum, tensordot): runs as a group of its own,
   // so the schedule stage may hand it to a library routine (tune::Routine)
   // or to a register-tiled kernel without fused neighbours in the way.
@@ -59,6 +63,9 @@ struct Task {
   const char* name = "";
 
   bool is_reduce() const { return kind == Kind::Reduce; }
+  // The output combines many points (a reduction or a scan): nothing else
+  // in its group may read it (fusion constraint 4).
+  bool combines() const { return kind != Kind::Map; }
   int value() const { return value_node >= 0 ? value_node : expr.root(); }
   // Throws std::logic_error if an invariant above is broken.
   void validate() const;
@@ -158,6 +165,10 @@ struct ContractSpec {
   const View* out = nullptr;
 };
 View record_contraction(const ContractSpec& spec);
+
+// numpy.cumsum / cumprod (op Sum / Prod) along `axis` in type `dtype`
+// (the caller applies NumPy's default-type rule), into `out` if given.
+View record_scan(const View& in, int axis, ReduceOp op, DType dtype, const View* out);
 
 // Copies `src` into a fresh buffer if it overlaps `dst` without being the
 // same view (what NumPy does for ufuncs with overlapping operands).

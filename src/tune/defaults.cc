@@ -163,7 +163,7 @@ Schedule generic_default(const mdh::MdHom& h, const mdh::Bindings& b, const Asm&
   if (threads > 1) {
     int concat = -1;
     for (int d = 0; d < h.ndim; ++d)
-      if (!h.any_pointwise(d) && b.extent(h, d) >= 2 * threads) {
+      if (!h.any_pointwise(d) && !h.is_scan(d) && b.extent(h, d) >= 2 * threads) {
         concat = d;
         break;
       }
@@ -187,6 +187,7 @@ Schedule generic_default(const mdh::MdHom& h, const mdh::Bindings& b, const Asm&
   }
   // Arg-reductions combine (value, index) pairs: no SIMD reduction clause.
   s.vectorize = !arg;
+  if (s.parallel && h.is_scan(s.order[0].dim)) s.parallel = false;
   return s;
 }
 

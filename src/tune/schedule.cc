@@ -68,6 +68,7 @@ std::string Schedule::why_illegal(const mdh::MdHom& h) const {
     }
   }
   if (parallel && order.empty()) return "parallel needs a loop";
+  if (parallel && h.is_scan(order[0].dim)) return "the parallel loop runs along a scan";
   const int nloops = static_cast<int>(order.size());
   std::vector<bool> cached(h.accesses.size(), false);
   for (const Cache& c : caches) {

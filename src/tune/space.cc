@@ -163,6 +163,7 @@ bool repair(Schedule& s, const mdh::MdHom& h) {
       if (t.why_illegal(h) != why) s = t, changed = true;
     }
     if (!changed && s.contract) s.contract = false, changed = true;
+    if (!changed && s.parallel) s.parallel = false, changed = true;
     if (!changed) return false;
     why = s.why_illegal(h);
   }
