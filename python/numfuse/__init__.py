@@ -58,6 +58,8 @@ from ._manip import (  # noqa: E402,F401
 from . import linalg, random, testing, fft, lib  # noqa: E402,F401
 from .linalg import matmul, dot, vdot, inner, outer, tensordot  # noqa: E402,F401
 from ._einsum import einsum  # noqa: E402,F401
+from ._signal import convolve, correlate  # noqa: E402,F401
+from ._histograms import histogram, bincount  # noqa: E402,F401
 from ._config import config, explain, profile, set_option, get_option, options  # noqa: E402,F401
 from . import _fallback, _hooks, _array  # noqa: E402
 
