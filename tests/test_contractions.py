@@ -554,6 +554,9 @@ def test_dot_nd_views_and_out():
                 lambda: nf.dot(a, b, out=nf.zeros((3, 4, 2, 3), nf.float32)))
     raises_like(lambda: onp.dot(a_np, b_np, out=onp.zeros((3, 4, 3, 2)).transpose(0, 1, 3, 2)),
                 lambda: nf.dot(a, b, out=nf.zeros((3, 4, 3, 2)).transpose(0, 1, 3, 2)))
+    ro_np = onp.zeros((3, 4, 2, 3))
+    ro_np.flags.writeable = False
+    raises_like(lambda: onp.dot(a_np, b_np, out=ro_np), lambda: nf.dot(a, b, out=nf.zeros((3, 4, 2, 3))._readonly_view()))
     # 2-D @ 2-D stays the matmul path (BLAS for floats)
     m_np, n_np = rand((6, 7), "float64", 3), rand((7, 8), "float64", 4)
     o_np, o = onp.zeros((6, 8)), nf.zeros((6, 8))
@@ -678,6 +681,10 @@ def test_as_strided():
         as_nf(x, (3,), (2,))
     with pytest.raises(ValueError):
         as_nf(x, (30,), (4,))  # outside the buffer: numfuse checks bounds
+    with pytest.raises(ValueError):
+        as_nf(x, (2**40,), (2**42,))  # reach overflows 64 bits: still out of bounds
+    with pytest.raises(ValueError):
+        as_nf(x, (3,), (2**62,))
     with pytest.raises(ValueError, match="mismatch in length"):
         as_nf(x, (3, 2), (4,))
     assert not as_nf(x, (3,), (4,), writeable=False).flags.writeable

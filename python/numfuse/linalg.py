@@ -90,7 +90,7 @@ def _check_dot_out(out, shape, dt):
     if out is None:
         return
     if (type(out) is not ndarray or out.dtype != dt or tuple(out.shape) != tuple(shape)
-            or not out._c_contiguous):
+            or not out._c_contiguous or out._readonly):
         raise ValueError("output array is not acceptable (must have the right datatype, number of dimensions, "
                          "and be a C-Array)")
 

@@ -65,7 +65,12 @@ def as_strided(x, shape=None, strides=None, subok=False, writeable=True):
     for d in shp:
         if d < 0:
             raise ValueError("negative dimensions are not allowed")
-    return _core.as_strided(a, shp, _element_strides(a, st), bool(a._readonly) or not writeable)
+    est = _element_strides(a, st)
+    # How far the view reaches, in exact integers: beyond 2**62 bytes is
+    # outside any buffer (and would overflow the core's 64-bit bounds check).
+    if 0 not in shp and sum((d - 1) * abs(s) for d, s in zip(shp, est)) * a.itemsize >= 2**62:
+        raise ValueError("as_strided: the view would reach outside the array's memory")
+    return _core.as_strided(a, shp, est, bool(a._readonly) or not writeable)
 
 
 def sliding_window_view(x, window_shape, axis=None, *, subok=False, writeable=False):
