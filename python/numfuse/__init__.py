@@ -55,8 +55,11 @@ from ._manip import (  # noqa: E402,F401
     broadcast_arrays, atleast_1d, atleast_2d, atleast_3d, where, concatenate, stack, vstack, hstack, dstack,
     column_stack, row_stack, flip, fliplr, flipud, split, array_split, diagonal, trace, diff, shape, ndim, size,
 )
-from . import linalg, random, testing, fft  # noqa: E402,F401
+from . import linalg, random, testing, fft, lib  # noqa: E402,F401
 from .linalg import matmul, dot, vdot, inner, outer, tensordot  # noqa: E402,F401
+from ._einsum import einsum  # noqa: E402,F401
+from ._signal import convolve, correlate  # noqa: E402,F401
+from ._histograms import histogram, bincount  # noqa: E402,F401
 from ._config import config, explain, profile, set_option, get_option, options  # noqa: E402,F401
 from ._tuning import tune, TuneReport  # noqa: E402,F401
 from . import _tuning as tuning  # noqa: E402,F401

@@ -13,6 +13,8 @@ def _target(func):
     name = getattr(func, "__name__", "")
     if mod.startswith("numpy.linalg"):
         space = vars(numfuse.linalg)
+    elif mod.startswith("numpy.lib.stride_tricks"):
+        space = vars(numfuse.lib.stride_tricks)
     elif mod.startswith("numpy.fft") or mod.startswith("numpy.random"):
         return None
     else:

@@ -63,37 +63,112 @@ def _full_shape(a, b):
     return batch + (a2[-2], b2[-1])
 
 
+def _np_shape(shape):
+    """A shape as NumPy writes it in messages: (2,3), (4,)."""
+    return "(" + ",".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+def _native(*arrays):
+    return all(type(x) is ndarray for x in arrays)
+
+
+def _multiply(a, b, out=None):
+    from ._ufuncs import UFUNCS
+
+    return UFUNCS["multiply"](a, b, out=out)
+
+
+def _contract(ops, op_ids, out_ids, extents, dt, out=None):
+    """One recorded contraction (an MDH reduction), or NotImplemented when
+    the core does not compute in `dt`."""
+    if not _core.supported_dtype(dt):
+        return NotImplemented
+    return _core.contract(list(ops), op_ids, out_ids, list(extents), dt, out)
+
+
+def _check_dot_out(out, shape, dt):
+    if out is None:
+        return
+    if (type(out) is not ndarray or out.dtype != dt or tuple(out.shape) != tuple(shape)
+            or not out._c_contiguous or out._readonly):
+        raise ValueError("output array is not acceptable (must have the right datatype, number of dimensions, "
+                         "and be a C-Array)")
+
+
 def dot(a, b, out=None):
+    """numpy.dot. 2-D @ 2-D (and 1-D cases) is matmul; N-d is one contraction:
+    dot(a, b)[i,j,k,m] = sum(a[i,j,:] * b[k,:,m])."""
     a, b = asarray(a), asarray(b)
+    if not _native(a, b) or (out is not None and type(out) is not ndarray):
+        return _fallback.call_numpy(np.dot, (a, b), dict(out=out), "numpy.dot")
     if a.ndim == 0 or b.ndim == 0:
-        from ._ufuncs import UFUNCS
-
-        return UFUNCS["multiply"](a, b, out=out)
+        return _multiply(a, b, out=out)
+    ka = a.ndim - 1
+    kb = b.ndim - 2 if b.ndim >= 2 else 0
+    if a.shape[ka] != b.shape[kb]:
+        raise ValueError(f"shapes {_np_shape(a.shape)} and {_np_shape(b.shape)} not aligned: "
+                         f"{a.shape[ka]} (dim {ka}) != {b.shape[kb]} (dim {kb})")
+    dt = _result_dtype(a, b)
+    if not _core.supported_dtype(dt):
+        return _fallback.call_numpy(np.dot, (a, b), dict(out=out), "numpy.dot")
+    bkeep = [d for i, d in enumerate(b.shape) if i != kb]
+    shape = a.shape[:-1] + tuple(bkeep)
+    _check_dot_out(out, shape, dt)
     if a.ndim <= 2 and b.ndim <= 2:
         return matmul(a, b, out=out)
-    if b.ndim == 1:
-        return matmul(a, b, out=out)
-    return _fallback.call_numpy(np.dot, (a, b), dict(out=out), "numpy.dot (N-d)")
+    # labels: a's free axes, then b's free axes, then the summed one
+    na = a.ndim - 1
+    nbk = len(bkeep)
+    s = na + nbk
+    a_ids = list(range(na)) + [s]
+    b_ids = list(range(na, na + nbk))
+    b_ids.insert(kb, s)
+    extents = list(a.shape[:-1]) + bkeep + [a.shape[-1]]
+    r = _contract([a, b], [a_ids, b_ids], list(range(s)), extents, dt, out)
+    if r is NotImplemented:
+        return _fallback.call_numpy(np.dot, (a, b), dict(out=out), "numpy.dot")
+    return out if out is not None else r
 
 
-def vdot(a, b):
+def vdot(a, b, /):
+    """numpy.vdot: the dot product of the flattened arrays (one contraction).
+    Complex arrays (conjugation) run with NumPy."""
     a, b = asarray(a), asarray(b)
-    return matmul(a.reshape(-1), b.reshape(-1))
+    if not _native(a, b):
+        return _fallback.call_numpy(np.vdot, (a, b), {}, "numpy.vdot")
+    if a.size != b.size:
+        raise ValueError(f"cannot reshape array of size {b.size} into shape ({a.size},)")
+    dt = _result_dtype(a, b)
+    a1, b1 = a.reshape(-1), b.reshape(-1)
+    r = _contract([a1, b1], [[0], [0]], [], [a.size], dt)
+    if r is NotImplemented:
+        return _fallback.call_numpy(np.vdot, (a, b), {}, "numpy.vdot")
+    return r
 
 
-def inner(a, b):
+def inner(a, b, /):
+    """numpy.inner: sum over the last axes of both (one contraction):
+    inner(a, b)[i..., j...] = sum(a[i..., :] * b[j..., :])."""
     a, b = asarray(a), asarray(b)
+    if not _native(a, b):
+        return _fallback.call_numpy(np.inner, (a, b), {}, "numpy.inner")
     if a.ndim == 0 or b.ndim == 0:
-        from ._ufuncs import UFUNCS
-
-        return UFUNCS["multiply"](a, b)
+        return _multiply(a, b)
     if a.shape[-1] != b.shape[-1]:
-        raise ValueError(f"shapes {a.shape} and {b.shape} not aligned: {a.shape[-1]} (dim {a.ndim - 1}) != "
-                         f"{b.shape[-1]} (dim {b.ndim - 1})")
-    if a.ndim <= 2 and b.ndim <= 2:
-        bt = b if b.ndim == 1 else b.T
-        return matmul(a, bt)
-    return _fallback.call_numpy(np.inner, (a, b), {}, "numpy.inner (N-d)")
+        # NumPy reports b with its last axis moved to the second-to-last place.
+        bs = b.shape[:-2] + (b.shape[-1], b.shape[-2]) if b.ndim >= 2 else b.shape
+        raise ValueError(f"shapes {_np_shape(a.shape)} and {_np_shape(bs)} not aligned: "
+                         f"{a.shape[-1]} (dim {a.ndim - 1}) != {b.shape[-1]} (dim {max(b.ndim - 2, 0)})")
+    dt = _result_dtype(a, b)
+    na, nb = a.ndim - 1, b.ndim - 1
+    s = na + nb
+    a_ids = list(range(na)) + [s]
+    b_ids = list(range(na, s)) + [s]
+    extents = list(a.shape[:-1]) + list(b.shape[:-1]) + [a.shape[-1]]
+    r = _contract([a, b], [a_ids, b_ids], list(range(s)), extents, dt)
+    if r is NotImplemented:
+        return _fallback.call_numpy(np.inner, (a, b), {}, "numpy.inner")
+    return r
 
 
 def outer(a, b, out=None):
@@ -125,7 +200,72 @@ def norm(x, ord=None, axis=None, keepdims=False):
 
 
 def tensordot(a, b, axes=2):
-    return _fallback.call_numpy(np.tensordot, (a, b), dict(axes=axes), "numpy.tensordot")
+    """numpy.tensordot as one contraction (NumPy's argument handling and
+    errors; the result is a's free axes followed by b's)."""
+    try:
+        iter(axes)
+    except Exception:
+        axes_a = list(range(-axes, 0))
+        axes_b = list(range(axes))
+    else:
+        axes_a, axes_b = axes
+    try:
+        na = len(axes_a)
+        axes_a = list(axes_a)
+    except TypeError:
+        axes_a = [axes_a]
+        na = 1
+    try:
+        nb = len(axes_b)
+        axes_b = list(axes_b)
+    except TypeError:
+        axes_b = [axes_b]
+        nb = 1
+    if len(set(axes_a)) != len(axes_a):
+        raise ValueError("duplicate axes are not allowed in tensordot")
+    if len(set(axes_b)) != len(axes_b):
+        raise ValueError("duplicate axes are not allowed in tensordot")
+
+    a, b = asarray(a), asarray(b)
+    if not _native(a, b):
+        return _fallback.call_numpy(np.tensordot, (a, b), dict(axes=axes), "numpy.tensordot")
+    as_, bs = a.shape, b.shape
+    nda, ndb = a.ndim, b.ndim
+    equal = na == nb
+    if equal:
+        for k in range(na):
+            if as_[axes_a[k]] != bs[axes_b[k]]:
+                equal = False
+                break
+            if axes_a[k] < 0:
+                axes_a[k] += nda
+            if axes_b[k] < 0:
+                axes_b[k] += ndb
+    if not equal:
+        raise ValueError("shape-mismatch for sum")
+    if len(set(axes_a)) != na or len(set(axes_b)) != nb:
+        raise ValueError("axes don't match array")  # NumPy's transpose: e.g. axes ([-1, 1], ...) on 2-D
+
+    notin_a = [k for k in range(nda) if k not in axes_a]
+    notin_b = [k for k in range(ndb) if k not in axes_b]
+    nfree = len(notin_a) + len(notin_b)
+    a_ids = [0] * nda
+    b_ids = [0] * ndb
+    extents = []
+    for i, k in enumerate(notin_a):
+        a_ids[k] = i
+        extents.append(as_[k])
+    for i, k in enumerate(notin_b):
+        b_ids[k] = len(notin_a) + i
+        extents.append(bs[k])
+    for i, (ka, kb) in enumerate(zip(axes_a, axes_b)):
+        a_ids[ka] = b_ids[kb] = nfree + i
+        extents.append(as_[ka])
+    dt = _result_dtype(a, b)
+    r = _contract([a, b], [a_ids, b_ids], list(range(nfree)), extents, dt)
+    if r is NotImplemented:
+        return _fallback.call_numpy(np.tensordot, (a, b), dict(axes=axes), "numpy.tensordot")
+    return r
 
 
 def matrix_power(a, n):

@@ -1,0 +1,186 @@
+"""numpy.histogram and numpy.bincount as MDH reductions.
+
+With at most ``MAX_BINS`` bins, counting is one fused kernel over a
+(bins, n) domain: a comparison of every value with every bin's edges and a
+sum over n, i.e. for histogram
+
+    counts[b] = sum_i (x_i >= lo[b]) & ((x_i < hi[b]) | (last[b] & (x_i == hi[b])))
+
+(the last bin is closed, as in NumPy), and for bincount
+``counts[b] = sum_i (x_i == b)``. Bin edges are NumPy's own
+(``numpy.histogram_bin_edges``, run on the range); the range of the data needs
+one sync (a.min(), a.max()). Weights sum with ``where`` (so a NaN weight only
+touches its own bin). More bins, string bin estimators ('auto', ...), complex
+data or weights run with NumPy through the fallback.
+"""
+
+import operator
+import warnings
+
+import numpy as np
+
+from . import _core, _fallback
+from ._creation import asarray
+from ._reductions import max as _max, min as _min, sum as _sum
+from ._ufuncs import UFUNCS as U
+from ._manip import where
+
+ndarray = _core.ndarray
+MAX_BINS = 64
+_intp = np.dtype(np.intp)
+
+
+def _nf(x):
+    """A numfuse array holding a copy of a (small) NumPy array."""
+    return _core.from_numpy(np.array(x, copy=True, order="C"), True)
+
+
+def _sync_scalars(*arrays):
+    """Values of 0-d numfuse arrays (one flush for all)."""
+    return [np.asarray(a)[()] for a in arrays]
+
+
+def _bin_sum(mask, weights, ntype):
+    """Sum over axis 1 of a (bins, n) bool mask, weighted or not."""
+    if weights is None:
+        return _sum(mask, axis=1)  # bool -> int64 (intp), as NumPy's counts
+    w = weights
+    if ntype.kind in "iu":
+        # exact integer sums (wrapping into the weights' type like NumPy's astype)
+        w64 = w.astype(np.int64) if w.dtype != np.int64 else w
+        s = _sum(where(mask, w64[None, :], np.int64(0)), axis=1)
+    else:
+        w64 = w.astype(np.float64) if w.dtype != np.float64 else w
+        s = _sum(where(mask, w64[None, :], 0.0), axis=1)
+    return s.astype(ntype) if s.dtype != ntype else s
+
+
+# -- histogram ---------------------------------------------------------------------
+
+def histogram(a, bins=10, range=None, density=None, weights=None):
+    """numpy.histogram (see the module docstring). Returns (hist, bin_edges)
+    as numfuse arrays: hist int64 counts, the weights' dtype with weights,
+    float64 with density."""
+    def fallback(x, w):
+        return _fallback.call_numpy(np.histogram, (x,), dict(bins=bins, range=range, density=density, weights=w),
+                                    "numpy.histogram")
+
+    x = asarray(a)
+    w = None if weights is None else asarray(weights)
+    if type(x) is not ndarray or (w is not None and type(w) is not ndarray):
+        return fallback(x, w)
+    # NumPy's _ravel_and_check_weights
+    if x.dtype == np.bool_:
+        warnings.warn(f"Converting input from {x.dtype} to {np.uint8} for compatibility.", RuntimeWarning,
+                      stacklevel=2)
+        x = x.astype(np.uint8)
+    if w is not None:
+        if w.shape != x.shape:
+            raise ValueError("weights should have the same shape as a.")
+        w = w.reshape(-1)
+    x = x.reshape(-1)
+    if isinstance(bins, str):
+        return fallback(x, w)
+
+    # Bin edges: NumPy's own, computed on a stand-in with a's dtype and range.
+    if type(bins) is ndarray:
+        bins = np.asarray(bins)
+    proxy = np.empty(0, x.dtype)
+    if range is None and np.ndim(bins) == 0 and x.size > 0:
+        lo, hi = _sync_scalars(_min(x), _max(x))
+        proxy = np.array([lo, hi], dtype=x.dtype)
+    edges = np.histogram_bin_edges(proxy, bins=bins, range=range)
+    nb = len(edges) - 1
+    ntype = _intp if w is None else w.dtype
+    uniform = np.ndim(bins) == 0
+    if nb > MAX_BINS or nb < 1 or not _core.supported_dtype(edges.dtype) or (
+            w is not None and ntype.kind == "b" and not uniform):
+        return fallback(x, w)
+
+    ct = np.result_type(x.dtype, edges.dtype)  # the comparison type (NumPy's cast / searchsorted)
+    xs = x if x.dtype == ct else x.astype(ct)
+    e = edges.astype(ct, copy=False)
+    lo_b = _nf(e[:-1])[:, None]
+    hi_b = _nf(e[1:])[:, None]
+    last = np.zeros(nb, dtype=bool)
+    last[-1] = True
+    last_b = _nf(last)[:, None]
+    xv = xs[None, :]
+    inside = U["bitwise_and"](U["greater_equal"](xv, lo_b),
+                              U["bitwise_or"](U["less"](xv, hi_b),
+                                              U["bitwise_and"](last_b, U["equal"](xv, hi_b))))
+    n = _bin_sum(inside, w, ntype)
+    edges_nf = _nf(edges)
+    if density:
+        db = _nf(np.array(np.diff(edges), float))
+        return U["divide"](U["divide"](n, db), _sum(n)), edges_nf
+    return n, edges_nf
+
+
+# -- bincount ----------------------------------------------------------------------
+
+def _as_index_array(x):
+    """NumPy's conversion of bincount's input (1-D, safely castable to intp)."""
+    if x.ndim == 0:
+        raise ValueError("object of too small depth for desired array")
+    if x.ndim > 1:
+        raise ValueError("object too deep for desired array")
+    # integer arrays are force-cast to intp (uint64 values >= 2**63 become
+    # negative and are rejected later); anything else must cast safely
+    if x.dtype.kind not in "iu" and not np.can_cast(x.dtype, _intp, "safe"):
+        raise TypeError(f"Cannot cast array data from {x.dtype!r} to {_intp!r} according to the rule 'safe'")
+
+
+def bincount(x, weights=None, minlength=0):
+    """numpy.bincount (see the module docstring): int64 counts, float64 with
+    weights; one fused compare-and-sum kernel for at most MAX_BINS bins."""
+    def fallback():
+        return _fallback.call_numpy(np.bincount, (x,), dict(weights=weights, minlength=minlength),
+                                    "numpy.bincount")
+
+    if type(x) is ndarray or isinstance(x, np.ndarray):
+        xa = x
+    else:
+        probe = np.asarray(x)
+        if probe.dtype.kind not in "biu":  # e.g. [] or floats: NumPy's own rules
+            return fallback()
+        xa = probe
+    if isinstance(xa, np.ndarray):
+        _as_index_array(xa)
+        xa = asarray(xa)
+        if type(xa) is not ndarray:
+            return fallback()
+    _as_index_array(xa)
+    if minlength is None:
+        raise TypeError("use 0 instead of None for minlength")
+    minlength = operator.index(minlength)
+    if minlength < 0:
+        raise ValueError("'minlength' must not be negative")
+    if xa.size == 0:
+        return _nf(np.zeros(minlength, _intp))
+    mn, mx = _sync_scalars(_min(xa), _max(xa))
+    if mn < 0 or (xa.dtype == np.uint64 and int(mx) >= 2**63):  # (uint64 is force-cast to intp)
+        raise ValueError("'list' argument must have no negative elements")
+    size = max(int(mx) + 1, minlength)
+    w = None
+    if weights is not None:
+        w = asarray(weights)
+        wd = w.dtype
+        if wd.kind == "c" or not np.can_cast(wd, np.float64, "safe"):
+            raise TypeError(f"Cannot cast array data from {wd!r} to dtype('float64') according to the rule 'safe'")
+        if w.ndim == 0:
+            raise ValueError("object of too small depth for desired array")
+        if w.ndim > 1:
+            raise ValueError("object too deep for desired array")
+        if w.size != xa.size:
+            raise ValueError("The weights and list don't have the same length.")
+        if type(w) is not ndarray:
+            return fallback()
+    if size > MAX_BINS:
+        return fallback()
+    ids = _nf(np.arange(size, dtype=_intp))
+    eq = U["equal"](xa[None, :], ids[:, None])
+    if w is None:
+        return _sum(eq, axis=1)
+    w64 = w if w.dtype == np.float64 else w.astype(np.float64)
+    return _sum(where(eq, w64[None, :], 0.0), axis=1)
