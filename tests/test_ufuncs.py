@@ -979,3 +979,28 @@ def test_dtype_argument_invalid_raises(case):
         np_call(f_np)
     with pytest.raises(TypeError):
         to_np(np_call(f_nf))
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "int64", "uint16", "uint32", "uint64"])
+def test_integer_arithmetic_wraps_around_like_numpy(dtype):
+    # Overflowing +, -, *, negative, abs, square and power wrap modulo 2**bits
+    # (the kernels compute them in unsigned arithmetic).
+    info = onp.iinfo(dtype)
+    vals = onp.array([info.min, info.min + 1, -1 if info.min < 0 else 1, 0, 1, info.max - 1, info.max] * 3,
+                     dtype=dtype)
+    other = onp.roll(vals, 3)
+    a, b = nf.array(vals), nf.array(other)
+    with onp.errstate(over="ignore"):
+        cases = [
+            (a + b, vals + other), (a - b, vals - other), (a * b, vals * other),
+            (-a, -vals), (abs(a), abs(vals)), (nf.square(a), onp.square(vals)),
+            (a ** 3, vals ** 3), (a * 3 + b * b - a, vals * 3 + other * other - vals),
+            (nf.cumsum(a), onp.cumsum(vals)), (nf.cumprod(a), onp.cumprod(vals)),
+            (a.sum(), vals.sum()), (a.prod(), vals.prod()),
+        ]
+        if info.min < 0:
+            cases.append((a // -1, vals // -1))
+    for got, want in cases:
+        got = onp.asarray(got)
+        assert got.dtype == want.dtype
+        onp.testing.assert_array_equal(got, want)

@@ -10,6 +10,7 @@ any process use it.
 """
 
 import atexit
+import math
 import sys
 import time
 
@@ -59,7 +60,8 @@ class _Bar:
         if max_evals:
             frac = max(frac, min(1.0, evals / max_evals))
         bar = "#" * int(20 * frac) + "-" * (20 - int(20 * frac))
-        speed = f"{default_s / best_s:.2f}x" if best_s > 0 and default_s > 0 else "-"
+        ok = 0 < best_s < math.inf and 0 < default_s < math.inf
+        speed = f"{default_s / best_s:.2f}x" if ok else "-"
         name = ops if len(ops) <= 40 else ops[:37] + "..."
         line = f"\rnumfuse.tune kernel {k + 1}/{n} [{bar}] {evals} schedules, best {speed} vs default  {name}"
         self.width = max(self.width, len(line))

@@ -102,11 +102,13 @@ std::string unary(Reg& reg, UnaryOp op, DType t, DType r, const std::string& a) 
   const bool sg = kind(t) == Kind::Signed;
   auto m = [&](const char* fn) { return call(libm(reg, fn, t, 1), {a}); };
   switch (op) {
-    case UnaryOp::Negative: return "((" + ct(t) + ")(-" + a + "))";
+    case UnaryOp::Negative:
+      if (!fl && t != DType::Bool) return "((" + ct(t) + ")(0ULL - (unsigned long long)(" + a + ")))";
+      return "((" + ct(t) + ")(-" + a + "))";
     case UnaryOp::Positive: return a;
     case UnaryOp::Absolute:
       if (fl) return m("fabs");
-      if (sg) return "((" + ct(t) + ")(" + a + " < 0 ? -" + a + " : " + a + "))";
+      if (sg) return "((" + ct(t) + ")(" + a + " < 0 ? 0ULL - (unsigned long long)(" + a + ") : (unsigned long long)(" + a + ")))";
       return a;
     case UnaryOp::Sign:
       if (fl)
@@ -121,7 +123,10 @@ std::string unary(Reg& reg, UnaryOp op, DType t, DType r, const std::string& a) 
       return "((" + ct(t) + ")(~" + a + "))";
     case UnaryOp::Sqrt: return m("sqrt");
     case UnaryOp::Cbrt: return m("cbrt");
-    case UnaryOp::Square: return "((" + ct(t) + ")(" + a + " * " + a + "))";
+    case UnaryOp::Square:
+      if (!fl && t != DType::Bool)
+        return "((" + ct(t) + ")((unsigned long long)(" + a + ") * (unsigned long long)(" + a + ")))";
+      return "((" + ct(t) + ")(" + a + " * " + a + "))";
     case UnaryOp::Reciprocal:
       if (fl) return "(1 / " + a + ")";
       // NumPy computes 1.0/x in double and converts (x86 conversion of inf).
@@ -169,11 +174,19 @@ std::string binary(Reg& reg, BinaryOp op, DType t, const std::string& a, const s
   const bool sg = kind(t) == Kind::Signed;
   const bool bl = t == DType::Bool;
   auto wrap = [&](const std::string& e) { return "((" + T + ")(" + e + "))"; };
+  // Integer +, -, * wrap around (NumPy): computed in unsigned 64-bit
+  // arithmetic, whose overflow C defines (the kernels are not compiled with
+  // -fwrapv, which would keep the vectorizer from proving index arithmetic
+  // free of overflow).
+  auto arith = [&](const char* o) {
+    if (fl || bl) return wrap(a + " " + o + " " + b);
+    return wrap("(unsigned long long)(" + a + ") " + o + " (unsigned long long)(" + b + ")");
+  };
   auto m2 = [&](const char* fn) { return call(libm(reg, fn, t, 2), {a, b}); };
   switch (op) {
-    case BinaryOp::Add: return bl ? "(" + a + " | " + b + ")" : wrap(a + " + " + b);
-    case BinaryOp::Subtract: return wrap(a + " - " + b);
-    case BinaryOp::Multiply: return bl ? "(" + a + " & " + b + ")" : wrap(a + " * " + b);
+    case BinaryOp::Add: return bl ? "(" + a + " | " + b + ")" : arith("+");
+    case BinaryOp::Subtract: return arith("-");
+    case BinaryOp::Multiply: return bl ? "(" + a + " & " + b + ")" : arith("*");
     case BinaryOp::TrueDivide: return "(" + a + " / " + b + ")";
     case BinaryOp::FloorDivide:
       if (fl) {
@@ -197,7 +210,7 @@ std::string binary(Reg& reg, BinaryOp op, DType t, const std::string& a, const s
         return call(reg("nf_floordiv_" + s,
                         "static inline " + T + " nf_floordiv_" + s + "(" + T + " a, " + T + " b) {\n"
                         "  if (b == 0) return 0;\n"
-                        "  if (b == -1) return (" + T + ")(-a);\n"
+                        "  if (b == -1) return (" + T + ")(0ULL - (unsigned long long)a);\n"
                         "  " + T + " q = a / b;\n"
                         "  if ((a % b != 0) && ((a < 0) != (b < 0))) q -= 1;\n"
                         "  return q;\n}"),
@@ -236,7 +249,8 @@ std::string binary(Reg& reg, BinaryOp op, DType t, const std::string& a, const s
                       "static inline " + T + " nf_pow_" + s + "(" + T + " a, " + T + " b) {\n"
                       "  " + T + " r = 1;\n"
                       "  if (b < 0) return 0;\n"
-                      "  while (b) { if (b & 1) r = (" + T + ")(r * a); a = (" + T + ")(a * a); b >>= 1; }\n"
+                      "  while (b) { if (b & 1) r = (" + T + ")((unsigned long long)r * (unsigned long long)a);"
+                      " a = (" + T + ")((unsigned long long)a * (unsigned long long)a); b >>= 1; }\n"
                       "  return r;\n}"),
                   {a, b});
     case BinaryOp::Maximum:

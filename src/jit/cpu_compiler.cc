@@ -119,7 +119,7 @@ CpuCompiler::CpuCompiler() : impl_(new Impl) {
   if (!jit) throw CompileError("cannot create LLJIT: " + llvm::toString(jit.takeError()));
   impl_->jit = std::move(*jit);
   impl_->args = {"-triple", impl_->triple, "-target-cpu", impl_->cpu, "-O3", "-fopenmp", "-vectorize-loops",
-                 "-vectorize-slp", "-fveclib=libmvec", "-ffp-contract=off", "-fwrapv", "-std=c11",
+                 "-vectorize-slp", "-fveclib=libmvec", "-ffp-contract=off", "-std=c11",
                  "-w", "-x", "c"};
   for (const std::string& a : impl_->args) impl_->flags_id += a + " ";
 }

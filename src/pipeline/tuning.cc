@@ -314,6 +314,9 @@ TunedKernel tune_job(const TuneJob& job, double budget_s, int max_evals, bool ro
   opt.stop = stop;
   opt.progress = progress;
   const tune::Asm& target = tune::Asm::host();
+  tune::StoreEntry stored;
+  if (tune::ScheduleStore::instance().find(tune::device_id(target), h, job.cls, &stored))
+    opt.starts.push_back(stored.schedule);
   tune::SearchResult r = tune::search(
       h, bench.bindings(), target, [&](const tune::Schedule& s, double best) { return bench.measure(s, best); },
       opt);

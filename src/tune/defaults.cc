@@ -2,6 +2,8 @@
 //
 //   contraction with a GEMM structure -> the BLIS schedule (analytical model
 //                                         below), or the BLAS routine;
+//   other sums over several indices   -> a register-tile schedule
+//   (convolutions, most einsums)         (window_default below);
 //   everything else                   -> the generic schedule: dimensions in
 //                                         stride order, one parallel loop,
 //                                         the innermost loop vectorized.
@@ -138,6 +140,106 @@ Schedule blis_default(const mdh::MdHom& h, const mdh::Bindings& b, const Asm& ta
   return s;
 }
 
+// A multi-reduction contraction that is not a GEMM (convolutions over a
+// sliding window, einsums summing over several indices): one output combined
+// with + over one or more dimensions R, a unit-stride output dimension j,
+// another output dimension i for the register tile's rows, the remaining
+// output dimensions P outside.
+struct WindowShape {
+  int i = -1, j = -1;
+  std::vector<int> outer, reduce;
+  std::vector<int> b_like;  // inputs that read along j but not i, with j not unit-stride
+};
+
+bool window_shape(const mdh::MdHom& h, const mdh::Bindings& b, const Asm& target, WindowShape* w) {
+  if (h.outputs.size() != 1 || !h.outputs[0].reduces || h.outputs[0].scan_dim >= 0) return false;
+  const mdh::Output& o = h.outputs[0];
+  if (o.op != ReduceOp::Sum || !is_float(o.acc_dtype)) return false;
+  const mdh::Access& c = h.accesses[o.access];
+  std::vector<int> concat;
+  for (int d = 0; d < h.ndim; ++d) {
+    if (!uses(c, d)) w->reduce.push_back(d);
+    else if (c.kind[d] == mdh::StrideKind::Unit && w->j < 0) w->j = d;
+    else concat.push_back(d);
+  }
+  if (w->reduce.empty() || w->j < 0 || concat.empty()) return false;
+  const int64_t lanes = std::max<int64_t>(1, target.simd_bytes / itemsize(o.acc_dtype));
+  if (b.extent(h, w->j) < lanes) return false;
+  w->i = concat.back();  // the innermost other output dimension
+  concat.pop_back();
+  w->outer = concat;
+  for (size_t x = 0; x < h.accesses.size(); ++x) {
+    const mdh::Access& a = h.accesses[x];
+    if (!a.read) continue;
+    if (a.written || a.reduced) return false;
+    if (uses(a, w->j) && !uses(a, w->i) && a.kind[w->j] != mdh::StrideKind::Unit)
+      w->b_like.push_back(static_cast<int>(x));
+  }
+  return true;
+}
+
+// The register-tile schedule for WindowShape:
+//
+//   P.. > i/MR > j/NR > R.. > i [unroll] > j [unroll][simd]
+//
+// The MR x NR block of the output stays in registers while every reduction
+// index is visited (a convolution's taps, a layer's channels); inputs read
+// along j with a stride (a filter stored output-channel first) are copied
+// once into a tile buffer with j innermost, when that fits half of L2. The
+// outermost loop with enough iterations runs in parallel.
+Schedule window_default(const mdh::MdHom& h, const mdh::Bindings& b, const Asm& target, const WindowShape& w) {
+  const mdh::Output& o = h.outputs[0];
+  const int64_t item = itemsize(o.acc_dtype);
+  const int64_t lanes = std::max<int64_t>(1, target.simd_bytes / item);
+  const int64_t NR = std::min<int64_t>(2 * lanes, round_down(b.extent(h, w.j), lanes));
+  const int64_t MR = std::min<int64_t>(4, b.extent(h, w.i));
+  Schedule s;
+  s.tiles.assign(h.ndim, {});
+  s.tiles[w.i] = {MR};
+  s.tiles[w.j] = {NR};
+  std::vector<int> outer = w.outer;
+  // The first dimension with work for every core leads (and runs in parallel).
+  for (size_t x = 0; x < outer.size(); ++x)
+    if (b.extent(h, outer[x]) >= 2 * target.cores) {
+      std::rotate(outer.begin(), outer.begin() + x, outer.begin() + x + 1);
+      break;
+    }
+  const bool outer_parallel = !outer.empty() && b.extent(h, outer[0]) >= 2 * target.cores;
+  if (outer_parallel)
+    for (int d : outer) s.order.push_back({d, 0});
+  s.order.push_back({w.i, 0});
+  if (!outer_parallel)
+    for (int d : outer) s.order.push_back({d, 0});
+  const int pj = static_cast<int>(s.order.size());
+  s.order.push_back({w.j, 0});
+  for (int d : w.reduce) s.order.push_back({d, 0});
+  s.order.push_back({w.i, 1});
+  s.order.push_back({w.j, 1});
+  const int nloops = static_cast<int>(s.order.size());
+  s.parallel = target.cores > 1;
+  s.parallel_min_work = int64_t(1) << 15;
+  s.caches.push_back({o.access, pj, {w.i, w.j}, {}});
+  for (int a : w.b_like) {
+    const mdh::Access& acc = h.accesses[a];
+    std::vector<int> layout;
+    int64_t elems = 1;
+    for (int d = 0; d < h.ndim; ++d)
+      if (uses(acc, d)) {
+        elems *= b.extent(h, d);
+        if (d != w.j) layout.push_back(d);
+      }
+    layout.push_back(w.j);
+    if (elems * item <= target.l2_bytes / 2) s.caches.push_back({a, -1, layout, {}});
+  }
+  s.unroll = {nloops - 2, nloops - 1};
+  s.vectorize = true;
+  s.contract = true;
+  if (!s.legal(h)) {  // a tile buffer the lowering cannot place: keep the register tile only
+    s.caches.resize(1);
+  }
+  return s;
+}
+
 // The generic default: dimensions in normalized order (largest stride
 // outermost), one parallel loop, the innermost loop vectorized.
 Schedule generic_default(const mdh::MdHom& h, const mdh::Bindings& b, const Asm& target) {
@@ -202,6 +304,11 @@ Schedule default_schedule(const mdh::MdHom& h, const mdh::Bindings& b, const Asm
   GemmShape g;
   if (gemm_shape(h, b, &g)) {
     Schedule s = blis_default(h, b, target, g);
+    if (s.legal(h)) return s;
+  }
+  WindowShape w;
+  if (window_shape(h, b, target, &w)) {
+    Schedule s = window_default(h, b, target, w);
     if (s.legal(h)) return s;
   }
   return generic_default(h, b, target);

@@ -82,6 +82,8 @@ SearchResult search(const mdh::MdHom& h, const mdh::Bindings& b, const Asm& targ
     if (!out_of_budget()) try_schedule(blas);
     if (!out_of_budget()) try_schedule(default_schedule(h, b, target, false));
   }
+  for (const Schedule& s : opt.starts)
+    if (!out_of_budget() && s.legal(h) && (opt.routines || s.routine == Routine::None)) try_schedule(s);
 
   // Annealing walker, starting from the default (in log-time units).
   Schedule walk = res.best;

@@ -138,6 +138,9 @@ struct SearchOptions {
   double budget_s = 10;  // wall clock, compile time included
   int max_evals = 0;     // 0: no limit
   bool routines = true;  // the library routine is a candidate
+  // Schedules measured right after the baselines (a warm start: the stored
+  // winner of an earlier search, so tuning again resumes rather than restarts).
+  std::vector<Schedule> starts;
   uint64_t seed = 1;
   std::function<void(const SearchProgress&)> progress;
   const std::atomic<bool>* stop = nullptr;  // checked between candidates

@@ -235,3 +235,46 @@ TEST(Tune, SearchFindsTheFastestAndCountsFailures) {
   for (int p : r.pulls) pulls += p;
   EXPECT_GT(pulls, 40);  // after the baselines, the bandit picked every candidate
 }
+
+TEST(Tune, SearchResumesFromAStartingSchedule) {
+  std::vector<mdh::Built> c = classes();
+  const mdh::Built& m = c[5];  // integer matmul
+  const tune::Asm& target = tune::Asm::host();
+  // The earlier winner (some random legal schedule) is measured right after
+  // the default, so a short search already returns it.
+  tune::Schedule winner;
+  for (uint64_t seed = 0;; ++seed) {
+    winner = tune::random_schedule(m.hom, m.bind, target, seed, false);
+    if (winner.key() != tune::default_schedule(m.hom, m.bind, target, false).key()) break;
+  }
+  tune::SearchOptions opt;
+  opt.budget_s = 100;
+  opt.max_evals = 2;
+  opt.routines = false;
+  opt.starts = {winner};
+  std::vector<std::string> measured;
+  tune::SearchResult r = tune::search(
+      m.hom, m.bind, target,
+      [&](const tune::Schedule& s, double) {
+        measured.push_back(s.key());
+        return s.key() == winner.key() ? 0.5 : 1.0;
+      },
+      opt);
+  ASSERT_EQ(measured.size(), 2u);
+  EXPECT_EQ(measured[1], winner.key());
+  EXPECT_EQ(r.best.key(), winner.key());
+  EXPECT_DOUBLE_EQ(r.best_s, 0.5);
+  EXPECT_DOUBLE_EQ(r.default_s, 1.0);
+  // An illegal or routine start is skipped when routines are off.
+  tune::Schedule blas;
+  blas.routine = tune::Routine::Blas;
+  opt.starts = {blas};
+  opt.max_evals = 3;
+  measured.clear();
+  tune::search(m.hom, m.bind, target, [&](const tune::Schedule& s, double) {
+    measured.push_back(s.key());
+    return 1.0;
+  }, opt);
+  EXPECT_EQ(measured.size(), 3u);
+  for (const std::string& k : measured) EXPECT_NE(k, blas.key());
+}
