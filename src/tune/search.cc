@@ -144,6 +144,27 @@ SearchResult search(const mdh::MdHom& h, const mdh::Bindings& b, const Asm& targ
     }
     reward[arm] += r;
   }
+  // Confirmation: a winner picked from one noisy measurement each must beat
+  // the default again, measured alternately, by more than the noise margin;
+  // otherwise the default stays (tuning never makes a kernel slower).
+  if (res.best.key() != res.initial.key() && res.best_s < inf && opt.confirm_rounds > 0) {
+    double d = inf, w = inf;  // fresh measurements only: the first one of the winner was its luckiest
+    for (int round = 0; round < opt.confirm_rounds; ++round) {
+      try {
+        d = std::min(d, eval(res.initial, inf));
+        w = std::min(w, eval(res.best, inf));
+      } catch (const std::exception&) {
+        break;
+      }
+    }
+    if (d < inf) res.default_s = d;
+    if (w < res.default_s * (1 - opt.confirm_margin)) {
+      res.best_s = w;
+    } else {
+      res.best = res.initial;
+      res.best_s = res.default_s;
+    }
+  }
   res.elapsed_s = now_s() - t0;
   return res;
 }

@@ -141,6 +141,10 @@ struct SearchOptions {
   // Schedules measured right after the baselines (a warm start: the stored
   // winner of an earlier search, so tuning again resumes rather than restarts).
   std::vector<Schedule> starts;
+  // After the search, the winner and the default are measured again this
+  // many times each; the winner must beat the default by `confirm_margin`.
+  int confirm_rounds = 2;
+  double confirm_margin = 0.02;
   uint64_t seed = 1;
   std::function<void(const SearchProgress&)> progress;
   const std::atomic<bool>* stop = nullptr;  // checked between candidates

@@ -1,6 +1,7 @@
 // tune/: the schedule space, its text form, the store and the search loop.
 // (That every random legal schedule computes the right numbers is checked
 // end to end against NumPy in tests/test_schedules.py.)
+#include <map>
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -209,6 +210,7 @@ TEST(Tune, SearchFindsTheFastestAndCountsFailures) {
   opt.budget_s = 100;
   opt.max_evals = 60;
   opt.seed = 3;
+  opt.confirm_rounds = 0;
   int progress_calls = 0;
   opt.progress = [&](const tune::SearchProgress& p) {
     ++progress_calls;
@@ -251,6 +253,7 @@ TEST(Tune, SearchResumesFromAStartingSchedule) {
   opt.budget_s = 100;
   opt.max_evals = 2;
   opt.routines = false;
+  opt.confirm_rounds = 0;
   opt.starts = {winner};
   std::vector<std::string> measured;
   tune::SearchResult r = tune::search(
@@ -277,4 +280,35 @@ TEST(Tune, SearchResumesFromAStartingSchedule) {
   }, opt);
   EXPECT_EQ(measured.size(), 3u);
   for (const std::string& k : measured) EXPECT_NE(k, blas.key());
+}
+
+TEST(Tune, ALuckyMeasurementDoesNotReplaceTheDefault) {
+  std::vector<mdh::Built> c = classes();
+  const mdh::Built& m = c[5];
+  const tune::Asm& target = tune::Asm::host();
+  const std::string def = tune::default_schedule(m.hom, m.bind, target, false).key();
+  for (bool really_faster : {false, true}) {
+    tune::SearchOptions opt;
+    opt.budget_s = 100;
+    opt.max_evals = 5;
+    opt.routines = false;
+    std::map<std::string, int> times_measured;
+    tune::SearchResult r = tune::search(
+        m.hom, m.bind, target,
+        [&](const tune::Schedule& s, double) {
+          const int n = times_measured[s.key()]++;
+          if (s.key() == def) return 1.0;
+          // Every other schedule looks fast once; only really fast ones stay fast.
+          return n == 0 ? 0.5 : (really_faster ? 0.6 : 1.01);
+        },
+        opt);
+    EXPECT_EQ(times_measured[def], 1 + opt.confirm_rounds);
+    if (really_faster) {
+      EXPECT_NE(r.best.key(), def);
+      EXPECT_DOUBLE_EQ(r.best_s, 0.6);
+    } else {
+      EXPECT_EQ(r.best.key(), def);
+      EXPECT_DOUBLE_EQ(r.best_s, 1.0);
+    }
+  }
 }
