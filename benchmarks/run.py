@@ -1,5 +1,5 @@
 """Runs every benchmark, prints the tables, and writes
-benchmarks/results/results.md, results.json and speedups.png.
+benchmarks/results/results.md, results.json, speedups.png and (MDH classes) mdh.png.
 
     make bench                 (installs the peers, builds, runs this)
     python benchmarks/run.py [--quick]
@@ -83,6 +83,7 @@ def main():
         ("Channel flow", "bench_cfd", dict(n=256 if q else 1024, nt=3 if q else 10, nit=5 if q else 20)),
         ("Conjugate gradient", "bench_cg", dict(n=1000 if q else 3000, iters=20 if q else 50)),
         ("Compile / warm start", "bench_compile", {}),
+        ("MDH computation classes", "bench_mdh", dict(quick=q, budget=2.0 if q else 15.0)),
     ]
     results = {}
     texts = [f"# numfuse benchmarks\n\nmachine: {machine()}; run {time.strftime('%Y-%m-%d %H:%M')}\n"]
@@ -91,7 +92,8 @@ def main():
         text, rows, extra = in_subprocess(module, kwargs)
         print(text, flush=True)
         texts.append(text)
-        results[name] = {"rows": rows if name != "Compile / warm start" else [], "extra": extra}
+        # The compile and MDH benchmarks have their own tables (and plot: mdh.png).
+        results[name] = {"rows": rows if module not in ("bench_compile", "bench_mdh") else [], "extra": extra}
     print("== recording overhead", flush=True)
     lines = ["### Recording overhead (16-element arrays, microseconds per operation, best of 5)", "",
              "| operation | NumPy | numfuse | ratio |", "|---|---:|---:|---:|"]

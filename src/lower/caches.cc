@@ -14,7 +14,14 @@
 
 namespace nf::lower::detail {
 
+// Tile buffers live on the stack (fixed size, no allocation) up to this many
+// bytes in all; larger ones are malloc'd where they open. OpenMP worker
+// threads have 4 MiB stacks by default, and a schedule may place several
+// tiles (packed panels, register tiles) in one loop nest.
+constexpr int64_t kStackTileBytes = int64_t(1) << 20;
+
 void Lowerer::plan_caches() {
+  int64_t stack_bytes = 0;
   for (const tune::Cache& c : s_.caches) {
     CachePlan p;
     p.access = c.access;
@@ -50,6 +57,13 @@ void Lowerer::plan_caches() {
     for (int d : c.pack)
       for (size_t k = 0; k < c.layout.size(); ++k)
         if (c.layout[k] == d) p.outer.push_back(static_cast<int>(k));
+    if (!p.heap) {
+      const mdh::Access& a = h_.accesses[c.access];
+      const DType t = p.output ? h_.outputs[plan_of_access(c.access)].acc_dtype : a.dtype;
+      const int64_t bytes = p.count * itemsize(t);
+      if (stack_bytes + bytes > kStackTileBytes) p.heap = true;
+      else stack_bytes += bytes;
+    }
     caches_.push_back(p);
   }
 }

@@ -218,7 +218,14 @@ Schedule window_default(const mdh::MdHom& h, const mdh::Bindings& b, const Asm& 
   const int nloops = static_cast<int>(s.order.size());
   s.parallel = target.cores > 1;
   s.parallel_min_work = int64_t(1) << 15;
-  s.caches.push_back({o.access, pj, {w.i, w.j}, {}});
+  // The output tile's layout names every output dimension (the outer ones
+  // are fixed inside the tile's loop: extent 1).
+  std::vector<int> out_layout;
+  for (int d : w.outer)
+    if (uses(h.accesses[o.access], d)) out_layout.push_back(d);
+  out_layout.push_back(w.i);
+  out_layout.push_back(w.j);
+  s.caches.push_back({o.access, pj, out_layout, {}});
   for (int a : w.b_like) {
     const mdh::Access& acc = h.accesses[a];
     std::vector<int> layout;

@@ -312,3 +312,32 @@ TEST(Tune, ALuckyMeasurementDoesNotReplaceTheDefault) {
     }
   }
 }
+
+TEST(Tune, LargeTileBuffersGoToTheHeap) {
+  // A tile buffer the stack cannot hold (a worker thread has a few MiB) is
+  // malloc'd; small ones (register tiles) stay local arrays.
+  std::vector<mdh::Built> c = classes();
+  const mdh::Built& m = c[5];  // integer matmul: C(i,j) = sum_k A(i,k) B(k,j)
+  for (int64_t tile : {int64_t(16), int64_t(1) << 20}) {
+    tune::Schedule s;
+    s.tiles.assign(m.hom.ndim, {});
+    const int out = m.hom.outputs[0].access;
+    std::vector<int> layout;
+    for (int d = 0; d < m.hom.ndim; ++d)
+      if (m.hom.accesses[out].kind[d] != mdh::StrideKind::Zero) layout.push_back(d);
+    // Tile loops of the output's dimensions outermost, the output tile in
+    // the innermost one's body: tile x tile elements.
+    for (int d : layout) {
+      s.tiles[d] = {tile};
+      s.order.push_back({d, 0});
+    }
+    for (int d = 0; d < m.hom.ndim; ++d) s.order.push_back({d, s.tiles[d].empty() ? 0 : 1});
+    s.caches.push_back({out, static_cast<int>(layout.size()) - 1, layout, {}});
+    ASSERT_EQ(s.why_illegal(m.hom), "") << s.key();
+    const std::string code = codegen::render_c(lower::lower(m.hom, s, "k")).code;
+    const std::string name = "tile" + std::to_string(out);
+    EXPECT_EQ(code.find("*)malloc(") != std::string::npos && code.find(name + " = (") != std::string::npos,
+              tile > 16)
+        << code;
+  }
+}
