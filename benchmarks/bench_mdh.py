@@ -239,7 +239,7 @@ def close(x, ref, dtype):
 
 def schedule_kind(report):
     s = report[0]["best_schedule"] if report else "?"
-    return "BLAS routine" if s.startswith("routine") or "blas" in s.lower() else "generated"
+    return "BLAS routine" if "library routine" in s else "generated"
 
 
 def bench_one(w, dtype, budget, log, default_dir, gen_dir, tuned_dir):

@@ -57,3 +57,13 @@ def fusion(request):
     """Run a test with fusion on and off (the unfused path is the baseline)."""
     with nf.config(fusion=request.param):
         yield request.param
+
+
+def raises_like(fn_np, fn_nf):
+    """Both raise: the same exception type and message."""
+    with pytest.raises(Exception) as e_np:
+        fn_np()
+    with pytest.raises(type(e_np.value)) as e_nf:
+        fn_nf()
+    assert type(e_nf.value) is type(e_np.value)
+    assert str(e_nf.value) == str(e_np.value)

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import numfuse as nf
-from conftest import assert_same, to_np
+from conftest import assert_same, raises_like, to_np
 
 DTYPES = ["bool", "int32", "int64", "uint8", "float32", "float64"]
 
@@ -31,16 +31,6 @@ def rand(shape, dtype, seed=0):
 def both(*arrays):
     """The NumPy arrays and numfuse copies of them."""
     return list(arrays), [nf.asarray(a) for a in arrays]
-
-
-def raises_like(fn_np, fn_nf):
-    """Both raise; same exception type and message."""
-    with pytest.raises(Exception) as e_np:
-        fn_np()
-    with pytest.raises(type(e_np.value)) as e_nf:
-        fn_nf()
-    assert type(e_nf.value) is type(e_np.value)
-    assert str(e_nf.value) == str(e_np.value)
 
 
 def rtol_for(dtype, k=1):

@@ -7,7 +7,7 @@ import numpy as onp
 import pytest
 
 import numfuse as nf
-from conftest import assert_same
+from conftest import assert_same, raises_like
 
 DTYPES = ["bool", "int8", "int32", "int64", "uint8", "float32", "float64"]
 
@@ -22,15 +22,6 @@ def rand(n, dtype, seed=0, lo=-5, hi=6):
     if dt.kind == "i":
         return rng.integers(lo, hi, n).astype(dt)
     return (rng.random(n) * 2 - 1).astype(dt)
-
-
-def raises_like(fn_np, fn_nf):
-    with pytest.raises(Exception) as e_np:
-        fn_np()
-    with pytest.raises(type(e_np.value)) as e_nf:
-        fn_nf()
-    assert type(e_nf.value) is type(e_np.value)
-    assert str(e_nf.value) == str(e_np.value)
 
 
 # -- convolve / correlate --------------------------------------------------------

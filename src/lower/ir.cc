@@ -50,21 +50,19 @@ ExP arith(char op, ExP a, ExP b) {
   return e;
 }
 
-ExP int_param(int slot, DType t) {
+namespace {
+ExP param(Ex::K k, int slot, DType t) {
   auto e = std::make_shared<Ex>();
-  e->k = Ex::K::IntParam;
+  e->k = k;
   e->slot = slot;
   e->dtype = t;
   return e;
 }
+}  // namespace
 
-ExP float_param(int slot, DType t) {
-  auto e = std::make_shared<Ex>();
-  e->k = Ex::K::FloatParam;
-  e->slot = slot;
-  e->dtype = t;
-  return e;
-}
+ExP int_param(int slot, DType t) { return param(Ex::K::IntParam, slot, t); }
+
+ExP float_param(int slot, DType t) { return param(Ex::K::FloatParam, slot, t); }
 
 ExP load(const std::string& arr, ExP index, DType t) {
   auto e = std::make_shared<Ex>();

@@ -236,9 +236,18 @@ class Bench {
     }
     const int64_t item = itemsize(a.dtype);
     const int64_t base = b_.offsets[a.ptr];
-    std::vector<int64_t> idx(dims.size(), 0);
     int64_t count = 1;
     for (int d : dims) count *= b_.extent(h_, d);
+    // Element offset of the n-th point of the access (last dimension fastest).
+    auto offset = [&](int64_t n) {
+      int64_t e = 0;
+      for (size_t t = dims.size(); t-- > 0;) {
+        const int64_t ext = b_.extent(h_, dims[t]);
+        e += (n % ext) * strides[t];
+        n /= ext;
+      }
+      return e;
+    };
     auto elem = [&](const char* p, int64_t e) -> double {
       const char* q = p + base + e * item;
       switch (a.dtype) {
@@ -252,26 +261,13 @@ class Bench {
     double scale = 0;
     if (fl) {
       for (int64_t n = 0; n < count; ++n) {
-        int64_t e = 0;
-        int64_t rem = n;
-        for (size_t t = dims.size(); t-- > 0;) {
-          const int64_t ext = b_.extent(h_, dims[t]);
-          e += (rem % ext) * strides[t];
-          rem /= ext;
-        }
-        const double r = elem(ref, e);
+        const double r = elem(ref, offset(n));
         if (std::isfinite(r)) scale = std::max(scale, std::fabs(r));
       }
     }
     const double tol = (a.dtype == DType::Float32 ? 1e-3 : 1e-8) * std::max(scale, 1e-30);
     for (int64_t n = 0; n < count; ++n) {
-      int64_t e = 0;
-      int64_t rem = n;
-      for (size_t t = dims.size(); t-- > 0;) {
-        const int64_t ext = b_.extent(h_, dims[t]);
-        e += (rem % ext) * strides[t];
-        rem /= ext;
-      }
+      const int64_t e = offset(n);
       bool ok;
       if (fl) {
         const double x = elem(got, e), y = elem(ref, e);
