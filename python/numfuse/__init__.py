@@ -105,25 +105,75 @@ around = round
 
 
 def clip(a, a_min=_np._NoValue, a_max=_np._NoValue, out=None, *, min=_np._NoValue, max=_np._NoValue, **kwargs):
-    """numpy.clip, as maximum/minimum (one fused pass)."""
-    lo = a_min if a_min is not _np._NoValue else (min if min is not _np._NoValue else None)
-    hi = a_max if a_max is not _np._NoValue else (max if max is not _np._NoValue else None)
-    if kwargs:
-        return _fallback.call_numpy(_np.clip, (a, lo, hi), dict(out=out, **kwargs), "numpy.clip")
+    """numpy.clip: NumPy's argument rules, types (the clip ufunc's loop) and
+    signed-zero behaviour, recorded as one fused elementwise pass."""
+    if a_min is _np._NoValue and a_max is _np._NoValue:
+        a_min = None if min is _np._NoValue else min
+        a_max = None if max is _np._NoValue else max
+    elif a_min is _np._NoValue:
+        raise TypeError("clip() missing 1 required positional argument: 'a_min'")
+    elif a_max is _np._NoValue:
+        raise TypeError("clip() missing 1 required positional argument: 'a_max'")
+    elif min is not _np._NoValue or max is not _np._NoValue:
+        raise ValueError("Passing `min` or `max` keyword argument when `a_min` and `a_max` are provided is "
+                         "forbidden.")
+    lo, hi = a_min, a_max
     r = asarray(a)
+    if kwargs or type(r) is not ndarray or (out is not None and type(out) is not ndarray):
+        return _fallback.call_numpy(_np.clip, (r, lo, hi), dict(out=out, **kwargs), "numpy.clip")
     if r.dtype.kind in "iu":
-        # NumPy ignores Python-int bounds beyond the array type's range.
+        # NumPy drops Python-int bounds that cannot clip anything.
         info = _np.iinfo(r.dtype)
-        if isinstance(lo, int) and not isinstance(lo, _builtins.bool) and lo < info.min:
+        if type(lo) is int and lo <= info.min:
             lo = None
-        if isinstance(hi, int) and not isinstance(hi, _builtins.bool) and hi > info.max:
+        if type(hi) is int and hi >= info.max:
             hi = None
+    U = _UFUNCS
     if lo is None and hi is None:
-        return r.copy() if out is None else _UFUNCS["positive"](r, out=out)
-    if lo is not None:
-        r = _UFUNCS["maximum"](r, lo, out=out if hi is None else None)
-    if hi is not None:
-        r = _UFUNCS["minimum"](r, hi, out=out)
+        return U["positive"](r, out=out)
+    if lo is None:
+        return U["minimum"](r, hi, out=out)
+    if hi is None:
+        return U["maximum"](r, lo, out=out)
+    return _clip_both(r, lo, hi, out)
+
+
+def _clip_both(x, lo, hi, out):
+    """NumPy's clip ufunc with both bounds. Its loop type comes from NumPy's
+    own type resolution. For floats, NumPy's loop with scalar bounds keeps x
+    when it equals a bound (clip(0.0, -0.0, 1) is 0.0), while its loop with
+    array bounds is minimum(maximum(x, lo), hi) (returning the bound)."""
+    def desc(v):
+        if type(v) is _builtins.bool:
+            return _np.dtype(_np.bool_)
+        if type(v) in (int, float, complex):
+            return type(v)
+        return v.dtype if hasattr(v, "dtype") else _np.asarray(v).dtype
+
+    def scalar(v):
+        return _np.ndim(v) == 0
+
+    lo = lo if type(lo) in (_builtins.bool, int, float) else asarray(lo)
+    hi = hi if type(hi) in (_builtins.bool, int, float) else asarray(hi)
+    try:
+        loop = _np._core.umath.clip.resolve_dtypes((x.dtype, desc(lo), desc(hi), None))
+    except TypeError:
+        return _fallback.call_numpy(_np.clip, (x, lo, hi), dict(out=out), "numpy.clip")
+    if not _builtins.all(_core.supported_dtype(t) for t in loop) or _builtins.any(type(v) not in (_builtins.bool, int, float, ndarray)
+                                                              for v in (lo, hi)):
+        return _fallback.call_numpy(_np.clip, (x, lo, hi), dict(out=out), "numpy.clip")
+    U = _UFUNCS
+    t = loop[-1]
+    xs = x.astype(t, copy=False)
+    lo = lo if type(lo) is not ndarray else lo.astype(t, copy=False)
+    hi = hi if type(hi) is not ndarray else hi.astype(t, copy=False)
+    if t.kind != "f" or not (scalar(lo) and scalar(hi)):
+        return U["minimum"](U["maximum"](xs, lo), hi, out=out)
+    m = where(U["logical_or"](U["isnan"](xs), U["greater_equal"](xs, lo)), xs, lo)
+    r = where(U["logical_or"](U["isnan"](m), U["less_equal"](m, hi)), m, hi)
+    r = r.astype(t, copy=False)
+    if out is not None:
+        return U["positive"](r, out=out)
     return r
 
 
@@ -204,7 +254,33 @@ def _ufunc_fallback(name, args, out):
     return out if out is not None else r
 
 
-_core._set_index_hooks(_fancy_getitem, _fancy_setitem, _ufunc_fallback)
+_OPERATORS = {
+    "add": "add", "subtract": "sub", "multiply": "mul", "divide": "truediv", "floor_divide": "floordiv",
+    "remainder": "mod", "power": "pow", "bitwise_and": "and_", "bitwise_or": "or_", "bitwise_xor": "xor",
+    "left_shift": "lshift", "right_shift": "rshift", "equal": "eq", "not_equal": "ne", "less": "lt",
+    "less_equal": "le", "greater": "gt", "greater_equal": "ge",
+}
+
+
+def _operator_fallback(name, a, b, reflected, inplace):
+    """`a op b` (or `b op a`, or `a op= b`) computed by NumPy's own operator,
+    for operands numfuse does not hold: NumPy's results and NumPy's errors."""
+    import operator
+
+    op = _OPERATORS[name]
+    sources = []
+    x = _fallback.to_numpy(a, sources, writeable=inplace)
+    y = _fallback.to_numpy(b, sources, writeable=False)
+    if inplace:
+        getattr(operator, "i" + op.rstrip("_"))(x, y)
+        return a
+    r = getattr(operator, op)(y, x) if reflected else getattr(operator, op)(x, y)
+    if isinstance(r, _np.ndarray):
+        _fallback.warn_once(f"operator {name} with a {type(b).__name__} operand")
+    return _fallback.wrap(r, sources)
+
+
+_core._set_index_hooks(_fancy_getitem, _fancy_setitem, _ufunc_fallback, _operator_fallback)
 
 import atexit as _atexit  # noqa: E402
 

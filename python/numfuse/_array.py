@@ -5,6 +5,7 @@ Sync points (values leave numfuse): repr/str, bool/int/float, item, tolist,
 __array__, iteration over values, and any NumPy fallback.
 """
 
+import builtins
 import copy as _copy
 import operator
 
@@ -23,7 +24,10 @@ def _install(ns):
 
     # -- conversion / sync points ---------------------------------------------
     def __array__(self, dtype=None, copy=None):
-        a = self._to_numpy(False)
+        # A view of numfuse's memory, writeable like the array itself; while
+        # it lives, numfuse runs operations on that memory eagerly, so NumPy
+        # and numfuse see each other's writes in program order.
+        a = self._to_numpy(True)
         if dtype is not None and np.dtype(dtype) != a.dtype:
             if copy is False:
                 raise ValueError("Unable to avoid copy while creating an array as requested.")
@@ -73,7 +77,7 @@ def _install(ns):
         return (self[i] for i in range(self.shape[0]))
 
     def __contains__(self, value):
-        return bool(U["equal"](self, value).any())
+        return bool((self == value).any())
 
     def __copy__(self):
         return self.copy()
@@ -126,9 +130,13 @@ def _install(ns):
         return U["floor_divide"](other, self), U["remainder"](other, self)
 
     def __round__(self, ndigits=None):
-        if ndigits is None and self.ndim == 0:
-            return round(self.item())
-        return ns["round"](self, ndigits or 0)
+        # numpy.ndarray has no __round__ (round(arr) raises); numpy.round and
+        # ndarray.round are the array versions. A 0-d array rounds like the
+        # NumPy scalar it stands for (full reductions return 0-d arrays where
+        # NumPy returns scalars, and round(np.mean(x), 2) must work).
+        if self.ndim == 0:
+            return builtins.round(self[()], ndigits)
+        raise TypeError("type numpy.ndarray doesn't define __round__ method")
 
     # -- NumPy protocols ------------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
@@ -144,8 +152,22 @@ def _install(ns):
     # -- properties ---------------------------------------------------------------
     C.T = property(lambda self: self._transpose(None))
     C.mT = property(lambda self: self._swapaxes(-1, -2))
-    C.real = property(lambda self: self)
-    C.imag = property(lambda self: ns["zeros_like"](self))
+    def _real(self):
+        return self[...]  # a view, as NumPy's real of a real array
+
+    def _set_real(self, value):
+        self[...] = value
+
+    def _imag(self):
+        z = ns["zeros_like"](self)  # a real array's imaginary part: read-only zeros
+        z._set_writeable(False)
+        return z
+
+    def _set_imag(self, value):
+        raise TypeError("array does not have imaginary part to set")
+
+    C.real = property(_real, _set_real)
+    C.imag = property(_imag, _set_imag)
     C.flags = property(lambda self: _Flags(self))
     C.base = property(lambda self: None)
     C.flat = property(lambda self: self.reshape(-1))
@@ -160,6 +182,12 @@ def _install(ns):
                             f"'{casting}'")
         if dt == self.dtype and not copy:
             return self
+        if order == "A":
+            order = "F" if self._f_contiguous and not self._c_contiguous else "C"
+        if order == "F" and self.ndim > 1 and _core.supported_dtype(dt):
+            r = _core.empty(self.shape[::-1], dt).T
+            r[...] = self
+            return r
         r = self._astype(dt, order == "C")
         if r is NotImplemented:
             _fallback.warn_once(f"astype to {dt}")
@@ -190,9 +218,19 @@ def _install(ns):
         return ns["ravel"](self, order).copy()
 
     def view(self, dtype=None, type=None):
+        if isinstance(dtype, builtins.type) and issubclass(dtype, (np.ndarray, ndarray)) and type is None:
+            dtype, type = None, dtype  # a.view(ndarray_subclass)
+        if type is not None and type is not ndarray:
+            return _fallback.call_numpy(lambda a: a.view(dtype, type) if dtype is not None else a.view(type=type),
+                                        (self,), {}, "ndarray.view(type=)")
         if dtype is None or np.dtype(dtype) == self.dtype:
             return self[...]
-        return _fallback.call_numpy(lambda a: a.view(dtype), (self,), {}, "ndarray.view(dtype)")
+        r = self._view(np.dtype(dtype))
+        if r is NotImplemented:
+            # A dtype numfuse does not hold, or a layout that is not a whole
+            # number of elements of the new type: NumPy's view of the data.
+            return _fallback.call_numpy(lambda a: a.view(dtype), (self,), {}, "ndarray.view(dtype)")
+        return r
 
     def dot(self, b, out=None):
         return ns["dot"](self, b, out=out)
@@ -255,12 +293,20 @@ def _install(ns):
 
 
 def _check_int_power(base, exponent):
-    """NumPy raises for integer powers with negative integer exponents; with
-    an array exponent that needs the exponent's values (a sync)."""
-    if type(exponent) is ndarray and exponent.dtype.kind == "i":
-        bk = base.dtype.kind if hasattr(base, "dtype") else ("b" if isinstance(base, bool) else
-                                                           "i" if isinstance(base, int) else "f")
-        if bk in "biu" and exponent.size and bool((exponent < 0).any()):
+    """NumPy's integer power loops raise on negative integer exponents; with
+    an array exponent that needs the exponent's values (a sync). Only an
+    integer loop raises (uint64 ** int64 runs in float64), and only when it
+    runs (not for an empty result)."""
+    if type(exponent) is ndarray and exponent.dtype.kind == "i" and exponent.size:
+        if hasattr(base, "dtype"):
+            if base.size == 0:
+                return
+            loop = np.result_type(base.dtype, exponent.dtype)
+        elif isinstance(base, (bool, int, float)):
+            loop = np.result_type(base, exponent.dtype)  # a weak Python scalar
+        else:
+            return
+        if loop.kind in "biu" and bool((exponent < 0).any()):
             raise ValueError("Integers to negative integer powers are not allowed.")
 
 

@@ -14,11 +14,29 @@ ndarray = _core.ndarray
 
 def _shape(shape):
     if isinstance(shape, (int, np.integer)):
-        return (operator.index(shape),)
-    try:
-        return tuple(operator.index(s) for s in shape)
-    except TypeError:
-        raise TypeError(f"'{type(shape).__name__}' object cannot be interpreted as an integer") from None
+        shape = (operator.index(shape),)
+    else:
+        try:
+            shape = tuple(operator.index(s) for s in shape)
+        except TypeError:
+            raise TypeError(f"'{type(shape).__name__}' object cannot be interpreted as an integer") from None
+    for s in shape:
+        if not -2**63 <= s < 2**63:
+            raise ValueError("Maximum allowed dimension exceeded")
+        if s < 0:
+            raise ValueError("negative dimensions are not allowed")
+    return shape
+
+
+def _pyint_to(v, dt):
+    """NumPy's check of a Python int stored into integer type `dt` (through
+    a C long, an unsigned long for uint32/uint64, then the type's range)."""
+    wide = dt in (np.dtype(np.uint32), np.dtype(np.uint64))
+    if not -2**63 <= v < 2**64 or (v >= 2**63 and not wide):
+        raise OverflowError("Python int too large to convert to C long")
+    info = np.iinfo(dt)
+    if not info.min <= v <= info.max:
+        raise OverflowError(f"Python integer {v} out of bounds for {dt}")
 
 
 def _dtype(dtype, default=np.float64):
@@ -40,10 +58,17 @@ def array(object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, lik
                 raise ValueError("Unable to avoid copy while creating an array as requested.")
             r = r.astype(dtype)
         elif copy is True:
-            r = r.copy(order="C" if order in ("C", "A", "K") else "F")
+            r = r.copy(order=order or "K")
         if ndmin > r.ndim:
             r = r.reshape((1,) * (ndmin - r.ndim) + r.shape)
         return r
+    if copy is False and not isinstance(object, np.ndarray):
+        # NumPy 2: anything that is not already an array needs a copy.
+        raise ValueError("Unable to avoid copy while creating an array as requested.\n"
+                         "If using `np.array(obj, copy=False)` replace it with `np.asarray(obj)` to allow a copy "
+                         "when needed (no behavior change in NumPy 1.x).\n"
+                         "For more details, see https://numpy.org/devdocs/numpy_2_0_migration_guide.html"
+                         "#adapting-to-changes-in-the-copy-keyword.")
     sources = []
     obj = _fallback.to_numpy(object, sources, writeable=False) if isinstance(object, (list, tuple)) else object
     a = np.array(obj, dtype=dtype, copy=copy if copy is not False else None, order=order, ndmin=ndmin)
@@ -76,6 +101,8 @@ def asanyarray(a, dtype=None, order=None, *, like=None):
 
 def ascontiguousarray(a, dtype=None, *, like=None):
     a = asarray(a, dtype=dtype)
+    if type(a) is not ndarray:
+        return np.ascontiguousarray(a)
     if a.ndim == 0:
         a = a.reshape((1,))
     return a if a._c_contiguous else a.copy(order="C")
@@ -83,6 +110,10 @@ def ascontiguousarray(a, dtype=None, *, like=None):
 
 def asfortranarray(a, dtype=None, *, like=None):
     a = asarray(a, dtype=dtype)
+    if type(a) is not ndarray:
+        return np.asfortranarray(a)
+    if a.ndim == 0:
+        a = a.reshape((1,))  # ndim >= 1, as NumPy's
     return a if a._f_contiguous else a.copy(order="F")
 
 
@@ -212,12 +243,10 @@ def arange(*args, start=None, stop=None, step=None, dtype=None, like=None, devic
         if dt == np.bool_ and n > 2:
             raise TypeError("arange() is only supported for booleans when the result has at most length 2.")
         if dt.kind in "iu":
-            info = np.iinfo(dt)
-            for v in (int(start), int(stop)):
-                if not info.min <= v <= info.max and not (v == int(stop) and n == 0):
-                    if v == int(stop) and (info.min <= int(start) + (n - 1) * int(step) <= info.max):
-                        continue
-                    raise OverflowError(f"Python integer {v} out of bounds for {dt}")
+            # NumPy stores the first two values as Python ints and extrapolates
+            # the rest in the type (wrapping): only those two are checked.
+            for v in (int(start), int(start) + int(step))[:min(n, 2)]:
+                _pyint_to(v, dt)
         if not all(-2**63 <= int(v) < 2**63 for v in args):
             return numpy_arange()
         return _core.arange(float(start), float(step), n, dt, True, int(start), int(step))
@@ -283,4 +312,7 @@ def identity(n, dtype=None, *, like=None):
 
 
 def copy(a, order="K", subok=False):
-    return asarray(a).copy(order=order)
+    a = asarray(a)
+    if type(a) is not ndarray:
+        return np.copy(a, order=order)
+    return a.copy(order=order)

@@ -11,6 +11,12 @@ from ._creation import asarray, empty
 ndarray = _core.ndarray
 
 
+def _numpy(func, a, *args, **kwargs):
+    """Runs NumPy's `func` on `a`, an array numfuse does not hold (a dtype it
+    does not compute in, e.g. a float16 or complex result of the fallback)."""
+    return _fallback.call_numpy(func, (a,) + args, kwargs, f"numpy.{func.__name__} ({a.dtype})", warn=False)
+
+
 def _shape_arg(shape):
     if isinstance(shape, (int, np.integer)):
         return (operator.index(shape),)
@@ -21,6 +27,8 @@ def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
     if shape is None:
         shape = newshape
     a = asarray(a)
+    if type(a) is not ndarray:
+        return _numpy(np.reshape, a, shape, order=order, copy=copy)
     if order == "A":
         order = "F" if a._f_contiguous and not a._c_contiguous else "C"
     if order not in ("C", "F"):
@@ -37,6 +45,8 @@ def ravel(a, order="C"):
     """numpy.ravel: a view when the data is contiguous in the requested
     order, else a copy."""
     a = asarray(a)
+    if type(a) is not ndarray:
+        return _numpy(np.ravel, a, order)
     if order == "A":
         order = "F" if a._f_contiguous and not a._c_contiguous else "C"
     if order == "K":
@@ -55,6 +65,8 @@ def ravel(a, order="C"):
 
 def transpose(a, axes=None):
     a = asarray(a)
+    if type(a) is not ndarray:
+        return _numpy(np.transpose, a, axes)
     if axes is not None:
         axes = tuple(operator.index(x) for x in axes)
     return a._transpose(axes)
@@ -65,11 +77,16 @@ def permute_dims(a, axes=None):
 
 
 def swapaxes(a, axis1, axis2):
-    return asarray(a)._swapaxes(operator.index(axis1), operator.index(axis2))
+    a = asarray(a)
+    if type(a) is not ndarray:
+        return _numpy(np.swapaxes, a, axis1, axis2)
+    return a._swapaxes(operator.index(axis1), operator.index(axis2))
 
 
 def moveaxis(a, source, destination):
     a = asarray(a)
+    if type(a) is not ndarray:
+        return _numpy(np.moveaxis, a, source, destination)
     nd = a.ndim
     src = [operator.index(s) for s in (source if isinstance(source, (list, tuple)) else [source])]
     dst = [operator.index(d) for d in (destination if isinstance(destination, (list, tuple)) else [destination])]
@@ -91,19 +108,26 @@ def _norm_axis(ax, nd):
 
 def expand_dims(a, axis):
     a = asarray(a)
+    if type(a) is not ndarray:
+        return _numpy(np.expand_dims, a, axis)
     axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
     return a._expand_dims(tuple(operator.index(x) for x in axes))
 
 
 def squeeze(a, axis=None):
     a = asarray(a)
+    if type(a) is not ndarray:
+        return _numpy(np.squeeze, a, axis)
     if axis is not None:
         axis = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
     return a._squeeze(axis)
 
 
 def broadcast_to(array, shape, subok=False):
-    return asarray(array)._broadcast_to(_shape_arg(shape))
+    a = asarray(array)
+    if type(a) is not ndarray:
+        return _numpy(np.broadcast_to, a, shape)
+    return a._broadcast_to(_shape_arg(shape))
 
 
 def broadcast_shapes(*shapes):
@@ -112,6 +136,8 @@ def broadcast_shapes(*shapes):
 
 def broadcast_arrays(*args, subok=False):
     arrs = [asarray(a) for a in args]
+    if any(type(a) is not ndarray for a in arrs):
+        return _fallback.call_numpy(np.broadcast_arrays, tuple(arrs), {}, "numpy.broadcast_arrays", warn=False)
     shape = np.broadcast_shapes(*[a.shape for a in arrs])
     return tuple(a if a.shape == shape else a._broadcast_to(shape) for a in arrs)
 
@@ -196,7 +222,7 @@ def concatenate(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
             raise ValueError("Output array has wrong dimensionality")
         res = out
     else:
-        res = empty(tuple(shape), rt)
+        res = _core.empty_concat(tuple(shape), rt, arrays)
     pos = 0
     for a in arrays:
         n = a.shape[ax]
@@ -211,6 +237,9 @@ def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
     arrays = [asarray(a) for a in arrays]
     if not arrays:
         raise ValueError("need at least one array to stack")
+    if any(type(a) is not ndarray for a in arrays):
+        return _fallback.call_numpy(np.stack, (arrays,), dict(axis=axis, out=out, dtype=dtype, casting=casting),
+                                    "numpy.stack", warn=False)
     shapes = {a.shape for a in arrays}
     if len(shapes) != 1:
         raise ValueError("all input arrays must have the same shape")
@@ -251,6 +280,8 @@ row_stack = vstack
 
 def flip(m, axis=None):
     m = asarray(m)
+    if type(m) is not ndarray:
+        return _numpy(np.flip, m, axis)
     if axis is None:
         axes = range(m.ndim)
     else:
@@ -279,6 +310,8 @@ def array_split(ary, indices_or_sections, axis=0):
 
 def _split(ary, ios, axis, strict):
     a = asarray(ary)
+    if type(a) is not ndarray:
+        return _numpy(np.split if strict else np.array_split, a, ios, axis)
     ax = _norm_axis(operator.index(axis), a.ndim)
     n = a.shape[ax]
     if isinstance(ios, (int, np.integer)):
@@ -302,17 +335,25 @@ def _split(ary, ios, axis, strict):
 
 
 def diagonal(a, offset=0, axis1=0, axis2=1):
-    return asarray(a)._diagonal(operator.index(offset), operator.index(axis1), operator.index(axis2))
+    a = asarray(a)
+    if type(a) is not ndarray:
+        return _numpy(np.diagonal, a, offset, axis1, axis2)
+    return a._diagonal(operator.index(offset), operator.index(axis1), operator.index(axis2))
 
 
 def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
     from ._reductions import sum as _sum
 
+    a = asarray(a)
+    if type(a) is not ndarray:
+        return _numpy(np.trace, a, offset, axis1, axis2, dtype, out)
     return _sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype, out=out)
 
 
 def diff(a, n=1, axis=-1, prepend=np._NoValue, append=np._NoValue):
     a = asarray(a)
+    if type(a) is not ndarray:
+        return _numpy(np.diff, a, n, axis, prepend, append)
     if prepend is not np._NoValue or append is not np._NoValue:
         return _fallback.call_numpy(np.diff, (a,), dict(n=n, axis=axis, prepend=prepend, append=append),
                                     "numpy.diff (prepend/append)")

@@ -42,8 +42,16 @@ def _reduce_fallback(op, a, axis, dtype, out, keepdims, initial, where):
     return r
 
 
+def _zero_d_axis(a, axis):
+    """ufunc.reduce accepts axis=0 or -1 (an int, not a tuple) on a 0-d array."""
+    if a.ndim == 0 and axis is not None and not isinstance(axis, tuple) and operator.index(axis) in (0, -1):
+        return None
+    return axis
+
+
 def reduce_op(op, a, axis=None, dtype=None, out=None, keepdims=False, initial=_NoValue, where=True):
     a = asarray(a)
+    axis = _zero_d_axis(a, axis)
     if type(a) is not ndarray or where is not True or (out is not None and type(out) is not ndarray):
         return _reduce_fallback(op, a, axis, dtype, out, keepdims, initial, where)
     init = None if initial is _NoValue else initial
@@ -83,6 +91,7 @@ def all(a, axis=None, out=None, keepdims=False, *, where=True):
 
 def _arg(op, a, axis, out, keepdims):
     a = asarray(a)
+    axis = _zero_d_axis(a, axis)
     if type(a) is not ndarray or (out is not None and type(out) is not ndarray):
         return _fallback.call_numpy(getattr(np, op), (a,), dict(axis=axis, out=out, keepdims=keepdims), f"numpy.{op}")
     if axis is None:

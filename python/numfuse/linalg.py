@@ -27,8 +27,9 @@ def matmul(x1, x2, /, out=None, *, casting="same_kind", order="K", dtype=None, s
     a, b = asarray(x1), asarray(x2)
     if (type(a) is not ndarray or type(b) is not ndarray or casting != "same_kind" or axes is not None
             or axis is not None or (out is not None and type(out) is not ndarray)):
-        return _fallback.call_numpy(np.matmul, (a, b), dict(out=out, casting=casting, dtype=dtype, axes=axes),
-                                    "numpy.matmul")
+        kw = {k: v for k, v in dict(out=out, casting=casting, dtype=dtype, axes=axes, axis=axis).items()
+              if v is not None and not (k == "casting" and v == "same_kind")}
+        return _fallback.call_numpy(np.matmul, (a, b), kw, "numpy.matmul")
     if a.ndim == 0 or b.ndim == 0:
         which = 0 if a.ndim == 0 else 1
         raise ValueError(f"matmul: Input operand {which} does not have enough dimensions (has 0, gufunc core "

@@ -1,5 +1,7 @@
 #include "core/buffer.h"
 
+#include "core/error.h"
+
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -57,7 +59,7 @@ struct Pool {
     if (!p) {
       trim();
       p = std::aligned_alloc(align, cls);
-      if (!p) throw std::bad_alloc();
+      if (!p) throw MemoryError({}, -1, static_cast<int64_t>(cls));
     }
 #ifdef MADV_HUGEPAGE
     if (cls >= kHuge) madvise(p, cls, MADV_HUGEPAGE);
@@ -119,8 +121,16 @@ std::shared_ptr<Buffer> Buffer::adopt(void* data, int64_t nbytes, std::function<
   return b;
 }
 
+namespace {
+std::atomic<int64_t> g_fail_after{-1};
+}
+
+void Buffer::inject_allocation_failure(int64_t after) { g_fail_after.store(after); }
+
 void* Buffer::data() {
   if (data_) return data_;
+  if (g_fail_after.load(std::memory_order_relaxed) >= 0 && g_fail_after.fetch_sub(1) == 0)
+    throw MemoryError({}, -1, nbytes_);
   // Size classes round up, so vector loads at the tail never leave the block.
   data_ = pool().get(size_class(static_cast<size_t>(std::max<int64_t>(nbytes_, 1))));
   note_alloc(nbytes_);
@@ -138,6 +148,22 @@ void Buffer::release_memory() {
   pool().put(data_, size_class(static_cast<size_t>(std::max<int64_t>(nbytes_, 1))));
   data_ = nullptr;
   g_live.fetch_sub(nbytes_);
+}
+
+bool Buffer::can_allocate(int64_t nbytes) {
+  // Below this, a refusal is not plausible and the probe would cost more
+  // than it could ever save.
+  constexpr int64_t kProbeFrom = int64_t{64} << 20;
+  if (nbytes < kProbeFrom) return true;
+  void* p = mmap(nullptr, static_cast<size_t>(nbytes), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) {
+    // Cached blocks count against the commit limit too: give them back, retry.
+    trim_cache();
+    p = mmap(nullptr, static_cast<size_t>(nbytes), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return false;
+  }
+  munmap(p, static_cast<size_t>(nbytes));
+  return true;
 }
 
 int64_t Buffer::live_bytes() { return g_live.load(); }

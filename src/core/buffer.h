@@ -39,11 +39,26 @@ class Buffer {
   void release_memory();
 
   std::atomic<int32_t> py_refs{0};
+  // NumPy arrays (or other libraries) currently viewing this memory. While
+  // any exist, operations on the buffer run before control returns to
+  // Python (see Stream::record), so the other library sees them in program
+  // order, as it would with NumPy.
+  std::atomic<int32_t> exports{0};
   // py_refs > 0 when the window holding this buffer's tasks was taken (see
   // Stream::take). Fusion decides liveness from this snapshot only: a buffer
   // no Python array could see at that moment can never be seen again, while
   // the live count may drop concurrently as other threads keep running.
   bool py_live = true;
+
+  // Whether the system would hand out `nbytes` in one piece right now, the
+  // way NumPy's allocation would see it: large requests are probed with an
+  // address-space reservation that the kernel's overcommit policy accepts
+  // or refuses exactly as it would a malloc (nothing is touched).
+  static bool can_allocate(int64_t nbytes);
+
+  // Testing: the n-th allocation from now (0: the next) fails with
+  // MemoryError, as a real one would; -1 turns it off.
+  static void inject_allocation_failure(int64_t after);
 
   // Total bytes currently allocated by numfuse buffers (for memory reports).
   static int64_t live_bytes();

@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace nf {
 
@@ -36,6 +37,21 @@ struct OutputCastingError : std::runtime_error {
 // Python-level OverflowError (a Python int that does not fit the array type).
 struct OverflowError : std::runtime_error {
   using std::runtime_error::runtime_error;
+};
+
+// An allocation NumPy would refuse (numpy._core._exceptions._ArrayMemoryError,
+// "Unable to allocate 7.28 TiB for an array with shape (...) and data type
+// float64"). `shape` is empty and `dtype` -1 when only the byte count is known
+// (an allocation failing while a flush runs).
+struct MemoryError : std::runtime_error {
+  MemoryError(std::vector<int64_t> shape, int dtype, int64_t nbytes)
+      : std::runtime_error("Unable to allocate " + std::to_string(nbytes) + " bytes"),
+        shape(std::move(shape)),
+        dtype(dtype),
+        nbytes(nbytes) {}
+  std::vector<int64_t> shape;
+  int dtype;
+  int64_t nbytes;
 };
 
 // The operation needs a type numfuse does not compute in (float16, complex,

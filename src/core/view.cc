@@ -78,13 +78,41 @@ bool View::same_as(const View& o) const {
   return true;
 }
 
+int64_t checked_nbytes(DType dtype, const Dims& shape) {
+  // Like NumPy, the overflow check multiplies the non-zero extents, so
+  // (0, 2**40, 2**40) is "too big" although it holds nothing.
+  int64_t n = itemsize(dtype);
+  bool overflow = false, empty = false;
+  for (int64_t d : shape) {
+    if (d < 0) throw ValueError("negative dimensions are not allowed");
+    if (d == 0) empty = true;
+    else overflow |= __builtin_mul_overflow(n, d, &n);
+  }
+  if (overflow)
+    throw ValueError("array is too big; `arr.size * arr.dtype.itemsize` is larger than the maximum possible size.");
+  return empty ? 0 : n;
+}
+
 View View::fresh(DType dtype, const Dims& shape) {
+  const int64_t nbytes = checked_nbytes(dtype, shape);
+  if (!Buffer::can_allocate(nbytes))
+    throw MemoryError(std::vector<int64_t>(shape.begin(), shape.end()), static_cast<int>(dtype), nbytes);
   View v;
   v.dtype = dtype;
   v.shape = shape;
   v.strides = c_strides(shape);
   v.offset = 0;
-  v.buffer = std::make_shared<Buffer>(shape_size(shape) * itemsize(dtype));
+  v.buffer = std::make_shared<Buffer>(nbytes);
+  return v;
+}
+
+View View::fresh_in_order(DType dtype, const Dims& shape, const std::vector<int>& order) {
+  View v = fresh(dtype, shape);
+  int64_t acc = 1;
+  for (size_t i = order.size(); i-- > 0;) {
+    v.strides[order[i]] = acc;
+    acc *= std::max<int64_t>(shape[order[i]], 1);
+  }
   return v;
 }
 
@@ -257,27 +285,41 @@ View index_view(const View& v, const std::vector<IndexItem>& items) {
   return r;
 }
 
+namespace {
+// NumPy's convert_shape_to_string for reshape errors: "(5,newaxis)" for
+// (5, -1), leading unknowns dropped.
+std::string reshape_shape_str(const Dims& v) {
+  size_t i = 0;
+  while (i < v.size() && v[i] < 0) ++i;
+  if (i == v.size()) return "()";
+  std::string s = "(" + std::to_string(v[i++]);
+  for (; i < v.size(); ++i) s += v[i] < 0 ? std::string(",newaxis") : "," + std::to_string(v[i]);
+  return s + (v.size() == 1 ? ",)" : ")");
+}
+}  // namespace
+
 Dims resolve_shape(const Dims& requested, int64_t size) {
+  // As NumPy's _fix_unknown_dimension: any negative extent is the unknown one.
   Dims shape = requested;
   int unknown = -1;
   int64_t known = 1;
+  auto mismatch = [&] {
+    return ValueError("cannot reshape array of size " + std::to_string(size) + " into shape " +
+                      reshape_shape_str(requested));
+  };
   for (size_t k = 0; k < shape.size(); ++k) {
-    if (shape[k] == -1) {
+    if (shape[k] < 0) {
       if (unknown >= 0) throw ValueError("can only specify one unknown dimension");
       unknown = static_cast<int>(k);
-    } else if (shape[k] < 0) {
-      throw ValueError("negative dimensions not allowed");
-    } else {
-      known *= shape[k];
+    } else if (__builtin_mul_overflow(known, shape[k], &known)) {
+      throw mismatch();
     }
   }
   if (unknown >= 0) {
-    if (known == 0 || size % known != 0)
-      throw ValueError("cannot reshape array of size " + std::to_string(size) + " into shape " +
-                       shape_str(requested).replace(0, 0, ""));
+    if (known == 0 || size % known != 0) throw mismatch();
     shape[unknown] = size / known;
   } else if (known != size) {
-    throw ValueError("cannot reshape array of size " + std::to_string(size) + " into shape " + shape_str(requested));
+    throw mismatch();
   }
   return shape;
 }

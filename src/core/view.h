@@ -18,6 +18,9 @@ namespace nf {
 using Dims = SmallVector<int64_t, 6>;
 
 int64_t shape_size(const Dims& shape);
+// Bytes of an array of this shape; ValueError when NumPy's size computation
+// overflows ("array is too big") or an extent is negative.
+int64_t checked_nbytes(DType dtype, const Dims& shape);
 std::string shape_str(const Dims& shape);
 // C-order (row-major) strides of a shape, in elements.
 Dims c_strides(const Dims& shape);
@@ -40,8 +43,13 @@ struct View {
   // Same buffer, dtype, offset, shape and strides (ignoring strides of
   // extent-1 dimensions, which select nothing).
   bool same_as(const View& o) const;
-  // A fresh C-contiguous view over a new (unallocated) buffer.
+  // A fresh C-contiguous view over a new (unallocated) buffer. Refuses what
+  // NumPy refuses: negative extents and sizes past int64 (ValueError), and
+  // allocations the system would not grant (MemoryError) -- at the call,
+  // even for buffers fusion may never allocate.
   static View fresh(DType dtype, const Dims& shape);
+  // The same, laid out with axes `order` (a permutation, outer to inner).
+  static View fresh_in_order(DType dtype, const Dims& shape, const std::vector<int>& order);
 };
 
 // ---------------------------------------------------------------------------

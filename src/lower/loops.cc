@@ -188,7 +188,8 @@ void Lowerer::emit_loops_level(std::vector<StmtP>& out, int i, bool full) {
       const mdh::Output& o = h_.outputs[r.out];
       // OpenMP's max/min clauses start floats at -/+DBL_MAX and ignore NaN,
       // and arg-reductions carry an index: those loops stay scalar.
-      char op = simd_op(o.op, o.acc_dtype);
+      // An ordered product stays scalar too (lanes would reassociate it).
+      char op = o.ordered() ? 0 : simd_op(o.op, o.acc_dtype);
       if (op) f->simd_reductions.push_back({r.racc, op});
       else f->tag = Stmt::Tag::Serial;
     }
@@ -206,7 +207,44 @@ void Lowerer::emit_loops_level(std::vector<StmtP>& out, int i, bool full) {
     f->tag = Stmt::Tag::Unroll;
   }
   emit_loops(f->body, i + 1, full);
-  out.push_back(f);
+  if (f->tag == Stmt::Tag::Simd && !unroll_here) out.push_back(blocked_sums(f));
+  else out.push_back(f);
+}
+
+// Blocked summation. A floating-point sum over a simd loop would otherwise
+// keep one partial per lane for the whole loop, and its rounding error would
+// grow with the loop length. Instead the loop runs in blocks of kSumBlock
+// points: each block's lanes start from zero (the register is shadowed
+// inside the block), and the block totals are added to a double-precision
+// running sum, so the error grows with the block length and the number of
+// blocks only, as NumPy's pairwise summation keeps it small. A float32 sum
+// still accumulates in float32 within a block (NumPy's overflow to inf); the
+// running sum reaches the register's type when the loop ends.
+StmtP Lowerer::blocked_sums(StmtP f) const {
+  constexpr int64_t kSumBlock = 1024;
+  std::vector<std::pair<std::string, DType>> sums;
+  for (const auto& [name, op] : f->simd_reductions)
+    for (const RedPlan& r : plans_)
+      if (r.racc == name && op == '+' && is_float(h_.outputs[r.out].acc_dtype))
+        sums.push_back({name, h_.outputs[r.out].acc_dtype});
+  if (sums.empty()) return f;
+  StmtP outer = block();
+  for (const auto& [name, t] : sums) outer->body.push_back(decl(DType::Float64, "nf_wide_" + name, cast(var(name, t), DType::Float64)));
+  const std::string vb = f->name + "_b";
+  ExP span = mul(f->step, lit(kSumBlock));
+  StmtP blocks = for_loop(vb, f->lo, f->hi, span);
+  for (const auto& [name, t] : sums) blocks->body.push_back(decl(t, name, scalar_lit(reduce_identity(ReduceOp::Sum, t), t)));
+  StmtP inner = std::make_shared<Stmt>(*f);
+  inner->lo = var(vb);
+  inner->hi = min(add(var(vb), span), f->hi);
+  blocks->body.push_back(inner);
+  for (const auto& [name, t] : sums)
+    blocks->body.push_back(assign(var("nf_wide_" + name, DType::Float64),
+                                  combine(ReduceOp::Sum, DType::Float64, var("nf_wide_" + name, DType::Float64),
+                                          cast(var(name, t), DType::Float64))));
+  outer->body.push_back(blocks);
+  for (const auto& [name, t] : sums) outer->body.push_back(assign(var(name, t), cast(var("nf_wide_" + name, DType::Float64), t)));
+  return outer;
 }
 
 // The innermost body: evaluate f, store map outputs, combine reductions.

@@ -97,6 +97,7 @@ class Lowerer {
   void emit_loops_level(std::vector<StmtP>& out, int i, bool full);
   void emit_body(std::vector<StmtP>& out, int i, bool full);
   void emit_point(std::vector<StmtP>& out);
+  StmtP blocked_sums(StmtP simd_loop) const;
   bool unrolled(int pos) const;
   // Exclusive end of the range loop (d, level) iterates: the parent tile
   // clipped to the parent's own range (tiles need not divide each other).

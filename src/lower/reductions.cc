@@ -13,6 +13,10 @@
 //     loops folded into it (sub-register), or a local tile (caches.cc);
 //   - when the parallel loop is one of its point-wise dimensions, each thread
 //     combines into private partials, combined in thread order afterwards.
+// An ordered output (a floating-point product, mdh::Output::ordered) is the
+// exception: the schedule keeps its points in index order (no partials, no
+// tiles, no simd lanes) and its sub-register carries the memory value
+// through, so it combines exactly as NumPy's sequential loop does.
 #include <climits>
 #include <stdexcept>
 
@@ -161,8 +165,12 @@ void Lowerer::open_registers(std::vector<StmtP>& out, int i) {
   for (RedPlan& r : plans_)
     if ((r.reg || r.sub_reg) && r.reg_pos == i - 1) {
       const mdh::Output& o = h_.outputs[r.out];
-      // A sub-register starts from the identity; `initial=` enters once, in memory.
-      out.push_back(decl(o.acc_dtype, r.racc, r.reg ? identity_or_init(o) : identity(o)));
+      // A sub-register starts from the identity; `initial=` enters once, in
+      // memory. An ordered product's sub-register carries the memory value
+      // in and out instead, so the points combine strictly in loop order.
+      ExP init = r.reg ? identity_or_init(o) : identity(o);
+      if (r.sub_reg && o.ordered()) init = cast(memory_target(r, point_vars()).first, o.acc_dtype);
+      out.push_back(decl(o.acc_dtype, r.racc, init));
       if (is_arg(o.op)) out.push_back(decl(DType::Int64, r.ridx, lit(INT64_MAX)));
     }
 }
@@ -180,7 +188,8 @@ void Lowerer::store_register(std::vector<StmtP>& out, const RedPlan& r) {
   std::vector<ExP> idx = point_vars();
   if (r.sub_reg) {
     auto [target, itarget] = memory_target(r, idx);
-    update(out, o, 1000 + r.out, target, itarget, acc, is_arg(o.op) ? var(r.ridx) : nullptr);
+    if (o.ordered()) out.push_back(assign(target, cast(acc, target->dtype)));
+    else update(out, o, 1000 + r.out, target, itarget, acc, is_arg(o.op) ? var(r.ridx) : nullptr);
     return;
   }
   if (r.partials) {

@@ -52,6 +52,11 @@ struct Output {
   // Prefix-sum combine (MDH's ps operator) on this dimension, -1 if none:
   // the output at i is the output at i-1 combined with f at i (f at i = 0).
   int scan_dim = -1;
+  // The combine must visit the points in index order: a floating-point
+  // product is not associative at its special values (NumPy's sequential
+  // product of [0, 1e10 x 4096] is 0, a reassociated one meets 0 * inf =
+  // nan). Sums are reassociated (NumPy's pairwise sum does so too).
+  bool ordered() const { return reduces && op == ReduceOp::Prod && is_float(acc_dtype); }
 };
 
 struct Affine {

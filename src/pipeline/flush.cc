@@ -18,6 +18,7 @@
 #include <tbb/parallel_for.h>
 
 #include "codegen/codegen.h"
+#include "core/error.h"
 #include "extern/extern.h"
 #include "jit/jit.h"
 #include "lower/lower.h"
@@ -233,6 +234,14 @@ size_t memo_size() {
 
 bool idle() { return g_active.load() == 0; }
 
+namespace {
+
+// Analyses, compiles and runs `window`; `ran` counts the tasks (a prefix of
+// the window) that have run. Caller holds g_exec_mu.
+void flush_window(std::vector<Task>& window, FlushReport* report, int& ran);
+
+}  // namespace
+
 std::vector<Task> flush(FlushReport* report) {
   std::lock_guard<std::mutex> exec(g_exec_mu);
   // Counted before the window is taken: a concurrent sync that finds the
@@ -242,6 +251,30 @@ std::vector<Task> flush(FlushReport* report) {
     ~Done() { g_active.fetch_sub(1); }
   } done;
   std::vector<Task> window = global_stream().take();
+  // Groups run in program order, and each runs whole or not at all (its
+  // buffers are allocated before its kernel starts). When anything fails --
+  // an allocation, a compile, a bug -- the tasks that did not run go back to
+  // the stream, so no pending result is lost or left half-computed: a later
+  // sync runs them.
+  int ran = 0;
+  try {
+    flush_window(window, report, ran);
+  } catch (...) {
+    global_stream().restore(std::vector<Task>(std::make_move_iterator(window.begin() + ran),
+                                              std::make_move_iterator(window.end())));
+    window.erase(window.begin() + ran, window.end());
+    try {
+      throw;
+    } catch (const std::bad_alloc&) {
+      throw MemoryError({}, -1, 0);
+    }
+  }
+  return window;
+}
+
+namespace {
+
+void flush_window(std::vector<Task>& window, FlushReport* report, int& ran) {
   FlushReport rep;
   if (report) {
     rep.sync_site = report->sync_site;
@@ -250,7 +283,7 @@ std::vector<Task> flush(FlushReport* report) {
   rep.tasks = static_cast<int>(window.size());
   if (window.empty()) {
     if (report) *report = rep;
-    return window;
+    return;
   }
   const Config cfg = config();
   auto t0 = std::chrono::steady_clock::now();
@@ -275,6 +308,7 @@ std::vector<Task> flush(FlushReport* report) {
     auto t2 = std::chrono::steady_clock::now();
     for (size_t i = 0; i < plan->groups.size(); ++i) {
       GroupReport gr = run_group(window, plan->groups[i], &binds[i], cfg.dump);
+      ran = plan->groups[i].end;
       release(window, plan->release_after[i]);
       gr.cache_hit = gr.hom != nullptr && gr.routine.empty();
       if (gr.cache_hit) rep.memory_hits++;
@@ -325,6 +359,7 @@ std::vector<Task> flush(FlushReport* report) {
     for (size_t i = 0; i < runnable.size(); ++i) {
       const Prepared& p = runnable[i];
       GroupReport gr = run_group(window, plan_new->groups[i], p.built ? &p.built->bind : nullptr, cfg.dump);
+      ran = plan_new->groups[i].end;
       release(window, plan_new->release_after[i]);
       gr.cache_hit = p.hit;
       gr.disk_hit = p.disk_hit;
@@ -354,8 +389,9 @@ std::vector<Task> flush(FlushReport* report) {
     g_last = rep;
   }
   if (report) *report = std::move(rep);
-  return window;
 }
+
+}  // namespace
 
 FlushReport last_report() {
   std::lock_guard<std::mutex> lock(g_report_mu);

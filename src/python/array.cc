@@ -9,15 +9,50 @@ namespace nf::py_bind {
 
 namespace {
 
-py::handle g_fancy_getitem, g_fancy_setitem, g_ufunc_fallback;
+py::handle g_fancy_getitem, g_fancy_setitem, g_ufunc_fallback, g_operator_fallback;
 
 py::object not_implemented() { return py::reinterpret_borrow<py::object>(Py_NotImplemented); }
 
-// Runs the operation with NumPy (via numfuse's fallback) when numfuse cannot
-// compute in the loop's type.
-py::object fallback(const char* ufunc, py::handle a, py::handle b, py::handle out) {
-  py::tuple args = b ? py::tuple(py::make_tuple(a, b)) : py::tuple(py::make_tuple(a));
-  return g_ufunc_fallback(ufunc, args, out ? out : py::none());
+// Runs a unary operation with NumPy (via numfuse's fallback) when numfuse
+// cannot compute in the loop's type.
+py::object fallback(const char* ufunc, py::handle a) {
+  return g_ufunc_fallback(ufunc, py::make_tuple(a), py::none());
+}
+
+// Runs `a op b` with NumPy's own operator (its type errors, its comparison
+// rules: arr == "x" is all False) when numfuse cannot take an operand.
+py::object operator_fallback(BinaryOp op, py::handle self, py::handle other, bool reflected, bool inplace) {
+  return g_operator_fallback(binary_name(op), self, other, reflected, inplace);
+}
+
+// NumPy's binop_should_defer: `self op other` returns NotImplemented (so
+// Python tries other's reflected operator) only for objects that opt out of
+// NumPy (__array_ufunc__ = None) or outrank it by __array_priority__.
+bool should_defer(py::handle self, py::handle other, bool inplace) {
+  PyObject* o = other.ptr();
+  PyTypeObject* t = Py_TYPE(o);
+  if (t == Py_TYPE(self.ptr()) || o == Py_None || t == &PyLong_Type || t == &PyFloat_Type || t == &PyComplex_Type ||
+      t == &PyBool_Type || t == &PyUnicode_Type || t == &PyBytes_Type || t == &PyList_Type || t == &PyTuple_Type ||
+      t == &PyDict_Type || t == &PySet_Type || t == &PyFrozenSet_Type || t == &PySlice_Type)
+    return false;
+  PyObject* attr = PyObject_GetAttrString(reinterpret_cast<PyObject*>(t), "__array_ufunc__");
+  if (attr) {
+    const bool none = attr == Py_None;
+    Py_DECREF(attr);
+    return !inplace && none;
+  }
+  PyErr_Clear();
+  if (PyType_IsSubtype(t, Py_TYPE(self.ptr()))) return false;
+  double prio = -1000000.0;  // NumPy's NPY_SCALAR_PRIORITY
+  PyObject* p = PyObject_GetAttrString(o, "__array_priority__");
+  if (p) {
+    prio = PyFloat_AsDouble(p);
+    Py_DECREF(p);
+    if (prio == -1.0 && PyErr_Occurred()) PyErr_Clear();
+  } else {
+    PyErr_Clear();
+  }
+  return prio > 100.0;  // numfuse.ndarray.__array_priority__
 }
 
 template <BinaryOp op>
@@ -25,29 +60,28 @@ py::object binop(py::handle self, py::handle other) {
   before_record();
   Operand b;
   if (!to_operand(other, b)) {
-    // NumPy compares arrays with anything elementwise (a == None -> all False).
-    if constexpr (op == BinaryOp::Equal || op == BinaryOp::NotEqual)
-      if (other.is_none()) return fallback(binary_name(op), self, other, py::handle());
-    return not_implemented();
+    if (should_defer(self, other, false)) return not_implemented();
+    return operator_fallback(op, self, other, false, false);
   }
   try {
     RecordGuard guard;
     return wrap(record_binary(op, Operand::array(as_ndarray(self).v), b, nullptr));
   } catch (const FallbackRequired&) {
-    return fallback(binary_name(op), self, other, py::handle());
+    return operator_fallback(op, self, other, false, false);
   }
 }
 
+// Called as other.__op__(self) failed: NumPy computes (no deferral).
 template <BinaryOp op>
 py::object rbinop(py::handle self, py::handle other) {
   before_record();
   Operand a;
-  if (!to_operand(other, a)) return not_implemented();
+  if (!to_operand(other, a)) return operator_fallback(op, self, other, true, false);
   try {
     RecordGuard guard;
     return wrap(record_binary(op, a, Operand::array(as_ndarray(self).v), nullptr));
   } catch (const FallbackRequired&) {
-    return fallback(binary_name(op), other, self, py::handle());
+    return operator_fallback(op, self, other, true, false);
   }
 }
 
@@ -55,13 +89,16 @@ template <BinaryOp op>
 py::object ibinop(py::handle self, py::handle other) {
   before_record();
   Operand b;
-  if (!to_operand(other, b)) return not_implemented();
+  if (!to_operand(other, b)) {
+    if (should_defer(self, other, true)) return not_implemented();
+    return operator_fallback(op, self, other, false, true);
+  }
   const View& v = as_ndarray(self).v;
   try {
     RecordGuard guard;
     record_binary(op, Operand::array(v), b, &v);
   } catch (const FallbackRequired&) {
-    return fallback(binary_name(op), self, other, self);
+    return operator_fallback(op, self, other, false, true);
   }
   return py::reinterpret_borrow<py::object>(self);
 }
@@ -73,7 +110,7 @@ py::object unop(py::handle self) {
     RecordGuard guard;
     return wrap(record_unary(op, Operand::array(as_ndarray(self).v), nullptr));
   } catch (const FallbackRequired&) {
-    return fallback(unary_name(op), self, py::handle(), py::handle());
+    return fallback(unary_name(op), self);
   }
 }
 
@@ -155,7 +192,20 @@ void bind_array(py::module_& m) {
   py::class_<NdArray> c(m, "ndarray");
   c.attr("__module__") = "numfuse";
   c.attr("__hash__") = py::none();
-  c.def_property_readonly("shape", [](const NdArray& a) { return tuple_of(a.v.shape); })
+  c.def_property(
+       "shape", [](const NdArray& a) { return tuple_of(a.v.shape); },
+       [](NdArray& a, py::handle shape) {
+         // In place, as NumPy: only when the data allows a view.
+         Dims want;
+         if (PyLong_Check(shape.ptr())) want.push_back(shape.cast<int64_t>());
+         else want = dims_of(shape);
+         View r;
+         if (!reshape_view(a.v, resolve_shape(want, a.v.size()), false, &r))
+           throw py::attribute_error("Incompatible shape for in-place modification. Use `.reshape()` to make a copy "
+                                     "with the desired shape.");
+         r.readonly = a.v.readonly;
+         a.v = r;  // same buffer: the Python reference count is unchanged
+       })
       .def_property_readonly("ndim", [](const NdArray& a) { return a.v.ndim(); })
       .def_property_readonly("size", [](const NdArray& a) { return a.v.size(); })
       .def_property_readonly("dtype", [](const NdArray& a) { return dtype_object(a.v.dtype); })
@@ -200,7 +250,13 @@ void bind_array(py::module_& m) {
            [](py::handle self, py::handle key) -> py::object {
              std::vector<IndexItem> items;
              if (!parse_index(key, items)) return g_fancy_getitem(self, key);
-             return wrap(index_view(as_ndarray(self).v, items));
+             const View& v = as_ndarray(self).v;
+             // One integer per dimension (no `...`, no None) selects an
+             // element: a NumPy scalar copy, not a view.
+             bool scalar = static_cast<int>(items.size()) == v.ndim();
+             for (const IndexItem& it : items) scalar &= it.kind == IndexItem::Kind::Int;
+             if (scalar) return element(v, items);
+             return wrap(index_view(v, items));
            })
       .def("__setitem__",
            [](py::handle self, py::handle key, py::handle value) {
@@ -310,8 +366,47 @@ void bind_array(py::module_& m) {
            [](const NdArray& a, py::handle dtype, py::handle shape) -> py::object {
              std::optional<DType> t = to_dtype(dtype);
              if (!t) return not_implemented();
-             if (shape.is_none()) return wrap(alloc_like_order(*t, a.v.shape, {a.v}));
+             if (shape.is_none()) return wrap(alloc_new_like(*t, a.v));
              return wrap(View::fresh(*t, dims_of(shape)));
+           })
+      .def("_view",
+           [](const NdArray& a, py::handle dtype) -> py::object {
+             // ndarray.view(dtype) over the same memory, with NumPy's rules
+             // for a different itemsize (the last axis is resized).
+             std::optional<DType> t = to_dtype(dtype);
+             if (!t) return not_implemented();
+             View r = a.v;
+             r.dtype = *t;
+             const int64_t old_is = itemsize(a.v.dtype), new_is = itemsize(*t);
+             if (old_is != new_is) {
+               const int nd = a.v.ndim();
+               if (nd == 0)
+                 throw ValueError("Changing the dtype of a 0d array is only supported if the itemsize is unchanged");
+               const int ax = nd - 1;
+               if (a.v.shape[ax] != 1 && a.v.size() != 0 && a.v.strides[ax] != 1)
+                 throw ValueError("To change to a dtype of a different size, the last axis must be contiguous");
+               if (new_is < old_is) {
+                 if (old_is % new_is != 0)
+                   throw ValueError("When changing to a smaller dtype, its size must be a divisor of the size of "
+                                    "original dtype");
+                 r.shape[ax] = a.v.shape[ax] * (old_is / new_is);
+               } else {
+                 const int64_t bytes = a.v.shape[ax] * old_is;
+                 if (bytes % new_is != 0)
+                   throw ValueError("When changing to a larger dtype, its size must be a divisor of the total size "
+                                    "in bytes of the last axis of the array.");
+                 r.shape[ax] = bytes / new_is;
+               }
+               // Offsets and strides count elements of the view's type: a
+               // layout that is not a whole number of them cannot be a view.
+               if ((a.v.offset * old_is) % new_is != 0) return not_implemented();
+               for (int k = 0; k < ax; ++k)
+                 if ((a.v.strides[k] * old_is) % new_is != 0) return not_implemented();
+               r.offset = a.v.offset * old_is / new_is;
+               for (int k = 0; k < ax; ++k) r.strides[k] = a.v.strides[k] * old_is / new_is;
+               r.strides[ax] = 1;
+             }
+             return wrap(r);
            })
       .def("_set_writeable",
            [](NdArray& a, bool on) {
@@ -332,10 +427,11 @@ void bind_array(py::module_& m) {
       .def("_same_buffer", [](const NdArray& a, const NdArray& b) { return a.v.buffer == b.v.buffer; })
       .def("_may_share_memory", [](const NdArray& a, const NdArray& b) { return views_overlap(a.v, b.v); });
 
-  m.def("_set_index_hooks", [](py::object get, py::object set, py::object ufunc_fallback) {
+  m.def("_set_index_hooks", [](py::object get, py::object set, py::object ufunc_fallback, py::object op_fallback) {
     g_fancy_getitem = get.release();
     g_fancy_setitem = set.release();
     g_ufunc_fallback = ufunc_fallback.release();
+    g_operator_fallback = op_fallback.release();
   });
 }
 

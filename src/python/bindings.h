@@ -22,11 +22,12 @@ struct NdArray {
 
 // Held while an operation is recorded and its result wrapped (see
 // Stream::gate). Waiting releases the GIL, so a thread holding the gate can
-// always finish.
+// always finish. When the outermost guard ends and the operation touched
+// memory exported to NumPy, it flushes (which may raise).
 class RecordGuard {
  public:
   RecordGuard();
-  ~RecordGuard();
+  ~RecordGuard() noexcept(false);
   RecordGuard(const RecordGuard&) = delete;
   RecordGuard& operator=(const RecordGuard&) = delete;
 };
@@ -49,6 +50,14 @@ py::array to_numpy(const View& v, bool writeable);
 // Wrap a NumPy array: copy into a new buffer, or adopt its memory when the
 // caller guarantees nobody else holds it.
 View from_numpy(py::handle arr, bool adopt);
+
+// NumPy's C API (scalars.cc): call once at import.
+void init_numpy_api();
+// The NumPy scalar of type t holding the element at `data` (copied).
+py::object numpy_scalar(DType t, const void* data);
+// a[i, j, ...] with one integer per dimension: flushes what is pending and
+// returns the element as a NumPy scalar, as NumPy does.
+py::object element(const View& v, const std::vector<IndexItem>& items);
 
 void bind_array(py::module_& m);
 void bind_functions(py::module_& m);

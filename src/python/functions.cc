@@ -228,6 +228,19 @@ void bind_functions(py::module_& m) {
       if (e < 0) throw ValueError("negative dimensions are not allowed");
     return wrap(View::fresh(*t, s));
   });
+  // numpy.concatenate's result: laid out in the arrays' common memory order.
+  m.def("empty_concat", [](py::handle shape, py::handle dtype, py::list arrays) -> py::object {
+    std::optional<DType> t = to_dtype(dtype);
+    if (!t) return not_implemented();
+    Dims s = dims_of(shape);
+    std::vector<View> like;
+    for (py::handle a : arrays) {
+      if (!is_ndarray(a)) return not_implemented();
+      like.push_back(as_ndarray(a).v);
+    }
+    if (s.size() < 2) return wrap(View::fresh(*t, s));
+    return wrap(View::fresh_in_order(*t, s, keep_order(s, like, false)));
+  });
   m.def("full", [](py::handle shape, py::handle value, py::handle dtype) -> py::object {
     std::optional<DType> t = to_dtype(dtype);
     Operand v;
@@ -384,6 +397,7 @@ void bind_functions(py::module_& m) {
     return d;
   });
   m.def("trim_memory", []() { Buffer::trim_cache(); });
+  m.def("_inject_allocation_failure", [](int64_t after) { Buffer::inject_allocation_failure(after); });
   m.def("reset_peak_memory", []() { Buffer::reset_peak(); });
 
   // Compile a hand-written C function with the kernels' compiler and flags

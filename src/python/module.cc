@@ -25,15 +25,26 @@ py::handle g_sync_site, g_warn, g_dump;
 
 }  // namespace
 
+namespace {
+thread_local int t_guard_depth = 0;
+}
+
 RecordGuard::RecordGuard() {
   std::recursive_mutex& g = global_stream().gate();
   if (!g.try_lock()) {
     py::gil_scoped_release nogil;
     g.lock();
   }
+  ++t_guard_depth;
 }
 
-RecordGuard::~RecordGuard() { global_stream().gate().unlock(); }
+RecordGuard::~RecordGuard() noexcept(false) {
+  global_stream().gate().unlock();
+  // The result of the outermost operation is wrapped by now (it was built
+  // before the guard's scope ended), so it counts as live.
+  if (--t_guard_depth == 0 && global_stream().take_sync_request() && std::uncaught_exceptions() == 0)
+    flush_all("operation on memory shared with NumPy");
+}
 
 py::object wrap(View v) {
   return py::cast(new NdArray(std::move(v)), py::return_value_policy::take_ownership);
@@ -160,11 +171,26 @@ py::array to_numpy(const View& v, bool writeable) {
   const int64_t is = itemsize(v.dtype);
   for (int64_t s : v.strides) strides.push_back(s * is);
   char* base = static_cast<char*>(v.buffer->data()) + v.offset * is;
-  py::object keep = wrap(v);  // counts as a Python reference to the buffer
+  // The NumPy array's base: a Python reference to the buffer that also
+  // marks it exported for as long as the NumPy array (or a view of it) lives.
+  auto* holder = new NdArray(v);
+  v.buffer->exports.fetch_add(1);
+  py::capsule keep(holder, [](void* p) {
+    auto* a = static_cast<NdArray*>(p);
+    a->v.buffer->exports.fetch_sub(1);
+    delete a;
+  });
   py::array arr(py::dtype::from_args(dtype_object(v.dtype)), shape, strides, base, keep);
   if (!writeable || v.readonly)
     py::detail::array_proxy(arr.ptr())->flags &= ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
   return arr;
+}
+
+py::object element(const View& v, const std::vector<IndexItem>& items) {
+  View e = index_view(v, items);  // bounds checks, NumPy's IndexError
+  flush_all("element access");
+  const char* base = static_cast<const char*>(e.buffer->data());
+  return numpy_scalar(e.dtype, base + e.offset * itemsize(e.dtype));
 }
 
 View from_numpy(py::handle h, bool adopt) {
@@ -226,6 +252,7 @@ PYBIND11_MODULE(_core, m) {
   g_np_copyto = py::object(np.attr("copyto")).release();
   g_np_dtype = py::object(np.attr("dtype")).release();
 
+  init_numpy_api();
   bind_array(m);
   g_ndarray_type = reinterpret_cast<PyTypeObject*>(m.attr("ndarray").ptr());
   bind_functions(m);
@@ -272,6 +299,21 @@ PYBIND11_MODULE(_core, m) {
         PyErr_SetObject(cls.ptr(), err.ptr());
       } else {
         PyErr_SetString(PyExc_TypeError, e.what());
+      }
+    } catch (const nf::MemoryError& e) {
+      // NumPy's own MemoryError subclass, which formats "Unable to allocate
+      // 7.28 TiB for an array with shape (...) and data type float64".
+      if (e.dtype >= 0) {
+        py::object cls = py::module_::import("numpy._core._exceptions").attr("_ArrayMemoryError");
+        py::tuple shape(e.shape.size());
+        for (size_t i = 0; i < e.shape.size(); ++i) shape[i] = py::int_(e.shape[i]);
+        py::object err = cls(shape, dtype_object(static_cast<nf::DType>(e.dtype)));
+        PyErr_SetObject(cls.ptr(), err.ptr());
+      } else {
+        std::string msg = e.nbytes > 0 ? "Unable to allocate " + std::to_string(e.nbytes) +
+                                              " bytes while computing pending results; they are still pending"
+                                        : "Out of memory while computing pending results; they are still pending";
+        PyErr_SetString(PyExc_MemoryError, msg.c_str());
       }
     } catch (const nf::ValueError& e) {
       PyErr_SetString(PyExc_ValueError, e.what());

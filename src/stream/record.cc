@@ -82,33 +82,67 @@ View broadcast_view(const View& v, const Dims& shape) {
   return r;
 }
 
-View alloc_like_order(DType dtype, const Dims& shape, const std::vector<View>& like) {
+std::vector<int> keep_order(const Dims& shape, const std::vector<View>& like, bool iterator) {
+  // NumPy's stable insertion sort over axes: an axis moves past another
+  // only if every operand that can tell them apart agrees (by |stride| in
+  // bytes); when operands disagree, C order wins; an operand cannot tell an
+  // axis apart where its extent is 1 or, for the ufunc iterator, where its
+  // stride is 0 (broadcast). The iterator (npyiter_find_best_axis_ordering)
+  // sorts from the innermost axis outward; concatenate
+  // (PyArray_CreateMultiSortedStridePerm) from the outermost inward. With
+  // ambiguous pairs the two directions give different orders, so each is
+  // kept as NumPy has it. `perm` is in sort order; the result outer to inner.
   const int nd = static_cast<int>(shape.size());
-  View out = View::fresh(dtype, shape);
-  if (nd < 2) return out;
-  for (const View& v : like) {
-    if (v.shape != shape) continue;
-    bool broadcast = false;
-    for (int k = 0; k < nd; ++k)
-      if (v.strides[k] == 0 && shape[k] > 1) broadcast = true;
-    if (broadcast) continue;
-    if (v.is_c_contiguous()) return out;
-    // Order axes by decreasing |stride| (stable, so ties keep C order).
-    std::vector<int> perm(nd);
-    std::iota(perm.begin(), perm.end(), 0);
-    std::stable_sort(perm.begin(), perm.end(), [&](int x, int y) {
-      int64_t sx = shape[x] > 1 ? std::llabs(v.strides[x]) : INT64_MAX;
-      int64_t sy = shape[y] > 1 ? std::llabs(v.strides[y]) : INT64_MAX;
-      return sx > sy;
-    });
-    int64_t acc = 1;
-    for (int i = nd; i-- > 0;) {
-      out.strides[perm[i]] = acc;
-      acc *= std::max<int64_t>(shape[perm[i]], 1);
+  std::vector<int> perm(nd);
+  for (int k = 0; k < nd; ++k) perm[k] = iterator ? nd - 1 - k : k;
+  auto votes = [&](const View& v, int ax) {
+    if (static_cast<int>(v.shape.size()) != nd || v.shape[ax] == 1) return false;
+    return !iterator || v.strides[ax] != 0;
+  };
+  // Whether axis `later` (now at a later sort position) belongs before
+  // `earlier`: in the iterator's order when its stride is smaller, in
+  // concatenate's when it is larger.
+  auto should_swap = [&](int later, int earlier, bool* ambiguous) {
+    bool swap = false;
+    *ambiguous = true;
+    for (const View& v : like) {
+      if (!votes(v, later) || !votes(v, earlier)) continue;
+      const int64_t is = itemsize(v.dtype);
+      const int64_t s_later = std::llabs(v.strides[later] * is), s_earlier = std::llabs(v.strides[earlier] * is);
+      const bool keep = iterator ? s_earlier <= s_later : s_later <= s_earlier;
+      if (keep) swap = false;
+      else if (*ambiguous) swap = true;
+      *ambiguous = false;
     }
-    return out;
+    return swap;
+  };
+  for (int i0 = 1; i0 < nd; ++i0) {
+    int ipos = i0;
+    const int j0 = perm[i0];
+    for (int i1 = i0 - 1; i1 >= 0; --i1) {
+      bool ambiguous = true;
+      const bool swap = should_swap(j0, perm[i1], &ambiguous);
+      if (ambiguous) continue;
+      if (!swap) break;
+      ipos = i1;
+    }
+    if (ipos != i0) {
+      for (int i1 = i0; i1 > ipos; --i1) perm[i1] = perm[i1 - 1];
+      perm[ipos] = j0;
+    }
   }
-  return out;
+  if (iterator) std::reverse(perm.begin(), perm.end());
+  return perm;
+}
+
+View alloc_like_order(DType dtype, const Dims& shape, const std::vector<View>& like) {
+  if (shape.size() < 2) return View::fresh(dtype, shape);
+  return View::fresh_in_order(dtype, shape, keep_order(shape, like, true));
+}
+
+View alloc_new_like(DType dtype, const View& prototype) {
+  if (prototype.ndim() < 2) return View::fresh(dtype, prototype.shape);
+  return View::fresh_in_order(dtype, prototype.shape, keep_order(prototype.shape, {prototype}, false));
 }
 
 View copy_if_overlapping(const View& src, const View& dst) {
@@ -181,8 +215,22 @@ View record_reduce(ReduceSpec spec) {
       throw ValueError("output parameter for reduction operation " + std::string(spec.name) +
                        " has the wrong number of dimensions: Found " + std::to_string(out.ndim()) +
                        " but expected " + std::to_string(res_shape.size()));
+  } else if (spec.op == ReduceOp::ArgMax || spec.op == ReduceOp::ArgMin) {
+    out = View::fresh(spec.out_dtype, res_shape);  // NumPy's argmax/argmin results are C-ordered
   } else {
-    out = View::fresh(spec.out_dtype, res_shape);
+    // ufunc.reduce allocates its result through the iterator over the
+    // input: the kept axes in the input's memory order.
+    std::vector<int> order;
+    for (int k : keep_order(in.shape, {in}, true)) {
+      if (!reduced[k]) order.push_back(k);
+      else if (spec.keepdims) order.push_back(k);
+    }
+    // Input axis k -> result axis.
+    std::vector<int> res_axis(nd, -1);
+    for (int k = 0, j = 0; k < nd; ++k)
+      if (!reduced[k] || spec.keepdims) res_axis[k] = j++;
+    for (int& k : order) k = res_axis[k];
+    out = View::fresh_in_order(spec.out_dtype, res_shape, order);
   }
   // The output seen over the input's domain: stride 0 on reduced axes.
   View over = out;
@@ -461,7 +509,7 @@ View record_scan(const View& in, int axis, ReduceOp op, DType dtype, const View*
     if (out->readonly) throw ValueError("output array is read-only");
     o = *out;
   } else {
-    o = View::fresh(dtype, in.shape);
+    o = alloc_like_order(dtype, in.shape, {in});  // accumulate keeps the input's memory order
   }
   if (in.size() == 0) return o;
   // Reading the input through the very view that is written is fine (each

@@ -29,6 +29,9 @@ void Task::validate() const {
 }
 
 void Stream::record(Task t) {
+  bool exported = t.output.buffer->exports.load(std::memory_order_relaxed) > 0;
+  for (const View& v : t.inputs) exported |= v.buffer->exports.load(std::memory_order_relaxed) > 0;
+  if (exported) sync_request_.store(true);
   std::lock_guard<std::mutex> lock(mu_);
   window_.push_back(std::move(t));
   ++recorded_total_;
@@ -47,6 +50,13 @@ std::vector<Task> Stream::take() {
   }
   window_.reserve(std::min<size_t>(max_window, 4096));
   return out;
+}
+
+void Stream::restore(std::vector<Task> tasks) {
+  if (tasks.empty()) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  tasks.insert(tasks.end(), std::make_move_iterator(window_.begin()), std::make_move_iterator(window_.end()));
+  window_.swap(tasks);
 }
 
 size_t Stream::size() const {

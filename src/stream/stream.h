@@ -16,6 +16,7 @@
 //   - all shape, dtype and bounds errors were raised before recording.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -81,9 +82,17 @@ class Stream {
   // between a task being recorded and its result getting its Python
   // reference (which would make the result look dead).
   std::vector<Task> take();
+  // Puts tasks a failed flush did not run back in front of the window (in
+  // program order, before anything recorded since), so a later sync runs
+  // them: an error during a flush never loses or half-computes a result.
+  void restore(std::vector<Task> tasks);
   // Held by the bindings from recording an operation until its result array
   // exists (recursive: one binding may record several tasks).
   std::recursive_mutex& gate() { return gate_; }
+  // Whether a task recorded since the last call touches exported memory
+  // (Buffer::exports): the bindings then flush as soon as the operation's
+  // result exists, so NumPy views of that memory see it in program order.
+  bool take_sync_request() { return sync_request_.exchange(false); }
   size_t size() const;
   // Flush policy: the window is flushed automatically once it holds this many
   // tasks (bounds memory and analysis time in loops that never sync).
@@ -95,6 +104,7 @@ class Stream {
   std::recursive_mutex gate_;
   std::vector<Task> window_;
   uint64_t recorded_total_ = 0;
+  std::atomic<bool> sync_request_{false};
 };
 
 Stream& global_stream();
@@ -107,9 +117,17 @@ Stream& global_stream();
 Dims broadcast_shapes(const std::vector<Dims>& shapes);
 // The view seen as `shape` (numpy.broadcast_to); throws ValueError.
 View broadcast_view(const View& v, const Dims& shape);
-// A fresh C-contiguous result laid out like `like` (NumPy's order='K'):
-// axes ordered as in the first input that is not broadcast.
+// NumPy's order='K' axis order (outer to inner) for a new array over
+// `shape` computed from operands `like`: with `iterator`, as the ufunc
+// iterator decides it (operands broadcast to `shape`, stride-0 axes do not
+// vote), otherwise as concatenate decides it (operands of the same ndim,
+// extent-1 axes do not vote).
+std::vector<int> keep_order(const Dims& shape, const std::vector<View>& like, bool iterator);
+// A fresh result laid out in keep_order(shape, like, true), with positive strides.
 View alloc_like_order(DType dtype, const Dims& shape, const std::vector<View>& like);
+// numpy's PyArray_NewLikeArray(prototype, order='K') (astype, copy, empty_like):
+// axes by decreasing |stride|, broadcast (stride-0) axes innermost.
+View alloc_new_like(DType dtype, const View& prototype);
 
 struct MapSpec {
   const char* name = "";

@@ -49,19 +49,33 @@ Loop resolve(CachedLoop& slot, const char* name, int nin, const int* descs) {
 
 std::string dtype_repr(DType t) { return std::string("dtype('") + dtype_name(t) + "')"; }
 
+// A Python int converted to integer type t the way NumPy converts it (for
+// ufunc operands, item assignment and fills alike): through a C long (an
+// unsigned long for uint32/uint64) first -- "Python int too large to convert
+// to C long" -- and then range-checked -- "Python integer 300 out of bounds
+// for uint8".
+Scalar python_int_in(const Operand& o, DType t) {
+  const char* too_large = "Python int too large to convert to C long";
+  if (o.huge) throw OverflowError(too_large);
+  const bool via_ulong = t == DType::UInt32 || t == DType::UInt64;
+  if (o.value.dtype == DType::UInt64) {  // above INT64_MAX
+    if (!via_ulong) throw OverflowError(too_large);
+    if (!uint_fits(t, o.value.u))
+      throw OverflowError("Python integer " + std::to_string(o.value.u) + " out of bounds for " + dtype_name(t));
+    return o.value.cast(t);
+  }
+  if (!int_fits(t, o.value.i))
+    throw OverflowError("Python integer " + std::to_string(o.value.i) + " out of bounds for " + dtype_name(t));
+  return o.value.cast(t);
+}
+
 // The value of a scalar operand in type t, checked like NumPy 2 does for
 // Python scalars.
 Scalar scalar_in(const Operand& o, DType t) {
-  if (o.kind == Operand::Kind::Weak && o.weak == WeakKind::Int && t == DType::Bool &&
-      (o.huge || o.value.dtype == DType::UInt64))
-    throw OverflowError("Python int too large to convert to C long");
-  if (o.kind == Operand::Kind::Weak && o.weak == WeakKind::Int && is_integer(t)) {
-    bool fits = !o.huge && (o.value.dtype == DType::UInt64 ? uint_fits(t, o.value.u) : int_fits(t, o.value.i));
-    if (!fits) {
-      std::string v = o.huge ? "(a huge integer)"
-                             : (o.value.dtype == DType::UInt64 ? std::to_string(o.value.u) : std::to_string(o.value.i));
-      throw OverflowError("Python integer " + v + " out of bounds for " + dtype_name(t));
-    }
+  if (o.kind == Operand::Kind::Weak && o.weak == WeakKind::Int) {
+    if (is_integer(t)) return python_int_in(o, t);
+    if (t == DType::Bool && (o.huge || o.value.dtype == DType::UInt64))
+      throw OverflowError("Python int too large to convert to C long");
   }
   if (o.huge) return Scalar::of_float(DType::Float64, o.value.f).cast(t);
   return o.value.cast(t);
@@ -102,28 +116,64 @@ std::string int_text(const Scalar& v) {
   return v.dtype == DType::UInt64 ? std::to_string(v.u) : std::to_string(v.i);
 }
 
-// A scalar stored into an array of type t (assignment / fill semantics): like
-// NumPy 2, NaN and infinities cannot become integers, and integers (or floats
-// truncated to integers) must fit the target type.
-Scalar assignable(const Operand& src, DType t) {
-  if (!is_integer(t)) return src.kind == Operand::Kind::Weak ? scalar_in(src, t) : src.value.cast(t);
-  if (src.huge) throw OverflowError("Python int too large to convert to C long");
-  Scalar v = src.value;
-  if (is_float(v.dtype)) {
-    if (std::isnan(v.f)) throw ValueError("cannot convert float NaN to integer");
-    if (std::isinf(v.f)) throw OverflowError("cannot convert float infinity to integer");
-    double tr = std::trunc(v.f);
-    if (tr >= -9223372036854775808.0 && tr < 9223372036854775808.0) v = Scalar::of_int(DType::Int64, static_cast<int64_t>(tr));
-    else if (tr >= 0 && tr < 18446744073709551616.0) v = Scalar::of_uint(DType::UInt64, static_cast<uint64_t>(tr));
-    else throw OverflowError("Python integer " + std::to_string(static_cast<long double>(tr)) + " out of bounds for " + dtype_name(t));
-  } else if (v.dtype == DType::Bool) {
-    return v.cast(t);
+// One value cast to t the way NumPy's scalar (non-SIMD) conversion does it.
+// It differs from the array cast only for float -> uint32 out of range,
+// which the compiler's scalar code does through int64 (NaN -> 0, 5e9 ->
+// 705032704).
+Scalar scalar_cast(const Scalar& v, DType t) {
+  if (t == DType::UInt32 && is_float(v.dtype)) {
+    const double x = v.f;
+    const int64_t i = x >= -9223372036854775808.0 && x < 9223372036854775808.0 ? static_cast<int64_t>(x) : INT64_MIN;
+    return Scalar::of_uint(t, static_cast<uint32_t>(i));
   }
-  bool fits = v.dtype == DType::UInt64 || (kind(v.dtype) == Kind::Unsigned && v.u > INT64_MAX)
-                  ? uint_fits(t, v.u)
-                  : int_fits(t, v.i);
-  if (!fits) throw OverflowError("Python integer " + int_text(v) + " out of bounds for " + dtype_name(t));
   return v.cast(t);
+}
+
+// A scalar stored into an array of type t by item assignment (NumPy's
+// PyArray_Pack): a bool array takes any value's truth; a signed integer
+// array converts every scalar, NumPy's too, as Python's int() would (NaN and
+// infinities raise, floats truncate) and range-checks it; an unsigned array
+// does so for Python scalars but casts NumPy scalars; a float array casts.
+Scalar setitem_value(const Operand& src, DType t) {
+  const bool weak = src.kind == Operand::Kind::Weak;
+  if (t == DType::Bool) {
+    if (!weak) return src.value.cast(t);
+    if (src.weak == WeakKind::Int) return Scalar::of_bool(src.huge || src.value.u != 0);
+    return src.value.cast(t);  // a float's truth: NaN is true
+  }
+  if (is_float(t)) return weak ? scalar_in(src, t) : src.value.cast(t);
+  if (kind(t) == Kind::Unsigned && !weak) return scalar_cast(src.value, t);
+  if (src.value.dtype == DType::Bool) return src.value.cast(t);
+  Operand as_int;  // the value as Python's int() gives it
+  as_int.kind = Operand::Kind::Weak;
+  as_int.weak = WeakKind::Int;
+  if (weak && src.weak == WeakKind::Int) {
+    as_int = src;
+  } else if (is_float(src.value.dtype) || src.huge) {
+    const double f = src.value.f;  // a float, or a huge int held as a double
+    if (std::isnan(f)) throw ValueError("cannot convert float NaN to integer");
+    if (std::isinf(f)) throw OverflowError("cannot convert float infinity to integer");
+    const double tr = std::trunc(f);
+    if (tr >= -9223372036854775808.0 && tr < 9223372036854775808.0)
+      as_int.value = Scalar::of_int(DType::Int64, static_cast<int64_t>(tr));
+    else if (tr >= 0 && tr < 18446744073709551616.0)
+      as_int.value = Scalar::of_uint(DType::UInt64, static_cast<uint64_t>(tr));
+    else
+      as_int.huge = true;
+  } else if (kind(src.value.dtype) == Kind::Unsigned && src.value.u > static_cast<uint64_t>(INT64_MAX)) {
+    as_int.value = Scalar::of_uint(DType::UInt64, src.value.u);
+  } else {
+    as_int.value = Scalar::of_int(DType::Int64, src.value.i);
+  }
+  return python_int_in(as_int, t);
+}
+
+// A scalar filling an array of type t by copyto(casting='unsafe')
+// (numpy.full): Python ints are converted as for a ufunc; everything else
+// is cast with C semantics (NaN into int32 is INT32_MIN).
+Scalar copyto_value(const Operand& src, DType t) {
+  if (src.kind == Operand::Kind::Weak && src.weak == WeakKind::Int) return scalar_in(src, t);
+  return scalar_cast(src.value, t);
 }
 
 }  // namespace
@@ -153,7 +203,9 @@ View record_unary(UnaryOp op, const Operand& x, const View* out) {
 View record_binary(BinaryOp op, const Operand& a, const Operand& b, const View* out) {
   int d[2] = {desc_of(a), desc_of(b)};
   Loop l = resolve(g_binary[static_cast<int>(op)][d[0]][d[1]], binary_name(op), 2, d);
-  if (op == BinaryOp::Power && is_integer(l.in[1]) && b.kind != Operand::Kind::Array) {
+  // (NumPy's loop raises only when it runs, so not for an empty result.)
+  if (op == BinaryOp::Power && is_integer(l.in[1]) && b.kind != Operand::Kind::Array &&
+      !(a.kind == Operand::Kind::Array && a.view.size() == 0)) {
     Scalar e = scalar_in(b, l.in[1]);
     if (kind(l.in[1]) == Kind::Signed && e.i < 0)
       throw ValueError("Integers to negative integer powers are not allowed.");
@@ -229,6 +281,9 @@ View record_where(const Operand& cond, const Operand& x, const Operand& y) {
   // without range checks (np.where(c, int8_array, 300) wraps 300 to 44).
   auto node = [&](const Operand& o, DType t) {
     if (o.kind == Operand::Kind::Array) return operand_node(spec, o, t);
+    // NumPy converts the value to an array first: an int beyond 64 bits has
+    // no integer type to go to.
+    if (o.huge && !is_float(t)) throw OverflowError("Python int too large to convert to C long");
     int slot = static_cast<int>(spec.consts.size());
     spec.consts.push_back(o.huge ? Scalar::of_float(DType::Float64, o.value.f).cast(t) : o.value.cast(t));
     return spec.expr.constant(slot, t);
@@ -262,7 +317,7 @@ void record_assign(const View& dst, const Operand& src) {
     spec.inputs.push_back(value);
     spec.expr.cast(x, dst.dtype);
   } else {
-    spec.consts.push_back(assignable(src, dst.dtype));
+    spec.consts.push_back(setitem_value(src, dst.dtype));
     spec.expr.constant(0, dst.dtype);
   }
   spec.out = &dst;
@@ -277,7 +332,7 @@ View record_astype(const View& v, DType to, bool c_order) {
   int x = spec.expr.input(0, v.dtype);
   spec.inputs.push_back(v);
   spec.expr.cast(x, to);
-  View out = c_order ? View::fresh(to, v.shape) : alloc_like_order(to, v.shape, {v});
+  View out = c_order ? View::fresh(to, v.shape) : alloc_new_like(to, v);
   spec.out = &out;
   record_map(std::move(spec));
   return out;
@@ -305,9 +360,9 @@ View record_reduction(const View& in, const ReductionArgs& a) {
       } else {
         out_t = t;
       }
-      // float32 accumulates in float64 (more accurate than NumPy's pairwise
-      // float32 sum, never less).
-      acc_t = out_t == DType::Float32 ? DType::Float64 : out_t;
+      // In the output type, as NumPy does (a float32 sum overflows to inf
+      // where NumPy's does; blocked summation keeps it accurate).
+      acc_t = out_t;
       if (out_t == DType::Bool) acc_t = DType::Bool;
       break;
     case ReduceOp::Max:
@@ -356,7 +411,7 @@ View record_full(DType t, const Dims& shape, const Operand& value) {
   }
   MapSpec spec;
   spec.name = "full";
-  Scalar v = assignable(value, t);
+  Scalar v = copyto_value(value, t);
   spec.consts.push_back(v);
   spec.expr.constant(0, t);
   spec.out = &out;

@@ -297,6 +297,7 @@ Schedule generic_default(const mdh::MdHom& h, const mdh::Bindings& b, const Asm&
   // Arg-reductions combine (value, index) pairs: no SIMD reduction clause.
   s.vectorize = !arg;
   if (s.parallel && h.is_scan(s.order[0].dim)) s.parallel = false;
+  if (s.parallel && !s.legal(h)) s.parallel = false;  // e.g. an ordered product's partials
   return s;
 }
 

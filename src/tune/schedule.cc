@@ -104,6 +104,18 @@ std::string Schedule::why_illegal(const mdh::MdHom& h) const {
     if (parent / step > 64) return "unrolled loops have at most 64 iterations";
     if (p == 0 && parallel) return "the parallel loop cannot be unrolled";
   }
+  for (const mdh::Output& o : h.outputs) {
+    if (!o.ordered()) continue;
+    if (parallel && h.pointwise(o, order[0].dim)) return "a floating-point product has no per-thread partials";
+    for (const Cache& c : caches)
+      if (c.access == o.access) return "a floating-point product is not accumulated in a tile";
+    int last = -1;
+    for (const LoopSpec& l : order) {
+      if (!h.pointwise(o, l.dim)) continue;
+      if (l.dim < last) return "a floating-point product visits its points in index order";
+      last = l.dim;
+    }
+  }
   if (contract)
     for (const mdh::Output& o : h.outputs)
       if (!o.reduces) return "contraction (FMA) only for kernels whose outputs all reduce";
