@@ -1,6 +1,7 @@
 # numfuse: the two commands a new user needs.
 #   make demo   - install what is missing, build, run the Black-Scholes demo against NumPy
 #   make test   - install what is missing, build, run the whole test suite (pytest + C++ units)
+#   make fuzz   - a long differential campaign: random NumPy programs under NumPy and numfuse
 # Everything is installed by these targets: Debian packages with apt-get,
 # Python packages with pip into ./.venv.
 
@@ -13,7 +14,7 @@ APT_PACKAGES := llvm-19-dev libclang-19-dev libclang-cpp19-dev libomp-19-dev lib
                 libgtest-dev cmake g++ python3-venv
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test build deps system-deps python-deps cpp-test py-test bench clean
+.PHONY: demo test build deps system-deps python-deps cpp-test py-test bench fuzz clean
 
 demo: build
 	$(VPY) examples/black_scholes.py
@@ -53,6 +54,18 @@ py-test:
 bench: build
 	$(VPY) -m pip install -q numexpr numba "jax[cpu]" "dask[array]" matplotlib
 	$(VPY) benchmarks/run.py
+
+# Seeded differential fuzzing (tests/fuzz): each program runs under NumPy and
+# numfuse (fusion on/off, random schedules, tiny windows, memo off) in worker
+# processes with a time limit; prints mismatches, wrong exceptions, crashes and
+# hangs with their seeds. The test suite runs a short slice (test_fuzz_slice.py).
+FUZZ_PROGRAMS ?= 20000
+FUZZ_SEED ?= 0
+FUZZ_WORKERS ?= 2
+FUZZ_TIMEOUT ?= 20
+fuzz: build
+	$(VPY) -m tests.fuzz.campaign --programs $(FUZZ_PROGRAMS) --seed $(FUZZ_SEED) \
+	  --workers $(FUZZ_WORKERS) --timeout $(FUZZ_TIMEOUT) --report build/fuzz-report.json
 
 clean:
 	rm -rf build $(VENV)

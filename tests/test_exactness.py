@@ -184,10 +184,13 @@ CLIP_VALUES = [-0.0, 0.0, onp.nan, -onp.inf, onp.inf, 1.0, -1.0]
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-@pytest.mark.parametrize("bounds", ["python", "0d", "full", "lo array", "only lo", "only hi"])
+@pytest.mark.parametrize("bounds", ["python", "0d", "full", "lo array", "only lo", "only hi", "(1,)", "size 1",
+                                    "rows"])
 def test_clip_signed_zeros_nan_and_inf(dtype, bounds):
+    """NumPy's clip keeps x where it equals a bound when the bounds are
+    uniform over its inner loop, and takes the bound otherwise."""
     for x, lo, hi in itertools.product(CLIP_VALUES, repeat=3):
-        xs = onp.full(5, x, dtype)
+        xs = onp.full(1 if bounds == "size 1" else (5, 4) if bounds == "rows" else 5, x, dtype)
 
         def args(m, arr):
             if bounds == "python":
@@ -198,6 +201,10 @@ def test_clip_signed_zeros_nan_and_inf(dtype, bounds):
                 return m.full(5, lo, dtype=dtype), m.full(5, hi, dtype=dtype)
             if bounds == "lo array":
                 return m.full(5, lo, dtype=dtype), hi
+            if bounds in ("(1,)", "size 1"):
+                return m.full(1, lo, dtype=dtype), arr(hi, dtype=dtype)
+            if bounds == "rows":
+                return m.full((5, 1), lo, dtype=dtype), hi
             if bounds == "only lo":
                 return lo, None
             return None, hi

@@ -150,8 +150,21 @@ def _clip_both(x, lo, hi, out):
             return type(v)
         return v.dtype if hasattr(v, "dtype") else _np.asarray(v).dtype
 
-    def scalar(v):
-        return _np.ndim(v) == 0
+    def uniform(v, shape):
+        # NumPy's clip loop takes its scalar-bounds path when the bound's
+        # stride is 0 in every iterated dimension (extent > 1): a Python
+        # scalar, a 0-d array, or an array broadcast along every such axis.
+        # A size-1 result is iterated over the bound's own stride.
+        if type(v) is not ndarray or v.ndim == 0:
+            return True
+        if _builtins.all(n <= 1 for n in shape):
+            return False
+        off = len(shape) - v.ndim
+        for k, n in enumerate(shape):
+            j = k - off
+            if n > 1 and j >= 0 and v.shape[j] != 1 and v.strides[j] != 0:
+                return False
+        return True
 
     lo = lo if type(lo) in (_builtins.bool, int, float) else asarray(lo)
     hi = hi if type(hi) in (_builtins.bool, int, float) else asarray(hi)
@@ -164,14 +177,14 @@ def _clip_both(x, lo, hi, out):
         return _fallback.call_numpy(_np.clip, (x, lo, hi), dict(out=out), "numpy.clip")
     U = _UFUNCS
     t = loop[-1]
-    xs = x.astype(t, copy=False)
-    lo = lo if type(lo) is not ndarray else lo.astype(t, copy=False)
-    hi = hi if type(hi) is not ndarray else hi.astype(t, copy=False)
-    if t.kind != "f" or not (scalar(lo) and scalar(hi)):
+    xs = x if x.dtype == t else x._astype(t, 2)  # cast as the clip ufunc casts: its result's layout
+    lo = lo if type(lo) is not ndarray or lo.dtype == t else lo._astype(t, 2)
+    hi = hi if type(hi) is not ndarray or hi.dtype == t else hi._astype(t, 2)
+    shape = _np.broadcast_shapes(x.shape, _np.shape(lo), _np.shape(hi))
+    if t.kind != "f" or not (uniform(lo, shape) and uniform(hi, shape)):
         return U["minimum"](U["maximum"](xs, lo), hi, out=out)
     m = where(U["logical_or"](U["isnan"](xs), U["greater_equal"](xs, lo)), xs, lo)
     r = where(U["logical_or"](U["isnan"](m), U["less_equal"](m, hi)), m, hi)
-    r = r.astype(t, copy=False)
     if out is not None:
         return U["positive"](r, out=out)
     return r

@@ -33,7 +33,7 @@ def _install(ns):
                 raise ValueError("Unable to avoid copy while creating an array as requested.")
             return a.astype(dtype)
         if copy:
-            return a.copy()
+            return a.copy(order="K")  # NumPy's copy keeps the memory layout
         return a
 
     def __repr__(self):
@@ -159,7 +159,9 @@ def _install(ns):
         self[...] = value
 
     def _imag(self):
-        z = ns["zeros_like"](self)  # a real array's imaginary part: read-only zeros
+        # a real array's imaginary part: read-only zeros, C-ordered unless the
+        # array is Fortran-ordered (as NumPy allocates it)
+        z = ns["zeros"](self.shape, self.dtype, order="F" if self._f_contiguous and not self._c_contiguous else "C")
         z._set_writeable(False)
         return z
 
@@ -176,6 +178,8 @@ def _install(ns):
 
     # -- methods delegating to the numfuse functions --------------------------------
     def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
+        if order not in ("C", "F", "A", "K", None):
+            raise ValueError(f"order must be one of 'C', 'F', 'A', or 'K' (got '{order}')")
         dt = np.dtype(dtype)
         if casting != "unsafe" and not np.can_cast(self.dtype, dt, casting):
             raise TypeError(f"Cannot cast array data from {self.dtype!r} to {dt!r} according to the rule "
@@ -188,7 +192,7 @@ def _install(ns):
             r = _core.empty(self.shape[::-1], dt).T
             r[...] = self
             return r
-        r = self._astype(dt, order == "C")
+        r = self._astype(dt, 0 if order == "C" else 1)
         if r is NotImplemented:
             _fallback.warn_once(f"astype to {dt}")
             return self._to_numpy(False).astype(dt, order=order)
@@ -199,7 +203,7 @@ def _install(ns):
             order = "F" if self._f_contiguous and not self._c_contiguous else "C"
         if order == "F":
             return _fcopy(self)
-        return self._astype(self.dtype, order != "K")
+        return self._astype(self.dtype, 1 if order == "K" else 0)
 
     def fill(self, value):
         self[...] = value

@@ -133,6 +133,10 @@ def _np_fallback(uf, args, out, dtype, kwargs):
 
 
 def ufunc_call(uf, args, out, dtype, kwargs):
+    if uf._op == _POWER and len(args) == 2:
+        from ._array import _check_int_power
+
+        _check_int_power(args[0], args[1])
     if isinstance(out, tuple):
         if len(out) != 1:
             return _np_fallback(uf, args, out, dtype, kwargs)

@@ -22,9 +22,14 @@ class CRenderer {
     std::ostringstream body;
     body << "void " << n_.name << "(char** nf_p, const int64_t* restrict ip, const double* restrict fp) {\n";
     if (n_.contract) body << "  #pragma clang fp contract(fast)\n";
-    for (int i = 0; i < n_.num_ptrs; ++i)
-      body << "  " << c_type(n_.ptr_types[i]) << "* restrict p" << i << " = (" << c_type(n_.ptr_types[i])
-           << "*)nf_p[" << i << "];\n";
+    // Bool arrays are bytes: a view of other data (a.view(bool), or a bool
+    // array written through a uint8 view) may hold any value, and NumPy
+    // reads every nonzero byte as True. So bool memory is declared as bytes,
+    // and reads compare with zero (see `load`).
+    for (int i = 0; i < n_.num_ptrs; ++i) {
+      const char* t = n_.ptr_types[i] == DType::Bool ? "uint8_t" : c_type(n_.ptr_types[i]);
+      body << "  " << t << "* restrict p" << i << " = (" << t << "*)nf_p[" << i << "];\n";
+    }
     for (const StmtP& s : n_.body) stmt(body, *s, 1);
     body << "}\n";
     std::ostringstream src;
@@ -47,6 +52,16 @@ class CRenderer {
 
   static std::string indent(int d) { return std::string(2 * d, ' '); }
 
+  // Kernel arguments are named p<k> (lower::Lowerer::ptr).
+  static bool is_pointer(const std::string& name) {
+    if (name.size() < 2 || name[0] != 'p') return false;
+    for (size_t i = 1; i < name.size(); ++i)
+      if (name[i] < '0' || name[i] > '9') return false;
+    return true;
+  }
+
+  std::string lvalue(const Ex& e) { return e.name + "[" + ex(*e.args[0]) + "]"; }
+
   std::string ex(const Ex& e) {
     switch (e.k) {
       case Ex::K::Var:
@@ -64,7 +79,8 @@ class CRenderer {
         return e.dtype == DType::Float32 ? "((float)fp[" + std::to_string(e.slot) + "])"
                                          : "fp[" + std::to_string(e.slot) + "]";
       case Ex::K::Load:
-        return e.name + "[" + ex(*e.args[0]) + "]";
+        if (e.dtype == DType::Bool && is_pointer(e.name)) return "(" + lvalue(e) + " != 0)";
+        return lvalue(e);
       case Ex::K::Arith: {
         std::string a = ex(*e.args[0]), b = ex(*e.args[1]);
         if (e.op == 'm') return "(" + a + " < " + b + " ? " + a + " : " + b + ")";
@@ -137,7 +153,8 @@ class CRenderer {
         os << indent(d) << "}\n";
         return;
       case Stmt::K::Assign:
-        os << indent(d) << ex(*s.target) << " = " << ex(*s.value) << ";\n";
+        os << indent(d) << (s.target->k == Ex::K::Load ? lvalue(*s.target) : ex(*s.target)) << " = " << ex(*s.value)
+           << ";\n";
         return;
       case Stmt::K::Parallel:
         os << indent(d) << "int64_t nf_used_threads = 1;\n";

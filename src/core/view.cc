@@ -15,16 +15,15 @@ int64_t shape_size(const Dims& shape) {
   return n;
 }
 
-std::string shape_str(const Dims& shape) {
-  std::ostringstream os;
-  os << "(";
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (i) os << ", ";
-    os << shape[i];
-  }
-  if (shape.size() == 1) os << ",";
-  os << ")";
-  return os.str();
+std::string shape_str(const Dims& v) {
+  // NumPy's convert_shape_to_string: "(4,5)", "(3,)", "()"; a negative
+  // extent is a new axis ("newaxis"), and leading new axes are left out.
+  size_t i = 0;
+  while (i < v.size() && v[i] < 0) ++i;
+  if (i == v.size()) return "()";
+  std::string s = "(" + std::to_string(v[i++]);
+  for (; i < v.size(); ++i) s += v[i] < 0 ? std::string(",newaxis") : "," + std::to_string(v[i]);
+  return s + (v.size() == 1 ? ",)" : ")");
 }
 
 Dims c_strides(const Dims& shape) {
@@ -100,7 +99,9 @@ View View::fresh(DType dtype, const Dims& shape) {
   View v;
   v.dtype = dtype;
   v.shape = shape;
-  v.strides = c_strides(shape);
+  // NumPy gives a new empty array all-zero strides (which also keeps it out
+  // of the memory-order decisions of later operations).
+  v.strides = shape_size(shape) == 0 ? Dims(shape.size(), 0) : c_strides(shape);
   v.offset = 0;
   v.buffer = std::make_shared<Buffer>(nbytes);
   return v;
@@ -108,6 +109,7 @@ View View::fresh(DType dtype, const Dims& shape) {
 
 View View::fresh_in_order(DType dtype, const Dims& shape, const std::vector<int>& order) {
   View v = fresh(dtype, shape);
+  if (v.size() == 0) return v;
   int64_t acc = 1;
   for (size_t i = order.size(); i-- > 0;) {
     v.strides[order[i]] = acc;
@@ -285,19 +287,6 @@ View index_view(const View& v, const std::vector<IndexItem>& items) {
   return r;
 }
 
-namespace {
-// NumPy's convert_shape_to_string for reshape errors: "(5,newaxis)" for
-// (5, -1), leading unknowns dropped.
-std::string reshape_shape_str(const Dims& v) {
-  size_t i = 0;
-  while (i < v.size() && v[i] < 0) ++i;
-  if (i == v.size()) return "()";
-  std::string s = "(" + std::to_string(v[i++]);
-  for (; i < v.size(); ++i) s += v[i] < 0 ? std::string(",newaxis") : "," + std::to_string(v[i]);
-  return s + (v.size() == 1 ? ",)" : ")");
-}
-}  // namespace
-
 Dims resolve_shape(const Dims& requested, int64_t size) {
   // As NumPy's _fix_unknown_dimension: any negative extent is the unknown one.
   Dims shape = requested;
@@ -305,7 +294,7 @@ Dims resolve_shape(const Dims& requested, int64_t size) {
   int64_t known = 1;
   auto mismatch = [&] {
     return ValueError("cannot reshape array of size " + std::to_string(size) + " into shape " +
-                      reshape_shape_str(requested));
+                      shape_str(requested));
   };
   for (size_t k = 0; k < shape.size(); ++k) {
     if (shape[k] < 0) {

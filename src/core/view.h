@@ -21,6 +21,8 @@ int64_t shape_size(const Dims& shape);
 // Bytes of an array of this shape; ValueError when NumPy's size computation
 // overflows ("array is too big") or an extent is negative.
 int64_t checked_nbytes(DType dtype, const Dims& shape);
+// A shape as NumPy prints it in error messages: "(4,5)", "(3,)", "()";
+// negative extents print as "newaxis" (leading ones are left out).
 std::string shape_str(const Dims& shape);
 // C-order (row-major) strides of a shape, in elements.
 Dims c_strides(const Dims& shape);

@@ -260,15 +260,26 @@ void bind_array(py::module_& m) {
            })
       .def("__setitem__",
            [](py::handle self, py::handle key, py::handle value) {
+             // NumPy refuses a read-only destination before looking at the index.
+             if (as_ndarray(self).v.readonly) throw ValueError("assignment destination is read-only");
              std::vector<IndexItem> items;
              Operand src;
              if (!parse_index(key, items) || !to_operand(value, src)) {
                g_fancy_setitem(self, key, value);
                return;
              }
+             const View& v = as_ndarray(self).v;
+             // An element (one integer per dimension) takes a scalar or a 0-d
+             // array, never a sequence (NumPy 2.4, even of one element).
+             bool element = static_cast<int>(items.size()) == v.ndim();
+             for (const IndexItem& it : items) element &= it.kind == IndexItem::Kind::Int;
+             if (element && src.kind == Operand::Kind::Array && src.view.ndim() > 0) {
+               index_view(v, items);  // an out-of-bounds index is reported first
+               throw ValueError("setting an array element with a sequence.");
+             }
              before_record();
              RecordGuard guard;
-             record_assign(index_view(as_ndarray(self).v, items), src);
+             record_assign(index_view(v, items), src);
            })
       .def("_reshape",
            [](const NdArray& a, py::handle shape, bool fortran) {
@@ -279,14 +290,11 @@ void bind_array(py::module_& m) {
              RecordGuard guard;
              View copy;
              if (!fortran) {
-               copy = record_astype(a.v, a.v.dtype, true);
+               copy = record_astype(a.v, a.v.dtype, CastLayout::C);
              } else {
-               copy = View::fresh(a.v.dtype, a.v.shape);  // Fortran-ordered copy
-               int64_t acc = 1;
-               for (int k = 0; k < copy.ndim(); ++k) {
-                 copy.strides[k] = acc;
-                 acc *= std::max<int64_t>(copy.shape[k], 1);
-               }
+               std::vector<int> f_order(a.v.ndim());  // Fortran order: the last axis outermost
+               for (int k = 0; k < a.v.ndim(); ++k) f_order[k] = a.v.ndim() - 1 - k;
+               copy = View::fresh_in_order(a.v.dtype, a.v.shape, f_order);
                record_assign(copy, Operand::array(a.v));
              }
              if (!reshape_view(copy, s, fortran, &r)) throw ValueError("reshape failed");
@@ -355,12 +363,12 @@ void bind_array(py::module_& m) {
              return wrap(diagonal_view(a.v, offset, x, y));
            })
       .def("_astype",
-           [](const NdArray& a, py::handle dtype, bool c_order) -> py::object {
+           [](const NdArray& a, py::handle dtype, int layout) -> py::object {
              std::optional<DType> t = to_dtype(dtype);
              if (!t) return not_implemented();
              before_record();
              RecordGuard guard;
-             return wrap(record_astype(a.v, *t, c_order));
+             return wrap(record_astype(a.v, *t, static_cast<CastLayout>(layout)));
            })
       .def("_empty_like",
            [](const NdArray& a, py::handle dtype, py::handle shape) -> py::object {

@@ -157,17 +157,24 @@ View record_map(MapSpec spec) {
   shapes.reserve(spec.inputs.size() + 2);
   for (const View& v : spec.inputs) shapes.push_back(v.shape);
   if (spec.has_shape_hint) shapes.push_back(spec.shape_hint);
-  Dims domain = broadcast_shapes(shapes);
+  if (spec.out) shapes.push_back(spec.out->shape);
+  Dims domain;
+  try {
+    domain = broadcast_shapes(shapes);
+  } catch (const ValueError&) {
+    // NumPy lists every operand, scalars as (), then the output.
+    if (spec.operand_shapes.empty()) throw;
+    std::vector<Dims> all = spec.operand_shapes;
+    if (spec.out) all.push_back(spec.out->shape);
+    throw ValueError("operands could not be broadcast together with shapes " + shapes_msg(all));
+  }
   const DType result = spec.expr.dtype();
   View out;
   if (spec.out) {
     out = *spec.out;
-    shapes.push_back(out.shape);
-    Dims b = broadcast_shapes(shapes);
-    if (b != out.shape)
+    if (domain != out.shape)
       throw ValueError("non-broadcastable output operand with shape " + shape_str(out.shape) +
-                       " doesn't match the broadcast shape " + shape_str(b));
-    domain = out.shape;
+                       " doesn't match the broadcast shape " + shape_str(domain));
     if (out.dtype != result) spec.expr.cast(spec.expr.root(), out.dtype);
   }
   Task t;
@@ -186,6 +193,48 @@ View record_map(MapSpec spec) {
   return out;
 }
 
+namespace {
+
+// NumPy's errors for a reduction's out= of the wrong shape.
+[[noreturn]] void reduction_out_error(const ReduceSpec& spec, const View& out, const Dims& expected,
+                                      const std::vector<bool>& reduced) {
+  if (spec.op == ReduceOp::ArgMax || spec.op == ReduceOp::ArgMin)
+    throw ValueError(std::string("output array does not match result of np.") + reduce_name(spec.op) + ".");
+  static const char* ufunc[] = {"add", "multiply", "maximum", "minimum", "logical_or", "logical_and"};
+  const std::string name = ufunc[static_cast<int>(spec.op)];
+  if (out.ndim() != static_cast<int>(expected.size()))
+    throw ValueError("output parameter for reduction operation " + name + " has the wrong number of dimensions: " +
+                     "Found " + std::to_string(out.ndim()) + " but expected " + std::to_string(expected.size()) +
+                     (spec.keepdims ? " (must match the operand's when keepdims=True)" : ""));
+  // The output seen over the input's axes (reduced ones are new axes),
+  // broadcast with the input as NumPy's iterator does.
+  Dims remapped, extents;
+  for (size_t k = 0, j = 0; k < reduced.size(); ++k) {
+    const bool gone = reduced[k] && !spec.keepdims;
+    remapped.push_back(gone ? -1 : out.shape[j]);
+    extents.push_back(gone ? 1 : out.shape[j]);
+    if (!gone) ++j;
+  }
+  Dims b;
+  try {
+    b = broadcast_shapes({spec.input.shape, extents});
+  } catch (const ValueError&) {
+    throw ValueError("operands could not be broadcast together with remapped shapes [original->remapped]: " +
+                     shape_str(out.shape) + "->" + shape_str(remapped) + " " + shape_str(spec.input.shape) + " ");
+  }
+  if (b != spec.input.shape)
+    throw ValueError("non-broadcastable operand with shape " + shape_str(spec.input.shape) +
+                     " doesn't match the broadcast shape " + shape_str(b));
+  for (int j = 0; j < out.ndim(); ++j)
+    if (out.shape[j] == 1 && expected[j] != 1)
+      throw ValueError("output operand requires a reduction along dimension " + std::to_string(j) +
+                       ", but the reduction is not enabled. The dimension size of 1 does not match the expected "
+                       "output shape.");
+  throw ValueError("output parameter for reduction operation " + name + " has the wrong shape");
+}
+
+}  // namespace
+
 View record_reduce(ReduceSpec spec) {
   const View& in = spec.input;
   const int nd = in.ndim();
@@ -202,7 +251,7 @@ View record_reduce(ReduceSpec spec) {
     }
   }
   const int64_t out_size = shape_size(res_shape);
-  if (reduced_size == 0 && out_size > 0 && !reduce_has_identity(spec.op) && !spec.has_initial) {
+  if (reduced_size == 0 && !reduce_has_identity(spec.op) && !spec.has_initial) {  // even for an empty result
     if (spec.op == ReduceOp::ArgMax || spec.op == ReduceOp::ArgMin)
       throw ValueError(std::string("attempt to get ") + reduce_name(spec.op) + " of an empty sequence");
     throw ValueError(std::string("zero-size array to reduction operation ") +
@@ -211,10 +260,7 @@ View record_reduce(ReduceSpec spec) {
   View out;
   if (spec.out) {
     out = *spec.out;
-    if (out.shape != res_shape)
-      throw ValueError("output parameter for reduction operation " + std::string(spec.name) +
-                       " has the wrong number of dimensions: Found " + std::to_string(out.ndim()) +
-                       " but expected " + std::to_string(res_shape.size()));
+    if (out.shape != res_shape) reduction_out_error(spec, out, res_shape, reduced);
   } else if (spec.op == ReduceOp::ArgMax || spec.op == ReduceOp::ArgMin) {
     out = View::fresh(spec.out_dtype, res_shape);  // NumPy's argmax/argmin results are C-ordered
   } else {

@@ -138,6 +138,9 @@ struct MapSpec {
   const View* out = nullptr;   // write here (cast unsafely) instead of allocating
   Dims shape_hint;             // domain when there are no inputs (creation)
   bool has_shape_hint = false;
+  // The shapes of the call's operands in order, scalars as (), for NumPy's
+  // broadcast error message; empty: the inputs' shapes.
+  std::vector<Dims> operand_shapes;
 };
 // Records out[...] = expr(inputs). Returns the result view.
 View record_map(MapSpec spec);
@@ -226,8 +229,11 @@ View record_where(const Operand& cond, const Operand& x, const Operand& y);
 // dst[...] = src, cast unsafely (assignment semantics). Checks Python scalars
 // like NumPy (OverflowError / ValueError for NaN into integers).
 void record_assign(const View& dst, const Operand& src);
-// v.astype(to) into a fresh array laid out like v (order 'K') or C order.
-View record_astype(const View& v, DType to, bool c_order);
+// v.astype(to) into a fresh array: C order, NumPy's order 'K' for astype
+// (alloc_new_like), or laid out as a ufunc's result over v (alloc_like_order:
+// a cast that stands for a ufunc's internal casting).
+enum class CastLayout : uint8_t { C, Keep, Ufunc };
+View record_astype(const View& v, DType to, CastLayout layout);
 
 struct ReductionArgs {
   ReduceOp op = ReduceOp::Sum;

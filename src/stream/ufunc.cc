@@ -81,6 +81,8 @@ Scalar scalar_in(const Operand& o, DType t) {
   return o.value.cast(t);
 }
 
+Dims operand_shape(const Operand& o) { return o.kind == Operand::Kind::Array ? o.view.shape : Dims(); }
+
 // Adds operand o to the map as a value of type t; returns its node.
 int operand_node(MapSpec& spec, const Operand& o, DType t) {
   if (o.kind == Operand::Kind::Array) {
@@ -194,6 +196,7 @@ View record_unary(UnaryOp op, const Operand& x, const View* out) {
   check_out(out, l.out, unary_name(op));
   MapSpec spec;
   spec.name = unary_name(op);
+  spec.operand_shapes = {operand_shape(x)};
   int a = operand_node(spec, x, l.in[0]);
   spec.expr.unary(op, a, l.out);
   spec.out = out;
@@ -224,6 +227,7 @@ View record_binary(BinaryOp op, const Operand& a, const Operand& b, const View* 
       check_out(out, l.out, binary_name(op));
       MapSpec spec;
       spec.name = binary_name(op);
+      spec.operand_shapes = {operand_shape(a), operand_shape(b)};
       int x = operand_node(spec, a, l.in[0]);
       spec.expr.unary(*fast, x, l.out);
       spec.out = out;
@@ -259,6 +263,7 @@ View record_binary(BinaryOp op, const Operand& a, const Operand& b, const View* 
   }
   MapSpec spec;
   spec.name = binary_name(op);
+  spec.operand_shapes = {operand_shape(a), operand_shape(b)};
   // Scalars are converted before the output check, as NumPy does.
   int x = operand_node(spec, *pa, l.in[0]);
   int y = operand_node(spec, *pb, l.in[1]);
@@ -277,6 +282,7 @@ View record_where(const Operand& cond, const Operand& x, const Operand& y) {
   else rt = promote(x.strong_dtype(), y.strong_dtype());
   MapSpec spec;
   spec.name = "where";
+  spec.operand_shapes = {operand_shape(cond), operand_shape(x), operand_shape(y)};
   // numpy.where is not a ufunc: Python scalars are cast to the result type
   // without range checks (np.where(c, int8_array, 300) wraps 300 to 44).
   auto node = [&](const Operand& o, DType t) {
@@ -326,13 +332,15 @@ void record_assign(const View& dst, const Operand& src) {
   record_map(std::move(spec));
 }
 
-View record_astype(const View& v, DType to, bool c_order) {
+View record_astype(const View& v, DType to, CastLayout layout) {
   MapSpec spec;
   spec.name = "astype";
   int x = spec.expr.input(0, v.dtype);
   spec.inputs.push_back(v);
   spec.expr.cast(x, to);
-  View out = c_order ? View::fresh(to, v.shape) : alloc_new_like(to, v);
+  View out = layout == CastLayout::C      ? View::fresh(to, v.shape)
+             : layout == CastLayout::Keep ? alloc_new_like(to, v)
+                                          : alloc_like_order(to, v.shape, {v});
   spec.out = &out;
   record_map(std::move(spec));
   return out;
