@@ -9,7 +9,7 @@ import numpy as onp
 import pytest
 
 import numfuse as nf
-from conftest import ALL_DTYPES, assert_same, raises_like
+from conftest import ALL_DTYPES, FLOAT_DTYPES, assert_same, raises_like
 
 
 def same_bits(x, y):
@@ -508,3 +508,32 @@ def test_round_real_imag_and_copy_false():
     assert an[0] == 7
     raises_like(lambda: onp.array([1, 2], copy=False), lambda: nf.array([1, 2], copy=False))
     raises_like(lambda: onp.array(3.0, copy=False), lambda: nf.array(3.0, copy=False))
+
+
+# ---------------------------------------------------------------------------
+# Floating-point sums: NumPy's pairwise summation, bit for bit.
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_sums_are_numpys_pairwise_sums_bit_for_bit(dtype):
+    rng = onp.random.default_rng(7)
+    for n in (0, 1, 7, 8, 9, 16, 127, 128, 129, 255, 256, 1000, 4097, 40000, 300001):
+        x = (rng.random(n) * 2 - 1).astype(dtype)
+        xn = nf.array(x)
+        assert onp.asarray(nf.sum(xn)).tobytes() == onp.sum(x).tobytes(), n
+        assert onp.asarray(nf.mean(xn)).tobytes() == onp.mean(x).tobytes(), n
+        if n % 4 == 0 and n:
+            m = x.reshape(4, -1)
+            assert onp.asarray(nf.array(m).sum(axis=1)).tobytes() == m.sum(axis=1).tobytes(), n
+            assert onp.asarray(nf.array(m).sum()).tobytes() == m.sum().tobytes(), n
+            f = onp.asfortranarray(m)
+            assert onp.asarray(nf.asfortranarray(nf.array(m)).sum(axis=0)).tobytes() == f.sum(axis=0).tobytes(), n
+            assert onp.asarray(nf.array(m).sum(axis=0)).tobytes() == m.sum(axis=0).tobytes(), n
+
+
+def test_variance_of_constants_is_numpys():
+    for n in (8, 24, 32, 100, 1000):
+        for dt in FLOAT_DTYPES:
+            x = onp.full(n, 0.1, dt)
+            assert onp.asarray(nf.var(nf.array(x))).tobytes() == onp.var(x).tobytes(), (n, dt)
+            assert onp.asarray(nf.std(nf.array(x))).tobytes() == onp.std(x).tobytes(), (n, dt)
+    assert float(nf.var(nf.full(32, 0.1))) == 0.0

@@ -84,6 +84,11 @@ LoopNest Lowerer::run(const std::string& name) {
   for (const mdh::Access& a : h_.accesses) ln.ptr_types.push_back(a.dtype);
   plan_caches();
   plan_reductions();
+  if (s_.parallel && s_.order.size() == 1) {
+    std::vector<const RedPlan*> sums = pairwise_sums(0, false);
+    pairwise_parallel_ = !sums.empty();
+    for (const RedPlan* r : sums) pairwise_parallel_ &= r->partials && r->reg;
+  }
   // The full-tile / remainder split goes right below the last parent loop of
   // an unrolled loop.
   for (int p : s_.unroll) {
@@ -165,6 +170,14 @@ void Lowerer::emit_loops_level(std::vector<StmtP>& out, int i, bool full) {
   ExP hi = l.level == 0 ? n : unroll_here ? add(lo, lit(tiles[l.level - 1])) : end_of(d, l.level);
   ExP step = l.level < static_cast<int>(tiles.size()) ? lit(tiles[l.level]) : lit(1);
   const std::string v = loop_var(l);
+  // A floating-point sum along the innermost loop: NumPy's pairwise order.
+  if (std::vector<const RedPlan*> sums = pairwise_sums(i, full); !sums.empty()) {
+    if (i == 0 && s_.parallel) {
+      if (pairwise_parallel_) return emit_pairwise_parallel(out, full, sums);
+    } else {
+      return emit_pairwise(out, i, full, sums);
+    }
+  }
   if (i == 0 && s_.parallel) {
     // This thread's share of the iterations [0, n) in steps of `step`.
     ExP iters = l.level < static_cast<int>(tiles.size())

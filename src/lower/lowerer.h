@@ -4,7 +4,8 @@
 //                   paths for unrolled loops) and the point body;
 //   reductions.cc - where each reduction output combines (register, tile,
 //                   memory, per-thread partials) and the final combine;
-//   caches.cc     - local tile buffers (copy-in of inputs, output tiles).
+//   caches.cc     - local tile buffers (copy-in of inputs, output tiles);
+//   pairwise.cc   - NumPy's pairwise summation of floating-point sums.
 #pragma once
 
 #include <string>
@@ -98,6 +99,19 @@ class Lowerer {
   void emit_body(std::vector<StmtP>& out, int i, bool full);
   void emit_point(std::vector<StmtP>& out);
   StmtP blocked_sums(StmtP simd_loop) const;
+
+  // pairwise.cc: NumPy's pairwise summation for the innermost loop.
+  std::vector<const RedPlan*> pairwise_sums(int i, bool full) const;
+  std::vector<StmtP> pw_point(int i, bool full, const std::vector<const RedPlan*>& sums, const std::vector<ExP>& acc);
+  void emit_pairwise_range(std::vector<StmtP>& out, int i, bool full, const std::vector<const RedPlan*>& sums, ExP lo,
+                           ExP len);
+  void emit_pairwise(std::vector<StmtP>& out, int i, bool full, const std::vector<const RedPlan*>& sums);
+  void emit_node_count(std::vector<StmtP>& out, ExP n, ExP threads) const;
+  void emit_pairwise_parallel(std::vector<StmtP>& out, bool full, const std::vector<const RedPlan*>& sums);
+  void finish_pairwise_parallel(std::vector<StmtP>& out, const RedPlan& r);
+  // The one loop is parallel and every reduction over it is a float sum kept
+  // in a register: threads take nodes of NumPy's pairwise tree.
+  bool pairwise_parallel_ = false;
   bool unrolled(int pos) const;
   // Exclusive end of the range loop (d, level) iterates: the parent tile
   // clipped to the parent's own range (tiles need not divide each other).

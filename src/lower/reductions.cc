@@ -76,7 +76,8 @@ void Lowerer::setup_reductions(std::vector<StmtP>& top) {
   for (RedPlan& r : plans_) {
     const mdh::Output& o = h_.outputs[r.out];
     if (r.reg && !r.partials) continue;
-    ExP copies = r.partials ? var("nf_maxt") : lit(1);
+    // Pairwise-parallel partials are per tree node: up to twice the threads.
+    ExP copies = !r.partials ? lit(1) : pairwise_parallel_ ? mul(lit(2), var("nf_maxt")) : var("nf_maxt");
     if (r.reg) {  // partials of a scalar register accumulator
       top.push_back(alloc(o.acc_dtype, r.acc + "_part", copies));
       if (is_arg(o.op)) top.push_back(alloc(DType::Int64, r.idx + "_part", copies));
@@ -193,6 +194,7 @@ void Lowerer::store_register(std::vector<StmtP>& out, const RedPlan& r) {
     return;
   }
   if (r.partials) {
+    if (pairwise_parallel_) return;  // each tree node stored its own partial
     out.push_back(assign(load(r.acc + "_part", var("nf_tid"), o.acc_dtype), acc));
     if (is_arg(o.op)) out.push_back(assign(load(r.idx + "_part", var("nf_tid"), DType::Int64), var(r.ridx)));
     return;
@@ -209,6 +211,7 @@ void Lowerer::finish(std::vector<StmtP>& out, const RedPlan& r) {
   const bool arg = is_arg(o.op);
   if (r.reg && !r.partials) return;
   if (!r.reg && !r.scratch && !r.partials) return;  // combined in place
+  if (pairwise_parallel_) return finish_pairwise_parallel(out, r);
   StmtP nest = block();
   std::vector<StmtP>* cur = &nest->body;
   std::vector<ExP> idx(h_.ndim, lit(0));
