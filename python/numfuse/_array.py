@@ -153,7 +153,7 @@ def _install(ns):
     C.T = property(lambda self: self._transpose(None))
     C.mT = property(lambda self: self._swapaxes(-1, -2))
     def _real(self):
-        return self[...]  # a view, as NumPy's real of a real array
+        return self  # a real array's real part is the array itself, as in NumPy
 
     def _set_real(self, value):
         self[...] = value

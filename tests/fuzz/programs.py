@@ -293,7 +293,7 @@ def _shares(x, t):
 ARITH_CLASSES = {"elementwise", "signed_zero", "pyscalar_range", "reduction"}
 # Functions whose value depends on the sign of a zero operand (arctan2(+-0, -1)
 # is +-pi, 1/+-0 is +-inf).
-SIGN_SENSITIVE_TOKENS = ("arctan2", "copysign", "/", "divide", "reciprocal", "**", "power", "signbit", "%",
+SIGN_SENSITIVE_TOKENS = ("arctan2", "copysign", "/", "divide", "reciprocal", "**", "power", "signbit", "%", ".view(",
                          "remainder", "fmod", "floor_divide", "angle")
 # Functions with a singularity or a branch cut: an ulp of difference in an
 # operand that came from a transcendental (tanh(x) = -1 or -1 + eps) can
