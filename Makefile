@@ -58,14 +58,20 @@ bench: build
 # Seeded differential fuzzing (tests/fuzz): each program runs under NumPy and
 # numfuse (fusion on/off, random schedules, tiny windows, memo off) in worker
 # processes with a time limit; prints mismatches, wrong exceptions, crashes and
-# hangs with their seeds. The test suite runs a short slice (test_fuzz_slice.py).
+# hangs with their seeds. Then the cache-directory campaign: damaged, hostile
+# and contended cache directories under victim processes that must stay right.
+# The test suite runs short slices of both (test_fuzz_slice.py,
+# test_cache_campaign_slice.py).
 FUZZ_PROGRAMS ?= 20000
+FUZZ_CACHE_ROUNDS ?= 400
 FUZZ_SEED ?= 0
 FUZZ_WORKERS ?= 2
 FUZZ_TIMEOUT ?= 20
 fuzz: build
 	$(VPY) -m tests.fuzz.campaign --programs $(FUZZ_PROGRAMS) --seed $(FUZZ_SEED) \
 	  --workers $(FUZZ_WORKERS) --timeout $(FUZZ_TIMEOUT) --report build/fuzz-report.json
+	$(VPY) -m tests.fuzz.cache_campaign --rounds $(FUZZ_CACHE_ROUNDS) --seed $(FUZZ_SEED) \
+	  --workers $(FUZZ_WORKERS) --report build/cache-campaign-report.json
 
 clean:
 	rm -rf build $(VENV)

@@ -76,13 +76,22 @@ def test_cache_directory_and_entries_are_owner_only(tmp_path):
     assert not [p for p in os.listdir(cache) if p.startswith(".tmp")]
 
 
-def test_loose_permissions_are_tightened(tmp_path):
+@pytest.mark.parametrize("mode", [0o777, 0o770, 0o722])
+def test_directories_others_can_write_are_refused(tmp_path, mode):
+    """Kernel objects are code numfuse runs: a cache directory that group or
+    others can write to is not used (with a warning); numfuse compiles in
+    memory and computes the same results."""
     cache = tmp_path / "cache"
     cache.mkdir()
-    os.chmod(cache, 0o777)
-    r = run_program(cache)
+    os.chmod(cache, mode)
+    env = dict(os.environ, NUMFUSE_CACHE_DIR=str(cache))
+    out = subprocess.run([sys.executable, "-c", PROGRAM], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    r = json.loads(out.stdout.strip().splitlines()[-1])
     check_result(r)
-    assert r["enabled"] and stat.S_IMODE(os.stat(cache).st_mode) == 0o700
+    assert not r["enabled"] and "writable by other users" in r["status"]
+    assert "NumfuseWarning" in out.stderr and "not used" in out.stderr
+    assert entries(cache) == [] and stat.S_IMODE(os.stat(cache).st_mode) == mode
 
 
 @pytest.mark.parametrize("damage", ["corrupt", "truncate", "empty", "garbage_header", "wrong_key"])

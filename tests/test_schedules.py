@@ -239,4 +239,4 @@ def test_store_is_used_across_processes(tmp_path):
 def test_background_tuning_swaps_the_kernel_in(tmp_path):
     env = dict(os.environ, NUMFUSE_CACHE_DIR=str(tmp_path), NUMFUSE_TUNE="1.5", NUMFUSE_ROUTINES="0")
     r = _run("background", env)
-    assert r["tuned"] and r["ok"] and r["entries"] == 1
+    assert r["tuned"] and r["ok"] and r["entries"] == 1, r

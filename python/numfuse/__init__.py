@@ -297,8 +297,16 @@ _core._set_index_hooks(_fancy_getitem, _fancy_setitem, _ufunc_fallback, _operato
 
 import atexit as _atexit  # noqa: E402
 
-# The compiler warms up on a background thread (see _core); never exit under it.
-_atexit.register(_core._wait_warm_up)
+# At exit: stop background tuning and the compiler's warm-up, let running
+# flushes end, and park threads that are still inside numfuse (see
+# _core._shutdown), so interpreter exit never aborts under a daemon thread.
+_atexit.register(_core._shutdown)
+
+# fork(): no flush or tuning work may be half-done in the child (see
+# _core._before_fork); the child forgets the threads it does not have.
+import os as _os  # noqa: E402
+
+_os.register_at_fork(before=_core._before_fork, after_in_parent=_core._fork_abandoned)
 _hooks.install()
 _array._install(globals())
 

@@ -32,7 +32,7 @@ _SETTERS = {
     "memo": (lambda v: _core.set_memo(_truthy(v)), _core.get_memo),
     "max_window": (lambda v: _core.set_max_window(int(v)), _core.get_max_window),
     "fallback_warnings": (lambda v: _fallback.set_warnings(_truthy(v)), _fallback.warnings_enabled),
-    "cache_dir": (lambda v: _core.set_cache_dir(str(v)), lambda: _core.cache_info()["directory"]),
+    "cache_dir": (lambda v: _set_cache_dir(str(v)), lambda: _core.cache_info()["directory"]),
     "tune": (lambda v: _core.set_tune_seconds(_seconds(v)), _core.get_tune_seconds),
     "routines": (lambda v: _core.set_routines(_truthy(v)), _core.get_routines),
     "random_schedules": (lambda v: _core.set_random_schedules(_seed(v)), _core.get_random_schedules),
@@ -103,6 +103,24 @@ def apply_environment():
     for env, opt in _ENV.items():
         if env in os.environ:
             set_option(opt, os.environ[env])
+    warn_cache()
+
+
+def _set_cache_dir(path):
+    _core.set_cache_dir(path)
+    warn_cache()
+
+
+def warn_cache():
+    """A cache directory refused as unsafe is worth a warning (numfuse then
+    compiles in memory)."""
+    w = _core.cache_warning()
+    if w:
+        import warnings
+
+        from ._hooks import NumfuseWarning
+
+        warnings.warn(w, NumfuseWarning, stacklevel=3)
 
 
 class Explanation:

@@ -155,11 +155,16 @@ def ufunc_call(uf, args, out, dtype, kwargs):
 
 
 def _descriptor(x):
+    """What ufunc.resolve_dtypes takes for an operand: the dtype of arrays and
+    NumPy scalars (np.float64 is a float subclass, but strong), the type of
+    Python int/float/complex (weak scalars)."""
+    if hasattr(x, "dtype"):
+        return x.dtype
     if isinstance(x, bool):
         return np.dtype(bool)
-    if isinstance(x, (int, float, complex)):
+    if type(x) in (int, float, complex):
         return type(x)
-    return x.dtype if hasattr(x, "dtype") else np.asarray(x).dtype
+    return np.asarray(x).dtype
 
 
 def _call_with_dtype(uf, args, out, dt, kwargs):

@@ -2,6 +2,8 @@
 #include "codegen/scalar_c.h"
 
 #include <cmath>
+#include <map>
+#include <tuple>
 #include <cstdio>
 #include <stdexcept>
 
@@ -19,6 +21,39 @@ struct Reg {
 };
 
 std::string ct(DType t) { return c_type(t); }
+
+// (binary?, op, float type) -> rule; see set_nan_rules. Installed once at
+// import, before any kernel is spelled.
+std::map<std::tuple<bool, int, DType>, std::string>& nan_rules() {
+  static auto* m = new std::map<std::tuple<bool, int, DType>, std::string>();
+  return *m;
+}
+std::string& nan_id() {
+  static auto* s = new std::string("nan:none");
+  return *s;
+}
+
+// A rule as part of an identifier.
+std::string rule_tag(const std::string& rule) {
+  std::string t;
+  for (char c : rule) t += c == '+' ? 'p' : c == '-' ? 'm' : c;
+  return t;
+}
+
+// The NaN a rule character selects, for operands x, y of C type T.
+std::string nan_choice(char c, const std::string& T) {
+  const std::string nan = T == "float" ? "__builtin_nanf(\"\")" : "__builtin_nan(\"\")";
+  switch (c) {
+    case 'x': return "x";
+    case 'y': return "y";
+    case 'X': return "-x";
+    case 'Y': return "-y";
+    case 'a': return "(__builtin_signbit(x) && __builtin_signbit(y) ? -" + nan + " : " + nan + ")";
+    case 'o': return "(__builtin_signbit(x) || __builtin_signbit(y) ? -" + nan + " : " + nan + ")";
+    case '-': return "-" + nan;
+    default: return nan;
+  }
+}
 
 int bits(DType t) { return itemsize(t) * 8; }
 
@@ -100,7 +135,17 @@ std::string unary(Reg& reg, UnaryOp op, DType t, DType r, const std::string& a) 
   const std::string s = suffix(t);
   const bool fl = is_float(t);
   const bool sg = kind(t) == Kind::Signed;
-  auto m = [&](const char* fn) { return call(libm(reg, fn, t, 1), {a}); };
+  auto m = [&](const char* fn) {
+    std::string v = call(libm(reg, fn, t, 1), {a});
+    auto it = nan_rules().find({false, static_cast<int>(op), t});
+    if (!fl || it == nan_rules().end()) return v;
+    const std::string& rule = it->second;
+    const std::string T = ct(t), name = "nf_nan1_" + s + "_" + rule_tag(rule);
+    return call(reg(name, "static inline " + T + " " + name + "(" + T + " r, " + T + " x) {\n"
+                          "  if (r == r) return r;\n"
+                          "  return x != x ? " + nan_choice(rule[0], T) + " : " + nan_choice(rule[1], T) + ";\n}"),
+                {v, a});
+  };
   switch (op) {
     case UnaryOp::Negative:
       if (!fl && t != DType::Bool) return "((" + ct(t) + ")(0ULL - (unsigned long long)(" + a + ")))";
@@ -182,7 +227,22 @@ std::string binary(Reg& reg, BinaryOp op, DType t, const std::string& a, const s
     if (fl || bl) return wrap(a + " " + o + " " + b);
     return wrap("(unsigned long long)(" + a + ") " + o + " (unsigned long long)(" + b + ")");
   };
-  auto m2 = [&](const char* fn) { return call(libm(reg, fn, t, 2), {a, b}); };
+  // A NaN result's sign as NumPy gives it (set_nan_rules), for an
+  // operation spelled as `v`.
+  auto nanfix = [&](const std::string& v) {
+    auto it = nan_rules().find({true, static_cast<int>(op), t});
+    if (!fl || it == nan_rules().end()) return v;
+    const std::string& rule = it->second;
+    const std::string name = "nf_nan2_" + s + "_" + rule_tag(rule);
+    return call(reg(name, "static inline " + T + " " + name + "(" + T + " r, " + T + " x, " + T + " y) {\n"
+                          "  if (r == r) return r;\n"
+                          "  if (x != x && y != y) return " + nan_choice(rule[0], T) + ";\n"
+                          "  if (x != x) return " + nan_choice(rule[1], T) + ";\n"
+                          "  if (y != y) return " + nan_choice(rule[2], T) + ";\n"
+                          "  return " + nan_choice(rule[3], T) + ";\n}"),
+                {v, a, b});
+  };
+  auto m2 = [&](const char* fn) { return nanfix(call(libm(reg, fn, t, 2), {a, b})); };
   switch (op) {
     case BinaryOp::Add: return bl ? "(" + a + " | " + b + ")" : arith("+");
     case BinaryOp::Subtract: return arith("-");
@@ -221,14 +281,14 @@ std::string binary(Reg& reg, BinaryOp op, DType t, const std::string& a, const s
         libm(reg, "fmod", t, 2);
         libm(reg, "copysign", t, 2);
         const std::string f = t == DType::Float32 ? "f" : "";
-        return call(reg("nf_rem_" + s,
+        return nanfix(call(reg("nf_rem_" + s,
                         "static inline " + T + " nf_rem_" + s + "(" + T + " a, " + T + " b) {\n"
                         "  " + T + " mod = fmod" + f + "(a, b);\n"
                         "  if (b == 0) return mod;\n"
                         "  if (mod != 0) { if ((b < 0) != (mod < 0)) mod += b; }\n"
                         "  else mod = copysign" + f + "(0, b);\n"
                         "  return mod;\n}"),
-                    {a, b});
+                    {a, b}));
       }
       if (sg)
         return call(reg("nf_rem_" + s,
@@ -240,7 +300,7 @@ std::string binary(Reg& reg, BinaryOp op, DType t, const std::string& a, const s
                     {a, b});
       return "(" + b + " == 0 ? 0 : " + wrap(a + " % " + b) + ")";
     case BinaryOp::Fmod:
-      if (fl) return m2("fmod");
+      if (fl) return m2("fmod");  // (m2 applies the NaN rule)
       if (sg) return "((" + b + " == 0 || " + b + " == -1) ? 0 : " + wrap(a + " % " + b) + ")";
       return "(" + b + " == 0 ? 0 : " + wrap(a + " % " + b) + ")";
     case BinaryOp::Power:
@@ -281,13 +341,13 @@ std::string binary(Reg& reg, BinaryOp op, DType t, const std::string& a, const s
                                      : "log1p" + f + "(exp" + f + "(-t))";
       const std::string log1p_pos = two ? "(log1p" + f + "(exp2" + f + "(t)) * (" + T + ")1.442695040888963407359924681001892137)"
                                         : "log1p" + f + "(exp" + f + "(t))";
-      return call(reg(name, "static inline " + T + " " + name + "(" + T + " x, " + T + " y) {\n"
+      return nanfix(call(reg(name, "static inline " + T + " " + name + "(" + T + " x, " + T + " y) {\n"
                             "  if (x == y) return x + (" + T + ")" + (two ? "1" : ln2) + ";\n"
                             "  " + T + " t = x - y;\n"
                             "  if (t > 0) return x + " + log1p_ + ";\n"
                             "  if (t <= 0) return y + " + log1p_pos + ";\n"
                             "  return t;\n}"),
-                  {a, b});
+                  {a, b}));
     }
     case BinaryOp::Equal: return "(" + a + " == " + b + ")";
     case BinaryOp::NotEqual: return "(" + a + " != " + b + ")";
@@ -365,6 +425,19 @@ std::string mixed_sign_compare(BinaryOp op, const std::string& a, DType ta, cons
   }
   throw std::logic_error("mixed_sign_compare: not a comparison");
 }
+
+void set_nan_rules(const std::vector<std::tuple<bool, int, DType, std::string>>& rules) {
+  nan_rules().clear();
+  std::string id = "nan:";
+  for (const auto& [bin, op, t, rule] : rules) {
+    if (rule.size() != (bin ? 4u : 2u)) continue;
+    nan_rules()[{bin, op, t}] = rule;
+    id += (bin ? "b" : "u") + std::to_string(op) + suffix(t) + rule + ";";
+  }
+  nan_id() = id;
+}
+
+const std::string& nan_rules_id() { return nan_id(); }
 
 std::string spell_scalar(const ExprNode& node, const std::vector<std::string>& args, const std::vector<DType>& arg_types,
                          HelperSet& helpers) {

@@ -3,6 +3,7 @@
 
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/expr.h"
@@ -34,6 +35,20 @@ std::string spell_combine(ReduceOp op, DType t, const std::string& a, const std:
 // Arg-reductions: whether (v, vi) beats (acc, ai).
 std::string spell_arg_better(ReduceOp op, DType t, const std::string& acc, const std::string& ai,
                              const std::string& v, const std::string& vi, HelperSet& helpers);
+// The sign NumPy gives a NaN result, per operation and float type. NumPy's
+// math functions (its own SIMD code, or libm) differ: some propagate an
+// input NaN's sign, some return +NaN, and invalid arguments (log10(-1))
+// give the x86 default NaN (negative). The Python layer probes NumPy at
+// import and installs the rules; kernels apply them to the results of the
+// operations listed (others follow the hardware, as NumPy's do).
+//   unary rule  "ab": a = sign for a NaN input, b = for an invalid argument;
+//   binary rule "abcd": both NaN, x NaN, y NaN, invalid;
+// each character: 'x'/'y' that operand (its sign), 'X'/'Y' it negated,
+// '+'/'-' a NaN of that sign, 'a'/'o' negative when both / either operand is.
+void set_nan_rules(const std::vector<std::tuple<bool, int, DType, std::string>>& rules);  // (binary?, op, type, rule)
+// Names the installed rules (part of every kernel's cache key).
+const std::string& nan_rules_id();
+
 // A literal of type t.
 std::string spell_float(double v, DType t);
 std::string spell_int(int64_t v, DType t);

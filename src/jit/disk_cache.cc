@@ -13,6 +13,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "core/files.h"
 #include "jit/jit.h"
 
 namespace nf::jit {
@@ -20,6 +21,8 @@ namespace nf::jit {
 namespace {
 
 constexpr char kMagic[4] = {'N', 'F', 'K', '1'};
+// Larger entries are not kernels numfuse wrote: not even read.
+constexpr int64_t kMaxEntryBytes = int64_t(64) << 20;
 
 std::string default_dir() {
   if (const char* d = std::getenv("NUMFUSE_CACHE_DIR"); d && *d) return d;
@@ -35,33 +38,6 @@ bool mkdirs(const std::string& path) {
   size_t slash = path.find_last_of('/');
   if (slash != std::string::npos && slash > 0 && !mkdirs(path.substr(0, slash))) return false;
   return mkdir(path.c_str(), 0700) == 0 || errno == EEXIST;
-}
-
-bool read_all(int fd, std::string* out) {
-  out->clear();
-  char buf[1 << 16];
-  for (;;) {
-    ssize_t n = read(fd, buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    if (n == 0) return true;
-    out->append(buf, static_cast<size_t>(n));
-  }
-}
-
-bool write_all(int fd, const char* p, size_t n) {
-  while (n > 0) {
-    ssize_t w = write(fd, p, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-  return true;
 }
 
 void put_u64(std::string& s, uint64_t v) { s.append(reinterpret_cast<const char*>(&v), 8); }
@@ -84,6 +60,7 @@ struct DiskCache::Impl {
   mutable std::mutex mu;
   std::string dir;
   std::string status = "not initialized";
+  std::string warning;
   bool on = false;
   bool read_only = false;
 };
@@ -107,17 +84,13 @@ void DiskCache::configure(const std::string& requested) {
     impl_->status = "off: cannot create " + impl_->dir + ": " + std::strerror(errno);
     return;
   }
-  struct stat st;
-  if (stat(impl_->dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    impl_->status = "off: " + impl_->dir + " is not a directory";
-    return;
-  }
-  if (st.st_uid != geteuid()) {
-    impl_->status = "off: " + impl_->dir + " belongs to another user";
-    return;
-  }
-  if ((st.st_mode & 077) != 0 && chmod(impl_->dir.c_str(), 0700) != 0) {
-    impl_->status = "off: " + impl_->dir + " is accessible to other users and cannot be made private";
+  // Kernel objects are code this process will run: a directory someone
+  // else owns or can write to is refused (kernels are compiled in memory).
+  if (std::string why = files::unsafe_directory(impl_->dir); !why.empty()) {
+    impl_->status = "off: " + impl_->dir + " is " + why;
+    impl_->warning = "numfuse: the kernel cache directory " + impl_->dir + " is " + why +
+                     "; it is not used (kernels are compiled in memory). Use a private directory "
+                     "(NUMFUSE_CACHE_DIR, mode 0700).";
     return;
   }
   impl_->on = true;
@@ -125,6 +98,13 @@ void DiskCache::configure(const std::string& requested) {
   const char* mode = std::getenv("NUMFUSE_CACHE_MODE");
   impl_->read_only = (mode && std::string(mode) == "readonly") || access(impl_->dir.c_str(), W_OK) != 0;
   impl_->status = impl_->read_only ? "read-only (entries are loaded, not written)" : "ok";
+}
+
+std::string DiskCache::take_warning() {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  std::string w;
+  w.swap(impl_->warning);
+  return w;
 }
 
 bool DiskCache::enabled() const {
@@ -150,21 +130,16 @@ bool DiskCache::load(const std::string& key, std::string* object) {
     dir = impl_->dir;
   }
   const std::string path = dir + "/" + hex(hash64(key)) + ".nfk";
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) return false;
-  struct stat st;
-  std::string data;
-  bool ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && (st.st_mode & 022) == 0 &&
-            read_all(fd, &data);
-  close(fd);
-  if (!ok || data.size() < 4 || std::memcmp(data.data(), kMagic, 4) != 0) return false;
+  std::string data, why;
+  if (!files::read_private(path, kMaxEntryBytes, &data, &why)) return false;
+  if (data.size() < 4 || std::memcmp(data.data(), kMagic, 4) != 0) return false;
   size_t pos = 4;
   uint64_t klen, olen, sum;
-  if (!get_u64(data, pos, &klen) || pos + klen > data.size()) return false;
+  if (!get_u64(data, pos, &klen) || klen > data.size() - pos) return false;
   if (data.compare(pos, klen, key) != 0 || klen != key.size()) return false;  // a hash collision
   pos += klen;
   if (!get_u64(data, pos, &olen) || !get_u64(data, pos, &sum)) return false;
-  if (pos + olen != data.size()) return false;  // truncated or padded
+  if (olen != data.size() - pos) return false;  // truncated or padded
   object->assign(data, pos, olen);
   return hash64(*object) == sum;
 }
@@ -182,13 +157,9 @@ void DiskCache::store(const std::string& key, const std::string& object) {
   put_u64(data, object.size());
   put_u64(data, hash64(object));
   data += object;
-  const std::string path = dir + "/" + hex(hash64(key)) + ".nfk";
-  std::string tmp = dir + "/.tmp-" + hex(hash64(key)) + "-XXXXXX";
-  int fd = mkstemp(tmp.data());  // created 0600
-  if (fd < 0) return;            // read-only or full: just don't cache
-  bool ok = write_all(fd, data.data(), data.size()) && fsync(fd) == 0;
-  ok = close(fd) == 0 && ok;
-  if (!ok || rename(tmp.c_str(), path.c_str()) != 0) unlink(tmp.c_str());
+  std::string why;
+  // Read-only, full, or something in the way: the kernel just is not cached.
+  files::write_atomic(dir + "/" + hex(hash64(key)) + ".nfk", data, &why);
 }
 
 size_t DiskCache::clear() {

@@ -72,6 +72,9 @@ class DiskCache {
   bool enabled() const;
   std::string directory() const;
   std::string status() const;  // "ok", or why the cache is off
+  // Set when the directory was refused as unsafe (another owner, writable
+  // by others): the Python layer shows it as a warning once.
+  std::string take_warning();
   bool load(const std::string& key, std::string* object);
   void store(const std::string& key, const std::string& object);
   size_t clear();  // removes the user's entries; returns how many

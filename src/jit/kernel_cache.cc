@@ -7,6 +7,7 @@
 #include <tbb/concurrent_hash_map.h>
 
 #include "build_id.h"
+#include "codegen/scalar_c.h"
 #include "jit/jit.h"
 
 namespace nf::jit {
@@ -66,7 +67,8 @@ KernelFn KernelCache::get(const std::string& key, const std::function<codegen::S
     try {
       CpuCompiler& cc = CpuCompiler::instance();
       // Everything that changes the machine code is part of the persistent key.
-      const std::string full_key = std::string(kCacheVersion) + "|" + cc.flags_id() + "|" + key;
+      const std::string full_key =
+          std::string(kCacheVersion) + "|" + cc.flags_id() + "|" + codegen::nan_rules_id() + "|" + key;
       const std::string symbol = "nf_k" + std::to_string(hash64(full_key));
       auto t0 = std::chrono::steady_clock::now();
       std::string object;

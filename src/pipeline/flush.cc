@@ -11,8 +11,10 @@
 // offsets and scalar constants.
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <list>
 #include <mutex>
+#include <pthread.h>
 #include <unordered_map>
 
 #include <tbb/parallel_for.h>
@@ -32,7 +34,12 @@ namespace nf::pipeline {
 
 namespace {
 
-std::mutex g_exec_mu;    // one flush executes at a time
+// One flush executes at a time. Recursive for one reason: between
+// fork_prepare and the fork itself the forking thread holds it on the fork's
+// behalf while Python code (other at-fork hooks, signal handlers) may still
+// run on that thread and sync. A flush never re-enters itself (t_in_flush).
+std::recursive_mutex g_exec_mu;
+thread_local bool t_in_flush = false;
 std::atomic<int> g_active{0};  // flushes that have taken (or are about to take) a window
 std::mutex g_report_mu;  // guards g_last and g_profile
 FlushReport g_last;
@@ -91,23 +98,65 @@ struct SigHash {
   size_t operator()(const fusion::Signature& s) const { return s.hash; }
 };
 
-// Bounded memo: cleared when it grows past its capacity (loop bodies are few).
+// What a memoized plan costs in memory, roughly: its signature and, per
+// group, the expression template (accesses, nodes, parameters, recipe).
+size_t plan_bytes(const fusion::Signature& sig, const Plan& p) {
+  size_t b = sizeof(Plan) + sig.bytes.size() + 64;
+  for (const PlanGroup& g : p.groups) {
+    b += sizeof(PlanGroup) + g.key.size() + g.stop_reason.size() + 8 * (g.dead.size() + g.temp_tasks.size());
+    if (!g.tmpl) continue;
+    const mdh::Built& t = *g.tmpl;
+    b += sizeof(mdh::Built) + t.hom.accesses.size() * sizeof(mdh::Access) + t.hom.f.nodes.size() * sizeof(ExprNode) +
+         t.hom.indices.size() * sizeof(mdh::Affine) + t.hom.outputs.size() * sizeof(mdh::Output) +
+         8 * (t.bind.ints.size() + t.bind.floats.size() + t.hom.const_type.size() + t.hom.const_slot.size()) +
+         t.recipe.access.size() * sizeof(mdh::Recipe::AccessSource) +
+         t.recipe.params.size() * sizeof(mdh::Recipe::ParamSource) + 4 * t.tasks.size();
+  }
+  for (const auto& r : p.release_after) b += 8 * r.size() + 24;
+  return b;
+}
+
+// The memo, bounded by the memory its plans take (not by their number: a
+// loop whose windows never repeat would otherwise hold hundreds of MB of
+// plans that are never hit). When full, the oldest plans go first.
 class Memo {
  public:
   std::shared_ptr<const Plan> find(const fusion::Signature& s) {
     auto it = map_.find(s);
-    return it == map_.end() ? nullptr : it->second;
+    return it == map_.end() ? nullptr : it->second.plan;
   }
   void insert(fusion::Signature s, std::shared_ptr<const Plan> p) {
-    if (map_.size() >= kCapacity) map_.clear();
-    map_.emplace(std::move(s), std::move(p));
+    const size_t b = plan_bytes(s, *p);
+    if (b > kMaxBytes / 4 || map_.count(s)) return;  // one window may not crowd out the rest
+    while (bytes_ + b > kMaxBytes && !order_.empty()) {
+      auto it = map_.find(order_.front());
+      if (it != map_.end()) {
+        bytes_ -= it->second.bytes;
+        map_.erase(it);
+      }
+      order_.pop_front();
+    }
+    order_.push_back(s);
+    bytes_ += b;
+    map_.emplace(std::move(s), Entry{std::move(p), b});
   }
-  void clear() { map_.clear(); }
+  void clear() {
+    map_.clear();
+    order_.clear();
+    bytes_ = 0;
+  }
   size_t size() const { return map_.size(); }
+  size_t bytes() const { return bytes_; }
 
  private:
-  static constexpr size_t kCapacity = 2048;
-  std::unordered_map<fusion::Signature, std::shared_ptr<const Plan>, SigHash> map_;
+  static constexpr size_t kMaxBytes = size_t(32) << 20;
+  struct Entry {
+    std::shared_ptr<const Plan> plan;
+    size_t bytes;
+  };
+  std::unordered_map<fusion::Signature, Entry, SigHash> map_;
+  std::deque<fusion::Signature> order_;
+  size_t bytes_ = 0;
 };
 Memo g_memo;  // guarded by g_exec_mu
 
@@ -223,16 +272,64 @@ Config& config() {
 }
 
 void clear_memo() {
-  std::lock_guard<std::mutex> exec(g_exec_mu);
+  std::lock_guard<std::recursive_mutex> exec(g_exec_mu);
   g_memo.clear();
 }
 
 size_t memo_size() {
-  std::lock_guard<std::mutex> exec(g_exec_mu);
+  std::lock_guard<std::recursive_mutex> exec(g_exec_mu);
   return g_memo.size();
 }
 
+size_t memo_bytes() {
+  std::lock_guard<std::recursive_mutex> exec(g_exec_mu);
+  return g_memo.bytes();
+}
+
 bool idle() { return g_active.load() == 0; }
+
+namespace {
+std::atomic<bool> g_forked_child{false};
+// The thread between fork_prepare and its fork() (0: none).
+std::atomic<pthread_t> g_forking{pthread_t{}};
+
+// pthread_atfork handlers: they run inside fork() itself, right after it in
+// the parent and in the child, before any Python code (other at-fork hooks,
+// signal handlers) can run and sync. A fork that fork_prepare did not
+// announce (a C library forking on its own) leaves numfuse alone.
+void atfork_parent() {
+  if (!pthread_equal(g_forking.load(), pthread_self())) return;
+  g_forking.store(pthread_t{});
+  g_exec_mu.unlock();
+  background_resume();
+}
+
+void atfork_child() {
+  if (!pthread_equal(g_forking.load(), pthread_self())) return;
+  g_forking.store(pthread_t{});
+  // Only the forking thread exists here. The locks other threads held (the
+  // recording gate, tuning queue) start free; the exec lock is ours.
+  new (&g_exec_mu) std::recursive_mutex();
+  global_stream().reset_gate_in_child();
+  background_reset_in_child();
+  g_forked_child.store(true);
+}
+}  // namespace
+
+void fork_prepare() {
+  static std::once_flag once;
+  std::call_once(once, [] { pthread_atfork(nullptr, atfork_parent, atfork_child); });
+  background_pause();
+  g_exec_mu.lock();
+  g_forking.store(pthread_self());
+}
+
+void fork_abandoned() {
+  if (!pthread_equal(g_forking.load(), pthread_self())) return;
+  atfork_parent();
+}
+
+bool forked_child() { return g_forked_child.load(); }
 
 namespace {
 
@@ -243,7 +340,12 @@ void flush_window(std::vector<Task>& window, FlushReport* report, int& ran);
 }  // namespace
 
 std::vector<Task> flush(FlushReport* report) {
-  std::lock_guard<std::mutex> exec(g_exec_mu);
+  if (t_in_flush) throw std::logic_error("numfuse: a flush was re-entered from within a flush");
+  std::lock_guard<std::recursive_mutex> exec(g_exec_mu);
+  t_in_flush = true;
+  struct Leave {
+    ~Leave() { t_in_flush = false; }
+  } leave;
   // Counted before the window is taken: a concurrent sync that finds the
   // window empty must still wait for this flush to finish computing.
   g_active.fetch_add(1);
@@ -324,7 +426,11 @@ void flush_window(std::vector<Task>& window, FlushReport* report, int& ran) {
 
     // Compile (or fetch) every group's kernel; misses compile concurrently.
     auto t1 = std::chrono::steady_clock::now();
-    tbb::parallel_for(size_t(0), prepared.size(), [&](size_t i) { compile_one(prepared[i]); });
+    // (TBB's workers do not exist in a forked child: compile there in turn.)
+    if (forked_child())
+      for (Prepared& p : prepared) compile_one(p);
+    else
+      tbb::parallel_for(size_t(0), prepared.size(), [&](size_t i) { compile_one(prepared[i]); });
     // A group whose kernel failed to compile runs its tasks one by one.
     std::vector<Prepared> runnable;
     bool failed = false;
@@ -388,6 +494,7 @@ void flush_window(std::vector<Task>& window, FlushReport* report, int& ran) {
     for (const GroupReport& g : rep.groups) g_profile.kernels_run += g.hom ? 1 : 0;
     g_last = rep;
   }
+  for (std::string& w : tune::ScheduleStore::instance().take_warnings()) rep.warnings.push_back(std::move(w));
   if (report) *report = std::move(rep);
 }
 

@@ -77,12 +77,27 @@ struct Profile {
 // callers are serialized.
 std::vector<Task> flush(FlushReport* report);
 
+// fork(): fork_prepare (an os.register_at_fork `before` hook; call it
+// without the GIL) waits for a running flush and the tuning thread and keeps
+// other threads from starting one; the forking thread itself may still sync
+// until fork() (Python code runs there: other hooks, signal handlers).
+// Handlers registered with pthread_atfork undo it inside fork(): in the
+// parent, and in the child, where only the forking thread exists, they also
+// reset what threads the child does not have held. fork_abandoned undoes it
+// when no fork() follows (a later before-hook raised).
+void fork_prepare();
+void fork_abandoned();
+// True in a process forked from one that had used numfuse: thread pools
+// inherited from the parent (TBB) are not used there.
+bool forked_child();
+
 FlushReport last_report();
 // No flush is running or about to run (so an empty window means nothing is pending).
 bool idle();
 // The analysis memo (window signature -> plan).
 void clear_memo();
 size_t memo_size();
+size_t memo_bytes();  // its estimated memory (bounded)
 Profile profile();
 void reset_profile();
 void add_record_time(double ms);
@@ -121,6 +136,9 @@ std::vector<TunedKernel> tune_captured(const TuneOptions& opt);
 // or stop it (at exit).
 void background_wait();
 void background_stop();
+void background_pause();   // fork_prepare: no tuning work runs across a fork
+void background_resume();
+void background_reset_in_child();
 int background_done();  // kernels tuned in the background so far
 
 // The store of tuned schedules (<cache dir>/schedules.txt by default).

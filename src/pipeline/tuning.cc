@@ -311,7 +311,7 @@ TunedKernel tune_job(const TuneJob& job, double budget_s, int max_evals, bool ro
   opt.progress = progress;
   const tune::Asm& target = tune::Asm::host();
   tune::StoreEntry stored;
-  if (tune::ScheduleStore::instance().find(tune::device_id(target), h, job.cls, &stored))
+  if (tune::ScheduleStore::instance().find(tune::device_id(target), h, bench.bindings(), job.cls, &stored))
     opt.starts.push_back(stored.schedule);
   tune::SearchResult r = tune::search(
       h, bench.bindings(), target, [&](const tune::Schedule& s, double best) { return bench.measure(s, best); },
@@ -369,10 +369,41 @@ class Background {
     idle_cv_.wait(lock, [&] { return (q_.empty() && busy_ == 0) || stop_.load(); });
   }
 
+  // Before a fork: the tuning thread (which compiles and runs kernels on its
+  // own) abandons its current job and waits; after it, it goes on.
+  void pause() {
+    std::unique_lock<std::mutex> lock(mu_);
+    paused_ = true;
+    abort_.store(true);
+    idle_cv_.wait(lock, [&] { return busy_ == 0; });
+  }
+  void resume() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      paused_ = false;
+      abort_.store(stop_.load());
+    }
+    cv_.notify_all();
+  }
+  // In a forked child the tuning thread does not exist: forget it (its
+  // std::thread is overwritten, not joined) and the work it had.
+  void reset_in_child() {
+    new (&mu_) std::mutex();
+    new (&cv_) std::condition_variable();
+    new (&idle_cv_) std::condition_variable();
+    new (&thread_) std::thread();
+    q_.clear();
+    seen_.clear();
+    busy_ = 0;
+    paused_ = false;
+    abort_.store(stop_.load());
+  }
+
   void shutdown() {
     {
       std::lock_guard<std::mutex> lock(mu_);
       stop_.store(true);
+      abort_.store(true);
       q_.clear();
     }
     cv_.notify_all();
@@ -396,14 +427,14 @@ class Background {
       Item item;
       {
         std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait(lock, [&] { return !q_.empty() || stop_.load(); });
+        cv_.wait(lock, [&] { return (!q_.empty() && !paused_) || stop_.load(); });
         if (stop_.load()) return;
         item = std::move(q_.front());
         q_.pop_front();
         ++busy_;
       }
       try {
-        tune_job(item.job, item.budget_s, 0, config().routines, &stop_, nullptr);
+        tune_job(item.job, item.budget_s, 0, config().routines, &abort_, nullptr);
       } catch (const std::exception&) {
         // Tuning is an optimization: a kernel that cannot be tuned keeps its default.
       }
@@ -422,6 +453,8 @@ class Background {
   std::unordered_set<std::string> seen_;
   std::thread thread_;
   std::atomic<bool> stop_{false};
+  std::atomic<bool> abort_{false};  // the running job stops (shutdown or pause)
+  bool paused_ = false;
   int busy_ = 0, done_ = 0;
 };
 
@@ -439,7 +472,7 @@ tune::Schedule choose_schedule(const mdh::MdHom& h, const mdh::Bindings& b, cons
                                  static_cast<uint64_t>(cfg.random_schedule_seed) ^ jit::hash64(h.key() + "|" + cls),
                                  cfg.routines);
   tune::StoreEntry e;
-  if (tune::ScheduleStore::instance().find(tune::device_id(target), h, cls, &e) &&
+  if (tune::ScheduleStore::instance().find(tune::device_id(target), h, b, cls, &e) &&
       (cfg.routines || e.schedule.routine == tune::Routine::None)) {
     *tuned = true;
     return e.schedule;
@@ -531,6 +564,9 @@ std::vector<TunedKernel> tune_captured(const TuneOptions& opt) {
 }
 
 void background_wait() { Background::instance().wait(); }
+void background_pause() { Background::instance().pause(); }
+void background_resume() { Background::instance().resume(); }
+void background_reset_in_child() { Background::instance().reset_in_child(); }
 void background_stop() { Background::instance().shutdown(); }
 int background_done() { return Background::instance().done(); }
 

@@ -20,6 +20,26 @@ struct NdArray {
   NdArray& operator=(const NdArray&) = delete;
 };
 
+// Releases the GIL for a scope (use instead of py::gil_scoped_release).
+// Once numfuse's exit handler has run (shutdown()), a thread other than
+// the one finalizing the interpreter does not take the GIL back: CPython
+// would end it from inside the destructor with a forced unwind, which C++
+// turns into std::terminate ("terminate called without an active
+// exception"). Such a thread parks instead, having finished its work.
+class NoGil {
+ public:
+  NoGil();
+  ~NoGil();
+  NoGil(const NoGil&) = delete;
+  NoGil& operator=(const NoGil&) = delete;
+
+ private:
+  PyThreadState* state_;
+};
+// numfuse's atexit handler: stops background tuning, lets in-flight
+// flushes finish, and from then on parks other threads leaving numfuse.
+void shutdown();
+
 // Held while an operation is recorded and its result wrapped (see
 // Stream::gate). Waiting releases the GIL, so a thread holding the gate can
 // always finish. When the outermost guard ends and the operation touched

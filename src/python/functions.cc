@@ -3,6 +3,7 @@
 #include <pybind11/stl.h>
 
 #include "codegen/codegen.h"
+#include "codegen/scalar_c.h"
 #include "core/error.h"
 #include "extern/extern.h"
 #include "jit/jit.h"
@@ -302,6 +303,25 @@ void bind_functions(py::module_& m) {
     d["memory_entries"] = jit::KernelCache::instance().size();
     return d;
   });
+  m.def("cache_warning", []() { return jit::DiskCache::instance().take_warning(); });
+  // NumPy's NaN signs (numfuse/_hooks.py probes them): (binary?, op name, dtype, rule).
+  m.def("_set_nan_rules", [](py::list rules) {
+    std::vector<std::tuple<bool, int, DType, std::string>> out;
+    for (py::handle r : rules) {
+      py::tuple t = r.cast<py::tuple>();
+      const bool bin = t[0].cast<bool>();
+      const std::string name = t[1].cast<std::string>();
+      std::optional<DType> dt = dtype_from_name(t[2].cast<std::string>());
+      std::optional<int> op;
+      if (bin) {
+        if (auto b = binary_from_name(name)) op = static_cast<int>(*b);
+      } else if (auto u = unary_from_name(name)) {
+        op = static_cast<int>(*u);
+      }
+      if (dt && op) out.emplace_back(bin, *op, *dt, t[3].cast<std::string>());
+    }
+    codegen::set_nan_rules(out);
+  });
   m.def("set_cache_dir", [](const std::string& dir) {
     jit::DiskCache::instance().configure(dir);
     configure_schedule_store();
@@ -327,7 +347,7 @@ void bind_functions(py::module_& m) {
       };
     std::vector<pipeline::TunedKernel> out;
     {
-      py::gil_scoped_release nogil;
+      NoGil nogil;
       out = pipeline::tune_captured(opt);
     }
     py::list l;
@@ -351,11 +371,11 @@ void bind_functions(py::module_& m) {
     return l;
   });
   m.def("tune_wait", []() {
-    py::gil_scoped_release nogil;
+    NoGil nogil;
     pipeline::background_wait();
   });
   m.def("tune_shutdown", []() {
-    py::gil_scoped_release nogil;
+    NoGil nogil;
     pipeline::background_stop();
   });
   m.def("tune_background_done", []() { return pipeline::background_done(); });
@@ -371,11 +391,13 @@ void bind_functions(py::module_& m) {
   m.def("clear_schedule_store", []() { tune::ScheduleStore::instance().clear(); });
   m.def("set_routines", [](bool on) {
     pipeline::config().routines = on;
+    NoGil nogil;
     pipeline::clear_memo();
   });
   m.def("get_routines", []() { return pipeline::config().routines; });
   m.def("set_random_schedules", [](int64_t seed) {
     pipeline::config().random_schedule_seed = seed;
+    NoGil nogil;
     pipeline::clear_memo();
   });
   m.def("get_random_schedules", []() { return pipeline::config().random_schedule_seed; });
@@ -384,11 +406,22 @@ void bind_functions(py::module_& m) {
   m.def("clear_disk_cache", []() { return jit::DiskCache::instance().clear(); });
   m.def("kernel_cache_size", []() { return jit::KernelCache::instance().size(); });
   m.def("clear_kernel_cache", []() {
+    NoGil nogil;
     pipeline::clear_memo();  // plans hold kernels
     jit::KernelCache::instance().clear();
   });
-  m.def("memo_size", []() { return pipeline::memo_size(); });
-  m.def("clear_memo", []() { pipeline::clear_memo(); });
+  m.def("memo_size", []() {
+    NoGil nogil;  // waits for a running flush
+    return pipeline::memo_size();
+  });
+  m.def("memo_bytes", []() {
+    NoGil nogil;
+    return pipeline::memo_bytes();
+  });
+  m.def("clear_memo", []() {
+    NoGil nogil;
+    pipeline::clear_memo();
+  });
   m.def("memory", []() {
     py::dict d;
     d["live_bytes"] = Buffer::live_bytes();

@@ -3,7 +3,10 @@
 #include <pybind11/functional.h>
 #include <pybind11/stl.h>
 
+#include <unistd.h>
+
 #include <cstring>
+#include <thread>
 
 #include "core/error.h"
 #include "jit/jit.h"
@@ -27,12 +30,48 @@ py::handle g_sync_site, g_warn, g_dump;
 
 namespace {
 thread_local int t_guard_depth = 0;
+
+std::atomic<bool> g_exiting{false};
+std::thread::id g_exit_thread;
+std::atomic<int> g_restoring{0};  // threads between the exit check and holding the GIL again
+
+[[noreturn]] void park() {
+  for (;;) pause();
+}
+}  // namespace
+
+NoGil::NoGil() : state_(PyEval_SaveThread()) {}
+
+NoGil::~NoGil() {
+  g_restoring.fetch_add(1);
+  if (g_exiting.load() && std::this_thread::get_id() != g_exit_thread) {
+    g_restoring.fetch_sub(1);
+    park();
+  }
+  PyEval_RestoreThread(state_);
+  g_restoring.fetch_sub(1);
+}
+
+void shutdown() {
+  {
+    NoGil nogil;
+    pipeline::background_stop();
+    jit::CpuCompiler::instance().wait_warm_up();
+  }
+  g_exit_thread = std::this_thread::get_id();
+  g_exiting.store(true);
+  // Let threads already taking the GIL back have it (the interpreter is not
+  // finalizing yet), and let running flushes end: after this handler the
+  // runtime goes away under whatever still runs.
+  PyThreadState* st = PyEval_SaveThread();
+  while (g_restoring.load() > 0 || !pipeline::idle()) usleep(200);
+  PyEval_RestoreThread(st);
 }
 
 RecordGuard::RecordGuard() {
   std::recursive_mutex& g = global_stream().gate();
   if (!g.try_lock()) {
-    py::gil_scoped_release nogil;
+    NoGil nogil;
     g.lock();
   }
   ++t_guard_depth;
@@ -146,7 +185,7 @@ void flush_all(const char* reason) {
   if (g_sync_site) rep.sync_site = py::str(g_sync_site());
   std::vector<Task> done;
   {
-    py::gil_scoped_release nogil;
+    NoGil nogil;
     done = pipeline::flush(&rep);
   }
   done.clear();  // buffer releases may need the GIL: drop tasks while holding it
@@ -253,6 +292,16 @@ PYBIND11_MODULE(_core, m) {
   g_np_dtype = py::object(np.attr("dtype")).release();
 
   init_numpy_api();
+  // pybind11 sets up its view of NumPy's C API lazily, inside a
+  // std::call_once whose initializer runs Python code (it imports
+  // numpy.lib to read NumPy's version). If that first happened during a
+  // sync, a signal handler running numfuse code inside that Python code
+  // would wait on the same once forever: do it now, at import.
+  {
+    std::vector<py::ssize_t> shape{1};
+    py::array warm(py::dtype::from_args(dtype_object(DType::Float64)), shape);
+    (void)warm;
+  }
   bind_array(m);
   g_ndarray_type = reinterpret_cast<PyTypeObject*>(m.attr("ndarray").ptr());
   bind_functions(m);
@@ -277,9 +326,18 @@ PYBIND11_MODULE(_core, m) {
   // Initialize the compiler in the background while the program records.
   jit::CpuCompiler::instance().warm_up_async();
   m.def("_wait_warm_up", []() {
-    py::gil_scoped_release nogil;
+    NoGil nogil;
     jit::CpuCompiler::instance().wait_warm_up();
   });
+  m.def("_shutdown", []() { shutdown(); });
+  // os.register_at_fork hooks (numfuse/__init__.py); the rest of the fork
+  // protocol runs in pthread_atfork handlers (pipeline.h).
+  m.def("_before_fork", []() {
+    NoGil nogil;  // waiting here must not hold the GIL a flushing thread may need
+    jit::CpuCompiler::instance().wait_warm_up();
+    pipeline::fork_prepare();
+  });
+  m.def("_fork_abandoned", []() { pipeline::fork_abandoned(); });
 
   // Translate core errors to NumPy's exception types.
   static py::handle axis_error = py::object(np.attr("exceptions").attr("AxisError")).release();

@@ -93,6 +93,9 @@ class Stream {
   // (Buffer::exports): the bindings then flush as soon as the operation's
   // result exists, so NumPy views of that memory see it in program order.
   bool take_sync_request() { return sync_request_.exchange(false); }
+  // In a forked child: a thread that held the gate (mid-recording, waiting
+  // for the GIL) does not exist there; the gate starts free.
+  void reset_gate_in_child() { new (&gate_) std::recursive_mutex(); }
   size_t size() const;
   // Flush policy: the window is flushed automatically once it holds this many
   // tasks (bounds memory and analysis time in loops that never sync).

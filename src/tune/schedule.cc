@@ -124,6 +124,37 @@ std::string Schedule::why_illegal(const mdh::MdHom& h) const {
 
 bool Schedule::legal(const mdh::MdHom& h) const { return why_illegal(h).empty(); }
 
+std::string Schedule::why_unsafe(const mdh::MdHom& h, const mdh::Bindings& b, const Asm& target) const {
+  if (routine != Routine::None) return "";
+  (void)target;
+  // The size class rounds extents up to powers of two: a tile bigger than
+  // that was not tuned for this kernel.
+  for (int d = 0; d < h.ndim && d < static_cast<int>(tiles.size()); ++d) {
+    int64_t cls = 1;
+    while (cls < b.extent(h, d) && cls < (int64_t(1) << 40)) cls <<= 1;
+    for (int64_t t : tiles[d])
+      if (t > cls || t > (int64_t(1) << 31))
+        return "tile size " + std::to_string(t) + " exceeds dimension " + std::to_string(d) + "'s extent";
+  }
+  if (parallel_min_work < 0 || parallel_min_work > (int64_t(1) << 50)) return "parallel threshold out of range";
+  // A tile buffer holds, per dimension of its layout, the tile of the
+  // innermost loop of that dimension at or above it (or the whole extent).
+  constexpr int64_t kMaxTileBytes = int64_t(256) << 20;
+  for (const Cache& c : caches) {
+    int64_t bytes = itemsize(h.accesses[c.access].dtype);
+    for (int d : c.layout) {
+      int64_t size = b.extent(h, d);
+      for (int q = 0; q <= c.pos && q < static_cast<int>(order.size()); ++q)
+        if (order[q].dim == d)
+          size = order[q].level < static_cast<int>(tiles[d].size()) ? tiles[d][order[q].level] : 1;
+      if (size <= 0 || __builtin_mul_overflow(bytes, size, &bytes) || bytes > kMaxTileBytes)
+        return "a tile buffer of access " + std::to_string(c.access) + " would exceed " +
+               std::to_string(kMaxTileBytes >> 20) + " MiB";
+    }
+  }
+  return "";
+}
+
 // Text form: "blas", or '|'-separated fields
 //   t<tiles of dim 0, comma-separated>;<dim 1>;...   tile sizes
 //   o<d>.<l>,<d>.<l>,...                             loop order

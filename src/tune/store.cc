@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/files.h"
 #include "tune/tune.h"
 
 namespace nf::tune {
@@ -53,13 +54,12 @@ void parse_file(const std::string& text, std::unordered_map<std::string, std::st
   }
 }
 
+// The store is a hint; a bigger file is not one numfuse wrote.
+constexpr int64_t kMaxStoreBytes = int64_t(16) << 20;
+
 bool read_file(const std::string& path, std::string* text) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return false;
-  std::stringstream ss;
-  ss << f.rdbuf();
-  *text = ss.str();
-  return true;
+  std::string why;
+  return files::read_private(path, kMaxStoreBytes, text, &why);
 }
 
 std::string serialize(const std::unordered_map<std::string, std::string>& m) {
@@ -117,7 +117,7 @@ std::string ScheduleStore::path() const {
 void ScheduleStore::reload_if_changed() {
   if (path_.empty()) return;
   struct stat st;
-  if (stat(path_.c_str(), &st) != 0) {
+  if (lstat(path_.c_str(), &st) != 0) {
     if (mtime_ns_ != -1 || file_size_ != -1) {  // the file went away
       mtime_ns_ = file_size_ = -1;
     }
@@ -137,22 +137,42 @@ void ScheduleStore::reload_if_changed() {
   file_size_ = st.st_size;
 }
 
-bool ScheduleStore::find(const std::string& device, const mdh::MdHom& h, const std::string& cls, StoreEntry* out) {
+bool ScheduleStore::find(const std::string& device, const mdh::MdHom& h, const mdh::Bindings& b,
+                         const std::string& cls, StoreEntry* out) {
   std::lock_guard<std::mutex> lock(mu_);
   reload_if_changed();
-  auto it = entries_.find(entry_key(device, h, cls));
+  const std::string key = entry_key(device, h, cls);
+  auto it = entries_.find(key);
   if (it == entries_.end()) return false;
   std::vector<std::string> f = fields(it->second);
-  if (f.size() != 4) return false;
-  try {
-    out->schedule = Schedule::parse(f[0]);
-    out->best_s = std::stod(f[1]) / 1e3;
-    out->default_s = std::stod(f[2]) / 1e3;
-    out->evals = std::stoi(f[3]);
-  } catch (const std::exception&) {
-    return false;
+  std::string why;
+  if (f.size() != 4) {
+    why = "malformed";
+  } else {
+    try {
+      out->schedule = Schedule::parse(f[0]);
+      out->best_s = std::stod(f[1]) / 1e3;
+      out->default_s = std::stod(f[2]) / 1e3;
+      out->evals = std::stoi(f[3]);
+      why = out->schedule.why_illegal(h);
+      if (why.empty()) why = out->schedule.why_unsafe(h, b, Asm::host());
+    } catch (const std::exception& e) {
+      why = std::string("malformed (") + e.what() + ")";
+    }
   }
-  return out->schedule.legal(h);
+  if (why.empty()) return true;
+  // Anything read from the cache directory is input: a doubtful entry is
+  // ignored (the default schedule runs), once with a warning.
+  if (rejected_.insert(key).second)
+    warnings_.push_back("numfuse: ignoring a tuned schedule in " + path_ + ": " + why);
+  return false;
+}
+
+std::vector<std::string> ScheduleStore::take_warnings() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::string> w;
+  w.swap(warnings_);
+  return w;
 }
 
 bool ScheduleStore::put(const std::string& device, const mdh::MdHom& h, const std::string& cls, const StoreEntry& e) {
@@ -164,29 +184,25 @@ bool ScheduleStore::put(const std::string& device, const mdh::MdHom& h, const st
   generation_.fetch_add(1);
   if (path_.empty()) return false;
   // Merge with what other processes wrote, under an exclusive lock.
-  const std::string lock_path = path_ + ".lock";
-  int lfd = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (lfd < 0) return false;
+  int lfd = files::open_lock(path_ + ".lock");
+  if (lfd < 0) {
+    warnings_.push_back("numfuse: " + path_ + ".lock is not a private regular file; the tuned schedule is kept "
+                        "for this process only");
+    return false;
+  }
   bool ok = false;
-  if (flock(lfd, LOCK_EX) == 0) {
-    std::string text;
+  if (!files::lock_exclusive(lfd, 10.0)) {
+    warnings_.push_back("numfuse: " + path_ + ".lock has been held by another process for 10 s; the tuned "
+                        "schedule is kept for this process only");
+  } else {
+    std::string text, why;
     std::unordered_map<std::string, std::string> merged;
     if (read_file(path_, &text)) parse_file(text, merged);
     merged[key] = entries_[key];
     for (auto& [k, v] : merged) entries_.emplace(k, v);
-    const std::string tmp = path_ + ".tmp." + std::to_string(getpid());
-    {
-      std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-      f << serialize(merged);
-      ok = static_cast<bool>(f);
-    }
-    if (ok) {
-      chmod(tmp.c_str(), 0600);
-      ok = rename(tmp.c_str(), path_.c_str()) == 0;
-    }
-    if (!ok) unlink(tmp.c_str());
+    ok = files::write_atomic(path_, serialize(merged), &why);
     struct stat st;
-    if (ok && stat(path_.c_str(), &st) == 0) {
+    if (ok && lstat(path_.c_str(), &st) == 0) {
       mtime_ns_ = int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
       file_size_ = st.st_size;
     }

@@ -36,6 +36,7 @@
 #include <random>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "mdh/mdh.h"
@@ -88,6 +89,11 @@ struct Schedule {
   bool legal(const mdh::MdHom& h) const;
   // Why legal() fails ("" when it holds).
   std::string why_illegal(const mdh::MdHom& h) const;
+  // Why a legal schedule should still not run with these sizes on this
+  // machine ("" when it may): tile sizes beyond the dimension's size class,
+  // tile buffers beyond what a kernel may allocate, thresholds out of
+  // range. Checked for every schedule read from outside (the store).
+  std::string why_unsafe(const mdh::MdHom& h, const mdh::Bindings& b, const Asm& target) const;
   // A complete text form (the kernel cache and the schedule store key on
   // it); parse() reads it back (std::invalid_argument if malformed; the
   // result still has to pass legal()).
@@ -193,7 +199,12 @@ class ScheduleStore {
   // The file to use ("" turns the store off).
   void configure(const std::string& path);
   std::string path() const;
-  bool find(const std::string& device, const mdh::MdHom& h, const std::string& size_class, StoreEntry* out);
+  // The stored schedule for h, if there is one that is legal for h and safe
+  // for these bindings on this machine (Schedule::why_unsafe); a doubtful
+  // entry is ignored, with a warning (take_warnings).
+  bool find(const std::string& device, const mdh::MdHom& h, const mdh::Bindings& b, const std::string& size_class,
+            StoreEntry* out);
+  std::vector<std::string> take_warnings();
   // Returns false if the file could not be written (the entry is still
   // kept in memory for this process).
   bool put(const std::string& device, const mdh::MdHom& h, const std::string& size_class, const StoreEntry& e);
@@ -209,6 +220,8 @@ class ScheduleStore {
   mutable std::mutex mu_;
   std::string path_;
   std::unordered_map<std::string, std::string> entries_;  // "device\thash\tclass" -> rest of the line
+  std::unordered_set<std::string> rejected_;               // entries already warned about
+  std::vector<std::string> warnings_;
   int64_t mtime_ns_ = -1, file_size_ = -1;
   std::atomic<uint64_t> generation_{0};
 };

@@ -167,7 +167,7 @@ TEST(Tune, StoreIsSharedThroughTheFile) {
   const std::string dev = tune::device_id(tune::Asm::host());
   const std::string cls = tune::size_class(m.hom, m.bind);
   tune::StoreEntry e;
-  EXPECT_FALSE(store.find(dev, m.hom, cls, &e));
+  EXPECT_FALSE(store.find(dev, m.hom, m.bind, cls, &e));
   e.schedule = tune::random_schedule(m.hom, m.bind, tune::Asm::host(), 5, false);
   e.best_s = 0.001;
   e.default_s = 0.002;
@@ -178,10 +178,10 @@ TEST(Tune, StoreIsSharedThroughTheFile) {
   // Another process's view: a fresh load of the same file.
   store.configure(path);
   tune::StoreEntry f;
-  ASSERT_TRUE(store.find(dev, m.hom, cls, &f));
+  ASSERT_TRUE(store.find(dev, m.hom, m.bind, cls, &f));
   EXPECT_EQ(f.schedule.key(), e.schedule.key());
   EXPECT_EQ(f.evals, 7);
-  EXPECT_FALSE(store.find("other machine", m.hom, cls, &f));
+  EXPECT_FALSE(store.find("other machine", m.hom, m.bind, cls, &f));
   // An entry that is not legal for the MdHom is ignored.
   {
     std::ofstream out(path, std::ios::app);
@@ -193,9 +193,27 @@ TEST(Tune, StoreIsSharedThroughTheFile) {
     out << "garbage line\n";
   }
   store.configure(path);
-  EXPECT_TRUE(store.find(dev, m.hom, cls, &f));
+  EXPECT_TRUE(store.find(dev, m.hom, m.bind, cls, &f));
+  EXPECT_TRUE(store.take_warnings().empty());
+  // A well-formed, legal entry with absurd sizes (a 4e9 tile, a tile buffer
+  // of gigabytes) is input that is not trusted: ignored, with a warning.
+  tune::StoreEntry huge = e;
+  huge.schedule = tune::default_schedule(m.hom, m.bind, tune::Asm::host(), false);
+  huge.schedule.tiles[0] = {int64_t(4000000000)};
+  huge.schedule.order.insert(huge.schedule.order.begin(), tune::LoopSpec{0, 0});
+  for (size_t k = 1; k < huge.schedule.order.size(); ++k)
+    if (huge.schedule.order[k].dim == 0) huge.schedule.order[k].level = 1;
+  huge.schedule.caches.clear();
+  huge.schedule.unroll.clear();
+  ASSERT_TRUE(huge.schedule.legal(m.hom)) << huge.schedule.why_illegal(m.hom);
+  EXPECT_TRUE(store.put(dev, m.hom, cls, huge));
+  store.configure(path);
+  EXPECT_FALSE(store.find(dev, m.hom, m.bind, cls, &f));
+  std::vector<std::string> w = store.take_warnings();
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find("tile size 4000000000"), std::string::npos) << w[0];
   store.clear();
-  EXPECT_FALSE(store.find(dev, m.hom, cls, &f));
+  EXPECT_FALSE(store.find(dev, m.hom, m.bind, cls, &f));
   store.configure("");
   rmdir(dir);
 }
