@@ -213,7 +213,9 @@ c = a @ b
 nf.flush()
 g = nf.explain().groups[0]
 ok = bool(onp.array_equal(onp.asarray(c), onp.asarray(a) @ onp.asarray(b)))
+rep = nf._core.last_report()
 print(json.dumps({"tuned": g["tuned"], "ok": ok, "entries": nf.tuning.store_info()["entries"],
+                  "memo_hit": rep["memo_hit"], "warnings": rep["warnings"], "tuned_jobs": nf._core.tune_background_done(),
                   "schedule": g["schedule"]}))
 """
 
@@ -222,7 +224,9 @@ def _run(mode, env):
     out = subprocess.run([sys.executable, "-c", SCRIPT, mode], env=env, capture_output=True, text=True,
                          timeout=300)
     assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    r["stderr"] = out.stderr[-2000:]
+    return r
 
 
 def test_store_is_used_across_processes(tmp_path):

@@ -139,10 +139,9 @@ def _install(ns):
         raise TypeError("type numpy.ndarray doesn't define __round__ method")
 
     # -- NumPy protocols ------------------------------------------------------------
-    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        from ._ufuncs import array_ufunc
-
-        return array_ufunc(self, ufunc, method, inputs, kwargs)
+    # __array_ufunc__ is defined in C++ (src/python/array.cc): plain calls of
+    # the ufuncs numfuse computes record directly, the rest goes to
+    # numfuse._ufuncs.array_ufunc.
 
     def __array_function__(self, func, types, args, kwargs):
         from ._dispatch import array_function

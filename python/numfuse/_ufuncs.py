@@ -230,6 +230,12 @@ for _alias, _target in _ALIASES.items():
 # Complex conjugation is the identity on the real types numfuse computes in.
 UFUNCS["conjugate"] = UFUNCS["conj"] = ufunc("conjugate", np.conjugate, 1, _U["positive"])
 
+# __array_ufunc__'s fast path (C++) records plain calls of these NumPy ufuncs
+# (power is left to array_ufunc for its integer-power checks).
+for _uf in UFUNCS.values():
+    if _uf._np is not None and _uf._op != _POWER and _uf._np.nin == _uf.nin and _uf.nin in (1, 2):
+        _core._register_array_ufunc(_uf._np, _uf.nin, _uf._op)
+
 
 # ---------------------------------------------------------------------------
 # __array_ufunc__: NumPy ufuncs applied to numfuse arrays.
@@ -267,3 +273,6 @@ def divmod_(x1, x2, out=(None, None)):
     if out != (None, None):
         return _fallback.call_numpy(np.divmod, (x1, x2), dict(out=out), "divmod")
     return UFUNCS["floor_divide"](x1, x2), UFUNCS["remainder"](x1, x2)
+
+
+_core._set_array_ufunc_hook(array_ufunc)

@@ -99,6 +99,14 @@ def _check_dot_out(out, shape, dt):
 def dot(a, b, out=None):
     """numpy.dot. 2-D @ 2-D (and 1-D cases) is matmul; N-d is one contraction:
     dot(a, b)[i,j,k,m] = sum(a[i,j,:] * b[k,:,m])."""
+    # Fast path (Python loops call dot on row slices): two numfuse arrays of
+    # at most 2 dimensions that align are a matmul.
+    if out is None and type(a) is ndarray and type(b) is ndarray:
+        na, nb = a.ndim, b.ndim
+        if 0 < na <= 2 and 0 < nb <= 2 and a.shape[-1] == b.shape[0 if nb == 1 else -2]:
+            r = _core.matmul_any(a, b, None)
+            if r is not NotImplemented:
+                return r
     a, b = asarray(a), asarray(b)
     if not _native(a, b) or (out is not None and type(out) is not ndarray):
         return _fallback.call_numpy(np.dot, (a, b), dict(out=out), "numpy.dot")

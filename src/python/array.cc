@@ -2,6 +2,8 @@
 // Everything else is added to the class by python/numfuse/_array.py.
 #include <pybind11/stl.h>
 
+#include <unordered_map>
+
 #include "core/error.h"
 #include "python/bindings.h"
 
@@ -9,7 +11,9 @@ namespace nf::py_bind {
 
 namespace {
 
-py::handle g_fancy_getitem, g_fancy_setitem, g_ufunc_fallback, g_operator_fallback;
+py::handle g_fancy_getitem, g_fancy_setitem, g_ufunc_fallback, g_operator_fallback, g_array_ufunc;
+// NumPy ufunc object -> (nin, numfuse op) for __array_ufunc__'s fast path.
+std::unordered_map<PyObject*, std::pair<int, int>> g_ufunc_ops;
 
 py::object not_implemented() { return py::reinterpret_borrow<py::object>(Py_NotImplemented); }
 
@@ -434,6 +438,38 @@ void bind_array(py::module_& m) {
       .def("_to_numpy", [](const NdArray& a, bool writeable) { return to_numpy(a.v, writeable); })
       .def("_same_buffer", [](const NdArray& a, const NdArray& b) { return a.v.buffer == b.v.buffer; })
       .def("_may_share_memory", [](const NdArray& a, const NdArray& b) { return views_overlap(a.v, b.v); });
+
+  // NumPy ufuncs called on numfuse arrays (numpy.sqrt(x), and every
+  // `numpy_scalar op x`, which NumPy turns into numpy.subtract(s, x)): the
+  // plain calls of the ufuncs numfuse computes record directly; everything
+  // else (out=, dtype=, methods, power's checks, other ufuncs) goes to
+  // numfuse._ufuncs.array_ufunc.
+  m.def("_register_array_ufunc", [](py::object np_ufunc, int nin, int op) {
+    g_ufunc_ops[np_ufunc.release().ptr()] = {nin, op};
+  });
+  m.def("_set_array_ufunc_hook", [](py::object hook) { g_array_ufunc = hook.release(); });
+  c.def("__array_ufunc__", [](py::handle self, py::handle ufunc, py::handle method, py::args inputs,
+                                py::kwargs kwargs) -> py::object {
+    auto it = g_ufunc_ops.find(ufunc.ptr());
+    if (it != g_ufunc_ops.end() && kwargs.empty() && PyUnicode_Check(method.ptr()) &&
+        PyUnicode_CompareWithASCIIString(method.ptr(), "__call__") == 0 &&
+        static_cast<int>(inputs.size()) == it->second.first) {
+      Operand a, b;
+      const bool binary = it->second.first == 2;
+      if (to_operand(inputs[0], a) && (!binary || to_operand(inputs[1], b)) &&
+          (a.kind == Operand::Kind::Array || (binary && b.kind == Operand::Kind::Array))) {
+        before_record();
+        try {
+          RecordGuard guard;
+          return wrap(binary ? record_binary(static_cast<BinaryOp>(it->second.second), a, b, nullptr)
+                             : record_unary(static_cast<UnaryOp>(it->second.second), a, nullptr));
+        } catch (const FallbackRequired&) {
+          // NumPy computes it (below)
+        }
+      }
+    }
+    return g_array_ufunc(self, ufunc, method, inputs, kwargs);
+  });
 
   m.def("_set_index_hooks", [](py::object get, py::object set, py::object ufunc_fallback, py::object op_fallback) {
     g_fancy_getitem = get.release();

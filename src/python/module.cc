@@ -177,12 +177,45 @@ void before_record() {
   if (s.size() >= s.max_window) flush_all("window full");
 }
 
+// Where the program synced: the innermost frame outside numfuse's own
+// modules, as "file:line" (explain() shows it). Done here rather than in
+// Python: it runs at every sync.
+std::string sync_site() {
+#if PY_VERSION_HEX >= 0x030B0000
+  PyFrameObject* f = PyEval_GetFrame();  // borrowed
+  Py_XINCREF(f);
+  std::string site = "?";
+  while (f) {
+    PyObject* globals = PyFrame_GetGlobals(f);  // new reference
+    PyObject* name = globals ? PyDict_GetItemString(globals, "__name__") : nullptr;  // borrowed
+    const char* mod = name && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : nullptr;
+    const bool ours = mod && (std::strcmp(mod, "numfuse") == 0 || std::strncmp(mod, "numfuse.", 8) == 0);
+    Py_XDECREF(globals);
+    if (!ours) {
+      PyCodeObject* code = PyFrame_GetCode(f);  // new reference
+      const char* file = PyUnicode_AsUTF8(code->co_filename);
+      site = std::string(file ? file : "?") + ":" + std::to_string(PyFrame_GetLineNumber(f));
+      Py_DECREF(code);
+      Py_DECREF(f);
+      break;
+    }
+    PyFrameObject* back = PyFrame_GetBack(f);  // new reference
+    Py_DECREF(f);
+    f = back;
+  }
+  PyErr_Clear();
+  return site;
+#else
+  return g_sync_site ? std::string(py::str(g_sync_site())) : std::string("?");
+#endif
+}
+
 void flush_all(const char* reason) {
   // Nothing recorded and nothing being computed by another thread's flush.
   if (global_stream().size() == 0 && pipeline::idle()) return;
   pipeline::FlushReport rep;
   rep.sync_reason = reason;
-  if (g_sync_site) rep.sync_site = py::str(g_sync_site());
+  rep.sync_site = sync_site();
   std::vector<Task> done;
   {
     NoGil nogil;

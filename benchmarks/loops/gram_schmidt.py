@@ -1,0 +1,47 @@
+"""Modified Gram-Schmidt QR of an m x n matrix: a Python loop over the
+columns; each step normalizes column k and removes its component from the
+remaining columns. Returns (Q, R)."""
+
+import numpy
+
+SIZES = {"m": 200, "n": 60}
+QUICK = {"m": 24, "n": 8}
+RTOL, ATOL = 1e-7, 1e-9
+
+
+def make_inputs(np, m, n):
+    rng = np.random.default_rng(6)
+    return (rng.random((m, n)),)
+
+
+def run(np, A):
+    m, n = A.shape
+    Q = A.copy()
+    R = np.zeros((n, n))
+    for k in range(n):
+        R[k, k] = np.linalg.norm(Q[:, k])
+        Q[:, k] = Q[:, k] / R[k, k]
+        R[k, k + 1:] = Q[:, k] @ Q[:, k + 1:]
+        Q[:, k + 1:] -= np.outer(Q[:, k], R[k, k + 1:])
+    return Q, R
+
+
+def numba_version(A):
+    m, n = A.shape
+    Q = A.copy()
+    R = numpy.zeros((n, n))
+    for k in range(n):
+        s = 0.0
+        for i in range(m):
+            s += Q[i, k] * Q[i, k]
+        R[k, k] = numpy.sqrt(s)
+        for i in range(m):
+            Q[i, k] = Q[i, k] / R[k, k]
+        for j in range(k + 1, n):
+            s = 0.0
+            for i in range(m):
+                s += Q[i, k] * Q[i, j]
+            R[k, j] = s
+            for i in range(m):
+                Q[i, j] -= Q[i, k] * s
+    return Q, R

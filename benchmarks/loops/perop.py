@@ -1,0 +1,187 @@
+"""Per-operation costs on 16-element float64 arrays, where the Python loop,
+not the arithmetic, is the work (microseconds per operation):
+
+  (a) NumPy: executing the operation;
+  (b) numfuse: recording it (max_window = 10**7, so no operation flushes;
+      each timed window records `number` operations and is then flushed,
+      untimed);
+  (c) numfuse: a loop body of ~20 small operations flushed every iteration,
+      so every flush after the first hits the memo (analysis memoized,
+      kernels from the in-memory cache): record and flush per operation;
+  (d) the same with the memo off (memo=False): the analysis runs each flush.
+
+    python benchmarks/loops/perop.py [--quick] [--json-out FILE]
+
+(also run by `python benchmarks/loops/run.py --perop`). Run it with
+NUMFUSE_CACHE_DIR set to an empty directory for a cold kernel cache; the
+kernels compiled in the warm-up iterations of (c) are not timed either way.
+"""
+
+import argparse
+import json
+import sys
+import time
+import timeit
+
+import numpy
+
+import numfuse
+
+CASES = ["a + b", "a * 2.0", "np.sqrt(a)", "a[1:-1]", "a[3]", "a[3] = 1.0"]
+
+BODY_OPS = 20  # operations in body(), counted as NumPy calls (views and element stores included)
+
+
+def body(np, u, a, b):
+    t = u + a                  # 1
+    t = t * 0.5                # 2
+    t = np.abs(t)              # 3
+    t = np.sqrt(t)             # 4
+    m = t[1:-1]                # 5
+    left = u[:-2]              # 6
+    right = u[2:]              # 7
+    m = m + left               # 8
+    m = m - right              # 9
+    m = m * 0.25               # 10
+    c = b[1:-1]                # 11
+    m = m * c                  # 12
+    m = np.sin(m)              # 13
+    u = u * 0.5                # 14
+    mid = u[1:-1]              # 15
+    mid = mid + m              # 16
+    u[1:-1] = mid              # 17
+    s = u.sum()                # 18
+    s = s * 1e-3               # 19
+    u = u - s                  # 20
+    return u
+
+
+def _per_op(stmt, env, number, repeats):
+    """Best-of-`repeats` microseconds per execution of `stmt`, minus the
+    cost of an empty timeit loop iteration."""
+    t = min(timeit.Timer(stmt, globals=env).repeat(repeat=repeats, number=number)) / number
+    empty = min(timeit.Timer("pass", globals=env).repeat(repeat=repeats, number=number)) / number
+    return max(t - empty, 0.0) * 1e6
+
+
+def single_ops(number, repeats):
+    """(a) and (b): rows of (operation, NumPy us, numfuse recording us)."""
+    a, b = numpy.linspace(1.0, 2.0, 16), numpy.linspace(2.0, 3.0, 16)
+    A, B = numfuse.array(a), numfuse.array(b)
+    numfuse.flush()
+    rows = []
+    old = numfuse.get_option("max_window")
+    try:
+        for stmt in CASES:
+            t_np = _per_op(stmt, {"np": numpy, "a": a, "b": b}, number, repeats)
+            numfuse.set_option("max_window", 10**7)
+            env = {"np": numfuse, "a": A, "b": B}
+            best = None
+            for _ in range(repeats):
+                numfuse.flush()
+                t = min(timeit.Timer(stmt, globals=env).repeat(repeat=1, number=number)) / number
+                numfuse.flush()  # runs (or drops) what was recorded, untimed
+                best = t if best is None else min(best, t)
+            empty = min(timeit.Timer("pass", globals=env).repeat(repeat=repeats, number=number)) / number
+            rows.append({"op": stmt, "numpy_us": t_np, "numfuse_record_us": max(best - empty, 0.0) * 1e6})
+            numfuse.set_option("max_window", old)
+    finally:
+        numfuse.set_option("max_window", old)
+    return rows
+
+
+def loop_body(iters, warmup, memo):
+    """(c)/(d): record and flush microseconds per operation of body(),
+    flushed every iteration, and the profile of the timed iterations."""
+    a, b = numpy.linspace(1.0, 2.0, 16), numpy.linspace(2.0, 3.0, 16)
+    A, B = numfuse.array(a), numfuse.array(b)
+    u = numfuse.array(numpy.linspace(0.0, 1.0, 16))
+    numfuse.flush()
+    old = numfuse.get_option("memo")
+    numfuse.set_option("memo", memo)
+    try:
+        for _ in range(warmup):  # compiles the kernels (and fills the memo)
+            u = body(numfuse, u, A, B)
+            numfuse.flush()
+        rec = fl = 0.0
+        with numfuse.profile() as p:
+            for _ in range(iters):
+                t0 = time.perf_counter()
+                u = body(numfuse, u, A, B)
+                t1 = time.perf_counter()
+                numfuse.flush()
+                t2 = time.perf_counter()
+                rec += t1 - t0
+                fl += t2 - t1
+        final = numpy.asarray(u).copy()
+    finally:
+        numfuse.set_option("memo", old)
+    n = iters * BODY_OPS
+    return {"record_us": rec / n * 1e6, "flush_us": fl / n * 1e6, "total_us": (rec + fl) / n * 1e6,
+            "profile": dict(p), "final": final}
+
+
+def numpy_body(iters):
+    a, b = numpy.linspace(1.0, 2.0, 16), numpy.linspace(2.0, 3.0, 16)
+    u = numpy.linspace(0.0, 1.0, 16)
+    best = None
+    for _ in range(3):
+        v = u.copy()
+        t0 = time.perf_counter()
+        for _ in range(iters):
+            v = body(numpy, v, a, b)
+        t = time.perf_counter() - t0
+        best = t if best is None else min(best, t)
+    return best / (iters * BODY_OPS) * 1e6
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="fewer operations (a smoke test)")
+    ap.add_argument("--json-out", help="also write the numbers as JSON to this file")
+    args = ap.parse_args(argv)
+    # operations per recording window: flushing a window of 2*10**4 element
+    # stores already takes over a second (it grows faster than linearly), so
+    # a window holds 10**4 operations and the best of `repeats` windows counts
+    number, repeats = (2_000, 3) if args.quick else (10_000, 7)
+    iters, warmup = (200, 5) if args.quick else (2_000, 10)
+
+    rows = single_ops(number, repeats)
+    print(f"per-operation cost, 16-element float64 arrays (us per operation, best of {repeats} windows "
+          f"of {number} operations)")
+    print(f"  {'operation':12s} {'NumPy exec':>11s} {'numfuse record':>15s} {'ratio':>8s}")
+    for r in rows:
+        ratio = r["numfuse_record_us"] / r["numpy_us"] if r["numpy_us"] else float("nan")
+        r["ratio"] = ratio
+        print(f"  {r['op']:12s} {r['numpy_us']:11.3f} {r['numfuse_record_us']:15.3f} {ratio:7.2f}x")
+    print("  (a[3] under numfuse is a read: a sync point, reading memory directly when nothing is pending)")
+
+    t_np = numpy_body(iters)
+    memo_on = loop_body(iters, warmup, True)
+    memo_off = loop_body(iters, warmup, False)
+    ref = numpy.linspace(0.0, 1.0, 16)
+    a, b = numpy.linspace(1.0, 2.0, 16), numpy.linspace(2.0, 3.0, 16)
+    for _ in range(warmup + iters):
+        ref = body(numpy, ref, a, b)
+    match = bool(numpy.allclose(memo_on.pop("final"), ref) and numpy.allclose(memo_off.pop("final"), ref))
+    print()
+    print(f"loop body of {BODY_OPS} operations, flushed every iteration ({iters} timed iterations after "
+          f"{warmup} warm-up; us per operation)")
+    print(f"  NumPy execution                      {t_np:8.3f}")
+    for label, d in (("numfuse, memo on ", memo_on), ("numfuse, memo off", memo_off)):
+        p = d["profile"]
+        print(f"  {label}: record {d['record_us']:7.3f} + flush {d['flush_us']:7.3f} = {d['total_us']:7.3f} "
+              f"({d['total_us'] / t_np:6.2f}x NumPy; flush alone {d['flush_us'] / t_np:6.2f}x)  "
+              f"[{p['flushes']} flushes, {p['memo_hits']} memo hits, {p['kernels_compiled']} compiled, "
+              f"{p['kernels_run']} kernels run]")
+    print(f"  results match NumPy: {match}")
+    data = {"single_ops": rows, "body_ops": BODY_OPS, "iters": iters, "numpy_body_us": t_np,
+            "memo_on": memo_on, "memo_off": memo_off, "match": match, "number": number, "repeats": repeats}
+    if args.json_out:
+        with open(args.json_out, "w") as f:
+            json.dump(data, f, indent=2, default=str)
+    return 0 if match else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,130 @@
+"""The fast paths Python loops go through: NumPy scalars combined with
+numfuse arrays (NumPy hands those to ``__array_ufunc__``), ``np.dot`` on row
+slices, NumPy ufuncs called on numfuse arrays, and the sync site that
+``explain()`` reports. Each is checked against NumPy, and checked to be
+recorded natively (a fallback to NumPy would warn)."""
+
+import inspect
+import warnings
+
+import numpy as onp
+import pytest
+
+import numfuse as nf
+from conftest import assert_same
+from numfuse._fallback import FallbackWarning
+
+
+@pytest.fixture
+def no_fallback():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FallbackWarning)
+        yield
+
+
+SCALARS = [onp.float64(2.5), onp.float32(-1.5), onp.int64(3), onp.int8(-2), onp.uint8(7), onp.bool_(True)]
+OPS = ["add", "subtract", "multiply", "true_divide", "maximum", "minimum", "less", "equal", "arctan2",
+       "floor_divide", "remainder", "copysign", "logaddexp"]
+
+
+@pytest.mark.parametrize("s", SCALARS, ids=lambda s: type(s).__name__)
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int32", "uint8"])
+def test_numpy_scalar_with_numfuse_array(s, dtype, no_fallback):
+    x = onp.arange(1, 7).astype(dtype)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for left in (True, False):
+            e = s - x if left else x - s
+            g = s - nf.array(x) if left else nf.array(x) - s
+            assert type(g) is nf.ndarray
+            assert_same(g, e)
+            e = s * x[2] if left else x[2] * s   # 0-d: both scalars in NumPy
+            g = s * nf.array(x)[2] if left else nf.array(x)[2] * s
+            assert_same(onp.asarray(g), onp.asarray(e))
+    for name in OPS:
+        uf = getattr(onp, name)
+        if dtype.startswith("u") and name == "copysign" and isinstance(s, onp.bool_):
+            continue
+        with onp.errstate(all="ignore"):
+            try:
+                e = uf(s, x)
+            except TypeError:
+                continue
+            if e.dtype == onp.float16:  # numfuse does not compute in float16 (a fallback)
+                continue
+            g = uf(s, nf.array(x))
+        assert type(g) is nf.ndarray, name
+        assert_same(g, e)
+
+
+def test_numpy_ufuncs_on_numfuse_arrays(no_fallback):
+    x = onp.linspace(-2, 2, 9)
+    for name in ["sqrt", "exp", "sin", "absolute", "negative", "floor", "isnan", "signbit", "square"]:
+        with onp.errstate(all="ignore"):
+            e = getattr(onp, name)(x)
+            g = getattr(onp, name)(nf.array(x))
+        assert type(g) is nf.ndarray
+        assert_same(g, e)
+    # keyword arguments and methods take the general path, with NumPy's results
+    out = nf.zeros(9)
+    r = onp.add(nf.array(x), 1.0, out=out)
+    assert r is out
+    assert_same(out, x + 1.0)
+    assert_same(onp.add.reduce(nf.array(x)), onp.add.reduce(x))
+    assert_same(onp.power(nf.array(x), 2), x ** 2)
+    with pytest.raises(ValueError, match="Integers to negative integer powers"):
+        onp.power(nf.arange(3), -1)
+
+
+def test_operands_numfuse_cannot_take_go_the_general_way():
+    assert_same(onp.add(nf.arange(3), [1, 2, 3]), onp.add(onp.arange(3), [1, 2, 3]))
+    with pytest.raises(Exception) as e:
+        onp.add(onp.arange(3), "x")
+    with pytest.raises(type(e.value)):
+        onp.add(nf.arange(3), "x")
+
+
+@pytest.mark.parametrize("sa,sb", [((5,), (5,)), ((3, 5), (5,)), ((5,), (5, 4)), ((3, 5), (5, 4)), ((0,), (0,)),
+                                   ((1, 5), (5, 1))])
+@pytest.mark.parametrize("ta,tb", [("float64", "float64"), ("int64", "float32"), ("bool", "bool"),
+                                   ("int32", "int32")])
+def test_dot_on_slices(sa, sb, ta, tb, no_fallback):
+    rng = onp.random.default_rng(0)
+    a = (rng.random(sa) * 10).astype(ta)
+    b = (rng.random(sb) * 10).astype(tb)
+    assert_same(nf.dot(nf.array(a), nf.array(b)), onp.asarray(onp.dot(a, b)))
+
+
+def test_dot_misaligned_message():
+    for sa, sb in [((3,), (4,)), ((2, 3), (4,)), ((3,), (4, 2)), ((2, 3), (4, 5))]:
+        with pytest.raises(ValueError) as e:
+            onp.dot(onp.ones(sa), onp.ones(sb))
+        with pytest.raises(ValueError) as g:
+            nf.dot(nf.ones(sa), nf.ones(sb))
+        assert str(g.value) == str(e.value)
+
+
+def test_cholesky_by_rows_matches_numpy():
+    def chol(np, A):
+        n = A.shape[0]
+        L = np.zeros_like(A)
+        for i in range(n):
+            for j in range(i + 1):
+                s = np.dot(L[i, :j], L[j, :j])
+                if i == j:
+                    L[i, j] = np.sqrt(A[i, i] - s)
+                else:
+                    L[i, j] = (A[i, j] - s) / L[j, j]
+        return L
+    rng = onp.random.default_rng(1)
+    M = rng.random((12, 12))
+    A = M @ M.T + 12 * onp.eye(12)
+    assert_same(chol(nf, nf.array(A)), chol(onp, A), rtol=1e-12)
+
+
+def test_explain_names_the_sync_site():
+    x = nf.arange(10.0) * 2
+    line = inspect.currentframe().f_lineno + 1
+    float(x.sum())
+    text = str(nf.explain())
+    assert f"{__file__}:{line}" in text, text
