@@ -222,37 +222,61 @@ bool runs(const PlanGroup& g) {
 }
 
 // Runs one group of a plan on `window` and describes it.
-GroupReport run_group(const std::vector<Task>& window, const PlanGroup& g, const mdh::Bindings* bind, bool dump) {
+GroupReport run_group(const std::vector<Task>& window, const std::shared_ptr<const Plan>& plan, size_t index,
+                      const mdh::Bindings* bind, bool dump) {
+  const PlanGroup& g = plan->groups[index];
   GroupReport gr;
-  gr.stop_reason = g.stop_reason;
+  gr.plan = plan;
+  gr.stop_ptr = &g.stop_reason;
   gr.dead = static_cast<int>(g.dead.size());
-  for (int k = g.begin; k < g.end; ++k) {
-    bool dead = false;
-    for (int d : g.dead) dead |= d == k;
-    gr.ops.push_back(std::string(window[k].name) + (dead ? " (dead)" : ""));
-  }
+  gr.op_names.reserve(g.end - g.begin);
+  for (int k = g.begin; k < g.end; ++k) gr.op_names.push_back(window[k].name);
+  for (int d : g.dead) gr.dead_ops.push_back(d - g.begin);
   for (int k : g.temp_tasks) gr.temporaries.push_back(window[k].output.buffer->id());
   auto t0 = std::chrono::steady_clock::now();
   if (runs(g)) {
     detail::run_scheduled(g.tmpl->hom, g.schedule, g.fn, *bind);
-    if (g.schedule.routine != tune::Routine::None) gr.routine = ext::routine_pattern(g.tmpl->hom);
     gr.hom = std::shared_ptr<const mdh::MdHom>(g.tmpl, &g.tmpl->hom);
     gr.ints = bind->ints;
-    gr.schedule = g.schedule;
+    gr.schedule_ptr = &g.schedule;
+    gr.key_ptr = &g.key;
     gr.tuned = g.tuned;
-    gr.key = g.key;
     if (dump && g.fn) gr.source = jit::KernelCache::instance().source_of(g.key);
   }
   gr.run_ms = ms_since(t0);
   if (gr.hom && detail::capturing()) {
     std::string ops;
-    for (const std::string& o : gr.ops) ops += (ops.empty() ? "" : ", ") + o;
+    for (const std::string& o : gr.ops()) ops += (ops.empty() ? "" : ", ") + o;
     detail::capture_group(gr.hom, *bind, ops, gr.run_ms);
   }
   return gr;
 }
 
 }  // namespace
+
+std::vector<std::string> GroupReport::ops() const {
+  std::vector<std::string> out;
+  for (size_t k = 0; k < op_names.size(); ++k) {
+    bool is_dead = false;
+    for (int d : dead_ops) is_dead |= d == static_cast<int>(k);
+    out.push_back(std::string(op_names[k]) + (is_dead ? " (dead)" : ""));
+  }
+  return out;
+}
+
+const std::string& GroupReport::stop_reason() const {
+  static const std::string none;
+  return stop_ptr ? *stop_ptr : none;
+}
+
+const std::string& GroupReport::key() const {
+  static const std::string none;
+  return key_ptr ? *key_ptr : none;
+}
+
+bool GroupReport::is_routine() const { return schedule_ptr && schedule_ptr->routine != tune::Routine::None; }
+
+std::string GroupReport::routine() const { return is_routine() && hom ? ext::routine_pattern(*hom) : ""; }
 
 std::string GroupReport::mdh_text() const {
   if (!hom) return "";
@@ -262,8 +286,9 @@ std::string GroupReport::mdh_text() const {
 }
 
 std::string GroupReport::schedule_text() const {
-  if (!hom) return "";
-  return routine.empty() ? schedule.to_string() : schedule.to_string() + ": " + routine;
+  if (!hom || !schedule_ptr) return "";
+  const std::string r = routine();
+  return r.empty() ? schedule_ptr->to_string() : schedule_ptr->to_string() + ": " + r;
 }
 
 Config& config() {
@@ -409,10 +434,10 @@ void flush_window(std::vector<Task>& window, FlushReport* report, int& ran) {
     rep.analyse_ms = ms_since(t0);
     auto t2 = std::chrono::steady_clock::now();
     for (size_t i = 0; i < plan->groups.size(); ++i) {
-      GroupReport gr = run_group(window, plan->groups[i], &binds[i], cfg.dump);
+      GroupReport gr = run_group(window, plan, i, &binds[i], cfg.dump);
       ran = plan->groups[i].end;
       release(window, plan->release_after[i]);
-      gr.cache_hit = gr.hom != nullptr && gr.routine.empty();
+      gr.cache_hit = gr.hom != nullptr && !gr.is_routine();
       if (gr.cache_hit) rep.memory_hits++;
       rep.groups.push_back(std::move(gr));
     }
@@ -464,7 +489,7 @@ void flush_window(std::vector<Task>& window, FlushReport* report, int& ran) {
     auto t2 = std::chrono::steady_clock::now();
     for (size_t i = 0; i < runnable.size(); ++i) {
       const Prepared& p = runnable[i];
-      GroupReport gr = run_group(window, plan_new->groups[i], p.built ? &p.built->bind : nullptr, cfg.dump);
+      GroupReport gr = run_group(window, plan_new, i, p.built ? &p.built->bind : nullptr, cfg.dump);
       ran = plan_new->groups[i].end;
       release(window, plan_new->release_after[i]);
       gr.cache_hit = p.hit;

@@ -34,24 +34,34 @@ struct Config {
 Config& config();
 
 struct GroupReport {
-  std::vector<std::string> ops;  // names of the tasks in the group (dead ones marked)
-  std::string stop_reason;
+  // Built on every flush, so nothing here is formatted or copied until asked
+  // for: names are the tasks' static strings, the schedule, key and stop
+  // reason live in the plan this report keeps alive.
+  std::vector<const char*> op_names;  // the tasks in the group
+  std::vector<int> dead_ops;          // positions in op_names of dead tasks
   std::vector<uint64_t> temporaries;  // buffer ids never allocated
   int dead = 0;
   // The kernel's expression and schedule (rendered on demand by mdh_text /
   // schedule_text; no buffers are kept alive by a report).
   std::shared_ptr<const mdh::MdHom> hom;
   std::vector<int64_t> ints;
-  tune::Schedule schedule;
-  std::string routine;   // groups run by a library routine: what it computes
-  std::string key;
-  std::string mdh_text() const;
-  std::string schedule_text() const;
+  std::shared_ptr<const void> plan;   // owns what the pointers below point to
+  const tune::Schedule* schedule_ptr = nullptr;
+  const std::string* key_ptr = nullptr;
+  const std::string* stop_ptr = nullptr;
   bool tuned = false;      // the schedule came from the schedule store
   bool cache_hit = false;  // found in the in-memory kernel cache
   bool disk_hit = false;   // loaded from the on-disk cache (not compiled)
-  std::string source;    // if dump
+  std::string source;      // if dump
   double run_ms = 0;
+
+  std::vector<std::string> ops() const;  // names, dead ones marked
+  const std::string& stop_reason() const;
+  const std::string& key() const;        // "" when nothing ran
+  bool is_routine() const;               // run by a library routine
+  std::string routine() const;           // what that routine computes ("" if none)
+  std::string mdh_text() const;
+  std::string schedule_text() const;
 };
 
 struct FlushReport {

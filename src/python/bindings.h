@@ -65,6 +65,8 @@ std::optional<DType> to_dtype(py::handle h);
 void before_record();
 // Flush everything pending; `reason` names the sync point for explain().
 void flush_all(const char* reason);
+// The user's source line of the last sync ("file:line"), for explain().
+std::string last_sync_site();
 // A NumPy array viewing a flushed numfuse array (keeps the buffer alive).
 py::array to_numpy(const View& v, bool writeable);
 // Wrap a NumPy array: copy into a new buffer, or adopt its memory when the
@@ -75,6 +77,10 @@ View from_numpy(py::handle arr, bool adopt);
 void init_numpy_api();
 // The NumPy scalar of type t holding the element at `data` (copied).
 py::object numpy_scalar(DType t, const void* data);
+// The value of a NumPy scalar (numpy.float64(2.5), numpy.uint8(7)): 1 with
+// *out set, 0 when `o` is not a NumPy scalar, -1 for one of a type numfuse
+// does not compute in (float16, complex, strings, ...).
+int numpy_scalar_value(PyObject* o, Scalar* out);
 // a[i, j, ...] with one integer per dimension: flushes what is pending and
 // returns the element as a NumPy scalar, as NumPy does.
 py::object element(const View& v, const std::vector<IndexItem>& items);

@@ -39,14 +39,14 @@ py::dict report_dict(const pipeline::FlushReport& r) {
   py::list groups;
   for (const pipeline::GroupReport& g : r.groups) {
     py::dict d;
-    d["ops"] = g.ops;
-    d["stop_reason"] = g.stop_reason;
+    d["ops"] = g.ops();
+    d["stop_reason"] = g.stop_reason();
     d["temporaries"] = g.temporaries;
     d["dead"] = g.dead;
-    d["routine"] = g.routine;
+    d["routine"] = g.routine();
     d["mdh"] = g.mdh_text();
     d["schedule"] = g.schedule_text();
-    d["key"] = g.key;
+    d["key"] = g.key();
     d["cache_hit"] = g.cache_hit;
     d["tuned"] = g.tuned;
     d["disk_hit"] = g.disk_hit;
@@ -56,7 +56,7 @@ py::dict report_dict(const pipeline::FlushReport& r) {
   }
   py::dict out;
   out["groups"] = groups;
-  out["sync_site"] = r.sync_site;
+  out["sync_site"] = last_sync_site();
   out["sync_reason"] = r.sync_reason;
   out["tasks"] = r.tasks;
   out["analyse_ms"] = r.analyse_ms;

@@ -143,15 +143,9 @@ bool to_operand(py::handle h, Operand& out) {
     out.value = Scalar::of_float(DType::Float64, d);
     return true;
   }
-  if (PyObject_IsInstance(o, g_np_generic.ptr()) == 1) {
-    std::optional<DType> t = to_dtype(h.attr("dtype"));
-    if (!t) return false;
-    py::object item = h.attr("item")();
+  if (const int r = numpy_scalar_value(o, &out.value); r != 0) {
+    if (r < 0) return false;
     out.kind = Operand::Kind::Strong;
-    if (is_float(*t)) out.value = Scalar::of_float(*t, item.cast<double>());
-    else if (*t == DType::Bool) out.value = Scalar::of_bool(item.cast<bool>());
-    else if (*t == DType::UInt64) out.value = Scalar::of_uint(*t, item.cast<unsigned long long>());
-    else out.value = Scalar::of_int(*t, item.cast<long long>());
     return true;
   }
   if (PyFloat_Check(o) || PyLong_Check(o)) {  // subclasses of float / int
@@ -178,13 +172,18 @@ void before_record() {
 }
 
 // Where the program synced: the innermost frame outside numfuse's own
-// modules, as "file:line" (explain() shows it). Done here rather than in
-// Python: it runs at every sync.
-std::string sync_site() {
+// modules. Every sync records it (code object and instruction offset, no
+// formatting); explain() turns the last one into "file:line".
+namespace {
+PyObject* g_site_code = nullptr;  // strong reference, or null
+int g_site_lasti = -1;
+std::string g_site_text = "?";  // Python < 3.11: formatted at the sync
+}  // namespace
+
+void note_sync_site() {
 #if PY_VERSION_HEX >= 0x030B0000
   PyFrameObject* f = PyEval_GetFrame();  // borrowed
   Py_XINCREF(f);
-  std::string site = "?";
   while (f) {
     PyObject* globals = PyFrame_GetGlobals(f);  // new reference
     PyObject* name = globals ? PyDict_GetItemString(globals, "__name__") : nullptr;  // borrowed
@@ -192,21 +191,36 @@ std::string sync_site() {
     const bool ours = mod && (std::strcmp(mod, "numfuse") == 0 || std::strncmp(mod, "numfuse.", 8) == 0);
     Py_XDECREF(globals);
     if (!ours) {
-      PyCodeObject* code = PyFrame_GetCode(f);  // new reference
-      const char* file = PyUnicode_AsUTF8(code->co_filename);
-      site = std::string(file ? file : "?") + ":" + std::to_string(PyFrame_GetLineNumber(f));
-      Py_DECREF(code);
+      PyObject* code = reinterpret_cast<PyObject*>(PyFrame_GetCode(f));  // new reference
+      Py_XDECREF(g_site_code);
+      g_site_code = code;
+      g_site_lasti = PyFrame_GetLasti(f);
       Py_DECREF(f);
-      break;
+      PyErr_Clear();
+      return;
     }
     PyFrameObject* back = PyFrame_GetBack(f);  // new reference
     Py_DECREF(f);
     f = back;
   }
   PyErr_Clear();
-  return site;
+  Py_XDECREF(g_site_code);
+  g_site_code = nullptr;
 #else
-  return g_sync_site ? std::string(py::str(g_sync_site())) : std::string("?");
+  g_site_text = g_sync_site ? std::string(py::str(g_sync_site())) : std::string("?");
+#endif
+}
+
+std::string last_sync_site() {
+#if PY_VERSION_HEX >= 0x030B0000
+  if (!g_site_code) return "?";
+  PyCodeObject* code = reinterpret_cast<PyCodeObject*>(g_site_code);
+  const char* file = PyUnicode_AsUTF8(code->co_filename);
+  const int line = PyCode_Addr2Line(code, g_site_lasti);
+  PyErr_Clear();
+  return std::string(file ? file : "?") + ":" + std::to_string(line);
+#else
+  return g_site_text;
 #endif
 }
 
@@ -215,7 +229,7 @@ void flush_all(const char* reason) {
   if (global_stream().size() == 0 && pipeline::idle()) return;
   pipeline::FlushReport rep;
   rep.sync_reason = reason;
-  rep.sync_site = sync_site();
+  note_sync_site();
   std::vector<Task> done;
   {
     NoGil nogil;
@@ -226,7 +240,7 @@ void flush_all(const char* reason) {
     if (g_warn) g_warn(w);  // may raise (warnings as errors): propagates
   if (pipeline::config().dump && g_dump) {
     for (const pipeline::GroupReport& g : rep.groups) {
-      if (g.key.empty()) continue;
+      if (g.key().empty()) continue;
       std::string text = std::string("numfuse kernel (") +
                          (g.cache_hit ? "cache hit" : g.disk_hit ? "loaded from disk cache" : "compiled") + ")\n" +
                          g.mdh_text() + "\nschedule: " + g.schedule_text() + "\n";
