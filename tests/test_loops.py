@@ -128,3 +128,65 @@ def test_explain_names_the_sync_site():
     float(x.sum())
     text = str(nf.explain())
     assert f"{__file__}:{line}" in text, text
+
+
+def _row_sweep(np, u, f):
+    """One red-black Gauss-Seidel colour, row by row: each row update reads
+    the previous row's new values and fuses with it."""
+    n = u.shape[1]
+    for i in range(1, u.shape[0] - 1):
+        s = 1 if i % 2 else 2
+        u[i, s:n - 1:2] = 0.25 * (u[i - 1, s:n - 1:2] + u[i + 1, s:n - 1:2] + u[i, s - 1:n - 2:2]
+                                  + u[i, s + 1:n:2] + f[i, s:n - 1:2])
+    return u
+
+
+def test_fused_row_sweeps_are_split_into_bounded_kernels():
+    """A Python loop whose iterations all fuse (each row update reads the row
+    the previous one wrote) must not become one kernel of hundreds of
+    statements: groups stop at max_kernel_ops accesses to visible arrays."""
+    rng = onp.random.default_rng(3)
+    u0, f = rng.random((40, 16)), rng.random((40, 16))
+    want = _row_sweep(onp, u0.copy(), f)
+    limit = nf.get_option("max_kernel_ops")
+    u = nf.array(u0)
+    fa = nf.array(f)
+    nf.flush()
+    _row_sweep(nf, u, fa)
+    nf.flush()
+    groups = nf._core.last_report()["groups"]
+    assert_same(u, want, rtol=1e-13)
+    assert len(groups) > 1
+    assert any("kernel size limit" in g["stop_reason"] for g in groups)
+    for g in groups:
+        live = [o for o in g["ops"] if not o.endswith("(dead)")]
+        assert len(live) <= 8 * limit
+    # A larger limit fuses more of the sweep into each kernel (same results).
+    with nf.config(max_kernel_ops=100000):
+        u = nf.array(u0)
+        nf.flush()
+        _row_sweep(nf, u, fa)
+        nf.flush()
+        fewer = nf._core.last_report()["groups"]
+    assert_same(u, want, rtol=1e-13)
+    assert len(fewer) < len(groups)
+
+
+def test_long_expressions_stay_one_kernel():
+    x = nf.linspace(0.1, 2.0, 1000)
+    nf.flush()
+    y = x
+    for k in range(60):  # 120 element-wise operations on one input
+        y = nf.sqrt(y * 1.0001 + k * 1e-3)
+    r = onp.asarray(y)
+    groups = nf._core.last_report()["groups"]
+    assert len(groups) == 1, [g["stop_reason"] for g in groups]
+    ref = onp.linspace(0.1, 2.0, 1000)
+    for k in range(60):
+        ref = onp.sqrt(ref * 1.0001 + k * 1e-3)
+    onp.testing.assert_allclose(r, ref, rtol=1e-13)
+
+
+def test_max_kernel_ops_is_validated():
+    with pytest.raises(ValueError):
+        nf.set_option("max_kernel_ops", 0)

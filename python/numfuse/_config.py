@@ -12,6 +12,7 @@ _ENV = {
     "NUMFUSE_DUMP": "dump",
     "NUMFUSE_FUSION": "fusion",
     "NUMFUSE_MAX_WINDOW": "max_window",
+    "NUMFUSE_MAX_KERNEL_OPS": "max_kernel_ops",
     "NUMFUSE_FALLBACK_WARNINGS": "fallback_warnings",
     "NUMFUSE_MEMO": "memo",
     "NUMFUSE_TUNE": "tune",
@@ -31,6 +32,7 @@ _SETTERS = {
     "fusion": (lambda v: _core.set_fusion(_truthy(v)), _core.get_fusion),
     "memo": (lambda v: _core.set_memo(_truthy(v)), _core.get_memo),
     "max_window": (lambda v: _core.set_max_window(int(v)), _core.get_max_window),
+    "max_kernel_ops": (lambda v: _core.set_max_kernel_ops(int(v)), _core.get_max_kernel_ops),
     "fallback_warnings": (lambda v: _fallback.set_warnings(_truthy(v)), _fallback.warnings_enabled),
     "cache_dir": (lambda v: _set_cache_dir(str(v)), lambda: _core.cache_info()["directory"]),
     "tune": (lambda v: _core.set_tune_seconds(_seconds(v)), _core.get_tune_seconds),
@@ -79,7 +81,9 @@ def config(**opts):
 
     Options: threads (OpenMP threads per kernel), dump (print generated
     kernels and cache hits), fusion (False runs one operation per kernel),
-    max_window (tasks recorded before an automatic flush), fallback_warnings,
+    max_window (tasks recorded before an automatic flush), max_kernel_ops
+    (reads and writes of Python-visible arrays per fused kernel at most;
+    8x that many operations in all), fallback_warnings,
     cache_dir (kernel cache and tuned-schedule store), tune (seconds of
     background tuning per new kernel, 0 = off; NUMFUSE_TUNE), routines
     (False: never hand a group to a library routine such as BLAS),

@@ -53,7 +53,17 @@ struct Partition {
 };
 
 // Partition a window (tasks in program order).
-Partition partition(const std::vector<Task>& window, Policy policy);
+// A group stops once its tasks make `max_accesses` accesses to memory Python
+// can see (reads of and writes to arrays that outlive the kernel; results
+// that stay inside it inline into expressions), or once it holds
+// 8 * max_accesses live tasks. The compiler's time grows much faster than
+// the number of such accesses (alias analysis between them): a Python loop
+// whose iterations all fuse (row sweeps writing back into one array) would
+// otherwise become one kernel of hundreds of loads and stores that takes
+// clang seconds, while long expressions over a few arrays (Black-Scholes:
+// 67 operations) stay one kernel.
+inline constexpr int kDefaultMaxGroupAccesses = 32;
+Partition partition(const std::vector<Task>& window, Policy policy, int max_accesses = kDefaultMaxGroupAccesses);
 
 // Domain of a task with extent-1 dimensions dropped (what constraint 1 compares).
 Dims squeezed_domain(const Task& t);

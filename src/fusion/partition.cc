@@ -102,7 +102,47 @@ Dims squeezed_domain(const Task& t) {
   return d;
 }
 
-Partition partition(const std::vector<Task>& window, Policy policy) {
+namespace {
+// The distinct views of memory Python can see that a group reads or writes
+// (see partition()): repeated accesses through the same view (x += ...; x *=
+// ...) are one value in the kernel, so they count once.
+class VisibleViews {
+ public:
+  // How many views of `t` are not counted yet.
+  int added_by(const Task& t) const {
+    int n = 0;
+    auto count = [&](const View& v, int upto_self) {
+      if (!v.buffer->py_live) return;
+      for (const View* u : views_)
+        if (u->same_as(v)) return;
+      for (int k = 0; k < upto_self; ++k)  // repeated within the task itself
+        if (t.inputs[k].same_as(v) && t.inputs[k].buffer->py_live) return;
+      ++n;
+    };
+    for (int k = 0; k < static_cast<int>(t.inputs.size()); ++k) count(t.inputs[k], k);
+    bool out_seen = false;
+    for (const View& v : t.inputs) out_seen |= v.same_as(t.output);
+    if (!out_seen) count(t.output, 0);
+    return n;
+  }
+  void add(const Task& t) {
+    auto put = [&](const View& v) {
+      if (!v.buffer->py_live) return;
+      for (const View* u : views_)
+        if (u->same_as(v)) return;
+      views_.push_back(&v);
+    };
+    for (const View& v : t.inputs) put(v);
+    put(t.output);
+  }
+  int size() const { return static_cast<int>(views_.size()); }
+
+ private:
+  std::vector<const View*> views_;
+};
+}  // namespace
+
+Partition partition(const std::vector<Task>& window, Policy policy, int max_accesses) {
   Partition p;
   const int n = static_cast<int>(window.size());
 
@@ -139,14 +179,23 @@ Partition partition(const std::vector<Task>& window, Policy policy) {
       const Dims domain = squeezed_domain(first);
       add_to_state(first, state);
       int j = i + 1;
+      int live = 1;
+      VisibleViews visible;
+      visible.add(first);
       for (; j < n; ++j) {
         if (dead[j]) continue;  // skipped tasks neither join nor stop a group
+        if (visible.size() + visible.added_by(window[j]) > max_accesses || live >= 8 * max_accesses) {
+          g.stop_reason = "kernel size limit (max_kernel_ops)";
+          break;
+        }
         std::string why = violates(window[j], domain, state);
         if (!why.empty()) {
           g.stop_reason = why;
           break;
         }
         add_to_state(window[j], state);
+        ++live;
+        visible.add(window[j]);
       }
       if (j == n) g.stop_reason = "end of window";
       g.end = j;

@@ -34,35 +34,66 @@ class Writer {
 Signature window_signature(const std::vector<Task>& window, Policy policy) {
   Signature sig;
   std::string& s = sig.bytes;
-  s.reserve(window.size() * 200);
+  s.reserve(window.size() * 160 + 16);
   Writer w(s);
   w.put(static_cast<uint8_t>(policy));
-  std::unordered_map<const Buffer*, int> buffer_id;
-  std::vector<const Buffer*> buffers;
-  // Distinct views seen so far, per buffer id.
-  std::vector<std::vector<const View*>> views_of;
-  auto view = [&](const View& v) {
-    auto [it, fresh] = buffer_id.emplace(v.buffer.get(), static_cast<int>(buffers.size()));
-    if (fresh) {
-      buffers.push_back(v.buffer.get());
-      views_of.emplace_back();
+  // Runs at every flush (memo hits included): scratch space is reused, and
+  // buffers are numbered by a linear search while there are few of them.
+  struct SeenView {
+    const View* view;
+    int prev;  // the buffer's previous distinct view (-1: none)
+  };
+  thread_local std::vector<const Buffer*> buffers;
+  thread_local std::vector<int> last_view;  // per buffer id: its latest distinct view
+  thread_local std::vector<SeenView> views;
+  thread_local std::unordered_map<const Buffer*, int> buffer_id;
+  buffers.clear();
+  last_view.clear();
+  views.clear();
+  buffer_id.clear();
+  constexpr size_t kLinear = 16;
+  auto id_of = [&](const Buffer* b) {
+    if (buffers.size() <= kLinear) {
+      for (size_t k = 0; k < buffers.size(); ++k)
+        if (buffers[k] == b) return static_cast<int>(k);
+      if (buffers.size() == kLinear)  // from now on: a map
+        for (size_t k = 0; k < buffers.size(); ++k) buffer_id.emplace(buffers[k], static_cast<int>(k));
     }
-    const int id = it->second;
+    if (buffers.size() > kLinear || !buffer_id.empty()) {
+      auto [it, fresh] = buffer_id.emplace(b, static_cast<int>(buffers.size()));
+      if (!fresh) return it->second;
+    }
+    buffers.push_back(b);
+    last_view.push_back(-1);
+    return static_cast<int>(buffers.size()) - 1;
+  };
+  auto view = [&](const View& v) {
+    const int id = id_of(v.buffer.get());
     w.put(id);
     w.put(v.dtype);
     w.dims(v.shape);
     w.dims(v.strides);
-    std::vector<const View*>& seen = views_of[id];
-    for (size_t k = 0; k < seen.size(); ++k) {
-      if (seen[k]->same_as(v)) {
+    // The buffer's distinct views so far, newest first; numbered oldest
+    // first (k), as before.
+    uint32_t count = 0;
+    for (int j = last_view[id]; j >= 0; j = views[j].prev) ++count;
+    uint32_t k = count;
+    for (int j = last_view[id]; j >= 0; j = views[j].prev) {
+      --k;
+      if (views[j].view->same_as(v)) {
         w.put('S');
-        w.put(static_cast<uint32_t>(k));
+        w.put(k);
         return;
       }
     }
-    for (const View* u : seen) w.put(views_overlap(*u, v) ? 'O' : 'D');
+    // Relations to every earlier distinct view, oldest first.
+    thread_local std::vector<const View*> order;
+    order.clear();
+    for (int j = last_view[id]; j >= 0; j = views[j].prev) order.push_back(views[j].view);
+    for (size_t q = order.size(); q-- > 0;) w.put(views_overlap(*order[q], v) ? 'O' : 'D');
     w.put('N');
-    seen.push_back(&v);
+    views.push_back({&v, last_view[id]});
+    last_view[id] = static_cast<int>(views.size()) - 1;
   };
   for (const Task& t : window) {
     w.put(t.kind);

@@ -443,7 +443,7 @@ void flush_window(std::vector<Task>& window, FlushReport* report, int& ran) {
     }
     rep.run_ms = ms_since(t2);
   } else {
-    fusion::Partition part = fusion::partition(window, cfg.policy);
+    fusion::Partition part = fusion::partition(window, cfg.policy, cfg.max_kernel_ops);
     std::vector<Prepared> prepared;
     prepared.reserve(part.groups.size());
     for (const fusion::Group& g : part.groups) prepared.push_back(prepare(window, g, cfg));

@@ -30,6 +30,8 @@ struct Config {
   // > 0: kernels without a stored schedule are tuned in the background for
   // this many seconds each, and swapped in when done (NUMFUSE_TUNE).
   double tune_seconds = 0;
+  // Accesses to Python-visible memory per fused kernel at most (fusion::partition).
+  int max_kernel_ops = fusion::kDefaultMaxGroupAccesses;
 };
 Config& config();
 

@@ -457,6 +457,13 @@ void bind_functions(py::module_& m) {
   m.def("get_dump", []() { return pipeline::config().dump; });
   m.def("set_max_window", [](int64_t n) { global_stream().max_window = static_cast<size_t>(std::max<int64_t>(n, 1)); });
   m.def("get_max_window", []() { return global_stream().max_window; });
+  m.def("set_max_kernel_ops", [](int n) {
+    if (n < 1) throw py::value_error("max_kernel_ops must be at least 1");
+    NoGil nogil;
+    pipeline::clear_memo();  // memoized plans were partitioned under the old limit
+    pipeline::config().max_kernel_ops = n;
+  });
+  m.def("get_max_kernel_ops", []() { return pipeline::config().max_kernel_ops; });
   m.def("set_num_threads", [](int n) { runtime::set_num_threads(n); });
   m.def("get_num_threads", []() { return runtime::num_threads(); });
 }
