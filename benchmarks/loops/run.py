@@ -181,12 +181,29 @@ def worker(name, impl, quick, repeats, out_prefix):
 # ---------------------------------------------------------------- the parent
 
 
+def child_env(**extra):
+    """The environment of a worker process: this one's, with PYTHONPATH made
+    absolute (workers run in this directory) and the numfuse this process
+    imports first on it, so every worker measures the same build."""
+    env = dict(os.environ, **extra)
+    paths = [os.path.abspath(p) for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    try:
+        import numfuse
+
+        here = os.path.dirname(os.path.dirname(os.path.abspath(numfuse.__file__)))
+        paths.insert(0, here)
+    except ImportError:
+        pass
+    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+    return env
+
+
 def run_one(name, impl, args, tmp):
     """Runs one (benchmark, implementation) in a fresh subprocess."""
     prefix = os.path.join(tmp, f"{name}.{impl}")
     cmd = [sys.executable, os.path.abspath(__file__), "--worker", name, impl, "--repeats", str(args.repeats),
            "--worker-out", prefix] + (["--quick"] if args.quick else [])
-    env = dict(os.environ)
+    env = child_env()
     cache = None
     if impl == "numfuse":
         cache = tempfile.mkdtemp(prefix="numfuse-loops-cache-")
@@ -399,7 +416,7 @@ def run_perop(args):
     fd, out = tempfile.mkstemp(suffix=".json")
     os.close(fd)
     try:
-        env = dict(os.environ, NUMFUSE_CACHE_DIR=cache)
+        env = child_env(NUMFUSE_CACHE_DIR=cache)
         cmd = [sys.executable, os.path.join(HERE, "perop.py"), "--json-out", out] + (["--quick"] if args.quick else [])
         try:
             p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=args.timeout)
