@@ -65,9 +65,14 @@ ROOT = os.geteuid() == 0
 
 
 def _pythonpath():
-    here = os.path.dirname(os.path.abspath(__file__))
-    repo = os.path.dirname(os.path.dirname(here))
-    parts = [os.path.join(repo, "python"), os.environ.get("PYTHONPATH", "")]
+    """The victims import the numfuse this process would import (an
+    installed one, or the source tree on PYTHONPATH with its built core)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("numfuse")
+    parts = [os.environ.get("PYTHONPATH", "")]
+    if spec is not None and spec.origin:
+        parts.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(spec.origin))))
     return os.pathsep.join(p for p in parts if p)
 
 
