@@ -190,3 +190,25 @@ def test_long_expressions_stay_one_kernel():
 def test_max_kernel_ops_is_validated():
     with pytest.raises(ValueError):
         nf.set_option("max_kernel_ops", 0)
+
+
+def test_element_reads_sync_only_when_the_element_is_pending():
+    a = nf.arange(10.0)
+    b = nf.ones(10)
+    nf.flush()
+    with nf.profile() as p:
+        c = b * 2            # pending
+        v = a[3]             # a has no pending write: read from memory, no sync
+        assert v == 3.0 and type(v) is onp.float64
+        b[4] = 7.0           # a pending write to b
+        w = b[4]             # must see it: syncs (c and the write run)
+        assert w == 7.0
+        x = c[1]             # already computed by that sync
+        assert x == 2.0
+    assert p["flushes"] == 1, p
+    # a pending write through another view of the same memory is seen too
+    d = nf.zeros(6)
+    nf.flush()
+    dv = d[2:]
+    dv += 5
+    assert d[3] == 5.0 and d[1] == 0.0

@@ -226,8 +226,15 @@ def kernel_entries(cache):
 
 def fill(cache, tune=False):
     """A cache directory with this program's kernels (and a tuned schedule)."""
-    r = last_json(run_script(TUNE if tune else PROGRAM, cache=cache))
-    assert r["ok"] and (tune or r["compiled"] > 0) and kernel_entries(cache)
+    out = run_script(TUNE if tune else PROGRAM, cache=cache)
+    r = last_json(out)
+    if tune and not r["tuned"]:
+        # Seen in some full-suite runs of the developers' tree, never alone
+        # (see test_schedules.py): one more try, both outputs on failure.
+        again = run_script(TUNE, cache=cache)
+        r = last_json(again)
+        r["first_try"] = out.stderr[-2000:]
+    assert r["ok"] and (tune or r["compiled"] > 0) and kernel_entries(cache), r
     return r
 
 
@@ -235,7 +242,8 @@ def test_hostile_schedule_entry_is_ignored_with_a_warning(tmp_path):
     """A well-formed, legal schedules.txt entry whose tile size is 4e9 (for a
     matmul with a cached operand) must not reach the compiler."""
     cache = tmp_path / "cache"
-    assert fill(cache, tune=True)["tuned"]
+    filled = fill(cache, tune=True)
+    assert filled["tuned"], filled
     store = cache / "schedules.txt"
     lines = store.read_text().splitlines()
     assert lines
@@ -351,7 +359,8 @@ def test_two_processes_filling_one_cache(tmp_path):
 def test_oversized_entries_are_not_read(tmp_path):
     cache = tmp_path / "cache"
     first = fill(cache)
-    assert fill(cache, tune=True)["tuned"]
+    filled = fill(cache, tune=True)
+    assert filled["tuned"], filled
     for name in kernel_entries(cache) + ["schedules.txt"]:
         with open(cache / name, "r+b") as f:  # sparse: huge on paper, no disk used
             f.truncate(1 << 34)

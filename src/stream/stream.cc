@@ -64,6 +64,13 @@ size_t Stream::size() const {
   return window_.size();
 }
 
+bool Stream::writes(const Buffer* b) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const Task& t : window_)
+    if (t.output.buffer.get() == b) return true;
+  return false;
+}
+
 Stream::Stream() { window_.reserve(std::min<size_t>(max_window, 4096)); }
 
 Stream& global_stream() {

@@ -97,6 +97,9 @@ class Stream {
   // for the GIL) does not exist there; the gate starts free.
   void reset_gate_in_child() { new (&gate_) std::recursive_mutex(); }
   size_t size() const;
+  // Whether a task in the window writes buffer `b` (its pending value differs
+  // from what is in memory).
+  bool writes(const Buffer* b) const;
   // Flush policy: the window is flushed automatically once it holds this many
   // tasks (bounds memory and analysis time in loops that never sync).
   size_t max_window = 512;
