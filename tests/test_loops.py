@@ -212,3 +212,36 @@ def test_element_reads_sync_only_when_the_element_is_pending():
     dv = d[2:]
     dv += 5
     assert d[3] == 5.0 and d[1] == 0.0
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int8", "uint8", "int32", "uint64", "float32", "float64"])
+def test_iteration_yields_numpy_scalars(dtype):
+    x = (onp.arange(7) % 3).astype(dtype)
+    got = list(nf.array(x))
+    want = list(x)
+    assert [type(g) for g in got] == [type(w) for w in want]
+    assert got == want
+    assert list(nf.array(x)[::-2]) == list(x[::-2])
+    assert list(nf.array(x)[:0]) == []
+
+
+def test_iteration_sees_writes_made_during_the_loop_and_syncs_only_then():
+    for m in (onp, nf):
+        a = m.arange(5.0)
+        seen = []
+        for k, v in enumerate(a):
+            seen.append(float(v))
+            if k + 1 < len(a):
+                a[k + 1] += 10 * (k + 1)
+        assert seen == [0.0, 11.0, 22.0, 33.0, 44.0], m
+    b = nf.arange(1000.0)
+    c = nf.ones(3)
+    nf.flush()
+    with nf.profile() as p:
+        d = c * 2                       # pending, on another array
+        total = sum(float(v) for v in b)  # b has nothing pending: no sync
+        assert float(d[0]) == 2.0        # syncs here
+    assert total == 499500.0
+    assert p["flushes"] == 1, p
+    rows = list(nf.arange(6.0).reshape(2, 3))  # n-d: rows are arrays
+    assert type(rows[0]) is nf.ndarray and rows[1].shape == (3,)

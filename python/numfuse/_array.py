@@ -74,6 +74,8 @@ def _install(ns):
     def __iter__(self):
         if self.ndim == 0:
             raise TypeError("iteration over a 0-d array")
+        if self.ndim == 1:
+            return self._iter_elements()  # NumPy scalars, read in C++
         return (self[i] for i in range(self.shape[0]))
 
     def __contains__(self, value):

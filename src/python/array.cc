@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "core/error.h"
+#include "pipeline/pipeline.h"
 #include "python/bindings.h"
 
 namespace nf::py_bind {
@@ -188,6 +189,51 @@ py::tuple tuple_of(const Dims& d, int64_t scale = 1) {
   py::tuple t(d.size());
   for (size_t i = 0; i < d.size(); ++i) t[i] = py::int_(d[i] * scale);
   return t;
+}
+
+}  // namespace
+
+namespace {
+
+struct ElementIter {
+  View v;
+  int64_t i = 0;
+  uint64_t checked = ~uint64_t(0);  // stream's recorded_total at the last check
+};
+
+bool element_iter_current(const ElementIter& it) {
+  return it.checked == global_stream().recorded_total() && pipeline::idle();
+}
+
+py::object element_iter_read(ElementIter& it) {
+  const char* base = static_cast<const char*>(it.v.buffer->data());
+  const int64_t at = it.v.offset + it.i * it.v.strides[0];
+  ++it.i;
+  return numpy_scalar(it.v.dtype, base + at * itemsize(it.v.dtype));
+}
+
+py::object element_iter_step(ElementIter& it) {
+  if (it.i >= it.v.shape[0]) throw py::stop_iteration();
+  if (!element_iter_current(it)) {
+    if (!pipeline::idle() || global_stream().writes(it.v.buffer.get())) flush_all("element access");
+    it.checked = global_stream().recorded_total();
+  }
+  return element_iter_read(it);
+}
+
+PyObject* element_iter_next(PyObject* self) {
+  ElementIter* it = nullptr;
+  try {
+    it = &py::handle(self).cast<ElementIter&>();
+    if (it->i >= it->v.shape[0]) return nullptr;  // exhausted (no exception: StopIteration)
+    if (element_iter_current(*it)) return element_iter_read(*it).release().ptr();
+  } catch (py::error_already_set& e) {
+    e.restore();
+    return nullptr;
+  } catch (...) {
+    // fall through to the translated path
+  }
+  return PyObject_CallMethod(self, "_next", nullptr);
 }
 
 }  // namespace
@@ -469,6 +515,22 @@ void bind_array(py::module_& m) {
       }
     }
     return g_array_ufunc(self, ufunc, method, inputs, kwargs);
+  });
+
+  // Iterating a 1-D array yields NumPy scalars as NumPy does, each read from
+  // memory; a sync happens only when the array has a pending write (checked
+  // again only after new operations were recorded). The type's tp_iternext
+  // is the fast path (element_iter_next); `_next` does the whole step,
+  // syncing if needed, with pybind11's exception translation.
+  py::class_<ElementIter> iter_cls(m, "_ElementIter");
+  iter_cls.def("__iter__", [](py::object self) { return self; })
+      .def("__next__", &element_iter_step)
+      .def("_next", &element_iter_step);
+  reinterpret_cast<PyTypeObject*>(iter_cls.ptr())->tp_iternext = &element_iter_next;
+  PyType_Modified(reinterpret_cast<PyTypeObject*>(iter_cls.ptr()));
+  c.def("_iter_elements", [](const NdArray& a) {
+    if (a.v.ndim() != 1) throw py::value_error("_iter_elements: a 1-D array is required");
+    return ElementIter{a.v};
   });
 
   m.def("_set_index_hooks", [](py::object get, py::object set, py::object ufunc_fallback, py::object op_fallback) {

@@ -34,7 +34,7 @@ void Stream::record(Task t) {
   if (exported) sync_request_.store(true);
   std::lock_guard<std::mutex> lock(mu_);
   window_.push_back(std::move(t));
-  ++recorded_total_;
+  recorded_total_.fetch_add(1, std::memory_order_release);
 }
 
 std::vector<Task> Stream::take() {
@@ -55,8 +55,10 @@ std::vector<Task> Stream::take() {
 void Stream::restore(std::vector<Task> tasks) {
   if (tasks.empty()) return;
   std::lock_guard<std::mutex> lock(mu_);
+  const size_t n = tasks.size();
   tasks.insert(tasks.end(), std::make_move_iterator(window_.begin()), std::make_move_iterator(window_.end()));
   window_.swap(tasks);
+  recorded_total_.fetch_add(n, std::memory_order_release);
 }
 
 size_t Stream::size() const {

@@ -103,13 +103,15 @@ class Stream {
   // Flush policy: the window is flushed automatically once it holds this many
   // tasks (bounds memory and analysis time in loops that never sync).
   size_t max_window = 512;
-  uint64_t recorded_total() const { return recorded_total_; }
+  // Tasks put into the window so far (recorded, or put back by restore):
+  // unchanged means nothing new is pending since it was last read.
+  uint64_t recorded_total() const { return recorded_total_.load(std::memory_order_acquire); }
 
  private:
   mutable std::mutex mu_;
   std::recursive_mutex gate_;
   std::vector<Task> window_;
-  uint64_t recorded_total_ = 0;
+  std::atomic<uint64_t> recorded_total_{0};
   std::atomic<bool> sync_request_{false};
 };
 
