@@ -192,26 +192,41 @@ def test_max_kernel_ops_is_validated():
         nf.set_option("max_kernel_ops", 0)
 
 
-def test_element_reads_sync_only_when_the_element_is_pending():
-    a = nf.arange(10.0)
-    b = nf.ones(10)
+def test_scalar_element_stores_to_untouched_memory_are_immediate():
+    """a[i, j] = scalar with no pending operation on a's memory is written at
+    once (no task, no later sync); with one pending it is recorded in order."""
+    a = nf.zeros((3, 4))
     nf.flush()
     with nf.profile() as p:
-        c = b * 2            # pending
-        v = a[3]             # a has no pending write: read from memory, no sync
-        assert v == 3.0 and type(v) is onp.float64
-        b[4] = 7.0           # a pending write to b
-        w = b[4]             # must see it: syncs (c and the write run)
-        assert w == 7.0
-        x = c[1]             # already computed by that sync
-        assert x == 2.0
-    assert p["flushes"] == 1, p
-    # a pending write through another view of the same memory is seen too
+        a[1, 2] = 5.0
+        a[0, 0] = onp.float32(1.5)
+        a[2, 3] = 7
+        assert a[1, 2] == 5.0 and a[0, 0] == 1.5 and a[2, 3] == 7.0
+    assert p["tasks"] == 0, p
+    # a pending read of a: the store must come after it (not be written now)
+    b = a * 2
+    a[1, 2] = 100.0
+    assert float(b[1, 2]) == 10.0 and float(a[1, 2]) == 100.0
+    # a pending write through another view of the same memory
     d = nf.zeros(6)
     nf.flush()
     dv = d[2:]
     dv += 5
-    assert d[3] == 5.0 and d[1] == 0.0
+    d[3] = -1.0
+    assert list(d) == [0.0, 0.0, 5.0, -1.0, 5.0, 5.0]
+    # NumPy's conversions and errors
+    for dt, v in (("int8", 300), ("uint8", -1), ("int32", float("nan")), ("bool", 2 ** 64), ("uint8", onp.int64(300))):
+        e = onp.zeros(3, dt)
+        g = nf.zeros(3, dt)
+        nf.flush()
+        try:
+            e[1] = v
+        except Exception as exc:
+            with pytest.raises(type(exc)):
+                g[1] = v
+            continue
+        g[1] = v
+        assert_same(g, e)
 
 
 @pytest.mark.parametrize("dtype", ["bool", "int8", "uint8", "int32", "uint64", "float32", "float64"])
@@ -225,7 +240,7 @@ def test_iteration_yields_numpy_scalars(dtype):
     assert list(nf.array(x)[:0]) == []
 
 
-def test_iteration_sees_writes_made_during_the_loop_and_syncs_only_then():
+def test_iteration_sees_writes_made_during_the_loop():
     for m in (onp, nf):
         a = m.arange(5.0)
         seen = []
@@ -238,10 +253,10 @@ def test_iteration_sees_writes_made_during_the_loop_and_syncs_only_then():
     c = nf.ones(3)
     nf.flush()
     with nf.profile() as p:
-        d = c * 2                       # pending, on another array
-        total = sum(float(v) for v in b)  # b has nothing pending: no sync
-        assert float(d[0]) == 2.0        # syncs here
+        total = sum(float(v) for v in b)  # nothing pending: no sync
     assert total == 499500.0
-    assert p["flushes"] == 1, p
+    assert p["flushes"] == 0, p
+    d = c * 2
+    assert [float(v) for v in d] == [2.0, 2.0, 2.0]
     rows = list(nf.arange(6.0).reshape(2, 3))  # n-d: rows are arrays
     assert type(rows[0]) is nf.ndarray and rows[1].shape == (3,)

@@ -215,7 +215,7 @@ py::object element_iter_read(ElementIter& it) {
 py::object element_iter_step(ElementIter& it) {
   if (it.i >= it.v.shape[0]) throw py::stop_iteration();
   if (!element_iter_current(it)) {
-    if (!pipeline::idle() || global_stream().writes(it.v.buffer.get())) flush_all("element access");
+    flush_all("element access");  // as element access: whatever is pending (see element())
     it.checked = global_stream().recorded_total();
   }
   return element_iter_read(it);
@@ -326,6 +326,14 @@ void bind_array(py::module_& m) {
              if (element && src.kind == Operand::Kind::Array && src.view.ndim() > 0) {
                index_view(v, items);  // an out-of-bounds index is reported first
                throw ValueError("setting an array element with a sequence.");
+             }
+             if (element && src.kind != Operand::Kind::Array && pipeline::idle() &&
+                 !global_stream().touches(v.buffer.get())) {
+               // No pending operation reads or writes this memory: store the
+               // element now, as NumPy does (a loop filling a table element
+               // by element never syncs for its own writes).
+               write_element(index_view(v, items), src);
+               return;
              }
              before_record();
              RecordGuard guard;
@@ -518,8 +526,8 @@ void bind_array(py::module_& m) {
   });
 
   // Iterating a 1-D array yields NumPy scalars as NumPy does, each read from
-  // memory; a sync happens only when the array has a pending write (checked
-  // again only after new operations were recorded). The type's tp_iternext
+  // memory; a sync happens when something is pending (checked again only
+  // after new operations were recorded). The type's tp_iternext
   // is the fast path (element_iter_next); `_next` does the whole step,
   // syncing if needed, with pybind11's exception translation.
   py::class_<ElementIter> iter_cls(m, "_ElementIter");

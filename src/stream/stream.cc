@@ -66,12 +66,16 @@ size_t Stream::size() const {
   return window_.size();
 }
 
-bool Stream::writes(const Buffer* b) const {
+bool Stream::touches(const Buffer* b) const {
   std::lock_guard<std::mutex> lock(mu_);
-  for (const Task& t : window_)
+  for (const Task& t : window_) {
     if (t.output.buffer.get() == b) return true;
+    for (const View& v : t.inputs)
+      if (v.buffer.get() == b) return true;
+  }
   return false;
 }
+
 
 Stream::Stream() { window_.reserve(std::min<size_t>(max_window, 4096)); }
 

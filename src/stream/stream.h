@@ -97,9 +97,8 @@ class Stream {
   // for the GIL) does not exist there; the gate starts free.
   void reset_gate_in_child() { new (&gate_) std::recursive_mutex(); }
   size_t size() const;
-  // Whether a task in the window writes buffer `b` (its pending value differs
-  // from what is in memory).
-  bool writes(const Buffer* b) const;
+  // Whether a task in the window reads or writes buffer `b`.
+  bool touches(const Buffer* b) const;
   // Flush policy: the window is flushed automatically once it holds this many
   // tasks (bounds memory and analysis time in loops that never sync).
   size_t max_window = 512;
@@ -237,6 +236,10 @@ View record_where(const Operand& cond, const Operand& x, const Operand& y);
 // dst[...] = src, cast unsafely (assignment semantics). Checks Python scalars
 // like NumPy (OverflowError / ValueError for NaN into integers).
 void record_assign(const View& dst, const Operand& src);
+// dst[()] = src for a one-element view and a scalar, done now: the value is
+// converted as record_assign converts it and written into dst's memory. Only
+// for memory no pending task reads or writes (Stream::touches).
+void write_element(const View& dst, const Operand& src);
 // v.astype(to) into a fresh array: C order, NumPy's order 'K' for astype
 // (alloc_new_like), or laid out as a ufunc's result over v (alloc_like_order:
 // a cast that stands for a ufunc's internal casting).

@@ -1,5 +1,6 @@
 // Ufuncs, reductions and creation routines: NumPy's type resolution and
 // argument checks, then one task each (via record_map / record_reduce).
+#include <cstring>
 #include <cmath>
 #include <mutex>
 #include <optional>
@@ -330,6 +331,30 @@ void record_assign(const View& dst, const Operand& src) {
   spec.shape_hint = dst.shape;
   spec.has_shape_hint = true;
   record_map(std::move(spec));
+}
+
+void write_element(const View& dst, const Operand& src) {
+  if (dst.readonly) throw ValueError("assignment destination is read-only");
+  const Scalar s = setitem_value(src, dst.dtype);
+  char* p = static_cast<char*>(dst.buffer->data()) + dst.offset * itemsize(dst.dtype);
+  switch (dst.dtype) {
+    case DType::Bool: {
+      const uint8_t b = s.i != 0;
+      std::memcpy(p, &b, 1);
+      break;
+    }
+    case DType::Float32: {
+      const float f = static_cast<float>(s.f);
+      std::memcpy(p, &f, sizeof f);
+      break;
+    }
+    case DType::Float64:
+      std::memcpy(p, &s.f, sizeof s.f);
+      break;
+    default:  // integers: the value's low bytes (x86-64 is little-endian)
+      std::memcpy(p, &s.u, itemsize(dst.dtype));
+      break;
+  }
 }
 
 View record_astype(const View& v, DType to, CastLayout layout) {
