@@ -141,6 +141,16 @@ def _row_sweep(np, u, f):
     return u
 
 
+def _sweep_groups(u0, f):
+    """Runs one sweep under numfuse; returns the result and the groups of its flush."""
+    u = nf.array(u0)
+    fa = nf.array(f)
+    nf.flush()
+    _row_sweep(nf, u, fa)
+    nf.flush()
+    return u, nf._core.last_report()["groups"]
+
+
 def test_fused_row_sweeps_are_split_into_bounded_kernels():
     """A Python loop whose iterations all fuse (each row update reads the row
     the previous one wrote) must not become one kernel of hundreds of
@@ -149,12 +159,7 @@ def test_fused_row_sweeps_are_split_into_bounded_kernels():
     u0, f = rng.random((40, 16)), rng.random((40, 16))
     want = _row_sweep(onp, u0.copy(), f)
     limit = nf.get_option("max_kernel_ops")
-    u = nf.array(u0)
-    fa = nf.array(f)
-    nf.flush()
-    _row_sweep(nf, u, fa)
-    nf.flush()
-    groups = nf._core.last_report()["groups"]
+    u, groups = _sweep_groups(u0, f)
     assert_same(u, want, rtol=1e-13)
     assert len(groups) > 1
     assert any("kernel size limit" in g["stop_reason"] for g in groups)
@@ -163,11 +168,7 @@ def test_fused_row_sweeps_are_split_into_bounded_kernels():
         assert len(live) <= 8 * limit
     # A larger limit fuses more of the sweep into each kernel (same results).
     with nf.config(max_kernel_ops=100000):
-        u = nf.array(u0)
-        nf.flush()
-        _row_sweep(nf, u, fa)
-        nf.flush()
-        fewer = nf._core.last_report()["groups"]
+        u, fewer = _sweep_groups(u0, f)
     assert_same(u, want, rtol=1e-13)
     assert len(fewer) < len(groups)
 

@@ -508,19 +508,10 @@ void bind_array(py::module_& m) {
     if (it != g_ufunc_ops.end() && kwargs.empty() && PyUnicode_Check(method.ptr()) &&
         PyUnicode_CompareWithASCIIString(method.ptr(), "__call__") == 0 &&
         static_cast<int>(inputs.size()) == it->second.first) {
-      Operand a, b;
-      const bool binary = it->second.first == 2;
-      if (to_operand(inputs[0], a) && (!binary || to_operand(inputs[1], b)) &&
-          (a.kind == Operand::Kind::Array || (binary && b.kind == Operand::Kind::Array))) {
-        before_record();
-        try {
-          RecordGuard guard;
-          return wrap(binary ? record_binary(static_cast<BinaryOp>(it->second.second), a, b, nullptr)
-                             : record_unary(static_cast<UnaryOp>(it->second.second), a, nullptr));
-        } catch (const FallbackRequired&) {
-          // NumPy computes it (below)
-        }
-      }
+      const int nin = it->second.first;
+      py::handle y = nin == 2 ? py::handle(inputs[1]) : py::handle(Py_None);
+      py::object r = record_ufunc(nin, it->second.second, inputs[0], y, py::none());
+      if (r.ptr() != Py_NotImplemented) return r;
     }
     return g_array_ufunc(self, ufunc, method, inputs, kwargs);
   });

@@ -58,6 +58,10 @@ NdArray& as_ndarray(py::handle h);
 // Converts a Python value to an operand; false if numfuse cannot take it
 // (caller returns NotImplemented or falls back to NumPy).
 bool to_operand(py::handle h, Operand& out);
+// Records ufunc op (UnaryOp for nin 1, BinaryOp for nin 2) on operands x, y
+// with optional out=; NotImplemented when numfuse cannot take the operands
+// or compute in the loop's type (the caller falls back to NumPy).
+py::object record_ufunc(int nin, int op, py::handle x, py::handle y, py::handle out);
 py::object dtype_object(DType t);
 // numpy.dtype-like -> DType; nullopt for dtypes numfuse does not compute in.
 std::optional<DType> to_dtype(py::handle h);

@@ -23,6 +23,25 @@ const View* out_view(py::handle out) {
   return &as_ndarray(out).v;
 }
 
+}  // namespace
+
+py::object record_ufunc(int nin, int op, py::handle x, py::handle y, py::handle out) {
+  Operand a, b;
+  if (!to_operand(x, a) || (nin == 2 && !to_operand(y, b))) return not_implemented();
+  if (a.kind != Operand::Kind::Array && (nin == 1 || b.kind != Operand::Kind::Array)) return not_implemented();
+  before_record();
+  try {
+    RecordGuard guard;
+    View r = nin == 1 ? record_unary(static_cast<UnaryOp>(op), a, out_view(out))
+                      : record_binary(static_cast<BinaryOp>(op), a, b, out_view(out));
+    return out.is_none() ? wrap(r) : py::reinterpret_borrow<py::object>(out);
+  } catch (const FallbackRequired&) {
+    return not_implemented();
+  }
+}
+
+namespace {
+
 Dims dims_of(py::handle seq) {
   Dims d;
   for (py::handle x : seq) d.push_back(x.cast<int64_t>());
@@ -85,31 +104,8 @@ void bind_functions(py::module_& m) {
   for (int i = 0; i < kNumDTypes; ++i) names.append(dtype_name(static_cast<DType>(i)));
   m.attr("DTYPES") = names;
 
-  m.def("unary", [](int op, py::handle x, py::handle out) -> py::object {
-    Operand a;
-    if (!to_operand(x, a) || a.kind != Operand::Kind::Array) return not_implemented();
-    before_record();
-    try {
-      RecordGuard guard;
-      View r = record_unary(static_cast<UnaryOp>(op), a, out_view(out));
-      return out.is_none() ? wrap(r) : py::reinterpret_borrow<py::object>(out);
-    } catch (const FallbackRequired&) {
-      return not_implemented();
-    }
-  });
-  m.def("binary", [](int op, py::handle x, py::handle y, py::handle out) -> py::object {
-    Operand a, b;
-    if (!to_operand(x, a) || !to_operand(y, b)) return not_implemented();
-    if (a.kind != Operand::Kind::Array && b.kind != Operand::Kind::Array) return not_implemented();
-    before_record();
-    try {
-      RecordGuard guard;
-      View r = record_binary(static_cast<BinaryOp>(op), a, b, out_view(out));
-      return out.is_none() ? wrap(r) : py::reinterpret_borrow<py::object>(out);
-    } catch (const FallbackRequired&) {
-      return not_implemented();
-    }
-  });
+  m.def("unary", [](int op, py::handle x, py::handle out) { return record_ufunc(1, op, x, py::none(), out); });
+  m.def("binary", [](int op, py::handle x, py::handle y, py::handle out) { return record_ufunc(2, op, x, y, out); });
   m.def("where", [](py::handle c, py::handle x, py::handle y) -> py::object {
     Operand oc, ox, oy;
     if (!to_operand(c, oc) || !to_operand(x, ox) || !to_operand(y, oy)) return not_implemented();

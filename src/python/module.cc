@@ -22,7 +22,7 @@ namespace {
 // must not be destroyed by C++ static destructors after interpreter shutdown.
 PyTypeObject* g_ndarray_type = nullptr;
 py::handle g_dtypes[kNumDTypes];
-py::handle g_np_generic, g_np_ndarray, g_np_asarray, g_np_copyto, g_np_dtype;
+py::handle g_np_ndarray, g_np_asarray, g_np_copyto, g_np_dtype;
 // Hooks installed by python/numfuse (see numfuse/_hooks.py).
 py::handle g_sync_site, g_warn, g_dump;
 
@@ -335,7 +335,6 @@ PYBIND11_MODULE(_core, m) {
   m.doc() = "numfuse C++ core: recording, fusion, MDH lowering and JIT compilation";
   py::module_ np = py::module_::import("numpy");
   for (int i = 0; i < kNumDTypes; ++i) g_dtypes[i] = np.attr("dtype")(dtype_name(static_cast<DType>(i))).release();
-  g_np_generic = py::object(np.attr("generic")).release();
   g_np_ndarray = py::object(np.attr("ndarray")).release();
   g_np_asarray = py::object(np.attr("asarray")).release();
   g_np_copyto = py::object(np.attr("copyto")).release();
