@@ -110,20 +110,9 @@ class VisibleViews {
  public:
   // How many views of `t` are not counted yet.
   int added_by(const Task& t) const {
-    int n = 0;
-    auto count = [&](const View& v, int upto_self) {
-      if (!v.buffer->py_live) return;
-      for (const View* u : views_)
-        if (u->same_as(v)) return;
-      for (int k = 0; k < upto_self; ++k)  // repeated within the task itself
-        if (t.inputs[k].same_as(v) && t.inputs[k].buffer->py_live) return;
-      ++n;
-    };
-    for (int k = 0; k < static_cast<int>(t.inputs.size()); ++k) count(t.inputs[k], k);
-    bool out_seen = false;
-    for (const View& v : t.inputs) out_seen |= v.same_as(t.output);
-    if (!out_seen) count(t.output, 0);
-    return n;
+    VisibleViews with = *this;  // at most a few dozen pointers
+    with.add(t);
+    return with.size() - size();
   }
   void add(const Task& t) {
     auto put = [&](const View& v) {
