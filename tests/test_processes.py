@@ -366,3 +366,44 @@ def test_oversized_entries_are_not_read(tmp_path):
             f.truncate(1 << 34)
     r = last_json(run_script(PROGRAM, cache=cache))
     assert r["ok"] and r["disk"] == 0 and r["compiled"] == first["compiled"] and not r["tuned"]
+
+
+# ---------------------------------------------------------------------------
+# libomp's registration file
+# ---------------------------------------------------------------------------
+
+STALE_REGISTRATION = """
+import glob, json, os, sys
+# What a process killed (or refused by a file-size limit) while libomp
+# registered itself leaves behind, under the pid this process now has.
+names = [f"{d}/__KMP_REGISTERED_LIB_{os.getpid()}_{os.getuid()}" for d in ("/dev/shm", "/tmp")]
+for n in names[: int(sys.argv[1])]:
+    open(n, "w").close()
+import numpy as onp, numfuse as np
+x = np.arange(100000.0)
+v = float((np.sin(x) * 2 + 1).sum())
+print(json.dumps({"ok": v == float((onp.sin(onp.arange(100000.0)) * 2 + 1).sum()),
+                  "empty_left": [n for n in names if os.path.exists(n) and os.path.getsize(n) == 0]}))
+"""
+
+
+@pytest.mark.parametrize("where", [1, 2])
+def test_empty_openmp_registration_of_a_dead_process(tmp_path, where):
+    """An empty __KMP_REGISTERED_LIB_<pid>_<uid> file named for our pid made
+    libomp die with SIGBUS at its first parallel region."""
+    r = last_json(run_script(STALE_REGISTRATION, where, cache=tmp_path))
+    assert r["ok"] and r["empty_left"] == []
+
+
+def test_failed_openmp_registration_leaves_nothing_behind(tmp_path):
+    """A file-size limit makes libomp's registration fail half way; the empty
+    file it leaves would kill the next process given the same pid."""
+    def limit():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    code = "import os, numfuse as np; print(os.getpid()); print(float((np.arange(1e5) * 2).sum()))"
+    out = run_script(code, cache=tmp_path, preexec_fn=limit)
+    assert out.returncode == 0, out.stderr
+    pid = int(out.stdout.split()[0])
+    left = [f"{d}/__KMP_REGISTERED_LIB_{pid}_{os.getuid()}" for d in ("/dev/shm", "/tmp")]
+    assert not [n for n in left if os.path.exists(n) and os.path.getsize(n) == 0]

@@ -1,5 +1,11 @@
 #include <dlfcn.h>
+#include <pthread.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <atomic>
+#include <cstdio>
+#include <mutex>
 #include <vector>
 
 #include "runtime/runtime.h"
@@ -17,9 +23,48 @@ F omp_fn(const char* name) {
   if (!h) h = dlopen(NUMFUSE_LIBOMP_NAME, RTLD_NOW | RTLD_GLOBAL);
   return h ? reinterpret_cast<F>(dlsym(h, name)) : nullptr;
 }
+
+// libomp registers every process that initializes it in a file named
+// __KMP_REGISTERED_LIB_<pid>_<uid> in /dev/shm (or /tmp): it creates the
+// file, sizes it to 1 KiB and maps it. When sizing fails (a file-size limit,
+// a full /dev/shm) the file stays behind empty, and the next process that
+// gets the same pid (pids wrap at pid_max, often 32768) maps it, reads past
+// its end and dies with SIGBUS before running any code of its own. A file
+// named for our own pid cannot belong to a live process other than us, so an
+// empty one is removed before our libomp initializes (it would read it) and
+// again right after (a failed registration of ours leaves one; libomp falls
+// back to an environment variable and no longer needs it).
+void remove_empty_openmp_registration() {
+  char name[96];
+  for (const char* dir : {"/dev/shm", "/tmp"}) {
+    std::snprintf(name, sizeof name, "%s/__KMP_REGISTERED_LIB_%d_%d", dir, static_cast<int>(getpid()),
+                  static_cast<int>(getuid()));
+    struct stat st;
+    if (lstat(name, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == getuid() && st.st_size == 0) unlink(name);
+  }
+}
+
+// False until this process (a forked child: again) has initialized libomp
+// through ensure_openmp().
+std::atomic<bool> g_openmp_ready{false};
+
+void ensure_openmp() {
+  if (g_openmp_ready.load(std::memory_order_acquire)) return;
+  static std::once_flag atfork_once;
+  std::call_once(atfork_once, [] {
+    pthread_atfork(nullptr, nullptr, [] { g_openmp_ready.store(false, std::memory_order_relaxed); });
+  });
+  remove_empty_openmp_registration();
+  // Any call into the runtime initializes (and registers) it.
+  static auto get = omp_fn<GetThreads>("omp_get_max_threads");
+  if (get) get();
+  remove_empty_openmp_registration();
+  g_openmp_ready.store(true, std::memory_order_release);
+}
 }  // namespace
 
 void run_kernel(jit::KernelFn fn, const mdh::MdHom& h, const mdh::Bindings& b) {
+  ensure_openmp();
   std::vector<char*> ptrs(h.accesses.size(), nullptr);
   for (size_t i = 0; i < h.accesses.size(); ++i) {
     const mdh::Access& a = h.accesses[i];
@@ -30,11 +75,13 @@ void run_kernel(jit::KernelFn fn, const mdh::MdHom& h, const mdh::Bindings& b) {
 }
 
 void set_num_threads(int n) {
+  ensure_openmp();
   static auto f = omp_fn<SetThreads>("omp_set_num_threads");
   if (f && n > 0) f(n);
 }
 
 int num_threads() {
+  ensure_openmp();
   static auto f = omp_fn<GetThreads>("omp_get_max_threads");
   return f ? f() : 1;
 }
