@@ -90,9 +90,6 @@ def _install(ns):
     def __reduce__(self):
         return (_from_numpy_copy, (self._to_numpy(False).copy(),))
 
-    def __delitem__(self, key):
-        raise ValueError("cannot delete array elements")
-
     # -- operators that need Python-level dispatch --------------------------------
     def __pow__(self, other, mod=None):
         if mod is not None:
@@ -295,6 +292,25 @@ def _install(ns):
                  "searchsorted", "compress", "choose", "put", "argpartition", "partition"):
         if name in ns:
             setattr(C, name, method(name))
+
+
+def _ndarray_new(shape, dtype=float, buffer=None, offset=0, strides=None, order=None):
+    """numfuse.ndarray(shape, dtype=float, buffer=None, offset=0, strides=None,
+    order=None), as numpy.ndarray: without a buffer, an uninitialized array
+    (numpy.empty); with one, an array viewing that memory."""
+    from ._creation import empty
+
+    if buffer is None and strides is None:
+        return empty(shape, dtype, order=order or "C")
+    if isinstance(buffer, ndarray):
+        buffer = buffer._to_numpy(True)
+    arr = np.ndarray(shape, dtype, buffer, offset, strides, order)
+    if not _core.supported_dtype(arr.dtype):
+        raise TypeError(f"numfuse.ndarray cannot hold dtype {arr.dtype}")
+    return _core.from_numpy(arr, True)
+
+
+_core._set_ndarray_new(_ndarray_new)
 
 
 def _check_int_power(base, exponent):

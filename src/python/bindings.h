@@ -14,11 +14,24 @@ namespace nf::py_bind {
 // buffer (the tiered count fusion reads).
 struct NdArray {
   View v;
-  explicit NdArray(View view) : v(std::move(view)) { v.buffer->py_refs.fetch_add(1); }
-  ~NdArray() { v.buffer->py_refs.fetch_sub(1); }
+  explicit NdArray(View view) : v(std::move(view)) { v.buffer->py_refs.fetch_add(1, std::memory_order_relaxed); }
+  ~NdArray() { v.buffer->py_refs.fetch_sub(1, std::memory_order_relaxed); }
   NdArray(const NdArray&) = delete;
   NdArray& operator=(const NdArray&) = delete;
 };
+
+// numfuse.ndarray's instances: a CPython object holding an NdArray inline
+// (array_type.cc). The operators, indexing and the common attributes are
+// type slots written in C++, so `a + b` costs no more dispatch than NumPy's.
+struct PyNdArray {
+  PyObject_HEAD
+  PyObject* weakrefs;
+  NdArray arr;  // constructed in place by wrap(), destroyed by the type's dealloc
+};
+
+// The type object (created at import by make_ndarray_type).
+extern PyTypeObject* g_ndarray_type;
+PyTypeObject* make_ndarray_type(py::module_& m);
 
 // Releases the GIL for a scope (use instead of py::gil_scoped_release).
 // Once numfuse's exit handler has run (shutdown()), a thread other than
@@ -53,8 +66,22 @@ class RecordGuard {
 };
 
 py::object wrap(View v);
-bool is_ndarray(py::handle h);
+inline bool is_ndarray(py::handle h) { return Py_TYPE(h.ptr()) == g_ndarray_type; }
+// The array behind a numfuse.ndarray; TypeError for anything else.
 NdArray& as_ndarray(py::handle h);
+// Runs `f` (returning a new reference or nullptr with an exception set) with
+// C++ exceptions translated to Python's, for functions CPython calls directly.
+template <typename F>
+PyObject* guarded(F&& f) noexcept {
+  try {
+    return f();
+  } catch (py::error_already_set& e) {
+    e.restore();
+  } catch (...) {
+    py::detail::try_translate_exceptions();
+  }
+  return nullptr;
+}
 // Converts a Python value to an operand; false if numfuse cannot take it
 // (caller returns NotImplemented or falls back to NumPy).
 bool to_operand(py::handle h, Operand& out);
@@ -63,6 +90,9 @@ bool to_operand(py::handle h, Operand& out);
 // or compute in the loop's type (the caller falls back to NumPy).
 py::object record_ufunc(int nin, int op, py::handle x, py::handle y, py::handle out);
 py::object dtype_object(DType t);
+// A Python sequence of integers as Dims, and Dims (times `scale`) as a tuple.
+Dims dims_of(py::handle seq);
+py::tuple tuple_of(const Dims& d, int64_t scale = 1);
 // numpy.dtype-like -> DType; nullopt for dtypes numfuse does not compute in.
 std::optional<DType> to_dtype(py::handle h);
 // Auto-flush before recording when the window is full.
@@ -93,3 +123,21 @@ void bind_array(py::module_& m);
 void bind_functions(py::module_& m);
 
 }  // namespace nf::py_bind
+
+// Functions taking `const NdArray&` accept numfuse.ndarray objects.
+namespace pybind11::detail {
+template <>
+struct type_caster<nf::py_bind::NdArray> {
+  nf::py_bind::NdArray* value = nullptr;
+  static constexpr auto name = const_name("numfuse.ndarray");
+  bool load(handle src, bool) {
+    if (!nf::py_bind::is_ndarray(src)) return false;
+    value = &reinterpret_cast<nf::py_bind::PyNdArray*>(src.ptr())->arr;
+    return true;
+  }
+  operator nf::py_bind::NdArray&() { return *value; }
+  operator nf::py_bind::NdArray*() { return value; }
+  template <typename T>
+  using cast_op_type = pybind11::detail::cast_op_type<T>;
+};
+}  // namespace pybind11::detail

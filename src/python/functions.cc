@@ -42,12 +42,6 @@ py::object record_ufunc(int nin, int op, py::handle x, py::handle y, py::handle 
 
 namespace {
 
-Dims dims_of(py::handle seq) {
-  Dims d;
-  for (py::handle x : seq) d.push_back(x.cast<int64_t>());
-  return d;
-}
-
 // The schedule store lives next to the kernel cache.
 void configure_schedule_store() {
   jit::DiskCache& c = jit::DiskCache::instance();

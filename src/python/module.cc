@@ -20,7 +20,6 @@ namespace {
 
 // Module-lifetime references, deliberately never released: Python objects
 // must not be destroyed by C++ static destructors after interpreter shutdown.
-PyTypeObject* g_ndarray_type = nullptr;
 py::handle g_dtypes[kNumDTypes];
 py::handle g_np_ndarray, g_np_asarray, g_np_copyto, g_np_dtype;
 // Hooks installed by python/numfuse (see numfuse/_hooks.py).
@@ -85,13 +84,26 @@ RecordGuard::~RecordGuard() noexcept(false) {
     flush_all("operation on memory shared with NumPy");
 }
 
-py::object wrap(View v) {
-  return py::cast(new NdArray(std::move(v)), py::return_value_policy::take_ownership);
+Dims dims_of(py::handle seq) {
+  Dims d;
+  for (py::handle x : seq) d.push_back(x.cast<int64_t>());
+  return d;
 }
 
-bool is_ndarray(py::handle h) { return Py_TYPE(h.ptr()) == g_ndarray_type; }
-
-NdArray& as_ndarray(py::handle h) { return h.cast<NdArray&>(); }
+py::tuple tuple_of(const Dims& d, int64_t scale) {
+  const Py_ssize_t n = static_cast<Py_ssize_t>(d.size());
+  PyObject* t = PyTuple_New(n);
+  if (!t) throw py::error_already_set();
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject* x = PyLong_FromLongLong(d[i] * scale);
+    if (!x) {
+      Py_DECREF(t);
+      throw py::error_already_set();
+    }
+    PyTuple_SET_ITEM(t, i, x);
+  }
+  return py::reinterpret_steal<py::tuple>(t);
+}
 
 py::object dtype_object(DType t) { return py::reinterpret_borrow<py::object>(g_dtypes[static_cast<int>(t)]); }
 
@@ -107,7 +119,7 @@ std::optional<DType> to_dtype(py::handle h) {
 bool to_operand(py::handle h, Operand& out) {
   PyObject* o = h.ptr();
   if (Py_TYPE(o) == g_ndarray_type) {
-    out = Operand::array(as_ndarray(h).v);
+    out = Operand::array(reinterpret_cast<PyNdArray*>(o)->arr.v);
     return true;
   }
   if (PyFloat_CheckExact(o)) {
@@ -352,7 +364,6 @@ PYBIND11_MODULE(_core, m) {
     (void)warm;
   }
   bind_array(m);
-  g_ndarray_type = reinterpret_cast<PyTypeObject*>(m.attr("ndarray").ptr());
   bind_functions(m);
 
   m.def("_set_hooks", [](py::object resolver, py::object sync_site, py::object warn, py::object dump) {
