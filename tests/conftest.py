@@ -1,5 +1,6 @@
 """Shared helpers for the differential tests: numfuse against NumPy."""
 
+import functools
 import warnings
 
 import numpy as onp
@@ -52,11 +53,38 @@ def _quiet_fallback_warnings():
         yield
 
 
-@pytest.fixture(params=[True, False], ids=["fused", "unfused"])
+def pytest_addoption(parser):
+    parser.addoption("--tier", default=None, choices=["auto", "eager", "lazy"],
+                     help="where numfuse runs operations in tests that do not choose (default: numfuse's "
+                          "default, or NUMFUSE_TIER): auto, eager (tier 0 whenever inputs are computed) or "
+                          "lazy (always recorded, fused and compiled)")
+
+
+def pytest_configure(config):
+    tier = config.getoption("--tier")
+    if tier:
+        nf.set_option("tier", tier)
+
+
+# The three ways numfuse computes: tier 0 at once (the interpreter), and the
+# recorded window compiled with and without fusion.
+TIERS = {"eager": dict(tier="eager"), "fused": dict(tier="lazy", fusion=True),
+         "unfused": dict(tier="lazy", fusion=False)}
+
+
+@pytest.fixture(params=list(TIERS))
 def fusion(request):
-    """Run a test with fusion on and off (the unfused path is the baseline)."""
-    with nf.config(fusion=request.param):
+    """Run a test on every tier: tier 0 (eager), fused kernels, unfused kernels."""
+    with nf.config(**TIERS[request.param]):
         yield request.param
+
+
+@pytest.fixture
+def lazy():
+    """For tests of the recorded path itself (fusion, memo, caches, explain):
+    every operation is recorded, whatever its size."""
+    with nf.config(tier="lazy"):
+        yield
 
 
 def raises_like(fn_np, fn_nf):
@@ -67,3 +95,12 @@ def raises_like(fn_np, fn_nf):
         fn_nf()
     assert type(e_nf.value) is type(e_np.value)
     assert str(e_nf.value) == str(e_np.value)
+
+
+def lazy_tier(fn):
+    """Decorator form of the `lazy` fixture (for hypothesis tests)."""
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        with nf.config(tier="lazy"):
+            return fn(*args, **kwargs)
+    return run

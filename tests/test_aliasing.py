@@ -500,7 +500,7 @@ def test_diffuse_figure2_stencil(fusion, n, iters):
     check(_figure2_program, n, iters)
 
 
-def test_diffuse_figure2_five_point_expression_is_one_group():
+def test_diffuse_figure2_five_point_expression_is_one_group(lazy):
     n = 10
     grid = nf.array(onp.arange((n + 2) ** 2, dtype=onp.float64).reshape(n + 2, n + 2) / 7.0)
     ref = onp.asarray(grid).copy()
@@ -611,7 +611,7 @@ def test_dropped_temporaries_written_in_place_and_rebound(fusion):
     check(prog)
 
 
-def test_dropped_temporaries_are_not_materialized():
+def test_dropped_temporaries_are_not_materialized(lazy):
     a = nf.arange(12.0).reshape(3, 4)
     nf.flush()
     t1 = a * 2

@@ -40,6 +40,7 @@ print(json.dumps({"compiled": p["kernels_compiled"], "disk": p["disk_hits"], "me
 def run_program(cache_dir, extra_env=None):
     env = dict(os.environ)
     env["NUMFUSE_CACHE_DIR"] = str(cache_dir)
+    env["NUMFUSE_TIER"] = "lazy"  # every operation compiled: these programs test the kernel cache
     env.update(extra_env or {})
     out = subprocess.run([sys.executable, "-c", PROGRAM], env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
@@ -84,7 +85,7 @@ def test_directories_others_can_write_are_refused(tmp_path, mode):
     cache = tmp_path / "cache"
     cache.mkdir()
     os.chmod(cache, mode)
-    env = dict(os.environ, NUMFUSE_CACHE_DIR=str(cache))
+    env = dict(os.environ, NUMFUSE_CACHE_DIR=str(cache), NUMFUSE_TIER="lazy")
     out = subprocess.run([sys.executable, "-c", PROGRAM], env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     r = json.loads(out.stdout.strip().splitlines()[-1])
@@ -172,7 +173,7 @@ def test_cache_info_and_option():
 # ---------------------------------------------------------------------------
 # Memoization of the analysis
 
-def test_loop_over_moving_slices_is_analysed_and_compiled_once():
+def test_loop_over_moving_slices_is_analysed_and_compiled_once(lazy):
     n, width = 400, 64
     base = onp.random.default_rng(0).random(n + width)
     a = nf.array(base)

@@ -291,7 +291,7 @@ def test_einsum_many_operands(optimize):
                 onp.einsum("ab,bc,cd,de->ae", *i_np, optimize=path))
 
 
-def test_einsum_one_recorded_contraction():
+def test_einsum_one_recorded_contraction(lazy):
     a = nf.asarray(rand((16, 8), "float64", 1))
     b = nf.asarray(rand((8, 12), "float64", 2))
     nf.flush()
@@ -487,7 +487,7 @@ def test_tensordot(sa, sb, axes, dtype):
     assert_same(got, onp.tensordot(a_np, b_np, axes), rtol=rtol_for(dtype, 8))
 
 
-def test_tensordot_records_one_contraction_over_views():
+def test_tensordot_records_one_contraction_over_views(lazy):
     a_np = rand((4, 5, 6), "float64", 1)
     b_np = rand((6, 5, 3), "float64", 2)
     a, b = nf.asarray(a_np), nf.asarray(b_np)

@@ -267,7 +267,7 @@ def test_errors_in_a_row_then_correct_results(fusion):
         assert_same(g, e, rtol=1e-12)
 
 
-def test_error_does_not_flush_or_corrupt_window():
+def test_error_does_not_flush_or_corrupt_window(lazy):
     """A failing call neither runs nor drops the pending window."""
     a = nf.arange(10.0)
     nf.flush()

@@ -122,7 +122,7 @@ def test_cholesky_by_rows_matches_numpy():
     assert_same(chol(nf, nf.array(A)), chol(onp, A), rtol=1e-12)
 
 
-def test_explain_names_the_sync_site():
+def test_explain_names_the_sync_site(lazy):
     x = nf.arange(10.0) * 2
     line = inspect.currentframe().f_lineno + 1
     float(x.sum())
@@ -151,7 +151,7 @@ def _sweep_groups(u0, f):
     return u, nf._core.last_report()["groups"]
 
 
-def test_fused_row_sweeps_are_split_into_bounded_kernels():
+def test_fused_row_sweeps_are_split_into_bounded_kernels(lazy):
     """A Python loop whose iterations all fuse (each row update reads the row
     the previous one wrote) must not become one kernel of hundreds of
     statements: groups stop at max_kernel_ops accesses to visible arrays."""

@@ -25,7 +25,9 @@ _PYTHONPATH = os.pathsep.join(p for p in [os.path.dirname(os.path.dirname(__impo
 def run_script(code, *args, timeout=60, env=None, cache=None, preexec_fn=None):
     """Runs `code` in a new interpreter; returns the CompletedProcess. A run
     past `timeout` seconds is a hang and fails the calling test."""
-    e = dict(os.environ, PYTHONPATH=_PYTHONPATH, PYTHONFAULTHANDLER="1")
+    # Every operation recorded and compiled: these scenarios exercise flushes,
+    # compile threads and the kernel cache, whatever their arrays' sizes.
+    e = dict(os.environ, PYTHONPATH=_PYTHONPATH, PYTHONFAULTHANDLER="1", NUMFUSE_TIER="lazy")
     if cache is not None:
         e["NUMFUSE_CACHE_DIR"] = str(cache)
     e.update(env or {})
@@ -155,7 +157,7 @@ if __name__ == "__main__":
 def test_multiprocessing_start_methods(tmp_path, method):
     script = tmp_path / "mp_program.py"  # spawn and forkserver import the main module by path
     script.write_text(textwrap.dedent(MULTIPROCESSING))
-    e = dict(os.environ, PYTHONPATH=_PYTHONPATH, NUMFUSE_CACHE_DIR=str(tmp_path / "cache"))
+    e = dict(os.environ, PYTHONPATH=_PYTHONPATH, NUMFUSE_CACHE_DIR=str(tmp_path / "cache"), NUMFUSE_TIER="lazy")
     try:
         out = subprocess.run([sys.executable, str(script), method], env=e, capture_output=True, text=True,
                              timeout=180)
@@ -339,7 +341,7 @@ def test_full_disk(tmp_path):
 
 def test_two_processes_filling_one_cache(tmp_path):
     cache = tmp_path / "cache"
-    e = dict(os.environ, PYTHONPATH=_PYTHONPATH, NUMFUSE_CACHE_DIR=str(cache))
+    e = dict(os.environ, PYTHONPATH=_PYTHONPATH, NUMFUSE_CACHE_DIR=str(cache), NUMFUSE_TIER="lazy")
     procs = [subprocess.Popen([sys.executable, "-c", TUNE], env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True) for _ in range(2)]
     for p in procs:

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import numfuse as nf
-from conftest import assert_same
+from conftest import assert_same, lazy_tier
 
 BASE_SHAPE = (5, 7)
 N_BASES = 3
@@ -303,6 +303,7 @@ CHAIN_OPS = [
 @given(ops=st.lists(st.tuples(st.integers(0, len(CHAIN_OPS) - 1), st.sampled_from(SCALARS)),
                     min_size=20, max_size=60),
        seed=st.integers(0, 3))
+@lazy_tier
 def test_long_chain_is_one_kernel(ops, seed):
     a_np = _bases(seed)[0]
     x_np = a_np
@@ -336,6 +337,7 @@ def test_long_chain_is_one_kernel(ops, seed):
         assert_same(y, x_np, rtol=1e-9, atol=1e-9)
 
 
+@lazy_tier
 def test_long_chain_with_inplace_updates_of_a_temporary():
     """x op= ... on a fresh temporary keeps identical views: still one kernel."""
     a_np = _bases(1)[0]

@@ -18,6 +18,8 @@ _ENV = {
     "NUMFUSE_TUNE": "tune",
     "NUMFUSE_ROUTINES": "routines",
     "NUMFUSE_RANDOM_SCHEDULES": "random_schedules",
+    "NUMFUSE_TIER": "tier",
+    "NUMFUSE_EAGER_MAX_ELEMENTS": "eager_max_elements",
 }
 # NUMFUSE_CACHE_DIR is read by the C++ core when it starts.
 
@@ -38,6 +40,8 @@ _SETTERS = {
     "tune": (lambda v: _core.set_tune_seconds(_seconds(v)), _core.get_tune_seconds),
     "routines": (lambda v: _core.set_routines(_truthy(v)), _core.get_routines),
     "random_schedules": (lambda v: _core.set_random_schedules(_seed(v)), _core.get_random_schedules),
+    "tier": (lambda v: _core.set_tier(str(v)), _core.get_tier),
+    "eager_max_elements": (lambda v: _core.set_eager_max_elements(int(v)), _core.get_eager_max_elements),
 }
 
 
@@ -88,7 +92,11 @@ def config(**opts):
     background tuning per new kernel, 0 = off; NUMFUSE_TUNE), routines
     (False: never hand a group to a library routine such as BLAS),
     random_schedules (a seed: every kernel gets a random legal schedule --
-    for testing; None = off).
+    for testing; None = off), tier ('auto': operations over at most
+    eager_max_elements points whose inputs are computed run at once, without
+    compiling, everything else is recorded and fused; 'eager': at once
+    whenever the inputs are computed; 'lazy': always recorded),
+    eager_max_elements (the 'auto' size limit; NUMFUSE_EAGER_MAX_ELEMENTS).
     Pending work is flushed on entry and exit so options apply cleanly.
     """
     _core.flush("config")

@@ -21,4 +21,9 @@ struct Source {
 
 Source render_c(const lower::LoopNest& nest);
 
+// The sign rule NumPy's NaN results follow for an operation and float type
+// (see scalar_c.h, set_nan_rules), or nullptr if the hardware's NaN stands.
+// Tier 0 applies it to the results of its precompiled loops, as kernels do.
+const char* nan_rule(bool binary, int op, DType t);
+
 }  // namespace nf::codegen

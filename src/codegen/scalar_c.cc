@@ -1,5 +1,6 @@
 // Scalar operations in C, with NumPy's semantics.
 #include "codegen/scalar_c.h"
+#include "codegen/codegen.h"
 
 #include <cmath>
 #include <map>
@@ -438,6 +439,11 @@ void set_nan_rules(const std::vector<std::tuple<bool, int, DType, std::string>>&
 }
 
 const std::string& nan_rules_id() { return nan_id(); }
+
+const char* nan_rule(bool binary, int op, DType t) {
+  auto it = nan_rules().find({binary, op, t});
+  return it == nan_rules().end() ? nullptr : it->second.c_str();
+}
 
 std::string spell_scalar(const ExprNode& node, const std::vector<std::string>& args, const std::vector<DType>& arg_types,
                          HelperSet& helpers) {

@@ -49,6 +49,15 @@ class Buffer {
   // no Python array could see at that moment can never be seen again, while
   // the live count may drop concurrently as other threads keep running.
   bool py_live = true;
+  // Pending tasks (recorded, or taken by a flush that has not finished)
+  // that read / write this buffer (Stream::record counts them in,
+  // Stream::retire out). With both zero, the buffer's contents are final
+  // until the next operation: tier 0 may read it, or write it in place, at once.
+  std::atomic<int32_t> pending_reads{0};
+  std::atomic<int32_t> pending_writes{0};
+  bool pending() const {
+    return pending_reads.load(std::memory_order_acquire) + pending_writes.load(std::memory_order_acquire) > 0;
+  }
 
   // Whether the system would hand out `nbytes` in one piece right now, the
   // way NumPy's allocation would see it: large requests are probed with an

@@ -167,6 +167,27 @@ uint32_t f2u32(double x) {
 }
 }  // namespace
 
+void Scalar::store(void* p) const {
+  switch (dtype) {
+    case DType::Bool: {
+      const uint8_t b = i != 0;
+      std::memcpy(p, &b, 1);
+      break;
+    }
+    case DType::Float32: {
+      const float x = static_cast<float>(f);
+      std::memcpy(p, &x, sizeof x);
+      break;
+    }
+    case DType::Float64:
+      std::memcpy(p, &f, sizeof f);
+      break;
+    default:  // integers: the value's low bytes (x86-64 is little-endian)
+      std::memcpy(p, &u, static_cast<size_t>(itemsize(dtype)));
+      break;
+  }
+}
+
 Scalar Scalar::cast(DType to) const {
   Scalar r;
   r.dtype = to;

@@ -82,6 +82,8 @@ struct Scalar {
   double as_double() const;
   int64_t as_int64() const;
   bool truthy() const;
+  // Writes the value into memory as an element of its type (bool as a byte).
+  void store(void* p) const;
   // Bit-exact equality (used by caches; NaN == NaN here).
   bool same(const Scalar& o) const { return dtype == o.dtype && u == o.u; }
 };

@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/coalesce.h"
 #include "mdh/mdh.h"
 
 namespace nf::mdh {
@@ -78,33 +79,12 @@ Normalizer normalize(const std::vector<const Task*>& tasks) {
       views.push_back(sq(fake));
     }
   }
-  // Order dimensions by total |stride| (largest outermost), stable.
-  std::vector<int> perm(D);
-  std::iota(perm.begin(), perm.end(), 0);
-  std::vector<int64_t> score(D, 0);
-  for (const Dims& s : views)
-    for (int d = 0; d < D; ++d) score[d] += std::llabs(s[d]);
-  std::stable_sort(perm.begin(), perm.end(), [&](int a, int b) { return score[a] > score[b]; });
-  // Merge runs of dimensions that every view traverses linearly.
+  // Order and merge dimensions as every walk of a domain does (core/coalesce.h).
+  std::vector<const int64_t*> ptrs;
+  for (const Dims& s : views) ptrs.push_back(s.data());
+  const Coalesced c = coalesce(ext.data(), D, ptrs.data(), static_cast<int>(ptrs.size()));
   std::vector<std::vector<int>> runs;
-  for (int j = D; j-- > 0;) {
-    int d = perm[j];
-    if (!runs.empty()) {
-      std::vector<int>& cur = runs.back();  // cur.front() is its outermost dim
-      int inner = cur.back();
-      int64_t cur_ext = 1;
-      for (int x : cur) cur_ext *= ext[x];
-      bool ok = ext[d] > 0 && cur_ext > 0;
-      for (const Dims& s : views)
-        if (s[d] != s[inner] * cur_ext) ok = false;
-      if (ok) {
-        cur.insert(cur.begin(), d);
-        continue;
-      }
-    }
-    runs.push_back({d});
-  }
-  std::reverse(runs.begin(), runs.end());
+  for (int d = 0; d < c.ndim(); ++d) runs.emplace_back(c.order.begin() + c.run_begin(d), c.order.begin() + c.run_end[d]);
   n.merged = runs;
   for (const auto& r : runs) {
     int64_t e = 1;

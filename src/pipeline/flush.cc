@@ -390,12 +390,14 @@ std::vector<Task> flush(FlushReport* report) {
     global_stream().restore(std::vector<Task>(std::make_move_iterator(window.begin() + ran),
                                               std::make_move_iterator(window.end())));
     window.erase(window.begin() + ran, window.end());
+    Stream::retire(window);
     try {
       throw;
     } catch (const std::bad_alloc&) {
       throw MemoryError({}, -1, 0);
     }
   }
+  Stream::retire(window);
   return window;
 }
 
@@ -530,14 +532,21 @@ FlushReport last_report() {
   return g_last;
 }
 
+namespace {
+int64_t g_tier0_base = 0;  // tier0_tasks() at the last reset
+}
+
 Profile profile() {
   std::lock_guard<std::mutex> lock(g_report_mu);
-  return g_profile;
+  Profile p = g_profile;
+  p.tier0_tasks = tier0_tasks() - g_tier0_base;
+  return p;
 }
 
 void reset_profile() {
   std::lock_guard<std::mutex> lock(g_report_mu);
   g_profile = Profile();
+  g_tier0_base = tier0_tasks();
 }
 
 void add_record_time(double ms) {

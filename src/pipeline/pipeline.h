@@ -18,7 +18,16 @@
 
 namespace nf::pipeline {
 
+// Where operations run. Auto: tier 0 (runtime/tier0.h: at once, no
+// compiling) for operations over at most `eager_max_elements` points whose
+// inputs are computed; everything else is recorded, fused and compiled.
+// Eager: tier 0 whenever the inputs are computed, whatever the size; Lazy:
+// always recorded (tests force each tier).
+enum class Tier : uint8_t { Auto, Eager, Lazy };
+
 struct Config {
+  Tier tier = Tier::Auto;
+  int64_t eager_max_elements = 4096;
   fusion::Policy policy = fusion::Policy::Diffuse;
   bool dump = false;        // keep each kernel's source in the report
   bool profile = false;     // time recording too (costs a clock read per op)
@@ -81,7 +90,12 @@ struct FlushReport {
 struct Profile {
   double record_ms = 0, analyse_ms = 0, compile_ms = 0, run_ms = 0;
   int64_t flushes = 0, tasks = 0, kernels_run = 0, compiles = 0, memory_hits = 0, disk_hits = 0, memo_hits = 0;
+  int64_t tier0_tasks = 0;  // operations run at once by tier 0 (never recorded)
 };
+
+// Installs tier 0 as the stream's RunNow hook (see Config::tier); once, at import.
+void install_tier0();
+int64_t tier0_tasks();  // since the process started
 
 // Flushes the global stream and blocks until every pending result is
 // computed. Returns the executed tasks; the caller destroys them (with the

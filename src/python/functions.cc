@@ -277,6 +277,7 @@ void bind_functions(py::module_& m) {
     d["memory_hits"] = p.memory_hits;
     d["disk_hits"] = p.disk_hits;
     d["memo_hits"] = p.memo_hits;
+    d["tier0_ops"] = p.tier0_tasks;
     d["disk_hits_total"] = s.disk_hits.load();
     d["disk_load_ns_total"] = s.disk_load_ns.load();
     d["compile_ns_total"] = s.compile_ns.load();
@@ -454,6 +455,24 @@ void bind_functions(py::module_& m) {
     pipeline::config().max_kernel_ops = n;
   });
   m.def("get_max_kernel_ops", []() { return pipeline::config().max_kernel_ops; });
+  m.def("set_tier", [](const std::string& t) {
+    if (t == "auto") pipeline::config().tier = pipeline::Tier::Auto;
+    else if (t == "eager" || t == "0") pipeline::config().tier = pipeline::Tier::Eager;
+    else if (t == "lazy" || t == "1") pipeline::config().tier = pipeline::Tier::Lazy;
+    else throw py::value_error("tier must be 'auto', 'eager' (0) or 'lazy' (1), not '" + t + "'");
+  });
+  m.def("get_tier", []() {
+    switch (pipeline::config().tier) {
+      case pipeline::Tier::Eager: return "eager";
+      case pipeline::Tier::Lazy: return "lazy";
+      default: return "auto";
+    }
+  });
+  m.def("set_eager_max_elements", [](int64_t n) {
+    if (n < 0) throw py::value_error("eager_max_elements must be >= 0");
+    pipeline::config().eager_max_elements = n;
+  });
+  m.def("get_eager_max_elements", []() { return pipeline::config().eager_max_elements; });
   m.def("set_num_threads", [](int n) { runtime::set_num_threads(n); });
   m.def("get_num_threads", []() { return runtime::num_threads(); });
 }

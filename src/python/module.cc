@@ -365,6 +365,7 @@ PYBIND11_MODULE(_core, m) {
   }
   bind_array(m);
   bind_functions(m);
+  pipeline::install_tier0();
 
   m.def("_set_hooks", [](py::object resolver, py::object sync_site, py::object warn, py::object dump) {
     g_sync_site = sync_site.release();

@@ -28,7 +28,20 @@ void Task::validate() const {
   }
 }
 
+namespace {
+void count_pending(const Task& t, int32_t d) {
+  for (const View& v : t.inputs) v.buffer->pending_reads.fetch_add(d, std::memory_order_acq_rel);
+  t.output.buffer->pending_writes.fetch_add(d, std::memory_order_acq_rel);
+}
+}  // namespace
+
+void Stream::retire(const std::vector<Task>& tasks) {
+  for (const Task& t : tasks) count_pending(t, -1);
+}
+
 void Stream::record(Task t) {
+  if (run_now_ && run_now_(t)) return;
+  count_pending(t, 1);
   bool exported = t.output.buffer->exports.load(std::memory_order_relaxed) > 0;
   for (const View& v : t.inputs) exported |= v.buffer->exports.load(std::memory_order_relaxed) > 0;
   if (exported) sync_request_.store(true);
@@ -65,17 +78,6 @@ size_t Stream::size() const {
   std::lock_guard<std::mutex> lock(mu_);
   return window_.size();
 }
-
-bool Stream::touches(const Buffer* b) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  for (const Task& t : window_) {
-    if (t.output.buffer.get() == b) return true;
-    for (const View& v : t.inputs)
-      if (v.buffer.get() == b) return true;
-  }
-  return false;
-}
-
 
 Stream::Stream() { window_.reserve(std::min<size_t>(max_window, 4096)); }
 

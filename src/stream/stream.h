@@ -74,10 +74,17 @@ struct Task {
 
 // The window of pending tasks. Thread-safe: recording appends under a mutex;
 // a flush takes the whole window at once.
+// Runs a task at once instead of recording it; false: record it. The
+// pipeline installs tier 0 here (small tasks whose inputs are computed run
+// immediately, pipeline.h); without one, every task is recorded.
+using RunNow = bool (*)(Task& t);
+
 class Stream {
  public:
   Stream();
+  // Runs `t` now (the RunNow hook) or appends it to the window.
   void record(Task t);
+  void set_run_now(RunNow f) { run_now_ = f; }
   // Takes the whole window. Waits for the gate, so a window is never taken
   // between a task being recorded and its result getting its Python
   // reference (which would make the result look dead).
@@ -86,6 +93,9 @@ class Stream {
   // program order, before anything recorded since), so a later sync runs
   // them: an error during a flush never loses or half-computes a result.
   void restore(std::vector<Task> tasks);
+  // Tasks that ran (or were skipped as dead) leave: their buffers' pending
+  // counts drop (Buffer::pending_reads / pending_writes).
+  static void retire(const std::vector<Task>& tasks);
   // Held by the bindings from recording an operation until its result array
   // exists (recursive: one binding may record several tasks).
   std::recursive_mutex& gate() { return gate_; }
@@ -97,8 +107,8 @@ class Stream {
   // for the GIL) does not exist there; the gate starts free.
   void reset_gate_in_child() { new (&gate_) std::recursive_mutex(); }
   size_t size() const;
-  // Whether a task in the window reads or writes buffer `b`.
-  bool touches(const Buffer* b) const;
+  // Whether a pending task reads or writes buffer `b`.
+  bool touches(const Buffer* b) const { return b->pending(); }
   // Flush policy: the window is flushed automatically once it holds this many
   // tasks (bounds memory and analysis time in loops that never sync).
   size_t max_window = 512;
@@ -112,6 +122,7 @@ class Stream {
   std::vector<Task> window_;
   std::atomic<uint64_t> recorded_total_{0};
   std::atomic<bool> sync_request_{false};
+  RunNow run_now_ = nullptr;
 };
 
 Stream& global_stream();

@@ -336,25 +336,7 @@ void record_assign(const View& dst, const Operand& src) {
 void write_element(const View& dst, const Operand& src) {
   if (dst.readonly) throw ValueError("assignment destination is read-only");
   const Scalar s = setitem_value(src, dst.dtype);
-  char* p = static_cast<char*>(dst.buffer->data()) + dst.offset * itemsize(dst.dtype);
-  switch (dst.dtype) {
-    case DType::Bool: {
-      const uint8_t b = s.i != 0;
-      std::memcpy(p, &b, 1);
-      break;
-    }
-    case DType::Float32: {
-      const float f = static_cast<float>(s.f);
-      std::memcpy(p, &f, sizeof f);
-      break;
-    }
-    case DType::Float64:
-      std::memcpy(p, &s.f, sizeof s.f);
-      break;
-    default:  // integers: the value's low bytes (x86-64 is little-endian)
-      std::memcpy(p, &s.u, itemsize(dst.dtype));
-      break;
-  }
+  s.store(static_cast<char*>(dst.buffer->data()) + dst.offset * itemsize(dst.dtype));
 }
 
 View record_astype(const View& v, DType to, CastLayout layout) {

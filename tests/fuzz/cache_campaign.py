@@ -79,7 +79,9 @@ def _pythonpath():
 def run_victim(cache, timeout, env=None, args=(), preexec_fn=None):
     """Runs the victim; returns (status, detail, result): status is ok,
     wrong, crash (signal or error exit) or hang."""
-    e = dict(os.environ, NUMFUSE_CACHE_DIR=str(cache), PYTHONPATH=_pythonpath(), PYTHONFAULTHANDLER="1")
+    # Victims compile every operation (the cache is what is under attack).
+    e = dict(os.environ, NUMFUSE_CACHE_DIR=str(cache), PYTHONPATH=_pythonpath(), PYTHONFAULTHANDLER="1",
+             NUMFUSE_TIER="lazy")
     e.update(env or {})
     try:
         out = subprocess.run([sys.executable, "-c", VICTIM, *args], env=e, capture_output=True, text=True,

@@ -548,7 +548,7 @@ def minimize(program, config=None, out=sys.stdout, workers=2, timeout=30.0, focu
             else:
                 keep = [i for i in keep if i != drop[-1]]
             say(f"#   {len(keep)} statements")
-        for k, v in (("random_schedules", None), ("max_window", 512), ("memo", True), ("fusion", True)):
+        for k, v in (("random_schedules", None), ("max_window", 512), ("memo", True), ("fusion", True), ("tier", "auto")):
             if cfg.get(k, v) != v:
                 c2 = dict(cfg, **{k: v})
                 if evaluate([(keep, c2)])[0][0]:

@@ -209,13 +209,17 @@ class Program:
 def choose_config(seed):
     """numfuse options for program `seed` (deterministic): mostly the default
     configuration, with fusion off, tiny windows, memoization off and random
-    schedules (which force compiles: ~15%) mixed in."""
+    schedules (which force compiles: ~15%) mixed in; the tier decides where
+    the (small) operations run: recorded and compiled (lazy, ~45%), at once
+    by tier 0 (eager, ~20%), or numfuse's default mix of both (auto)."""
     r = random.Random(f"numfuse-fuzz-config/{seed}")
     cfg = {"fusion": r.random() < 0.75}
     x = r.random()
     cfg["max_window"] = 512 if x < 0.65 else r.choice([1, 2, 3, 4])
     cfg["memo"] = r.random() < 0.8
     cfg["random_schedules"] = r.randrange(1, 2**31) if r.random() < 0.15 else None
+    x = r.random()
+    cfg["tier"] = "lazy" if x < 0.45 else "eager" if x < 0.65 else "auto"
     return cfg
 
 

@@ -1,0 +1,199 @@
+// Build-time generator of the tier-0 loop library (runtime/tier0.h).
+//
+// Tier 0 runs tasks without compiling anything: an interpreter walks a
+// task's expression and calls, per node, a precompiled loop over a block of
+// elements. Those loops are generated here from the very spellings the JIT
+// kernels use (codegen::spell_scalar), so the two tiers compute every scalar
+// operation with the same C expression: one definition of NumPy's semantics.
+//
+// Output: one C file defining every loop and a table (kind, op, operand
+// types, result type, function) that runtime/tier0.cc indexes at startup.
+// Loop ABI (NumPy's): void f(char** args, const int64_t* steps, int64_t n),
+// args = operands then the result, steps in bytes.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "codegen/scalar_c.h"
+
+using namespace nf;
+
+namespace {
+
+struct Entry {
+  int kind;  // 0 cast, 1 unary, 2 binary, 3 select (as tier0_abi.h)
+  int op;
+  int t0, t1, tr;
+  std::string fn;
+};
+
+// Operations NumPy defines only for floats (an integer operand is cast to a
+// float loop first) or only for integers: no loop is generated for the other
+// kinds (some would not even compile: ~x of a double).
+bool defined(const ExprNode& node, const std::vector<DType>& ts) {
+  const bool fl = is_float(ts.back());
+  if (node.kind == ExprNode::Kind::Unary) {
+    switch (static_cast<UnaryOp>(node.op)) {
+      case UnaryOp::Invert: return !fl;
+      case UnaryOp::Sqrt: case UnaryOp::Cbrt: case UnaryOp::Exp: case UnaryOp::Exp2: case UnaryOp::Expm1:
+      case UnaryOp::Log: case UnaryOp::Log2: case UnaryOp::Log10: case UnaryOp::Log1p: case UnaryOp::Sin:
+      case UnaryOp::Cos: case UnaryOp::Tan: case UnaryOp::Arcsin: case UnaryOp::Arccos: case UnaryOp::Arctan:
+      case UnaryOp::Sinh: case UnaryOp::Cosh: case UnaryOp::Tanh: case UnaryOp::Arcsinh: case UnaryOp::Arccosh:
+      case UnaryOp::Arctanh: case UnaryOp::Erf: case UnaryOp::Deg2rad: case UnaryOp::Rad2deg:
+        return fl;
+      default: return true;
+    }
+  }
+  if (node.kind == ExprNode::Kind::Binary) {
+    switch (static_cast<BinaryOp>(node.op)) {
+      case BinaryOp::BitwiseAnd: case BinaryOp::BitwiseOr: case BinaryOp::BitwiseXor: case BinaryOp::LeftShift:
+      case BinaryOp::RightShift:
+        return !fl;
+      case BinaryOp::TrueDivide: case BinaryOp::Arctan2: case BinaryOp::Hypot: case BinaryOp::Copysign:
+      case BinaryOp::Logaddexp: case BinaryOp::Logaddexp2: case BinaryOp::Nextafter:
+        return fl;
+      default: return true;
+    }
+  }
+  return true;
+}
+
+const char* value_type(DType t) { return t == DType::Bool ? "_Bool" : c_type(t); }
+const char* memory_type(DType t) { return t == DType::Bool ? "uint8_t" : c_type(t); }
+
+// Reads operand k (named v<k>) of type t at element i through pointer p<k>.
+std::string load(DType t, int k, const std::string& index) {
+  const std::string at = "*(const " + std::string(memory_type(t)) + "*)(p" + std::to_string(k) + " + " + index + ")";
+  return t == DType::Bool ? "(" + at + " != 0)" : at;
+}
+
+class Generator {
+ public:
+  // Emits loop `name` computing `expr` (over v0..v{nin-1}) into a result of
+  // type tr; operand types in `ts`.
+  void loop(const std::string& name, const std::vector<DType>& ts, DType tr, const std::string& expr) {
+    const int nin = static_cast<int>(ts.size());
+    std::ostringstream o;
+    o << "static void " << name << "(char** args, const int64_t* steps, int64_t n) {\n";
+    for (int k = 0; k < nin; ++k)
+      o << "  const char* p" << k << " = args[" << k << "]; const int64_t s" << k << " = steps[" << k << "];\n";
+    o << "  char* pr = args[" << nin << "]; const int64_t sr = steps[" << nin << "];\n";
+    // Specializations the compiler can vectorize: every operand contiguous,
+    // or contiguous with one operand broadcast (a scalar).
+    auto body = [&](const std::vector<std::string>& idx, const std::string& ridx) {
+      std::string b;
+      for (int k = 0; k < nin; ++k)
+        b += "      const " + std::string(value_type(ts[k])) + " v" + std::to_string(k) + " = " + load(ts[k], k, idx[k]) +
+             ";\n";
+      b += "      *(" + std::string(memory_type(tr)) + "*)(pr + " + ridx + ") = (" + memory_type(tr) + ")(" + expr +
+           ");\n";
+      return b;
+    };
+    auto contiguous = [&](int k) { return "s" + std::to_string(k) + " == " + std::to_string(itemsize(ts[k])); };
+    const std::string rc = "sr == " + std::to_string(itemsize(tr));
+    std::vector<std::string> cont_idx, strided_idx;
+    for (int k = 0; k < nin; ++k) {
+      cont_idx.push_back("i * " + std::to_string(itemsize(ts[k])));
+      strided_idx.push_back("i * s" + std::to_string(k));
+    }
+    const std::string rcont = "i * " + std::to_string(itemsize(tr));
+    std::string cond = rc;
+    for (int k = 0; k < nin; ++k) cond += " && " + contiguous(k);
+    o << "  if (" << cond << ") {\n    for (int64_t i = 0; i < n; ++i) {\n" << body(cont_idx, rcont) << "    }\n";
+    o << "    return;\n  }\n";
+    if (nin == 2) {
+      for (int b = 0; b < 2; ++b) {  // operand b broadcast
+        const int a = 1 - b;
+        std::vector<std::string> idx = cont_idx;
+        idx[b] = "0";
+        o << "  if (" << rc << " && " << contiguous(a) << " && s" << b << " == 0) {\n";
+        o << "    for (int64_t i = 0; i < n; ++i) {\n" << body(idx, rcont) << "    }\n    return;\n  }\n";
+      }
+    }
+    o << "  for (int64_t i = 0; i < n; ++i) {\n" << body(strided_idx, "i * sr") << "  }\n}\n";
+    code_ << o.str();
+  }
+
+  void add(int kind, int op, DType t0, DType t1, DType tr, const std::vector<DType>& ts, const ExprNode& node) {
+    if (!defined(node, ts)) return;
+    std::vector<std::string> args;
+    for (size_t k = 0; k < ts.size(); ++k) args.push_back("v" + std::to_string(k));
+    std::string expr;
+    try {
+      expr = codegen::spell_scalar(node, args, ts, helpers_);
+    } catch (const std::exception&) {
+      return;  // no such loop (an operation not defined on this type)
+    }
+    const std::string name = "nf_t0_" + std::to_string(entries_.size());
+    loop(name, ts, tr, expr);
+    entries_.push_back({kind, op, static_cast<int>(t0), static_cast<int>(t1), static_cast<int>(tr), name});
+  }
+
+  std::string file() const {
+    std::ostringstream o;
+    o << "/* Generated by src/codegen/gen/tier0_gen.cc: tier-0 loops, spelled as the JIT kernels spell them. */\n"
+      << "typedef signed char int8_t; typedef short int16_t; typedef int int32_t; typedef long long int64_t;\n"
+      << "typedef unsigned char uint8_t; typedef unsigned short uint16_t; typedef unsigned int uint32_t;\n"
+      << "typedef unsigned long long uint64_t;\n"
+      << "#include \"runtime/tier0_abi.h\"\n"
+      << helpers_.definitions() << code_.str() << "const struct nf_t0_entry nf_t0_table[] = {\n";
+    for (const Entry& e : entries_)
+      o << "  {" << e.kind << ", " << e.op << ", " << e.t0 << ", " << e.t1 << ", " << e.tr << ", " << e.fn << "},\n";
+    o << "};\nconst int nf_t0_table_size = " << entries_.size() << ";\n";
+    return o.str();
+  }
+
+ private:
+  codegen::HelperSet helpers_;
+  std::ostringstream code_;
+  std::vector<Entry> entries_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::cerr << "usage: tier0_gen OUTPUT.c\n";
+    return 2;
+  }
+  Generator g;
+  for (int i = 0; i < kNumDTypes; ++i) {
+    const DType from = static_cast<DType>(i);
+    for (int j = 0; j < kNumDTypes; ++j) {
+      const DType to = static_cast<DType>(j);
+      g.add(0, 0, from, from, to, {from}, ExprNode{ExprNode::Kind::Cast, to, 0, 0});
+    }
+  }
+  for (int op = 0; op < static_cast<int>(UnaryOp::Count); ++op) {
+    for (int i = 0; i < kNumDTypes; ++i) {
+      const DType t = static_cast<DType>(i);
+      const DType r = is_predicate(static_cast<UnaryOp>(op)) ? DType::Bool : t;
+      g.add(1, op, t, t, r, {t}, ExprNode{ExprNode::Kind::Unary, r, static_cast<uint8_t>(op), 0});
+    }
+  }
+  for (int op = 0; op < static_cast<int>(BinaryOp::Count); ++op) {
+    const bool cmp = is_comparison(static_cast<BinaryOp>(op));
+    for (int i = 0; i < kNumDTypes; ++i) {
+      for (int j = 0; j < kNumDTypes; ++j) {
+        const DType a = static_cast<DType>(i), b = static_cast<DType>(j);
+        // Same-type loops, and the mixed-sign integer comparisons NumPy 2 has.
+        const bool mixed = cmp && a != b && is_integer(a) && is_integer(b) &&
+                           (kind(a) == Kind::Signed) != (kind(b) == Kind::Signed);
+        if (a != b && !mixed) continue;
+        const DType r = cmp ? DType::Bool : a;
+        g.add(2, op, a, b, r, {a, b}, ExprNode{ExprNode::Kind::Binary, r, static_cast<uint8_t>(op), 0, 1});
+      }
+    }
+  }
+  for (int i = 0; i < kNumDTypes; ++i) {
+    const DType t = static_cast<DType>(i);
+    g.add(3, 0, t, t, t, {DType::Bool, t, t}, ExprNode{ExprNode::Kind::Select, t, 0, 0, 1, 2});
+  }
+  std::ofstream out(argv[1]);
+  out << g.file();
+  return out.good() ? 0 : 1;
+}

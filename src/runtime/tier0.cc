@@ -1,0 +1,670 @@
+// Tier 0's interpreter (see tier0.h).
+//
+// Invariants: every element of a Map's output is written exactly once, from
+// the values of the same domain point; a Reduce's output elements start at
+// the identity (or `initial=`) and combine their points in the order the
+// kernels combine them (floating-point sums along the innermost dimension
+// pairwise as NumPy and lower/pairwise.cc do, everything else in index
+// order); a Scan's element i combines element i-1 with point i. Within a
+// block, every node is computed before any output is stored, so an output
+// that is also an input (a += b: the same view) is read before it is
+// written, point by point.
+#include "runtime/tier0.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#include "codegen/codegen.h"
+#include "core/coalesce.h"
+#include "runtime/tier0_abi.h"
+
+namespace nf::runtime {
+
+namespace {
+
+constexpr int kMaxDims = 16;
+constexpr int64_t kBlock = 256;
+constexpr int kN = kNumDTypes;
+constexpr int kNU = static_cast<int>(UnaryOp::Count);
+constexpr int kNB = static_cast<int>(BinaryOp::Count);
+
+using Loop = nf_t0_loop;
+
+int ti(DType t) { return static_cast<int>(t); }
+
+struct Tables {
+  Loop cast[kN][kN] = {};
+  Loop unary[kNU][kN] = {};
+  int unary_out[kNU][kN] = {};
+  Loop binary[kNB][kN][kN] = {};
+  Loop select[kN] = {};
+  Tables() {
+    for (int i = 0; i < nf_t0_table_size; ++i) {
+      const nf_t0_entry& e = nf_t0_table[i];
+      switch (e.kind) {
+        case 0: cast[e.t0][e.tr] = e.fn; break;
+        case 1:
+          unary[e.op][e.t0] = e.fn;
+          unary_out[e.op][e.t0] = e.tr;
+          break;
+        case 2: binary[e.op][e.t0][e.t1] = e.fn; break;
+        case 3: select[e.t0] = e.fn; break;
+        default: break;
+      }
+    }
+  }
+};
+
+const Tables& tables() {
+  static const Tables t;
+  return t;
+}
+
+// The loop computing node n of e (nullptr for leaves and for nodes no loop computes).
+Loop loop_of(const Expr& e, const ExprNode& n) {
+  const Tables& T = tables();
+  switch (n.kind) {
+    case ExprNode::Kind::Cast:
+      return T.cast[ti(e.nodes[n.a].dtype)][ti(n.dtype)];
+    case ExprNode::Kind::Unary: {
+      const int in = ti(e.nodes[n.a].dtype);
+      return T.unary_out[n.op][in] == ti(n.dtype) ? T.unary[n.op][in] : nullptr;
+    }
+    case ExprNode::Kind::Binary: {
+      const DType a = e.nodes[n.a].dtype, b = e.nodes[n.b].dtype;
+      const bool cmp = is_comparison(static_cast<BinaryOp>(n.op));
+      if (n.dtype != (cmp ? DType::Bool : a) || (!cmp && a != b)) return nullptr;
+      return T.binary[n.op][ti(a)][ti(b)];
+    }
+    case ExprNode::Kind::Select:
+      if (e.nodes[n.a].dtype != DType::Bool || e.nodes[n.b].dtype != n.dtype || e.nodes[n.c].dtype != n.dtype)
+        return nullptr;
+      return T.select[ti(n.dtype)];
+    default:
+      return nullptr;
+  }
+}
+
+bool is_leaf(const ExprNode& n) {
+  return n.kind == ExprNode::Kind::Input || n.kind == ExprNode::Kind::Const || n.kind == ExprNode::Kind::Index;
+}
+
+bool is_arg(ReduceOp op) { return op == ReduceOp::ArgMax || op == ReduceOp::ArgMin; }
+
+// acc <- acc (+) v, elementwise, in type t (the kernels' combine spellings).
+Loop combine_loop(ReduceOp op, DType t) {
+  const Tables& T = tables();
+  auto b = [&](BinaryOp o) { return T.binary[static_cast<int>(o)][ti(t)][ti(t)]; };
+  switch (op) {
+    case ReduceOp::Sum: return b(BinaryOp::Add);
+    case ReduceOp::Prod: return b(BinaryOp::Multiply);
+    case ReduceOp::Max: return b(BinaryOp::Maximum);
+    case ReduceOp::Min: return b(BinaryOp::Minimum);
+    case ReduceOp::Any: return t == DType::Bool ? b(BinaryOp::LogicalOr) : nullptr;
+    case ReduceOp::All: return t == DType::Bool ? b(BinaryOp::LogicalAnd) : nullptr;
+    default: return nullptr;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// NumPy's NaN signs (codegen::nan_rule), applied to a loop's results as the
+// kernels apply them (scalar_c.cc, nan_choice).
+
+template <typename T>
+T nan_choice(char c, T x, T y) {
+  const T nan = std::numeric_limits<T>::quiet_NaN();
+  switch (c) {
+    case 'x': return x;
+    case 'y': return y;
+    case 'X': return -x;
+    case 'Y': return -y;
+    case 'a': return std::signbit(x) && std::signbit(y) ? -nan : nan;
+    case 'o': return std::signbit(x) || std::signbit(y) ? -nan : nan;
+    case '-': return -nan;
+    default: return nan;
+  }
+}
+
+template <typename T>
+void fix_nans(const char* rule, bool binary, char* const* args, const long long* steps, char* r, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    T v;
+    std::memcpy(&v, r + i * static_cast<int64_t>(sizeof(T)), sizeof v);
+    if (v == v) continue;
+    T x, y = 0;
+    std::memcpy(&x, args[0] + i * steps[0], sizeof x);
+    if (binary) {
+      std::memcpy(&y, args[1] + i * steps[1], sizeof y);
+      const bool xn = x != x, yn = y != y;
+      v = nan_choice(xn && yn ? rule[0] : xn ? rule[1] : yn ? rule[2] : rule[3], x, y);
+    } else {
+      v = nan_choice(x != x ? rule[0] : rule[1], x, x);
+    }
+    std::memcpy(r + i * static_cast<int64_t>(sizeof(T)), &v, sizeof v);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// NumPy's pairwise summation, as lower/pairwise.cc spells it.
+
+template <typename T>
+T load(const char* p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+template <typename T>
+T pairwise(const char* a, int64_t n, int64_t stride) {
+  if (n < 8) {
+    T res = 0;
+    for (int64_t i = 0; i < n; ++i) res = static_cast<T>(res + load<T>(a + i * stride));
+    return res;
+  }
+  if (n <= 128) {
+    T r[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    const int64_t n8 = n / 8 * 8;
+    for (int64_t b = 0; b < n8; b += 8)
+      for (int j = 0; j < 8; ++j) r[j] = static_cast<T>(r[j] + load<T>(a + (b + j) * stride));
+    T res = static_cast<T>(static_cast<T>(static_cast<T>(r[0] + r[1]) + static_cast<T>(r[2] + r[3])) +
+                           static_cast<T>(static_cast<T>(r[4] + r[5]) + static_cast<T>(r[6] + r[7])));
+    for (int64_t i = n8; i < n; ++i) res = static_cast<T>(res + load<T>(a + i * stride));
+    return res;
+  }
+  const int64_t half = n / 2 / 8 * 8;
+  const T left = pairwise<T>(a, half, stride);
+  return static_cast<T>(left + pairwise<T>(a + half * stride, n - half, stride));
+}
+
+// Adds pairwise(a[0..n)) to *acc (in type t, float32 or float64).
+void add_pairwise(DType t, char* acc, const char* a, int64_t n, int64_t stride) {
+  if (t == DType::Float32) {
+    const float s = static_cast<float>(load<float>(acc) + pairwise<float>(a, n, stride));
+    std::memcpy(acc, &s, sizeof s);
+  } else {
+    const double s = load<double>(acc) + pairwise<double>(a, n, stride);
+    std::memcpy(acc, &s, sizeof s);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Arg-reductions: (acc, ai) <- (v, vi) when v is better (spell_arg_better).
+
+// A bool element is any byte; nonzero is True (as NumPy reads bool memory).
+struct BoolByte {
+  uint8_t b;
+  operator bool() const { return b != 0; }
+};
+
+template <typename T>
+void arg_combine(bool max, char* acc, int64_t sa, char* ai, int64_t si, const char* v, int64_t sv, const char* vi,
+                 int64_t svi, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    using V = std::conditional_t<std::is_same_v<T, BoolByte>, bool, T>;
+    const V a = load<T>(acc + i * sa), x = load<T>(v + i * sv);
+    const int64_t ia = load<int64_t>(ai + i * si), ix = load<int64_t>(vi + i * svi);
+    bool better;
+    if constexpr (std::is_floating_point_v<V>) {
+      if (a != a) better = x != x && ix < ia;
+      else if (x != x) better = true;
+      else better = (max ? x > a : x < a) || (x == a && ix < ia);
+    } else {
+      better = (max ? x > a : x < a) || (x == a && ix < ia);
+    }
+    if (better) {
+      const T xs = load<T>(v + i * sv);
+      std::memcpy(acc + i * sa, &xs, sizeof xs);
+      std::memcpy(ai + i * si, &ix, sizeof ix);
+    }
+  }
+}
+
+void arg_combine(DType t, bool max, char* acc, int64_t sa, char* ai, int64_t si, const char* v, int64_t sv,
+                 const char* vi, int64_t svi, int64_t n) {
+  switch (t) {
+    case DType::Bool: return arg_combine<BoolByte>(max, acc, sa, ai, si, v, sv, vi, svi, n);
+    case DType::Int8: return arg_combine<int8_t>(max, acc, sa, ai, si, v, sv, vi, svi, n);
+    case DType::Int16: return arg_combine<int16_t>(max, acc, sa, ai, si, v, sv, vi, svi, n);
+    case DType::Int32: return arg_combine<int32_t>(max, acc, sa, ai, si, v, sv, vi, svi, n);
+    case DType::Int64: return arg_combine<int64_t>(max, acc, sa, ai, si, v, sv, vi, svi, n);
+    case DType::UInt8: return arg_combine<uint8_t>(max, acc, sa, ai, si, v, sv, vi, svi, n);
+    case DType::UInt16: return arg_combine<uint16_t>(max, acc, sa, ai, si, v, sv, vi, svi, n);
+    case DType::UInt32: return arg_combine<uint32_t>(max, acc, sa, ai, si, v, sv, vi, svi, n);
+    case DType::UInt64: return arg_combine<uint64_t>(max, acc, sa, ai, si, v, sv, vi, svi, n);
+    case DType::Float32: return arg_combine<float>(max, acc, sa, ai, si, v, sv, vi, svi, n);
+    case DType::Float64: return arg_combine<double>(max, acc, sa, ai, si, v, sv, vi, svi, n);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// The walk: a task's views over its coalesced domain.
+
+struct Operand {
+  char* base = nullptr;  // the element at domain point 0
+  DType dtype = DType::Float64;
+  int64_t step[kMaxDims] = {};  // bytes per final dimension
+};
+
+struct Affine {
+  int64_t offset = 0;
+  int64_t step[kMaxDims] = {};
+};
+
+struct Plan {
+  int D = 1;  // final dimensions (at least 1)
+  int64_t ext[kMaxDims] = {};
+  SmallVector<Operand, 6> ops;  // inputs, then the output, then (if any) an accumulator
+  SmallVector<Affine, 2> idx;   // the task's index functions
+  int scan_dim = -1;
+  int out = 0;  // the output operand
+};
+
+Plan make_plan(const Task& t) {
+  Plan p;
+  const int nd = static_cast<int>(t.domain.size());
+  int64_t ext[kMaxDims];
+  int keep[kMaxDims];
+  int D = 0;
+  for (int k = 0; k < nd; ++k)
+    if (t.domain[k] != 1) {
+      ext[D] = t.domain[k];
+      keep[D++] = k;
+    }
+  const int nin = static_cast<int>(t.inputs.size());
+  const int nidx = static_cast<int>(t.indices.size());
+  const bool scan = t.kind == Task::Kind::Scan && t.domain[t.scan_axis] != 1;
+  const int nviews = nin + 1 + nidx + (scan ? 1 : 0);
+  std::vector<int64_t> sq(static_cast<size_t>(nviews) * kMaxDims, 0);
+  std::vector<const int64_t*> ptrs(static_cast<size_t>(nviews));
+  auto squeeze = [&](int v, const Dims& s) {
+    for (int d = 0; d < D; ++d) sq[v * kMaxDims + d] = s[keep[d]];
+    ptrs[v] = &sq[v * kMaxDims];
+  };
+  for (int i = 0; i < nin; ++i) squeeze(i, t.inputs[i].strides);
+  squeeze(nin, t.output.strides);
+  for (int q = 0; q < nidx; ++q) squeeze(nin + 1 + q, t.indices[q].strides);
+  int scan_sq = -1;
+  if (scan) {
+    // A pseudo-view stepping along the scan dimension only: it never merges.
+    for (int d = 0; d < D; ++d) sq[(nviews - 1) * kMaxDims + d] = keep[d] == t.scan_axis;
+    ptrs[nviews - 1] = &sq[(nviews - 1) * kMaxDims];
+    for (int d = 0; d < D; ++d)
+      if (keep[d] == t.scan_axis) scan_sq = d;
+  }
+  const Coalesced c = coalesce(ext, D, ptrs.data(), nviews);
+  p.D = std::max(c.ndim(), 1);
+  if (c.ndim() == 0) p.ext[0] = 1;
+  for (int d = 0; d < c.ndim(); ++d) {
+    p.ext[d] = c.extent[d];
+    if (scan_sq >= 0 && std::find(c.order.begin() + c.run_begin(d), c.order.begin() + c.run_end[d], scan_sq) !=
+                            c.order.begin() + c.run_end[d])
+      p.scan_dim = d;
+  }
+  auto operand = [&](int v, const View& view) {
+    Operand o;
+    o.dtype = view.dtype;
+    const int64_t is = itemsize(view.dtype);
+    o.base = static_cast<char*>(view.buffer->data()) + view.offset * is;
+    for (int d = 0; d < c.ndim(); ++d) o.step[d] = ptrs[v][c.inner(d)] * is;
+    return o;
+  };
+  for (int i = 0; i < nin; ++i) p.ops.push_back(operand(i, t.inputs[i]));
+  p.out = nin;
+  p.ops.push_back(operand(nin, t.output));
+  for (int q = 0; q < nidx; ++q) {
+    Affine a;
+    a.offset = t.indices[q].offset;
+    for (int d = 0; d < c.ndim(); ++d) a.step[d] = ptrs[nin + 1 + q][c.inner(d)];
+    p.idx.push_back(a);
+  }
+  return p;
+}
+
+// Calls f(off, ioff, pos) once per line of the innermost dimension, in
+// index order: off[k] is operand k's byte offset at the line's start,
+// ioff[q] index function q's value there, pos the outer coordinates.
+// Dimensions flagged in `collapse` are walked at coordinate 0 only.
+template <typename F>
+void for_each_line(const Plan& p, const bool* collapse, F&& f) {
+  const int D = p.D;
+  const int nops = static_cast<int>(p.ops.size()), nidx = static_cast<int>(p.idx.size());
+  int64_t ext[kMaxDims];
+  for (int d = 0; d < D; ++d) {
+    ext[d] = collapse && collapse[d] ? 1 : p.ext[d];
+    if (ext[d] <= 0) return;
+  }
+  int64_t pos[kMaxDims] = {};
+  int64_t off[8] = {}, ioff[4] = {};
+  std::vector<int64_t> off_big, ioff_big;
+  int64_t* o = off;
+  int64_t* io = ioff;
+  if (nops > 8) {
+    off_big.assign(static_cast<size_t>(nops), 0);
+    o = off_big.data();
+  }
+  if (nidx > 4) {
+    ioff_big.assign(static_cast<size_t>(nidx), 0);
+    io = ioff_big.data();
+  }
+  for (int q = 0; q < nidx; ++q) io[q] = p.idx[q].offset;
+  for (;;) {
+    f(static_cast<const int64_t*>(o), static_cast<const int64_t*>(io), static_cast<const int64_t*>(pos));
+    int d = D - 2;
+    for (; d >= 0; --d) {
+      if (++pos[d] < ext[d]) {
+        for (int k = 0; k < nops; ++k) o[k] += p.ops[k].step[d];
+        for (int q = 0; q < nidx; ++q) io[q] += p.idx[q].step[d];
+        break;
+      }
+      for (int k = 0; k < nops; ++k) o[k] -= p.ops[k].step[d] * (ext[d] - 1);
+      for (int q = 0; q < nidx; ++q) io[q] -= p.idx[q].step[d] * (ext[d] - 1);
+      pos[d] = 0;
+    }
+    if (d < 0) return;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Expression evaluation, block by block along a line.
+
+class Evaluator {
+ public:
+  Evaluator(const Task& t, const Plan& p) : t_(t), p_(p), n_(static_cast<int>(t.expr.nodes.size())) {
+    thread_local std::vector<uint64_t> scratch;
+    const size_t words = static_cast<size_t>(n_) * kBlock + 8 * static_cast<size_t>(n_);
+    if (scratch.size() < words) scratch.resize(words);
+    temp_ = reinterpret_cast<char*>(scratch.data());
+    consts_ = temp_ + static_cast<size_t>(n_) * kBlock * 8;
+    ptr_.resize(static_cast<size_t>(n_), 0);
+    step_.resize(static_cast<size_t>(n_), 0);
+    loops_.resize(static_cast<size_t>(n_), nullptr);
+    rules_.resize(static_cast<size_t>(n_), nullptr);
+    for (int k = 0; k < n_; ++k) {
+      const ExprNode& x = t.expr.nodes[k];
+      if (x.kind == ExprNode::Kind::Const) t.consts[x.a].cast(x.dtype).store(consts_ + 8 * k);
+      if (is_leaf(x)) continue;
+      loops_[k] = loop_of(t.expr, x);
+      if (is_float(x.dtype) && (x.kind == ExprNode::Kind::Unary || x.kind == ExprNode::Kind::Binary))
+        rules_[k] = codegen::nan_rule(x.kind == ExprNode::Kind::Binary, x.op, x.dtype);
+    }
+  }
+
+  // Node k's values for the current block: pointer and byte step.
+  char* ptr(int k) const { return ptr_[k]; }
+  long long step(int k) const { return step_[k]; }
+
+  // Evaluates every node at points [j0, j0 + n) of the line at off/ioff.
+  // With `direct`, node `direct_node` is computed straight into memory at
+  // (direct, direct_step) instead of a temporary.
+  void block(const int64_t* off, const int64_t* ioff, int64_t j0, int64_t n, int direct_node = -1,
+             char* direct = nullptr, int64_t direct_step = 0) {
+    const int in = p_.D - 1;
+    for (int k = 0; k < n_; ++k) {
+      const ExprNode& x = t_.expr.nodes[k];
+      switch (x.kind) {
+        case ExprNode::Kind::Input: {
+          const Operand& o = p_.ops[x.a];
+          ptr_[k] = o.base + off[x.a] + j0 * o.step[in];
+          step_[k] = o.step[in];
+          break;
+        }
+        case ExprNode::Kind::Const:
+          ptr_[k] = consts_ + 8 * k;
+          step_[k] = 0;
+          break;
+        case ExprNode::Kind::Index: {
+          auto* d = reinterpret_cast<int64_t*>(temp_ + static_cast<size_t>(k) * kBlock * 8);
+          const int64_t s = p_.idx[x.a].step[in];
+          const int64_t b = ioff[x.a] + j0 * s;
+          for (int64_t i = 0; i < n; ++i) d[i] = b + i * s;
+          ptr_[k] = reinterpret_cast<char*>(d);
+          step_[k] = 8;
+          break;
+        }
+        default: {
+          char* args[4];
+          long long steps[4];
+          int na = 0;
+          for (int32_t a : {x.a, x.b, x.c}) {
+            if (a < 0) break;
+            args[na] = ptr_[a];
+            steps[na++] = step_[a];
+          }
+          char* r = temp_ + static_cast<size_t>(k) * kBlock * 8;
+          long long rs = itemsize(x.dtype);
+          if (k == direct_node) {
+            r = direct;
+            rs = direct_step;
+          }
+          args[na] = r;
+          steps[na] = rs;
+          loops_[k](args, steps, n);
+          // NaN signs as NumPy gives them (a rule-bearing node is never
+          // computed straight into memory: run_map checks, so r is contiguous).
+          if (rules_[k] && x.dtype == DType::Float32)
+            fix_nans<float>(rules_[k], x.kind == ExprNode::Kind::Binary, args, steps, r, n);
+          else if (rules_[k])
+            fix_nans<double>(rules_[k], x.kind == ExprNode::Kind::Binary, args, steps, r, n);
+          ptr_[k] = r;
+          step_[k] = rs;
+        }
+      }
+    }
+  }
+
+  bool has_rule(int k) const { return rules_[k] != nullptr; }
+
+ private:
+  const Task& t_;
+  const Plan& p_;
+  int n_;
+  char* temp_;
+  char* consts_;
+  std::vector<char*> ptr_;
+  std::vector<long long> step_;
+  std::vector<Loop> loops_;
+  std::vector<const char*> rules_;
+};
+
+// Copies (casting) n values from (src, ss) of type from into (dst, ds) of type to.
+void copy(DType from, const char* src, int64_t ss, DType to, char* dst, int64_t ds, int64_t n) {
+  char* args[2] = {const_cast<char*>(src), dst};
+  long long steps[2] = {ss, ds};
+  tables().cast[ti(from)][ti(to)](args, steps, n);
+}
+
+void combine(Loop f, char* acc, int64_t sa, const char* v, int64_t sv, int64_t n) {
+  char* args[3] = {acc, const_cast<char*>(v), acc};
+  long long steps[3] = {sa, sv, sa};
+  f(args, steps, n);
+}
+
+// ---------------------------------------------------------------------------
+
+void run_map(const Task& t, const Plan& p) {
+  Evaluator ev(t, p);
+  const int v = t.value();
+  const ExprNode& vn = t.expr.nodes[v];
+  const Operand& out = p.ops[p.out];
+  const int in = p.D - 1;
+  // The stored node computed straight into the output when nothing else
+  // needs it afterwards (it is the last node) and no NaN rule rewrites it.
+  const bool direct = v == t.expr.root() && !is_leaf(vn) && vn.dtype == out.dtype && !ev.has_rule(v);
+  for_each_line(p, nullptr, [&](const int64_t* off, const int64_t* ioff, const int64_t*) {
+    const int64_t len = p.ext[in];
+    for (int64_t j0 = 0; j0 < len; j0 += kBlock) {
+      const int64_t n = std::min(kBlock, len - j0);
+      char* dst = out.base + off[p.out] + j0 * out.step[in];
+      if (direct) {
+        ev.block(off, ioff, j0, n, v, dst, out.step[in]);
+      } else {
+        ev.block(off, ioff, j0, n);
+        copy(vn.dtype, ev.ptr(v), ev.step(v), out.dtype, dst, out.step[in], n);
+      }
+    }
+  });
+}
+
+void run_reduce(const Task& t, Plan& p) {
+  Evaluator ev(t, p);
+  const int v = t.value();
+  const DType acc_t = t.acc_dtype;
+  const bool arg = is_arg(t.reduce);
+  const int in = p.D - 1;
+  bool reduced[kMaxDims];
+  for (int d = 0; d < p.D; ++d) reduced[d] = p.ops[p.out].step[d] == 0 && p.ext[d] != 1;
+  // The accumulator: the output itself, or (another type, an arg-reduction's
+  // values) a contiguous array over the output's elements.
+  std::vector<uint64_t> acc_mem;
+  int acc = p.out;
+  if (arg || acc_t != p.ops[p.out].dtype) {
+    Operand a;
+    a.dtype = acc_t;
+    int64_t count = 1;
+    for (int d = p.D; d-- > 0;) {
+      a.step[d] = reduced[d] ? 0 : count * itemsize(acc_t);
+      if (!reduced[d]) count *= p.ext[d];
+    }
+    acc_mem.assign(static_cast<size_t>(count + 1), 0);
+    a.base = reinterpret_cast<char*>(acc_mem.data());
+    acc = static_cast<int>(p.ops.size());
+    p.ops.push_back(a);
+  }
+  // Initialize: the identity, or `initial=`; arg indices past any index.
+  {
+    alignas(8) char init[8];
+    (t.init_const >= 0 ? t.consts[t.init_const].cast(acc_t) : reduce_identity(t.reduce, acc_t)).store(init);
+    const int64_t big = std::numeric_limits<int64_t>::max();
+    for_each_line(p, reduced, [&](const int64_t* off, const int64_t*, const int64_t*) {
+      const int64_t n = reduced[in] ? 1 : p.ext[in];
+      const Operand& a = p.ops[acc];
+      copy(acc_t, init, 0, acc_t, a.base + off[acc], a.step[in], n);
+      if (arg) {
+        const Operand& o = p.ops[p.out];
+        copy(DType::Int64, reinterpret_cast<const char*>(&big), 0, DType::Int64, o.base + off[p.out], o.step[in], n);
+      }
+    });
+  }
+  const Loop comb = arg ? nullptr : combine_loop(t.reduce, acc_t);
+  const bool pairwise_sum = reduced[in] && t.reduce == ReduceOp::Sum && is_float(acc_t);
+  const ExprNode& vn = t.expr.nodes[v];
+  std::vector<uint64_t> line;  // a whole line's values, for pairwise sums of computed values
+  for_each_line(p, nullptr, [&](const int64_t* off, const int64_t* ioff, const int64_t*) {
+    const int64_t len = p.ext[in];
+    const Operand& a = p.ops[acc];
+    char* acc_line = a.base + off[acc];
+    if (pairwise_sum && vn.kind == ExprNode::Kind::Input && vn.dtype == acc_t) {
+      const Operand& src = p.ops[vn.a];
+      add_pairwise(acc_t, acc_line, src.base + off[vn.a], len, src.step[in]);
+      return;
+    }
+    if (pairwise_sum) {
+      const int64_t is = itemsize(acc_t);
+      if (line.size() * 8 < static_cast<size_t>(len * is)) line.resize(static_cast<size_t>(len) + 1);
+      char* buf = reinterpret_cast<char*>(line.data());
+      for (int64_t j0 = 0; j0 < len; j0 += kBlock) {
+        const int64_t n = std::min(kBlock, len - j0);
+        ev.block(off, ioff, j0, n);
+        copy(vn.dtype, ev.ptr(v), ev.step(v), acc_t, buf + j0 * is, is, n);
+      }
+      add_pairwise(acc_t, acc_line, buf, len, is);
+      return;
+    }
+    for (int64_t j0 = 0; j0 < len; j0 += kBlock) {
+      const int64_t n = std::min(kBlock, len - j0);
+      ev.block(off, ioff, j0, n);
+      char* at = acc_line + j0 * a.step[in];
+      if (arg) {
+        const Operand& o = p.ops[p.out];
+        arg_combine(acc_t, t.reduce == ReduceOp::ArgMax, at, a.step[in], o.base + off[p.out] + j0 * o.step[in],
+                    o.step[in], ev.ptr(v), ev.step(v), ev.ptr(t.arg_node), ev.step(t.arg_node), n);
+      } else {
+        combine(comb, at, a.step[in], ev.ptr(v), ev.step(v), n);
+      }
+    }
+  });
+  if (acc != p.out && !arg) {
+    for_each_line(p, reduced, [&](const int64_t* off, const int64_t*, const int64_t*) {
+      const int64_t n = reduced[in] ? 1 : p.ext[in];
+      const Operand& a = p.ops[acc];
+      const Operand& o = p.ops[p.out];
+      copy(acc_t, a.base + off[acc], a.step[in], o.dtype, o.base + off[p.out], o.step[in], n);
+    });
+  }
+}
+
+void run_scan(const Task& t, const Plan& p) {
+  Evaluator ev(t, p);
+  const int v = t.value();
+  const ExprNode& vn = t.expr.nodes[v];
+  const Operand& out = p.ops[p.out];
+  const DType ot = out.dtype;
+  const Loop comb = combine_loop(t.reduce, ot);
+  const int in = p.D - 1;
+  const int s = p.scan_dim;
+  for_each_line(p, nullptr, [&](const int64_t* off, const int64_t* ioff, const int64_t* pos) {
+    const int64_t len = p.ext[in];
+    char* line = out.base + off[p.out];
+    const int64_t os = out.step[in];
+    for (int64_t j0 = 0; j0 < len; j0 += kBlock) {
+      const int64_t n = std::min(kBlock, len - j0);
+      ev.block(off, ioff, j0, n);
+      char* dst = line + j0 * os;
+      if (s == in) {  // along the line: element i = element i-1 (+) point i
+        int64_t first = 0;
+        if (j0 == 0) {
+          copy(vn.dtype, ev.ptr(v), 0, ot, dst, 0, 1);
+          first = 1;
+        }
+        if (n > first) {
+          char* args[3] = {dst + (first - 1) * os, ev.ptr(v) + first * ev.step(v), dst + first * os};
+          long long steps[3] = {os, ev.step(v), os};
+          comb(args, steps, n - first);
+        }
+      } else if (s < 0 || pos[s] == 0) {  // the first line along the scan: the values themselves
+        copy(vn.dtype, ev.ptr(v), ev.step(v), ot, dst, os, n);
+      } else {  // line i = line i-1 (+) values
+        char* args[3] = {dst - out.step[s], ev.ptr(v), dst};
+        long long steps[3] = {os, ev.step(v), os};
+        comb(args, steps, n);
+      }
+    }
+  });
+}
+
+}  // namespace
+
+bool tier0_supports(const Task& t) {
+  if (t.domain.size() > static_cast<size_t>(kMaxDims)) return false;
+  for (const ExprNode& x : t.expr.nodes)
+    if (!is_leaf(x) && !loop_of(t.expr, x)) return false;
+  const DType vt = t.expr.nodes[t.value()].dtype;
+  const DType ot = t.output.dtype;
+  const Tables& T = tables();
+  switch (t.kind) {
+    case Task::Kind::Map:
+      return T.cast[ti(vt)][ti(ot)] != nullptr;
+    case Task::Kind::Reduce:
+      if (vt != t.acc_dtype) return false;
+      if (is_arg(t.reduce)) return ot == DType::Int64 && t.arg_node >= 0;
+      return combine_loop(t.reduce, t.acc_dtype) && T.cast[ti(t.acc_dtype)][ti(ot)];
+    case Task::Kind::Scan:
+      return combine_loop(t.reduce, ot) && T.cast[ti(vt)][ti(ot)];
+  }
+  return false;
+}
+
+void tier0_run(const Task& t) {
+  Plan p = make_plan(t);
+  switch (t.kind) {
+    case Task::Kind::Map: return run_map(t, p);
+    case Task::Kind::Reduce: return run_reduce(t, p);
+    case Task::Kind::Scan: return run_scan(t, p);
+  }
+}
+
+}  // namespace nf::runtime
