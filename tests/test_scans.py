@@ -81,7 +81,7 @@ def test_errors_keep_earlier_results():
     assert_same(pending, onp.asarray(a) * 2.0)
 
 
-def test_scan_fuses_with_its_producer_and_is_expressed_as_prefix_sum():
+def test_scan_fuses_with_its_producer_and_is_expressed_as_prefix_sum(lazy):
     a = data((64, 100), "float64")
     x = nf.asarray(a)
     r = nf.cumsum(x * 2.0 + 1.0, axis=1)

@@ -163,7 +163,7 @@ def test_bool_matmul(seed):
 
 # --- the tuner ----------------------------------------------------------------------------------
 
-def test_tune_improves_or_keeps_default_and_is_used(tmp_path):
+def test_tune_improves_or_keeps_default_and_is_used(lazy, tmp_path):
     """numfuse.tune measures candidates, stores the best, and later flushes
     use it (explain says so); the results stay exact."""
     a = nf.asarray(rand((96, 64)))

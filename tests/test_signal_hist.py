@@ -64,7 +64,7 @@ def test_convolve_correlate_default_modes_mixed_types_and_views():
     assert_same(nf.correlate(nf.asarray(big), nf.asarray(big), "full"), onp.correlate(big, big, "full"))
 
 
-def test_convolve_is_one_contraction():
+def test_convolve_is_one_contraction(lazy):
     a, v = rand(1000, "float64", 1), rand(7, "float64", 2)
     A, V = nf.asarray(a), nf.asarray(v)
     nf.flush()
@@ -214,7 +214,7 @@ def test_histogram_special_inputs():
     assert_same(nf.histogram(nf.asarray(big), bins=3), onp.histogram(big, bins=3))
 
 
-def test_histogram_is_one_fused_kernel():
+def test_histogram_is_one_fused_kernel(lazy):
     x = rand(5000, "float64", 7)
     X = nf.asarray(x)
     nf.flush()
@@ -298,7 +298,7 @@ def test_bincount_special_inputs():
         assert_same(nf.bincount(nf.asarray(big), weights=nf.ones(3)), onp.bincount(big, weights=onp.ones(3)))
 
 
-def test_bincount_is_one_fused_kernel():
+def test_bincount_is_one_fused_kernel(lazy):
     x = rand(2000, "int64", 3, lo=0, hi=30)
     X = nf.asarray(x)
     nf.flush()
