@@ -17,10 +17,15 @@ _POWER = _B["power"]
 _R = _core.REDUCE_OPS
 
 
-class ufunc:
-    """A numfuse ufunc, mirroring :class:`numpy.ufunc`."""
+class ufunc(_core.UfuncBase):
+    """A numfuse ufunc, mirroring :class:`numpy.ufunc`.
+
+    Calling one (``numfuse.sqrt(x)``) runs in C++ (``_core.UfuncBase``) for
+    plain positional calls; keywords and everything else come to ``_call``.
+    """
 
     def __init__(self, name, np_ufunc, nin, op_id):
+        super().__init__(nin, op_id)
         self.__name__ = name
         self._np = np_ufunc
         self.nin = nin
@@ -45,18 +50,6 @@ class ufunc:
         return len(self.types)
 
     signature = None
-
-    def __call__(self, *args, **kwargs):
-        if self._op == _POWER and len(args) >= 2:
-            from ._array import _check_int_power
-
-            _check_int_power(args[0], args[1])
-        # Fast path: plain positional call (what almost every program does).
-        if not kwargs and len(args) == self.nin:
-            r = _core.unary(self._op, args[0], None) if self.nin == 1 else _core.binary(self._op, args[0], args[1], None)
-            if r is not NotImplemented:
-                return r
-        return self._call(*args, **kwargs)
 
     def _call(self, *args, out=None, where=True, casting="same_kind", order="K", dtype=None, subok=True,
               signature=None):

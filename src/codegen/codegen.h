@@ -25,5 +25,8 @@ Source render_c(const lower::LoopNest& nest);
 // (see scalar_c.h, set_nan_rules), or nullptr if the hardware's NaN stands.
 // Tier 0 applies it to the results of its precompiled loops, as kernels do.
 const char* nan_rule(bool binary, int op, DType t);
+// Names the installed rules; the generation counts installations.
+const std::string& nan_rules_id();
+uint64_t nan_rules_generation();
 
 }  // namespace nf::codegen

@@ -2,6 +2,7 @@
 #include "codegen/scalar_c.h"
 #include "codegen/codegen.h"
 
+#include <atomic>
 #include <cmath>
 #include <map>
 #include <tuple>
@@ -29,6 +30,8 @@ std::map<std::tuple<bool, int, DType>, std::string>& nan_rules() {
   static auto* m = new std::map<std::tuple<bool, int, DType>, std::string>();
   return *m;
 }
+std::atomic<uint64_t> g_nan_generation{0};
+
 std::string& nan_id() {
   static auto* s = new std::string("nan:none");
   return *s;
@@ -436,9 +439,12 @@ void set_nan_rules(const std::vector<std::tuple<bool, int, DType, std::string>>&
     id += (bin ? "b" : "u") + std::to_string(op) + suffix(t) + rule + ";";
   }
   nan_id() = id;
+  g_nan_generation.fetch_add(1, std::memory_order_release);
 }
 
 const std::string& nan_rules_id() { return nan_id(); }
+
+uint64_t nan_rules_generation() { return g_nan_generation.load(std::memory_order_acquire); }
 
 const char* nan_rule(bool binary, int op, DType t) {
   auto it = nan_rules().find({binary, op, t});

@@ -9,6 +9,7 @@
 #include <map>
 #include <mutex>
 #include <new>
+#include <vector>
 
 namespace nf {
 
@@ -36,6 +37,12 @@ struct Pool {
   std::multimap<size_t, void*> free_blocks;
   size_t cached = 0;
   size_t limit = 0;
+  // Small blocks (below kCacheMin), by 64-byte class: the arrays of a loop
+  // over small operations come and go by the million; malloc's aligned path
+  // costs more than the operation. At most kSmallPerClass per class.
+  static constexpr size_t kSmallClasses = kCacheMin / 64;
+  static constexpr size_t kSmallPerClass = 64;
+  std::vector<void*> small[kSmallClasses + 1];
 
   Pool() {
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
@@ -44,7 +51,15 @@ struct Pool {
   }
 
   void* get(size_t cls) {
-    if (cls >= kCacheMin) {
+    if (cls < kCacheMin) {
+      std::lock_guard<std::mutex> lock(mu);
+      std::vector<void*>& list = small[cls / 64];
+      if (!list.empty()) {
+        void* p = list.back();
+        list.pop_back();
+        return p;
+      }
+    } else {
       std::lock_guard<std::mutex> lock(mu);
       auto it = free_blocks.find(cls);
       if (it != free_blocks.end()) {
@@ -68,9 +83,16 @@ struct Pool {
   }
 
   void put(void* p, size_t cls) {
-    if (cls >= kCacheMin) {
+    {
       std::lock_guard<std::mutex> lock(mu);
-      if (cached + cls <= limit) {
+      if (cls < kCacheMin) {
+        std::vector<void*>& list = small[cls / 64];
+        if (list.size() < kSmallPerClass) {
+          if (list.capacity() == 0) list.reserve(kSmallPerClass);
+          list.push_back(p);
+          return;
+        }
+      } else if (cached + cls <= limit) {
         free_blocks.emplace(cls, p);
         cached += cls;
         return;
@@ -84,6 +106,10 @@ struct Pool {
     for (auto& [cls, p] : free_blocks) std::free(p);
     free_blocks.clear();
     cached = 0;
+    for (std::vector<void*>& list : small) {
+      for (void* p : list) std::free(p);
+      list.clear();
+    }
   }
 };
 

@@ -31,9 +31,93 @@ bool run_now(Task& t) {
   return true;
 }
 
+// Broadcasts `shape` with s (NumPy's rule); false if they do not broadcast.
+bool broadcast_into(Dims& shape, const Dims& s) {
+  while (s.size() > shape.size()) shape.insert(0, 1);
+  const size_t off = shape.size() - s.size();
+  for (size_t k = 0; k < s.size(); ++k) {
+    int64_t& e = shape[off + k];
+    if (s[k] == e || s[k] == 1) continue;
+    if (e != 1) return false;
+    e = s[k];
+  }
+  return true;
+}
+
+// Byte strides of view v broadcast over `shape` (0 on broadcast dimensions).
+void broadcast_strides(const View& v, const Dims& shape, int64_t* out) {
+  const int nd = static_cast<int>(shape.size()), vd = v.ndim();
+  const int64_t is = itemsize(v.dtype);
+  for (int j = 0; j < nd; ++j) {
+    const int i = j - (nd - vd);
+    out[j] = i < 0 || v.shape[i] == 1 ? 0 : v.strides[i] * is;
+  }
+}
+
+bool run_simple(const SimpleOp& s, View* result) {
+  constexpr int kMaxDims = 16;
+  const Config& c = config();
+  if (c.tier == Tier::Lazy) return false;
+  const View* arrays[2];
+  int na = 0;
+  for (int k = 0; k < s.nin; ++k)
+    if (s.view[k]) arrays[na++] = s.view[k];
+  Dims shape = s.out ? s.out->shape : Dims();
+  for (int k = 0; k < na; ++k)
+    if (!broadcast_into(shape, arrays[k]->shape)) return false;  // the recorder raises NumPy's error
+  if (s.out && shape != s.out->shape) return false;
+  if (shape.size() > static_cast<size_t>(kMaxDims)) return false;
+  if (c.tier == Tier::Auto && shape_size(shape) > c.eager_max_elements) return false;
+  const runtime::Tier0Loop loop = runtime::tier0_loop(s.node, s.type[0], s.type[1]);
+  if (!loop) return false;
+  // The inputs are final, and nothing pending touches the destination.
+  for (int k = 0; k < na; ++k)
+    if (arrays[k]->buffer->pending_writes.load(std::memory_order_acquire) > 0) return false;
+  if (s.out) {
+    if (s.out->buffer->pending()) return false;
+    // An input overlapping the destination must be the destination itself
+    // (read before written, point by point); otherwise a task copies it first.
+    for (int k = 0; k < na; ++k)
+      if (arrays[k]->buffer == s.out->buffer && !(arrays[k]->shape == shape && arrays[k]->same_as(*s.out)) &&
+          views_overlap(*arrays[k], *s.out))
+        return false;
+  }
+  View fresh;
+  if (!s.out) {
+    // NumPy's order 'K' is C order when every array operand is C-ordered.
+    for (int k = 0; k < na; ++k)
+      if (arrays[k]->ndim() > 1 && !arrays[k]->is_c_contiguous()) return false;
+    fresh = View::fresh(s.node.dtype, shape);
+  }
+  const View& dst = s.out ? *s.out : fresh;
+  char* bases[3];
+  int64_t strides[3][kMaxDims];
+  const int64_t* sp[3] = {strides[0], strides[1], strides[2]};
+  alignas(8) char scalars[2][8];
+  for (int k = 0; k < s.nin; ++k) {
+    if (const View* v = s.view[k]) {
+      bases[k] = static_cast<char*>(v->buffer->data()) + v->offset * itemsize(v->dtype);
+      broadcast_strides(*v, shape, strides[k]);
+    } else {
+      s.value[k].store(scalars[k]);
+      bases[k] = scalars[k];
+      for (size_t j = 0; j < shape.size(); ++j) strides[k][j] = 0;
+    }
+  }
+  bases[s.nin] = static_cast<char*>(dst.buffer->data()) + dst.offset * itemsize(dst.dtype);
+  broadcast_strides(dst, shape, strides[s.nin]);
+  runtime::tier0_elementwise(loop, s.node, s.nin + 1, bases, sp, shape);
+  *result = s.out ? *s.out : std::move(fresh);
+  g_tier0_tasks.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
 }  // namespace
 
-void install_tier0() { global_stream().set_run_now(&run_now); }
+void install_tier0() {
+  global_stream().set_run_now(&run_now);
+  global_stream().set_run_simple(&run_simple);
+}
 
 int64_t tier0_tasks() { return g_tier0_tasks.load(std::memory_order_relaxed); }
 

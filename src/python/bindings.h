@@ -120,6 +120,7 @@ int numpy_scalar_value(PyObject* o, Scalar* out);
 py::object element(const View& v, const std::vector<IndexItem>& items);
 
 void bind_array(py::module_& m);
+void bind_ufunc(py::module_& m);
 void bind_functions(py::module_& m);
 
 }  // namespace nf::py_bind

@@ -364,6 +364,7 @@ PYBIND11_MODULE(_core, m) {
     (void)warm;
   }
   bind_array(m);
+  bind_ufunc(m);
   bind_functions(m);
   pipeline::install_tier0();
 

@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -64,29 +65,31 @@ const Tables& tables() {
   return t;
 }
 
-// The loop computing node n of e (nullptr for leaves and for nodes no loop computes).
-Loop loop_of(const Expr& e, const ExprNode& n) {
+// The loop computing node n on operands of types a, b, c (nullptr for
+// leaves and for nodes no loop computes).
+Loop loop_for(const ExprNode& n, DType a, DType b, DType c) {
   const Tables& T = tables();
   switch (n.kind) {
     case ExprNode::Kind::Cast:
-      return T.cast[ti(e.nodes[n.a].dtype)][ti(n.dtype)];
-    case ExprNode::Kind::Unary: {
-      const int in = ti(e.nodes[n.a].dtype);
-      return T.unary_out[n.op][in] == ti(n.dtype) ? T.unary[n.op][in] : nullptr;
-    }
+      return T.cast[ti(a)][ti(n.dtype)];
+    case ExprNode::Kind::Unary:
+      return T.unary_out[n.op][ti(a)] == ti(n.dtype) ? T.unary[n.op][ti(a)] : nullptr;
     case ExprNode::Kind::Binary: {
-      const DType a = e.nodes[n.a].dtype, b = e.nodes[n.b].dtype;
       const bool cmp = is_comparison(static_cast<BinaryOp>(n.op));
       if (n.dtype != (cmp ? DType::Bool : a) || (!cmp && a != b)) return nullptr;
       return T.binary[n.op][ti(a)][ti(b)];
     }
     case ExprNode::Kind::Select:
-      if (e.nodes[n.a].dtype != DType::Bool || e.nodes[n.b].dtype != n.dtype || e.nodes[n.c].dtype != n.dtype)
-        return nullptr;
+      if (a != DType::Bool || b != n.dtype || c != n.dtype) return nullptr;
       return T.select[ti(n.dtype)];
     default:
       return nullptr;
   }
+}
+
+Loop loop_of(const Expr& e, const ExprNode& n) {
+  auto type = [&](int32_t k) { return k >= 0 ? e.nodes[k].dtype : DType::Bool; };
+  return loop_for(n, type(n.a), type(n.b), type(n.c));
 }
 
 bool is_leaf(const ExprNode& n) {
@@ -130,10 +133,11 @@ T nan_choice(char c, T x, T y) {
 }
 
 template <typename T>
-void fix_nans(const char* rule, bool binary, char* const* args, const long long* steps, char* r, int64_t n) {
+void fix_nans(const char* rule, bool binary, char* const* args, const long long* steps, char* r, int64_t rs,
+              int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     T v;
-    std::memcpy(&v, r + i * static_cast<int64_t>(sizeof(T)), sizeof v);
+    std::memcpy(&v, r + i * rs, sizeof v);
     if (v == v) continue;
     T x, y = 0;
     std::memcpy(&x, args[0] + i * steps[0], sizeof x);
@@ -144,8 +148,36 @@ void fix_nans(const char* rule, bool binary, char* const* args, const long long*
     } else {
       v = nan_choice(x != x ? rule[0] : rule[1], x, x);
     }
-    std::memcpy(r + i * static_cast<int64_t>(sizeof(T)), &v, sizeof v);
+    std::memcpy(r + i * rs, &v, sizeof v);
   }
+}
+
+void fix_nans(const char* rule, const ExprNode& x, char* const* args, const long long* steps, char* r, int64_t rs,
+              int64_t n) {
+  const bool binary = x.kind == ExprNode::Kind::Binary;
+  if (x.dtype == DType::Float32) fix_nans<float>(rule, binary, args, steps, r, rs, n);
+  else fix_nans<double>(rule, binary, args, steps, r, rs, n);
+}
+
+// NaN rules as a dense table, rebuilt when codegen's rules change (once, at
+// import): a lookup per node must cost nothing.
+const char* rule_of(const ExprNode& x) {
+  if (!is_float(x.dtype) || (x.kind != ExprNode::Kind::Unary && x.kind != ExprNode::Kind::Binary)) return nullptr;
+  struct Rules {
+    uint64_t generation = ~uint64_t(0);
+    const char* r[2][std::max(kNU, kNB)][2] = {};
+  };
+  thread_local Rules rules;
+  const uint64_t gen = codegen::nan_rules_generation();
+  if (rules.generation != gen) {
+    rules = Rules();
+    rules.generation = gen;
+    for (int b = 0; b < 2; ++b)
+      for (int op = 0; op < (b ? kNB : kNU); ++op)
+        for (int f = 0; f < 2; ++f)
+          rules.r[b][op][f] = codegen::nan_rule(b == 1, op, f ? DType::Float64 : DType::Float32);
+  }
+  return rules.r[x.kind == ExprNode::Kind::Binary][x.op][x.dtype == DType::Float64];
 }
 
 // ---------------------------------------------------------------------------
@@ -388,8 +420,7 @@ class Evaluator {
       if (x.kind == ExprNode::Kind::Const) t.consts[x.a].cast(x.dtype).store(consts_ + 8 * k);
       if (is_leaf(x)) continue;
       loops_[k] = loop_of(t.expr, x);
-      if (is_float(x.dtype) && (x.kind == ExprNode::Kind::Unary || x.kind == ExprNode::Kind::Binary))
-        rules_[k] = codegen::nan_rule(x.kind == ExprNode::Kind::Binary, x.op, x.dtype);
+      rules_[k] = rule_of(x);
     }
   }
 
@@ -443,20 +474,13 @@ class Evaluator {
           args[na] = r;
           steps[na] = rs;
           loops_[k](args, steps, n);
-          // NaN signs as NumPy gives them (a rule-bearing node is never
-          // computed straight into memory: run_map checks, so r is contiguous).
-          if (rules_[k] && x.dtype == DType::Float32)
-            fix_nans<float>(rules_[k], x.kind == ExprNode::Kind::Binary, args, steps, r, n);
-          else if (rules_[k])
-            fix_nans<double>(rules_[k], x.kind == ExprNode::Kind::Binary, args, steps, r, n);
+          if (rules_[k]) fix_nans(rules_[k], x, args, steps, r, rs, n);  // NaN signs as NumPy gives them
           ptr_[k] = r;
           step_[k] = rs;
         }
       }
     }
   }
-
-  bool has_rule(int k) const { return rules_[k] != nullptr; }
 
  private:
   const Task& t_;
@@ -492,8 +516,8 @@ void run_map(const Task& t, const Plan& p) {
   const Operand& out = p.ops[p.out];
   const int in = p.D - 1;
   // The stored node computed straight into the output when nothing else
-  // needs it afterwards (it is the last node) and no NaN rule rewrites it.
-  const bool direct = v == t.expr.root() && !is_leaf(vn) && vn.dtype == out.dtype && !ev.has_rule(v);
+  // needs it afterwards (it is the last node).
+  const bool direct = v == t.expr.root() && !is_leaf(vn) && vn.dtype == out.dtype;
   for_each_line(p, nullptr, [&](const int64_t* off, const int64_t* ioff, const int64_t*) {
     const int64_t len = p.ext[in];
     for (int64_t j0 = 0; j0 < len; j0 += kBlock) {
@@ -664,6 +688,71 @@ void tier0_run(const Task& t) {
     case Task::Kind::Map: return run_map(t, p);
     case Task::Kind::Reduce: return run_reduce(t, p);
     case Task::Kind::Scan: return run_scan(t, p);
+  }
+}
+
+}  // namespace nf::runtime
+
+namespace nf::runtime {
+
+Tier0Loop tier0_loop(const ExprNode& node, DType a, DType b) {
+  if (is_leaf(node)) return nullptr;
+  return loop_for(node, a, b, DType::Bool);
+}
+
+void tier0_elementwise(Tier0Loop f, const ExprNode& node, int nargs, char* const* bases,
+                       const int64_t* const* strides, const Dims& shape) {
+  constexpr int kMaxArgs = 4;
+  const int nd = static_cast<int>(shape.size());
+  if (nargs > kMaxArgs || nd > kMaxDims) throw std::logic_error("tier0_elementwise: too many operands or dimensions");
+  int64_t ext[kMaxDims];
+  int64_t st[kMaxArgs][kMaxDims];
+  int D = 0;
+  for (int k = 0; k < nd; ++k) {
+    if (shape[k] == 0) return;
+    if (shape[k] == 1) continue;
+    ext[D] = shape[k];
+    for (int a = 0; a < nargs; ++a) st[a][D] = strides[a][k];
+    ++D;
+  }
+  const char* rule = rule_of(node);
+  char* args[kMaxArgs];
+  long long steps[kMaxArgs];
+  auto row = [&](int64_t n) {
+    f(args, steps, n);
+    if (rule) fix_nans(rule, node, args, steps, args[nargs - 1], steps[nargs - 1], n);
+  };
+  if (D <= 1) {
+    for (int a = 0; a < nargs; ++a) {
+      args[a] = bases[a];
+      steps[a] = D ? st[a][0] : 0;
+    }
+    return row(D ? ext[0] : 1);
+  }
+  const int64_t* views[kMaxArgs];
+  for (int a = 0; a < nargs; ++a) views[a] = st[a];
+  const Coalesced c = coalesce(ext, D, views, nargs);
+  const int F = c.ndim();
+  int64_t fs[kMaxArgs][kMaxDims];
+  for (int a = 0; a < nargs; ++a)
+    for (int d = 0; d < F; ++d) fs[a][d] = st[a][c.inner(d)];
+  int64_t pos[kMaxDims] = {};
+  int64_t off[kMaxArgs] = {};
+  const int in = F - 1;
+  for (int a = 0; a < nargs; ++a) steps[a] = fs[a][in];
+  for (;;) {
+    for (int a = 0; a < nargs; ++a) args[a] = bases[a] + off[a];
+    row(c.extent[in]);
+    int d = F - 2;
+    for (; d >= 0; --d) {
+      if (++pos[d] < c.extent[d]) {
+        for (int a = 0; a < nargs; ++a) off[a] += fs[a][d];
+        break;
+      }
+      for (int a = 0; a < nargs; ++a) off[a] -= fs[a][d] * (c.extent[d] - 1);
+      pos[d] = 0;
+    }
+    if (d < 0) return;
   }
 }
 

@@ -13,9 +13,25 @@
 // no threads): its cost is a few table lookups and loop calls per node.
 #pragma once
 
+#include "runtime/tier0_abi.h"
 #include "stream/stream.h"
 
 namespace nf::runtime {
+
+// One loop of the library (NumPy's inner-loop ABI: operands then the
+// result, steps in bytes).
+using Tier0Loop = nf_t0_loop;
+
+// The loop computing `node` (a Cast, Unary or Binary node; node.dtype is the
+// result type) on operands of types a (and b), or nullptr.
+Tier0Loop tier0_loop(const ExprNode& node, DType a, DType b);
+
+// r = f(x0, x1) at every point of `shape`: operand k (the last is the
+// result) at bases[k] with byte strides strides[k] (0 broadcasts). Walked as
+// tasks are; for a Unary/Binary `node` with a NaN-sign rule the results get
+// NumPy's NaN signs. Nothing is allocated.
+void tier0_elementwise(Tier0Loop f, const ExprNode& node, int nargs, char* const* bases,
+                       const int64_t* const* strides, const Dims& shape);
 
 // Whether tier 0 computes `t`: every node of its expression has a loop and
 // its domain has at most 16 dimensions.

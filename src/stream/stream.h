@@ -79,12 +79,31 @@ struct Task {
 // immediately, pipeline.h); without one, every task is recorded.
 using RunNow = bool (*)(Task& t);
 
+// An elementwise operation in its simplest form (one scalar operation on
+// operands already of the types it reads), offered to tier 0 before a task
+// is built: the common small cases then run at the cost of a loop call. The
+// recorder has validated everything NumPy checks; array operands broadcast
+// as a ufunc's do; scalars are converted.
+struct SimpleOp {
+  ExprNode node{ExprNode::Kind::Cast, DType::Float64, 0, 0, 1, -1};  // Cast / Unary / Binary, result type
+  int nin = 1;
+  const View* view[2] = {nullptr, nullptr};  // array operands (nullptr: a scalar)
+  Scalar value[2];                           // scalar operands, of type `type[k]`
+  DType type[2] = {DType::Float64, DType::Float64};
+  const View* out = nullptr;  // the destination (out=, in place, assignment); nullptr: a new array
+};
+// Computes `op` now, setting *result (a new array, or *op.out); false: the
+// caller records it as a task.
+using RunSimpleNow = bool (*)(const SimpleOp& op, View* result);
+
 class Stream {
  public:
   Stream();
   // Runs `t` now (the RunNow hook) or appends it to the window.
   void record(Task t);
   void set_run_now(RunNow f) { run_now_ = f; }
+  void set_run_simple(RunSimpleNow f) { run_simple_ = f; }
+  bool run_simple(const SimpleOp& op, View* result) const { return run_simple_ && run_simple_(op, result); }
   // Takes the whole window. Waits for the gate, so a window is never taken
   // between a task being recorded and its result getting its Python
   // reference (which would make the result look dead).
@@ -123,6 +142,7 @@ class Stream {
   std::atomic<uint64_t> recorded_total_{0};
   std::atomic<bool> sync_request_{false};
   RunNow run_now_ = nullptr;
+  RunSimpleNow run_simple_ = nullptr;
 };
 
 Stream& global_stream();

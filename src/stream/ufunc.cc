@@ -1,5 +1,6 @@
 // Ufuncs, reductions and creation routines: NumPy's type resolution and
 // argument checks, then one task each (via record_map / record_reduce).
+#include <atomic>
 #include <cstring>
 #include <cmath>
 #include <mutex>
@@ -18,11 +19,11 @@ constexpr int kWeakBase = 16;
 constexpr int kDescs = 32;
 
 struct CachedLoop {
-  bool valid = false;
+  std::atomic<bool> valid{false};  // set (release) after `loop` is written
   Loop loop;
 };
-// Recording happens with the Python GIL held, so these tables need no lock;
-// the mutex only guards against C++ callers on other threads.
+// Writers (a first resolution, set_loop_resolver) hold the mutex; readers
+// only look at `valid`, so a hit costs no lock.
 std::mutex g_cache_mu;
 CachedLoop g_unary[static_cast<int>(UnaryOp::Count)][kDescs];
 CachedLoop g_binary[static_cast<int>(BinaryOp::Count)][kDescs][kDescs];
@@ -33,18 +34,17 @@ int desc_of(const Operand& o) {
 }
 
 Loop resolve(CachedLoop& slot, const char* name, int nin, const int* descs) {
-  {
-    std::lock_guard<std::mutex> lock(g_cache_mu);
-    if (slot.valid) return slot.loop;
-  }
+  if (slot.valid.load(std::memory_order_acquire)) return slot.loop;
   if (!g_resolver) throw TypeError("numfuse: no ufunc type resolver installed");
   Loop l = g_resolver(name, nin, descs);  // may throw NumPy's error
   const int limit = kNumDTypes;
   if (static_cast<int>(l.in[0]) >= limit || static_cast<int>(l.in[1]) >= limit || static_cast<int>(l.out) >= limit)
     throw FallbackRequired(std::string(name) + ": loop type not supported natively");
   std::lock_guard<std::mutex> lock(g_cache_mu);
-  slot.loop = l;
-  slot.valid = true;
+  if (!slot.valid.load(std::memory_order_relaxed)) {
+    slot.loop = l;
+    slot.valid.store(true, std::memory_order_release);
+  }
   return l;
 }
 
@@ -115,10 +115,6 @@ bool weak_int_fits(const Operand& o, DType t) {
   return o.value.dtype == DType::UInt64 ? uint_fits(t, o.value.u) : int_fits(t, o.value.i);
 }
 
-std::string int_text(const Scalar& v) {
-  return v.dtype == DType::UInt64 ? std::to_string(v.u) : std::to_string(v.i);
-}
-
 // One value cast to t the way NumPy's scalar (non-SIMD) conversion does it.
 // It differs from the array cast only for float -> uint32 out of range,
 // which the compiler's scalar code does through int64 (NaN -> 0, 5e9 ->
@@ -185,16 +181,25 @@ void set_loop_resolver(LoopResolver r) {
   std::lock_guard<std::mutex> lock(g_cache_mu);
   g_resolver = std::move(r);
   for (auto& row : g_unary)
-    for (auto& c : row) c.valid = false;
+    for (auto& c : row) c.valid.store(false);
   for (auto& a : g_binary)
     for (auto& row : a)
-      for (auto& c : row) c.valid = false;
+      for (auto& c : row) c.valid.store(false);
 }
 
 View record_unary(UnaryOp op, const Operand& x, const View* out) {
   int d = desc_of(x);
   Loop l = resolve(g_unary[static_cast<int>(op)][d], unary_name(op), 1, &d);
   check_out(out, l.out, unary_name(op));
+  if (x.kind == Operand::Kind::Array && x.view.dtype == l.in[0] && (!out || out->dtype == l.out)) {
+    SimpleOp s;
+    s.node = {ExprNode::Kind::Unary, l.out, static_cast<uint8_t>(op), 0};
+    s.view[0] = &x.view;
+    s.type[0] = l.in[0];
+    s.out = out;
+    View r;
+    if (global_stream().run_simple(s, &r)) return r;
+  }
   MapSpec spec;
   spec.name = unary_name(op);
   spec.operand_shapes = {operand_shape(x)};
@@ -262,6 +267,30 @@ View record_binary(BinaryOp op, const Operand& a, const Operand& b, const View* 
       }
     }
   }
+  {
+    // Tier 0's direct form: arrays of the loop's types, or scalars (converted
+    // before the output check, as NumPy does).
+    SimpleOp s;
+    s.nin = 2;
+    bool simple = !out || out->dtype == l.out;
+    for (int k = 0; k < 2 && simple; ++k) {
+      const Operand& o = k ? *pb : *pa;
+      s.type[k] = l.in[k];
+      if (o.kind == Operand::Kind::Array) {
+        simple = o.view.dtype == l.in[k];
+        s.view[k] = &o.view;
+      } else {
+        s.value[k] = scalar_in(o, l.in[k]);
+      }
+    }
+    if (simple && (s.view[0] || s.view[1])) {
+      check_out(out, l.out, binary_name(op));
+      s.node = {ExprNode::Kind::Binary, l.out, static_cast<uint8_t>(op), 0, 1};
+      s.out = out;
+      View r;
+      if (global_stream().run_simple(s, &r)) return r;
+    }
+  }
   MapSpec spec;
   spec.name = binary_name(op);
   spec.operand_shapes = {operand_shape(a), operand_shape(b)};
@@ -304,11 +333,13 @@ View record_where(const Operand& cond, const Operand& x, const Operand& y) {
 
 void record_assign(const View& dst, const Operand& src) {
   if (dst.readonly) throw ValueError("assignment destination is read-only");
-  MapSpec spec;
-  spec.name = "__setitem__";
+  SimpleOp s;
+  s.node = {ExprNode::Kind::Cast, dst.dtype, 0, 0};
+  s.out = &dst;
+  View value;
   if (src.kind == Operand::Kind::Array) {
     // NumPy drops leading length-1 axes of the value (a[1] = ones((1, 4))).
-    View value = src.view;
+    value = src.view;
     while (value.ndim() > dst.ndim() && value.shape[0] == 1) {
       value.shape.erase(0);
       value.strides.erase(0);
@@ -320,11 +351,22 @@ void record_assign(const View& dst, const Operand& src) {
       throw ValueError("could not broadcast input array from shape " + shape_str(src.view.shape) +
                        " into shape " + shape_str(dst.shape));
     }
+    s.view[0] = &value;
+    s.type[0] = value.dtype;
+  } else {
+    s.value[0] = setitem_value(src, dst.dtype);
+    s.type[0] = dst.dtype;
+  }
+  View done;
+  if (global_stream().run_simple(s, &done)) return;
+  MapSpec spec;
+  spec.name = "__setitem__";
+  if (src.kind == Operand::Kind::Array) {
     int x = spec.expr.input(0, value.dtype);
     spec.inputs.push_back(value);
     spec.expr.cast(x, dst.dtype);
   } else {
-    spec.consts.push_back(setitem_value(src, dst.dtype));
+    spec.consts.push_back(s.value[0]);
     spec.expr.constant(0, dst.dtype);
   }
   spec.out = &dst;
