@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/inline_vector.h"
 #include "core/ops.h"
 
 namespace nf {
@@ -30,7 +31,7 @@ struct ExprNode {
 };
 
 struct Expr {
-  std::vector<ExprNode> nodes;
+  InlineVector<ExprNode, 8> nodes;
 
   int add(ExprNode n) {
     nodes.push_back(n);

@@ -1,11 +1,16 @@
-// A vector with inline storage, for shapes and strides: recording an operation
-// must not touch the heap for its metadata.
+// A vector with inline storage, for shapes, strides and other small
+// metadata: recording an operation must not touch the heap for them. Only for
+// trivially copyable element types (copies are memcpy); above N elements the
+// storage moves to the heap.
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <initializer_list>
+#include <new>
 #include <type_traits>
 #include <vector>
 
@@ -13,10 +18,13 @@ namespace nf {
 
 template <typename T, size_t N>
 class SmallVector {
+  static_assert(std::is_trivially_copyable_v<T>, "SmallVector holds trivially copyable elements only");
+
  public:
   SmallVector() = default;
   explicit SmallVector(size_t n, T v = T()) { resize(n, v); }
   SmallVector(std::initializer_list<T> l) {
+    reserve(l.size());
     for (const T& v : l) push_back(v);
   }
   template <typename It>
@@ -24,35 +32,25 @@ class SmallVector {
   SmallVector(It b, It e) {
     for (; b != e; ++b) push_back(*b);
   }
-  SmallVector(const SmallVector& o) { *this = o; }
+  SmallVector(const SmallVector& o) { assign(o); }
   SmallVector& operator=(const SmallVector& o) {
-    if (this == &o) return *this;
-    size_ = o.size_;
-    if (size_ <= N) {
-      std::copy(o.inline_, o.inline_ + size_, inline_);
-      if (!heap_.empty()) heap_.clear();
-    } else {
-      heap_ = o.heap_;
-    }
+    if (this != &o) assign(o);
     return *this;
   }
-  SmallVector(SmallVector&& o) noexcept { *this = std::move(o); }
+  SmallVector(SmallVector&& o) noexcept { take(o); }
   SmallVector& operator=(SmallVector&& o) noexcept {
-    size_ = o.size_;
-    if (size_ <= N) {
-      std::copy(o.inline_, o.inline_ + size_, inline_);
-      if (!heap_.empty()) heap_.clear();
-    } else {
-      heap_ = std::move(o.heap_);
+    if (this != &o) {
+      release();
+      take(o);
     }
-    o.size_ = 0;
     return *this;
   }
+  ~SmallVector() { release(); }
 
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
-  T* data() { return size_ <= N ? inline_ : heap_.data(); }
-  const T* data() const { return size_ <= N ? inline_ : heap_.data(); }
+  T* data() { return heap_ ? heap_ : inline_; }
+  const T* data() const { return heap_ ? heap_ : inline_; }
   T& operator[](size_t i) { return data()[i]; }
   const T& operator[](size_t i) const { return data()[i]; }
   T* begin() { return data(); }
@@ -62,41 +60,42 @@ class SmallVector {
   T& back() { return data()[size_ - 1]; }
   const T& back() const { return data()[size_ - 1]; }
 
+  void reserve(size_t n) {
+    if (n <= capacity()) return;
+    T* p = static_cast<T*>(std::malloc(n * sizeof(T)));
+    if (!p) throw std::bad_alloc();
+    std::memcpy(static_cast<void*>(p), data(), size_ * sizeof(T));
+    std::free(heap_);
+    heap_ = p;
+    cap_ = n;
+  }
   void push_back(const T& v) {
-    if (size_ < N) {
-      inline_[size_++] = v;
+    if (size_ == capacity()) {
+      const T copy = v;  // v may live in this vector
+      reserve(std::max<size_t>(2 * capacity(), N + 1));
+      data()[size_++] = copy;
       return;
     }
-    if (size_ == N) heap_.assign(inline_, inline_ + N);
-    heap_.push_back(v);
-    ++size_;
+    data()[size_++] = v;
   }
-  void pop_back() {
-    if (size_ > N) {
-      heap_.pop_back();
-      if (size_ - 1 == N) {
-        std::copy(heap_.begin(), heap_.end(), inline_);
-        heap_.clear();
-      }
-    }
-    --size_;
-  }
+  void pop_back() { --size_; }
   void resize(size_t n, T v = T()) {
-    while (size_ > n) pop_back();
-    while (size_ < n) push_back(v);
+    reserve(n);
+    for (size_t i = size_; i < n; ++i) data()[i] = v;
+    size_ = n;
   }
-  void clear() {
-    size_ = 0;
-    heap_.clear();
-  }
+  void clear() { size_ = 0; }
   void insert(size_t pos, const T& v) {
-    push_back(v);
-    for (size_t i = size_ - 1; i > pos; --i) (*this)[i] = (*this)[i - 1];
-    (*this)[pos] = v;
+    const T copy = v;
+    push_back(copy);
+    T* d = data();
+    std::memmove(static_cast<void*>(d + pos + 1), d + pos, (size_ - 1 - pos) * sizeof(T));
+    d[pos] = copy;
   }
   void erase(size_t pos) {
-    for (size_t i = pos; i + 1 < size_; ++i) (*this)[i] = (*this)[i + 1];
-    pop_back();
+    T* d = data();
+    std::memmove(static_cast<void*>(d + pos), d + pos + 1, (size_ - 1 - pos) * sizeof(T));
+    --size_;
   }
   bool operator==(const SmallVector& o) const {
     return size_ == o.size_ && std::equal(begin(), end(), o.begin());
@@ -105,9 +104,36 @@ class SmallVector {
   std::vector<T> to_vector() const { return std::vector<T>(begin(), end()); }
 
  private:
+  size_t capacity() const { return heap_ ? cap_ : N; }
+  void release() {
+    std::free(heap_);
+    heap_ = nullptr;
+    cap_ = 0;
+    size_ = 0;
+  }
+  void assign(const SmallVector& o) {
+    size_ = 0;
+    reserve(o.size_);
+    std::memcpy(static_cast<void*>(data()), o.data(), o.size_ * sizeof(T));
+    size_ = o.size_;
+  }
+  void take(SmallVector& o) {
+    if (o.heap_) {
+      heap_ = o.heap_;
+      cap_ = o.cap_;
+      o.heap_ = nullptr;
+      o.cap_ = 0;
+    } else {
+      std::memcpy(static_cast<void*>(inline_), o.inline_, o.size_ * sizeof(T));
+    }
+    size_ = o.size_;
+    o.size_ = 0;
+  }
+
   size_t size_ = 0;
-  T inline_[N] = {};
-  std::vector<T> heap_;
+  size_t cap_ = 0;
+  T* heap_ = nullptr;
+  T inline_[N];
 };
 
 }  // namespace nf

@@ -12,9 +12,11 @@
 #include "runtime/tier0.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <mutex>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -161,23 +163,29 @@ void fix_nans(const char* rule, const ExprNode& x, char* const* args, const long
 
 // NaN rules as a dense table, rebuilt when codegen's rules change (once, at
 // import): a lookup per node must cost nothing.
+struct RuleTable {
+  std::atomic<uint64_t> generation{~uint64_t(0)};
+  std::mutex mu;
+  const char* r[2][std::max(kNU, kNB)][2] = {};
+};
+
+RuleTable& rule_table() {
+  static RuleTable* t = new RuleTable();  // never destroyed (used during interpreter exit)
+  return *t;
+}
+
 const char* rule_of(const ExprNode& x) {
   if (!is_float(x.dtype) || (x.kind != ExprNode::Kind::Unary && x.kind != ExprNode::Kind::Binary)) return nullptr;
-  struct Rules {
-    uint64_t generation = ~uint64_t(0);
-    const char* r[2][std::max(kNU, kNB)][2] = {};
-  };
-  thread_local Rules rules;
+  RuleTable& t = rule_table();
   const uint64_t gen = codegen::nan_rules_generation();
-  if (rules.generation != gen) {
-    rules = Rules();
-    rules.generation = gen;
+  if (t.generation.load(std::memory_order_acquire) != gen) {
+    std::lock_guard<std::mutex> lock(t.mu);
     for (int b = 0; b < 2; ++b)
       for (int op = 0; op < (b ? kNB : kNU); ++op)
-        for (int f = 0; f < 2; ++f)
-          rules.r[b][op][f] = codegen::nan_rule(b == 1, op, f ? DType::Float64 : DType::Float32);
+        for (int f = 0; f < 2; ++f) t.r[b][op][f] = codegen::nan_rule(b == 1, op, f ? DType::Float64 : DType::Float32);
+    t.generation.store(gen, std::memory_order_release);
   }
-  return rules.r[x.kind == ExprNode::Kind::Binary][x.op][x.dtype == DType::Float64];
+  return t.r[x.kind == ExprNode::Kind::Binary][x.op][x.dtype == DType::Float64];
 }
 
 // ---------------------------------------------------------------------------

@@ -82,7 +82,7 @@ View broadcast_view(const View& v, const Dims& shape) {
   return r;
 }
 
-std::vector<int> keep_order(const Dims& shape, const std::vector<View>& like, bool iterator) {
+std::vector<int> keep_order(const Dims& shape, std::span<const View> like, bool iterator) {
   // NumPy's stable insertion sort over axes: an axis moves past another
   // only if every operand that can tell them apart agrees (by |stride| in
   // bytes); when operands disagree, C order wins; an operand cannot tell an
@@ -135,14 +135,14 @@ std::vector<int> keep_order(const Dims& shape, const std::vector<View>& like, bo
   return perm;
 }
 
-View alloc_like_order(DType dtype, const Dims& shape, const std::vector<View>& like) {
+View alloc_like_order(DType dtype, const Dims& shape, std::span<const View> like) {
   if (shape.size() < 2) return View::fresh(dtype, shape);
   return View::fresh_in_order(dtype, shape, keep_order(shape, like, true));
 }
 
 View alloc_new_like(DType dtype, const View& prototype) {
   if (prototype.ndim() < 2) return View::fresh(dtype, prototype.shape);
-  return View::fresh_in_order(dtype, prototype.shape, keep_order(prototype.shape, {prototype}, false));
+  return View::fresh_in_order(dtype, prototype.shape, keep_order(prototype.shape, std::span<const View>(&prototype, 1), false));
 }
 
 View copy_if_overlapping(const View& src, const View& dst) {
@@ -164,7 +164,7 @@ View record_map(MapSpec spec) {
   } catch (const ValueError&) {
     // NumPy lists every operand, scalars as (), then the output.
     if (spec.operand_shapes.empty()) throw;
-    std::vector<Dims> all = spec.operand_shapes;
+    std::vector<Dims> all(spec.operand_shapes.begin(), spec.operand_shapes.end());
     if (spec.out) all.push_back(spec.out->shape);
     throw ValueError("operands could not be broadcast together with shapes " + shapes_msg(all));
   }
@@ -182,7 +182,7 @@ View record_map(MapSpec spec) {
   t.name = spec.name;
   t.inputs.reserve(spec.inputs.size());
   for (const View& v : spec.inputs) t.inputs.push_back(broadcast_view(v, domain));
-  if (!spec.out) out = alloc_like_order(result, domain, t.inputs);
+  if (!spec.out) out = alloc_like_order(result, domain, std::span<const View>(t.inputs.data(), t.inputs.size()));
   for (View& v : t.inputs) v = copy_if_overlapping(v, out);
   t.domain = std::move(domain);
   t.consts = std::move(spec.consts);
@@ -267,7 +267,7 @@ View record_reduce(ReduceSpec spec) {
     // ufunc.reduce allocates its result through the iterator over the
     // input: the kept axes in the input's memory order.
     std::vector<int> order;
-    for (int k : keep_order(in.shape, {in}, true)) {
+    for (int k : keep_order(in.shape, std::span<const View>(&in, 1), true)) {
       if (!reduced[k]) order.push_back(k);
       else if (spec.keepdims) order.push_back(k);
     }
@@ -522,7 +522,7 @@ View record_contraction(const ContractSpec& spec) {
   Task t;
   t.name = spec.name;
   t.domain = domain;
-  t.inputs = lifted;
+  for (const View& v : lifted) t.inputs.push_back(v);
   const DType dt = spec.dtype;
   int acc = -1;
   for (int k = 0; k < nops; ++k) {
@@ -555,7 +555,7 @@ View record_scan(const View& in, int axis, ReduceOp op, DType dtype, const View*
     if (out->readonly) throw ValueError("output array is read-only");
     o = *out;
   } else {
-    o = alloc_like_order(dtype, in.shape, {in});  // accumulate keeps the input's memory order
+    o = alloc_like_order(dtype, in.shape, std::span<const View>(&in, 1));  // accumulate keeps the input's memory order
   }
   if (in.size() == 0) return o;
   // Reading the input through the very view that is written is fine (each

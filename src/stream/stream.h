@@ -21,10 +21,12 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "core/expr.h"
+#include "core/inline_vector.h"
 #include "core/ops.h"
 #include "core/view.h"
 
@@ -43,9 +45,9 @@ struct Task {
   enum class Kind : uint8_t { Map, Reduce, Scan };
   Kind kind = Kind::Map;
   Dims domain;
-  std::vector<View> inputs;
-  std::vector<Scalar> consts;
-  std::vector<IndexFn> indices;
+  InlineVector<View, 3> inputs;
+  InlineVector<Scalar, 2> consts;
+  InlineVector<IndexFn, 1> indices;
   Expr expr;    // value per domain point (for Reduce: the value combined)
   int32_t value_node = -1;  // node of expr that is stored/combined; -1: the root
   View output;  // over the domain
@@ -160,25 +162,25 @@ View broadcast_view(const View& v, const Dims& shape);
 // iterator decides it (operands broadcast to `shape`, stride-0 axes do not
 // vote), otherwise as concatenate decides it (operands of the same ndim,
 // extent-1 axes do not vote).
-std::vector<int> keep_order(const Dims& shape, const std::vector<View>& like, bool iterator);
+std::vector<int> keep_order(const Dims& shape, std::span<const View> like, bool iterator);
 // A fresh result laid out in keep_order(shape, like, true), with positive strides.
-View alloc_like_order(DType dtype, const Dims& shape, const std::vector<View>& like);
+View alloc_like_order(DType dtype, const Dims& shape, std::span<const View> like);
 // numpy's PyArray_NewLikeArray(prototype, order='K') (astype, copy, empty_like):
 // axes by decreasing |stride|, broadcast (stride-0) axes innermost.
 View alloc_new_like(DType dtype, const View& prototype);
 
 struct MapSpec {
   const char* name = "";
-  std::vector<View> inputs;    // any shapes; broadcast together
-  std::vector<Scalar> consts;
-  std::vector<IndexFn> indices;  // over the broadcast domain
+  InlineVector<View, 3> inputs;    // any shapes; broadcast together
+  InlineVector<Scalar, 2> consts;
+  InlineVector<IndexFn, 1> indices;  // over the broadcast domain
   Expr expr;                   // result type = expr.dtype()
   const View* out = nullptr;   // write here (cast unsafely) instead of allocating
   Dims shape_hint;             // domain when there are no inputs (creation)
   bool has_shape_hint = false;
   // The shapes of the call's operands in order, scalars as (), for NumPy's
   // broadcast error message; empty: the inputs' shapes.
-  std::vector<Dims> operand_shapes;
+  InlineVector<Dims, 3> operand_shapes;
 };
 // Records out[...] = expr(inputs). Returns the result view.
 View record_map(MapSpec spec);

@@ -389,7 +389,7 @@ View record_astype(const View& v, DType to, CastLayout layout) {
   spec.expr.cast(x, to);
   View out = layout == CastLayout::C      ? View::fresh(to, v.shape)
              : layout == CastLayout::Keep ? alloc_new_like(to, v)
-                                          : alloc_like_order(to, v.shape, {v});
+                                          : alloc_like_order(to, v.shape, std::span<const View>(&v, 1));
   spec.out = &out;
   record_map(std::move(spec));
   return out;

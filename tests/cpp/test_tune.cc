@@ -59,7 +59,7 @@ std::vector<mdh::Built> classes() {
       v.push_back(index_view(a, {r, c}));
     }
     MapSpec s;
-    s.inputs = v;
+    for (const View& w : v) s.inputs.push_back(w);
     int x = s.expr.binary(BinaryOp::Add, s.expr.input(0, DType::Float32), s.expr.input(1, DType::Float32),
                           DType::Float32);
     s.expr.binary(BinaryOp::Add, x, s.expr.input(2, DType::Float32), DType::Float32);
