@@ -87,6 +87,23 @@ def lazy():
         yield
 
 
+def assert_result_kind(got, expected):
+    """numfuse returns what NumPy returns: an array where NumPy gives an
+    array; where NumPy gives a scalar (a full reduction, a ufunc of 0-d
+    operands, a vector dot product), the same NumPy scalar when the value was
+    computed at once (tier 0), or a 0-d numfuse array holding the pending
+    value (the recorded tiers)."""
+    if isinstance(expected, onp.generic):
+        tier = nf.get_option("tier")
+        if isinstance(got, nf.ndarray):
+            assert tier != "eager", f"tier 0 computed a 0-d array {got!r} where NumPy gives {type(expected)}"
+            assert got.ndim == 0, f"expected a 0-d array standing for a scalar, got shape {got.shape}"
+        else:  # (also from the recorded tiers: a value NumPy's fallback computed)
+            assert type(got) is type(expected), f"expected {type(expected)}, got {type(got)}"
+    else:
+        assert isinstance(got, nf.ndarray), f"expected a numfuse array, got {type(got)}"
+
+
 def raises_like(fn_np, fn_nf):
     """Both raise: the same exception type and message."""
     with pytest.raises(Exception) as e_np:

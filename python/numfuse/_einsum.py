@@ -476,5 +476,5 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
     r = contract_plan(p, ops, out, optimize)
     if r is NotImplemented:
         return fallback()
-    return out if out is not None else r
+    return out if out is not None else _core.scalar_result(r)
 

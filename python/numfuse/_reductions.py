@@ -35,11 +35,7 @@ def _reduce_fallback(op, a, axis, dtype, out, keepdims, initial, where):
         kw["initial"] = initial
     if where is not True:
         kw["where"] = where
-    r = _fallback.call_numpy(getattr(np, op), (a,), kw, f"numpy.{op}" + (" (where=)" if where is not True else ""))
-    # Like every native full reduction, give a 0-d numfuse array.
-    if isinstance(r, np.generic) and _core.supported_dtype(r.dtype):
-        return _core.from_numpy(np.asarray(r), True)
-    return r
+    return _fallback.call_numpy(getattr(np, op), (a,), kw, f"numpy.{op}" + (" (where=)" if where is not True else ""))
 
 
 def _zero_d_axis(a, axis):
@@ -97,7 +93,7 @@ def _arg(op, a, axis, out, keepdims):
     if axis is None:
         r = _core.reduce(_R[op], a, None, False, None, None, None)
         if keepdims:
-            r = r.reshape((1,) * a.ndim)
+            r = asarray(r).reshape((1,) * a.ndim)
         if out is not None:
             out[...] = r
             return out

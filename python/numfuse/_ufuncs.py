@@ -125,7 +125,14 @@ def _np_fallback(uf, args, out, dtype, kwargs):
     return _fallback.call_numpy(uf._np, args, kw, uf.__name__)
 
 
+def _scalar(x):
+    return isinstance(x, (bool, int, float, complex, np.generic))
+
+
 def ufunc_call(uf, args, out, dtype, kwargs):
+    if out is None and uf._np is not None and all(_scalar(a) for a in args):
+        # Scalars only: NumPy's scalar arithmetic (what NumPy returns, at its speed).
+        return uf._np(*args, **kwargs) if dtype is None else uf._np(*args, dtype=dtype, **kwargs)
     if uf._op == _POWER and len(args) == 2:
         from ._array import _check_int_power
 

@@ -152,7 +152,7 @@ def vdot(a, b, /):
     r = _contract([a1, b1], [[0], [0]], [], [a.size], dt)
     if r is NotImplemented:
         return _fallback.call_numpy(np.vdot, (a, b), {}, "numpy.vdot")
-    return r
+    return _core.scalar_result(r)
 
 
 def inner(a, b, /):
@@ -177,7 +177,7 @@ def inner(a, b, /):
     r = _contract([a, b], [a_ids, b_ids], list(range(s)), extents, dt)
     if r is NotImplemented:
         return _fallback.call_numpy(np.inner, (a, b), {}, "numpy.inner")
-    return r
+    return _core.scalar_result(r)
 
 
 def outer(a, b, out=None):

@@ -122,7 +122,7 @@ py::object binary(BinaryOp op, py::handle self, py::handle other, bool reflected
   try {
     RecordGuard guard;
     const Operand a = Operand::array(view_of(self.ptr()));
-    return wrap(reflected ? record_binary(op, b, a, nullptr) : record_binary(op, a, b, nullptr));
+    return scalar_result(reflected ? record_binary(op, b, a, nullptr) : record_binary(op, a, b, nullptr));
   } catch (const FallbackRequired&) {
     return operator_fallback(op, self, other, reflected, false);
   }
@@ -149,7 +149,7 @@ py::object unary(UnaryOp op, py::handle self) {
   before_record();
   try {
     RecordGuard guard;
-    return wrap(record_unary(op, Operand::array(view_of(self.ptr())), nullptr));
+    return scalar_result(record_unary(op, Operand::array(view_of(self.ptr())), nullptr));
   } catch (const FallbackRequired&) {
     return fallback(unary_name(op), self);
   }

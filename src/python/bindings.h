@@ -66,6 +66,10 @@ class RecordGuard {
 };
 
 py::object wrap(View v);
+// The result of an operation NumPy returns as a scalar when it is 0-d (a
+// ufunc, a full reduction, a vector dot product): a NumPy scalar if the
+// value is computed (tier 0 ran it), else the 0-d array that will hold it.
+py::object scalar_result(View v);
 inline bool is_ndarray(py::handle h) { return Py_TYPE(h.ptr()) == g_ndarray_type; }
 // The array behind a numfuse.ndarray; TypeError for anything else.
 NdArray& as_ndarray(py::handle h);

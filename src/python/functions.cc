@@ -34,7 +34,7 @@ py::object record_ufunc(int nin, int op, py::handle x, py::handle y, py::handle 
     RecordGuard guard;
     View r = nin == 1 ? record_unary(static_cast<UnaryOp>(op), a, out_view(out))
                       : record_binary(static_cast<BinaryOp>(op), a, b, out_view(out));
-    return out.is_none() ? wrap(r) : py::reinterpret_borrow<py::object>(out);
+    return out.is_none() ? scalar_result(std::move(r)) : py::reinterpret_borrow<py::object>(out);
   } catch (const FallbackRequired&) {
     return not_implemented();
   }
@@ -137,7 +137,7 @@ void bind_functions(py::module_& m) {
     before_record();
     RecordGuard guard;
     View r = record_reduction(v, a);
-    return out.is_none() ? wrap(r) : py::reinterpret_borrow<py::object>(out);
+    return out.is_none() ? scalar_result(std::move(r)) : py::reinterpret_borrow<py::object>(out);
   });
   m.def("accumulate", [](int op, py::handle x, int64_t axis, py::handle dtype, py::handle out) -> py::object {
     std::optional<DType> t = to_dtype(dtype);
@@ -154,7 +154,7 @@ void bind_functions(py::module_& m) {
     before_record();
     RecordGuard guard;
     View r = record_matmul_any(as_ndarray(x).v, as_ndarray(y).v, out_view(out));
-    return out.is_none() ? wrap(r) : py::reinterpret_borrow<py::object>(out);
+    return out.is_none() ? scalar_result(std::move(r)) : py::reinterpret_borrow<py::object>(out);
   });
   m.def("matmul", [](py::handle x, py::handle y, py::handle dtype, py::handle out) -> py::object {
     std::optional<DType> t = to_dtype(dtype);
@@ -256,6 +256,11 @@ void bind_functions(py::module_& m) {
     return wrap(record_eye(n, mm, k, *t));
   });
   m.def("from_numpy", [](py::handle arr, bool adopt) { return wrap(from_numpy(arr, adopt)); });
+  // What NumPy returns for a 0-d result it gives as a scalar (see scalar_result).
+  m.def("scalar_result", [](py::handle x) -> py::object {
+    if (!is_ndarray(x) || as_ndarray(x).v.ndim() != 0) return py::reinterpret_borrow<py::object>(x);
+    return scalar_result(as_ndarray(x).v);
+  });
   m.def("supported_dtype", [](py::handle dtype) { return to_dtype(dtype).has_value(); });
 
   // Sync points and diagnostics.

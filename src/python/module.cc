@@ -84,6 +84,11 @@ RecordGuard::~RecordGuard() noexcept(false) {
     flush_all("operation on memory shared with NumPy");
 }
 
+py::object scalar_result(View v) {
+  if (v.ndim() != 0 || v.buffer->pending_writes.load(std::memory_order_acquire) > 0) return wrap(std::move(v));
+  return numpy_scalar(v.dtype, static_cast<const char*>(v.buffer->data()) + v.offset * itemsize(v.dtype));
+}
+
 Dims dims_of(py::handle seq) {
   Dims d;
   for (py::handle x : seq) d.push_back(x.cast<int64_t>());
