@@ -57,6 +57,18 @@ from ._manip import (  # noqa: E402,F401
 )
 from . import linalg, random, testing, fft, lib  # noqa: E402,F401
 from .linalg import matmul, dot, vdot, inner, outer, tensordot  # noqa: E402,F401
+
+# The functions loops call most enter C directly (src/python/calls.cc); any
+# call form those entry points do not take goes on to the Python
+# implementation, which handles NumPy's whole signature.
+from . import _reductions as _red  # noqa: E402
+
+_core._set_call_fallbacks({name: getattr(_red, name)
+                           for name in ("sum", "prod", "max", "min", "any", "all", "argmax", "argmin")})
+_core._set_call_fallbacks({"dot": linalg.dot})
+sum, prod, max, min, any, all, argmax, argmin, dot = (
+    _core.FAST_FUNCTIONS[n] for n in ("sum", "prod", "max", "min", "any", "all", "argmax", "argmin", "dot"))
+amax, amin = max, min
 from ._einsum import einsum  # noqa: E402,F401
 from ._signal import convolve, correlate  # noqa: E402,F401
 from ._histograms import histogram, bincount  # noqa: E402,F401

@@ -235,6 +235,8 @@ def _install(ns):
         return r
 
     def dot(self, b, out=None):
+        if out is None:
+            return ns["dot"](self, b)
         return ns["dot"](self, b, out=out)
 
     def clip(self, min=None, max=None, out=None, **kwargs):
@@ -287,8 +289,8 @@ def _install(ns):
         m.__doc__ = getattr(f, "__doc__", None)
         return m
 
-    for name in ("sum", "prod", "max", "min", "any", "all", "argmax", "argmin", "mean", "var", "std", "ptp",
-                 "squeeze", "swapaxes", "ravel", "diagonal", "trace", "cumsum", "cumprod", "repeat", "take",
+    # (sum, prod, max, min, any, all, argmax, argmin are C methods: calls.cc)
+    for name in ("mean", "var", "std", "ptp", "squeeze", "swapaxes", "ravel", "diagonal", "trace", "cumsum", "cumprod", "repeat", "take",
                  "searchsorted", "compress", "choose", "put", "argpartition", "partition"):
         if name in ns:
             setattr(C, name, method(name))

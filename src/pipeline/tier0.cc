@@ -112,11 +112,27 @@ bool run_simple(const SimpleOp& s, View* result) {
   return true;
 }
 
+bool run_reduce(const SimpleReduce& r, Scalar* value) {
+  const Config& c = config();
+  if (c.tier == Tier::Lazy) return false;
+  if (c.tier == Tier::Auto && r.in->size() > c.eager_max_elements) return false;
+  if (r.in->ndim() > 16) return false;
+  for (const View* v : {r.in, r.in2})
+    if (v && v->buffer->pending_writes.load(std::memory_order_acquire) > 0) return false;
+  // An arg-reduction reports the flat (C-order) index: walk in that order.
+  if ((r.op == ReduceOp::ArgMax || r.op == ReduceOp::ArgMin) && r.in->ndim() > 1 && !r.in->is_c_contiguous())
+    return false;
+  runtime::tier0_reduce_all(*r.in, r.in2, r.op, r.acc, r.out, r.has_initial ? &r.initial : nullptr, value);
+  g_tier0_tasks.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
 }  // namespace
 
 void install_tier0() {
   global_stream().set_run_now(&run_now);
   global_stream().set_run_simple(&run_simple);
+  global_stream().set_run_reduce(&run_reduce);
 }
 
 int64_t tier0_tasks() { return g_tier0_tasks.load(std::memory_order_relaxed); }

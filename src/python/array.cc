@@ -488,6 +488,13 @@ PyType_Slot g_slots[] = {
 }  // namespace
 
 PyTypeObject* make_ndarray_type(py::module_& m) {
+  // The methods: those above and the reductions (calls.cc).
+  static std::vector<PyMethodDef> methods;
+  for (PyMethodDef* d = g_methods; d->ml_name; ++d) methods.push_back(*d);
+  for (PyMethodDef* d = g_reduction_methods; d->ml_name; ++d) methods.push_back(*d);
+  methods.push_back({nullptr, nullptr, 0, nullptr});
+  for (PyType_Slot& slot : g_slots)
+    if (slot.slot == Py_tp_methods) slot.pfunc = methods.data();
   static PyType_Spec spec = {"numfuse.ndarray", static_cast<int>(sizeof(PyNdArray)), 0,
                              Py_TPFLAGS_DEFAULT, g_slots};
   PyObject* t = PyType_FromSpec(&spec);

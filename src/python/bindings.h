@@ -115,6 +115,7 @@ View from_numpy(py::handle arr, bool adopt);
 void init_numpy_api();
 // The NumPy scalar of type t holding the element at `data` (copied).
 py::object numpy_scalar(DType t, const void* data);
+py::object numpy_scalar(const Scalar& value);
 // The value of a NumPy scalar (numpy.float64(2.5), numpy.uint8(7)): 1 with
 // *out set, 0 when `o` is not a NumPy scalar, -1 for one of a type numfuse
 // does not compute in (float16, complex, strings, ...).
@@ -122,6 +123,15 @@ int numpy_scalar_value(PyObject* o, Scalar* out);
 // a[i, j, ...] with one integer per dimension: flushes what is pending and
 // returns the element as a NumPy scalar, as NumPy does.
 py::object element(const View& v, const std::vector<IndexItem>& items);
+
+// Reductions and matmul of numfuse arrays, as the _core functions and the
+// fast C entry points (calls.cc) do them: tier 0 at once, or recorded.
+py::object reduce_array(ReduceOp op, const View& v, py::handle axes, bool keepdims, py::handle dtype, py::handle out,
+                        py::handle initial);
+py::object matmul_arrays(const View& a, const View& b, py::handle out);
+// ndarray's reduction methods (calls.cc), merged into the type's methods.
+extern PyMethodDef g_reduction_methods[];
+void bind_calls(py::module_& m);
 
 void bind_array(py::module_& m);
 void bind_ufunc(py::module_& m);

@@ -110,34 +110,7 @@ void bind_functions(py::module_& m) {
   m.def("reduce", [](int op, py::handle x, py::handle axes, bool keepdims, py::handle dtype, py::handle out,
                      py::handle initial) -> py::object {
     if (!is_ndarray(x)) return not_implemented();
-    const View& v = as_ndarray(x).v;
-    ReductionArgs a;
-    a.op = static_cast<ReduceOp>(op);
-    if (axes.is_none()) {
-      for (int k = 0; k < v.ndim(); ++k) a.axes.push_back(k);
-    } else {
-      for (py::handle ax : axes) a.axes.push_back(normalize_axis(ax.cast<int64_t>(), v.ndim()));
-      std::sort(a.axes.begin(), a.axes.end());
-      if (std::adjacent_find(a.axes.begin(), a.axes.end()) != a.axes.end())
-        throw ValueError("duplicate value in 'axis'");
-    }
-    a.keepdims = keepdims;
-    if (!dtype.is_none()) {
-      std::optional<DType> t = to_dtype(dtype);
-      if (!t) return not_implemented();
-      a.has_dtype = true;
-      a.dtype = *t;
-    }
-    a.out = out_view(out);
-    if (!initial.is_none()) {
-      if (!to_operand(initial, a.initial) || a.initial.kind == Operand::Kind::Array)
-        throw TypeError("initial must be a scalar");
-      a.has_initial = true;
-    }
-    before_record();
-    RecordGuard guard;
-    View r = record_reduction(v, a);
-    return out.is_none() ? scalar_result(std::move(r)) : py::reinterpret_borrow<py::object>(out);
+    return reduce_array(static_cast<ReduceOp>(op), as_ndarray(x).v, axes, keepdims, dtype, out, initial);
   });
   m.def("accumulate", [](int op, py::handle x, int64_t axis, py::handle dtype, py::handle out) -> py::object {
     std::optional<DType> t = to_dtype(dtype);
@@ -151,10 +124,7 @@ void bind_functions(py::module_& m) {
   });
   m.def("matmul_any", [](py::handle x, py::handle y, py::handle out) -> py::object {
     if (!is_ndarray(x) || !is_ndarray(y) || (!out.is_none() && !is_ndarray(out))) return not_implemented();
-    before_record();
-    RecordGuard guard;
-    View r = record_matmul_any(as_ndarray(x).v, as_ndarray(y).v, out_view(out));
-    return out.is_none() ? scalar_result(std::move(r)) : py::reinterpret_borrow<py::object>(out);
+    return matmul_arrays(as_ndarray(x).v, as_ndarray(y).v, out);
   });
   m.def("matmul", [](py::handle x, py::handle y, py::handle dtype, py::handle out) -> py::object {
     std::optional<DType> t = to_dtype(dtype);

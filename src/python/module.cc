@@ -370,6 +370,7 @@ PYBIND11_MODULE(_core, m) {
   }
   bind_array(m);
   bind_ufunc(m);
+  bind_calls(m);
   bind_functions(m);
   pipeline::install_tier0();
 

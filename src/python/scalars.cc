@@ -23,6 +23,12 @@ py::object numpy_scalar(DType t, const void* data) {
   return py::reinterpret_steal<py::object>(s);
 }
 
+py::object numpy_scalar(const Scalar& value) {
+  alignas(8) unsigned char bytes[8];
+  value.store(bytes);
+  return numpy_scalar(value.dtype, bytes);
+}
+
 int numpy_scalar_value(PyObject* o, Scalar* out) {
   if (!PyArray_IsScalar(o, Generic)) return 0;
   PyArray_Descr* d = PyArray_DescrFromScalar(o);  // new reference

@@ -318,8 +318,8 @@ Plan make_plan(const Task& t) {
   const int nidx = static_cast<int>(t.indices.size());
   const bool scan = t.kind == Task::Kind::Scan && t.domain[t.scan_axis] != 1;
   const int nviews = nin + 1 + nidx + (scan ? 1 : 0);
-  std::vector<int64_t> sq(static_cast<size_t>(nviews) * kMaxDims, 0);
-  std::vector<const int64_t*> ptrs(static_cast<size_t>(nviews));
+  SmallVector<int64_t, 8 * kMaxDims> sq(static_cast<size_t>(nviews) * kMaxDims, 0);
+  SmallVector<const int64_t*, 8> ptrs(static_cast<size_t>(nviews), nullptr);
   auto squeeze = [&](int v, const Dims& s) {
     for (int d = 0; d < D; ++d) sq[v * kMaxDims + d] = s[keep[d]];
     ptrs[v] = &sq[v * kMaxDims];
@@ -419,7 +419,7 @@ class Evaluator {
     if (scratch.size() < words) scratch.resize(words);
     temp_ = reinterpret_cast<char*>(scratch.data());
     consts_ = temp_ + static_cast<size_t>(n_) * kBlock * 8;
-    ptr_.resize(static_cast<size_t>(n_), 0);
+    ptr_.resize(static_cast<size_t>(n_), nullptr);
     step_.resize(static_cast<size_t>(n_), 0);
     loops_.resize(static_cast<size_t>(n_), nullptr);
     rules_.resize(static_cast<size_t>(n_), nullptr);
@@ -496,10 +496,10 @@ class Evaluator {
   int n_;
   char* temp_;
   char* consts_;
-  std::vector<char*> ptr_;
-  std::vector<long long> step_;
-  std::vector<Loop> loops_;
-  std::vector<const char*> rules_;
+  SmallVector<char*, 16> ptr_;
+  SmallVector<long long, 16> step_;
+  SmallVector<Loop, 16> loops_;
+  SmallVector<const char*, 16> rules_;
 };
 
 // Copies (casting) n values from (src, ss) of type from into (dst, ds) of type to.
@@ -584,7 +584,7 @@ void run_reduce(const Task& t, Plan& p) {
   const Loop comb = arg ? nullptr : combine_loop(t.reduce, acc_t);
   const bool pairwise_sum = reduced[in] && t.reduce == ReduceOp::Sum && is_float(acc_t);
   const ExprNode& vn = t.expr.nodes[v];
-  std::vector<uint64_t> line;  // a whole line's values, for pairwise sums of computed values
+  thread_local std::vector<uint64_t> line;  // a whole line's values, for pairwise sums of computed values
   for_each_line(p, nullptr, [&](const int64_t* off, const int64_t* ioff, const int64_t*) {
     const int64_t len = p.ext[in];
     const Operand& a = p.ops[acc];
@@ -762,6 +762,140 @@ void tier0_elementwise(Tier0Loop f, const ExprNode& node, int nargs, char* const
     }
     if (d < 0) return;
   }
+}
+
+void tier0_reduce_all(const View& in, const View* in2, ReduceOp op, DType acc, DType out, const Scalar* initial,
+                      Scalar* value) {
+  const Tables& T = tables();
+  const bool arg = is_arg(op);
+  // The walk: `in` (and in2) over their coalesced domain.
+  const int nd = in.ndim();
+  if (nd > kMaxDims) throw std::logic_error("tier0_reduce_all: too many dimensions");
+  int64_t ext[kMaxDims], s1[kMaxDims], s2[kMaxDims];
+  int D = 0;
+  const int64_t is1 = itemsize(in.dtype), is2 = in2 ? itemsize(in2->dtype) : 0;
+  for (int k = 0; k < nd; ++k) {
+    if (in.shape[k] == 1) continue;
+    ext[D] = in.shape[k];
+    s1[D] = in.strides[k] * is1;
+    s2[D] = in2 ? in2->strides[k] * is2 : 0;
+    ++D;
+  }
+  const int64_t* views[2] = {s1, s2};
+  const Coalesced c = coalesce(ext, D, views, in2 ? 2 : 1);
+  const int F = std::max(c.ndim(), 1);
+  int64_t fe[kMaxDims], f1[kMaxDims], f2[kMaxDims];
+  if (c.ndim() == 0) fe[0] = 1, f1[0] = f2[0] = 0;
+  for (int d = 0; d < c.ndim(); ++d) {
+    fe[d] = c.extent[d];
+    f1[d] = s1[c.inner(d)];
+    f2[d] = s2[c.inner(d)];
+  }
+  char* b1 = static_cast<char*>(in.buffer->data()) + in.offset * is1;
+  char* b2 = in2 ? static_cast<char*>(in2->buffer->data()) + in2->offset * is2 : nullptr;
+  // The value combined at each point: in cast to acc (any/all: to bool), or
+  // the product of the two vectors' elements in acc.
+  const DType vt = (op == ReduceOp::Any || op == ReduceOp::All) && !in2 ? DType::Bool : acc;
+  const Loop cast1 = T.cast[ti(in.dtype)][ti(vt)];
+  const Loop cast2 = in2 ? T.cast[ti(in2->dtype)][ti(vt)] : nullptr;
+  const Loop mul = in2 ? (vt == DType::Bool ? T.binary[static_cast<int>(BinaryOp::LogicalAnd)][0][0]
+                                           : T.binary[static_cast<int>(BinaryOp::Multiply)][ti(vt)][ti(vt)])
+                       : nullptr;
+  const Loop comb = arg ? nullptr : combine_loop(op, acc);
+  const bool pairwise_sum = op == ReduceOp::Sum && is_float(acc);
+  alignas(8) char accv[8];
+  (initial ? initial->cast(acc) : reduce_identity(op, acc)).store(accv);
+  int64_t best = std::numeric_limits<int64_t>::max();
+  alignas(16) char va[kBlock * 8], vb[kBlock * 8], vp[kBlock * 8];
+  int64_t idx[kBlock];
+  thread_local std::vector<uint64_t> line;
+  const int64_t vs = itemsize(vt);
+  int64_t pos[kMaxDims] = {};
+  int64_t o1 = 0, o2 = 0, flat = 0;
+  const int in_d = F - 1;
+  const int64_t len = fe[in_d];
+  for (;;) {
+    // One line: values block by block.
+    char* lb = nullptr;
+    if (pairwise_sum && (in2 || in.dtype != vt)) {
+      if (line.size() * 8 < static_cast<size_t>(len * vs)) line.resize(static_cast<size_t>(len) + 1);
+      lb = reinterpret_cast<char*>(line.data());
+    }
+    if (pairwise_sum && !lb) {
+      add_pairwise(acc, accv, b1 + o1, len, f1[in_d]);
+    } else {
+      for (int64_t j0 = 0; j0 < len; j0 += kBlock) {
+        const int64_t n = std::min(kBlock, len - j0);
+        const char* p = b1 + o1 + j0 * f1[in_d];
+        int64_t ps = f1[in_d];
+        if (in.dtype != vt) {
+          copy(in.dtype, p, ps, vt, va, vs, n);
+          p = va;
+          ps = vs;
+        }
+        if (in2) {
+          const char* q = b2 + o2 + j0 * f2[in_d];
+          int64_t qs = f2[in_d];
+          if (in2->dtype != vt) {
+            copy(in2->dtype, q, qs, vt, vb, vs, n);
+            q = vb;
+            qs = vs;
+          }
+          char* args[3] = {const_cast<char*>(p), const_cast<char*>(q), pairwise_sum ? lb + j0 * vs : vp};
+          long long steps[3] = {ps, qs, vs};
+          mul(args, steps, n);
+          p = args[2];
+          ps = vs;
+          if (pairwise_sum) continue;
+        } else if (pairwise_sum) {
+          if (p != lb + j0 * vs) copy(vt, p, ps, vt, lb + j0 * vs, vs, n);
+          continue;
+        }
+        if (arg) {
+          for (int64_t i = 0; i < n; ++i) idx[i] = flat + j0 + i;
+          arg_combine(acc, op == ReduceOp::ArgMax, accv, 0, reinterpret_cast<char*>(&best), 0, p, ps,
+                      reinterpret_cast<const char*>(idx), 8, n);
+        } else {
+          combine(comb, accv, 0, p, ps, n);
+        }
+      }
+      if (pairwise_sum) add_pairwise(acc, accv, lb, len, vs);
+    }
+    flat += len;
+    int d = F - 2;
+    for (; d >= 0; --d) {
+      if (++pos[d] < fe[d]) {
+        o1 += f1[d];
+        o2 += f2[d];
+        break;
+      }
+      o1 -= f1[d] * (fe[d] - 1);
+      o2 -= f2[d] * (fe[d] - 1);
+      pos[d] = 0;
+    }
+    if (d < 0) break;
+  }
+  if (arg) {
+    *value = Scalar::of_int(DType::Int64, best);
+    return;
+  }
+  // The accumulator as a Scalar of type acc, then NumPy's cast to out.
+  Scalar r;
+  r.dtype = acc;
+  switch (acc) {
+    case DType::Bool: r = Scalar::of_bool(load<uint8_t>(accv) != 0); break;
+    case DType::Float32: r = Scalar::of_float(acc, load<float>(accv)); break;
+    case DType::Float64: r = Scalar::of_float(acc, load<double>(accv)); break;
+    case DType::Int8: r = Scalar::of_int(acc, load<int8_t>(accv)); break;
+    case DType::Int16: r = Scalar::of_int(acc, load<int16_t>(accv)); break;
+    case DType::Int32: r = Scalar::of_int(acc, load<int32_t>(accv)); break;
+    case DType::Int64: r = Scalar::of_int(acc, load<int64_t>(accv)); break;
+    case DType::UInt8: r = Scalar::of_uint(acc, load<uint8_t>(accv)); break;
+    case DType::UInt16: r = Scalar::of_uint(acc, load<uint16_t>(accv)); break;
+    case DType::UInt32: r = Scalar::of_uint(acc, load<uint32_t>(accv)); break;
+    case DType::UInt64: r = Scalar::of_uint(acc, load<uint64_t>(accv)); break;
+  }
+  *value = r.cast(out);
 }
 
 }  // namespace nf::runtime

@@ -42,4 +42,11 @@ bool tier0_supports(const Task& t);
 // no pending task reads or writes t's output buffer.
 void tier0_run(const Task& t);
 
+// The reduction of all of `in` (and, for a dot product, of in[k] * in2[k])
+// to one value of type `out`, combined in type `acc` from `initial` (or the
+// identity), in the order tier0_run combines a full reduction. Arg
+// reductions need `in` C-contiguous (or 1-D) and give the flat index.
+void tier0_reduce_all(const View& in, const View* in2, ReduceOp op, DType acc, DType out, const Scalar* initial,
+                      Scalar* value);
+
 }  // namespace nf::runtime

@@ -197,7 +197,7 @@ namespace {
 
 // NumPy's errors for a reduction's out= of the wrong shape.
 [[noreturn]] void reduction_out_error(const ReduceSpec& spec, const View& out, const Dims& expected,
-                                      const std::vector<bool>& reduced) {
+                                      const SmallVector<uint8_t, 16>& reduced) {
   if (spec.op == ReduceOp::ArgMax || spec.op == ReduceOp::ArgMin)
     throw ValueError(std::string("output array does not match result of np.") + reduce_name(spec.op) + ".");
   static const char* ufunc[] = {"add", "multiply", "maximum", "minimum", "logical_or", "logical_and"};
@@ -238,8 +238,8 @@ namespace {
 View record_reduce(ReduceSpec spec) {
   const View& in = spec.input;
   const int nd = in.ndim();
-  std::vector<bool> reduced(nd, false);
-  for (int a : spec.axes) reduced[a] = true;
+  SmallVector<uint8_t, 16> reduced(static_cast<size_t>(nd), 0);
+  for (int a : spec.axes) reduced[a] = 1;
   Dims res_shape;
   int64_t reduced_size = 1;
   for (int k = 0; k < nd; ++k) {
@@ -263,6 +263,8 @@ View record_reduce(ReduceSpec spec) {
     if (out.shape != res_shape) reduction_out_error(spec, out, res_shape, reduced);
   } else if (spec.op == ReduceOp::ArgMax || spec.op == ReduceOp::ArgMin) {
     out = View::fresh(spec.out_dtype, res_shape);  // NumPy's argmax/argmin results are C-ordered
+  } else if (res_shape.size() <= 1) {
+    out = View::fresh(spec.out_dtype, res_shape);  // (one axis or none: no order to choose)
   } else {
     // ufunc.reduce allocates its result through the iterator over the
     // input: the kept axes in the input's memory order.
@@ -338,7 +340,7 @@ View record_matmul(const View& a, const View& b, DType dtype, const View* out) {
                      "(n?,k),(k,m?)->(n?,m?) (size " + std::to_string(k2) + " is different from " +
                      std::to_string(k) + ")");
   Dims batch_a(a.shape.begin(), a.shape.end() - 2), batch_b(b.shape.begin(), b.shape.end() - 2);
-  Dims batch = broadcast_shapes({batch_a, batch_b});
+  Dims batch = batch_a == batch_b ? batch_a : broadcast_shapes({batch_a, batch_b});
   Dims res = batch;
   res.push_back(m);
   res.push_back(n);

@@ -98,6 +98,21 @@ struct SimpleOp {
 // caller records it as a task.
 using RunSimpleNow = bool (*)(const SimpleOp& op, View* result);
 
+// A reduction of a whole array to one value (x.sum(), x.max(), a dot
+// product of two vectors: the sum of in[k] * in2[k]), offered to tier 0 so
+// that a small computed array gives its value at once, as a NumPy scalar.
+struct SimpleReduce {
+  const View* in = nullptr;
+  const View* in2 = nullptr;  // a dot product's second vector, or nullptr
+  ReduceOp op = ReduceOp::Sum;
+  DType acc = DType::Float64;  // the type values are combined in (a dot product's product type)
+  DType out = DType::Float64;  // the result's type
+  bool has_initial = false;
+  Scalar initial;  // of type acc
+};
+// Computes `r` now into *value (of type r.out); false: record a task.
+using RunReduceNow = bool (*)(const SimpleReduce& r, Scalar* value);
+
 class Stream {
  public:
   Stream();
@@ -105,6 +120,8 @@ class Stream {
   void record(Task t);
   void set_run_now(RunNow f) { run_now_ = f; }
   void set_run_simple(RunSimpleNow f) { run_simple_ = f; }
+  void set_run_reduce(RunReduceNow f) { run_reduce_ = f; }
+  bool run_reduce(const SimpleReduce& r, Scalar* value) const { return run_reduce_ && run_reduce_(r, value); }
   bool run_simple(const SimpleOp& op, View* result) const { return run_simple_ && run_simple_(op, result); }
   // Takes the whole window. Waits for the gate, so a window is never taken
   // between a task being recorded and its result getting its Python
@@ -145,6 +162,7 @@ class Stream {
   std::atomic<bool> sync_request_{false};
   RunNow run_now_ = nullptr;
   RunSimpleNow run_simple_ = nullptr;
+  RunReduceNow run_reduce_ = nullptr;
 };
 
 Stream& global_stream();
@@ -188,7 +206,7 @@ View record_map(MapSpec spec);
 struct ReduceSpec {
   const char* name = "";
   View input;
-  std::vector<int> axes;  // normalized, sorted, unique
+  SmallVector<int, 8> axes;  // normalized, sorted, unique
   bool keepdims = false;
   ReduceOp op = ReduceOp::Sum;
   Expr value;             // over input slot 0, of type acc_dtype
@@ -281,7 +299,7 @@ View record_astype(const View& v, DType to, CastLayout layout);
 
 struct ReductionArgs {
   ReduceOp op = ReduceOp::Sum;
-  std::vector<int> axes;  // normalized, sorted, unique
+  SmallVector<int, 8> axes;  // normalized, sorted, unique
   bool keepdims = false;
   bool has_dtype = false;
   DType dtype = DType::Float64;
@@ -291,6 +309,12 @@ struct ReductionArgs {
 };
 // sum/prod/max/min/any/all/argmax/argmin with NumPy's result types.
 View record_reduction(const View& in, const ReductionArgs& a);
+// The same reduction over every axis (no keepdims, no out=), computed at once
+// when tier 0 takes it: true with *value set (NumPy's result type).
+bool reduce_to_scalar(const View& in, const ReductionArgs& a, Scalar* value);
+// numpy.dot / matmul of two 1-D vectors, computed at once when tier 0 takes
+// it (same contract as reduce_to_scalar).
+bool dot_to_scalar(const View& a, const View& b, Scalar* value);
 
 // Creation.
 View record_full(DType t, const Dims& shape, const Operand& value);

@@ -395,14 +395,9 @@ View record_astype(const View& v, DType to, CastLayout layout) {
   return out;
 }
 
-View record_reduction(const View& in, const ReductionArgs& a) {
-  ReduceSpec spec;
-  spec.name = reduce_name(a.op);
-  spec.input = in;
-  spec.axes = a.axes;
-  spec.keepdims = a.keepdims;
-  spec.op = a.op;
-  spec.out = a.out;
+namespace {
+// NumPy's result and accumulation types of a reduction.
+void reduction_types(const View& in, const ReductionArgs& a, DType* out_type, DType* acc_type) {
   const DType t = in.dtype;
   DType out_t, acc_t;
   switch (a.op) {
@@ -440,6 +435,45 @@ View record_reduction(const View& in, const ReductionArgs& a) {
     default:
       throw ValueError("unknown reduction");
   }
+  *out_type = out_t;
+  *acc_type = acc_t;
+}
+}  // namespace
+
+bool reduce_to_scalar(const View& in, const ReductionArgs& a, Scalar* value) {
+  if (a.out || a.keepdims || in.size() == 0 || static_cast<int>(a.axes.size()) != in.ndim()) return false;
+  SimpleReduce r;
+  r.in = &in;
+  r.op = a.op;
+  reduction_types(in, a, &r.out, &r.acc);
+  if (a.has_initial) {
+    r.has_initial = true;
+    r.initial = scalar_in(a.initial, r.acc);
+  }
+  return global_stream().run_reduce(r, value);
+}
+
+bool dot_to_scalar(const View& a, const View& b, Scalar* value) {
+  if (a.ndim() != 1 || b.ndim() != 1 || a.shape[0] != b.shape[0] || a.size() == 0) return false;
+  SimpleReduce r;
+  r.in = &a;
+  r.in2 = &b;
+  r.acc = r.out = promote(a.dtype, b.dtype);
+  r.op = r.acc == DType::Bool ? ReduceOp::Any : ReduceOp::Sum;
+  return global_stream().run_reduce(r, value);
+}
+
+View record_reduction(const View& in, const ReductionArgs& a) {
+  ReduceSpec spec;
+  spec.name = reduce_name(a.op);
+  spec.input = in;
+  spec.axes = a.axes;
+  spec.keepdims = a.keepdims;
+  spec.op = a.op;
+  spec.out = a.out;
+  const DType t = in.dtype;
+  DType out_t, acc_t;
+  reduction_types(in, a, &out_t, &acc_t);
   if (a.out) {
     if (a.out->readonly) throw ValueError("output array is read-only");
     if ((a.op == ReduceOp::ArgMax || a.op == ReduceOp::ArgMin) && a.out->dtype != DType::Int64)

@@ -40,7 +40,7 @@ View reduce(const View& x, std::vector<int> axes, ReduceOp op) {
   ReduceSpec r;
   r.name = reduce_name(op);
   r.input = x;
-  r.axes = axes;
+  for (int a : axes) r.axes.push_back(a);
   r.op = op;
   r.value.input(0, DType::Float64);
   r.acc_dtype = DType::Float64;

@@ -1,0 +1,225 @@
+// C entry points for the NumPy functions Python loops call most: the
+// reductions (x.sum(), numpy.max(x, axis=0), ...) and dot products. A call
+// in the common form -- a numfuse array, `axis`, `keepdims` -- records (or,
+// for small computed arrays, computes) without entering Python; any other
+// argument goes to the Python implementation the layer above registered,
+// which handles NumPy's whole signature.
+#include "core/error.h"
+#include "python/bindings.h"
+
+namespace nf::py_bind {
+
+namespace {
+
+py::object not_implemented() { return py::reinterpret_borrow<py::object>(Py_NotImplemented); }
+
+const View* out_view(py::handle out) {
+  if (out.is_none()) return nullptr;
+  if (!is_ndarray(out)) throw TypeError("return arrays must be of ArrayType");
+  return &as_ndarray(out).v;
+}
+
+constexpr int kReductions = static_cast<int>(ReduceOp::Count);
+// The Python implementations (numfuse._reductions): function(a, *args, **kwargs).
+py::handle g_reduce_fallback[kReductions];
+py::handle g_dot_fallback;
+
+bool is_arg(ReduceOp op) { return op == ReduceOp::ArgMax || op == ReduceOp::ArgMin; }
+
+// A keyword the fast path can ignore: it has its default value.
+bool is_default(PyObject* name, PyObject* value) {
+  if (PyUnicode_CompareWithASCIIString(name, "out") == 0 || PyUnicode_CompareWithASCIIString(name, "dtype") == 0)
+    return value == Py_None;
+  if (PyUnicode_CompareWithASCIIString(name, "where") == 0) return value == Py_True;
+  return false;
+}
+
+// `axis` and `keepdims` of a call whose array is args[0] (a method's self is
+// passed as args[0] too); false if the call has any other argument.
+bool parse_reduce(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames, PyObject** axis, bool* keepdims) {
+  *axis = Py_None;
+  *keepdims = false;
+  if (nargs > 2) return false;
+  if (nargs == 2) *axis = args[1];
+  const Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+  for (Py_ssize_t i = 0; i < nkw; ++i) {
+    PyObject* name = PyTuple_GET_ITEM(kwnames, i);
+    PyObject* value = args[nargs + i];
+    if (PyUnicode_CompareWithASCIIString(name, "axis") == 0 && nargs < 2) {
+      *axis = value;
+    } else if (PyUnicode_CompareWithASCIIString(name, "keepdims") == 0) {
+      const int t = PyObject_IsTrue(value);
+      if (t < 0) throw py::error_already_set();
+      *keepdims = t != 0;
+    } else if (!is_default(name, value)) {
+      return false;
+    }
+  }
+  // An integer axis or None; tuples and the rest: the full implementation.
+  return *axis == Py_None || PyLong_CheckExact(*axis);
+}
+
+PyObject* call_fallback(py::handle f, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  if (!f) {
+    PyErr_SetString(PyExc_RuntimeError, "numfuse: reduction fallback not installed");
+    return nullptr;
+  }
+  return PyObject_Vectorcall(f.ptr(), args, static_cast<size_t>(nargs), kwnames);
+}
+
+// args[0] is the array (self, or the function's first argument).
+PyObject* reduce_call(ReduceOp op, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* axis = nullptr;
+  bool keepdims = false;
+  bool fast = false;
+  PyObject* r = guarded([&]() -> PyObject* {
+    if (nargs < 1 || !is_ndarray(args[0]) || !parse_reduce(args, nargs, kwnames, &axis, &keepdims)) return nullptr;
+    const View& v = as_ndarray(args[0]).v;
+    if (v.ndim() == 0 || (is_arg(op) && keepdims)) return nullptr;  // (NumPy's special cases: the full path)
+    fast = true;
+    py::object axes = axis == Py_None ? py::object(py::none()) : py::object(py::make_tuple(py::handle(axis)));
+    return reduce_array(op, v, axes, keepdims, py::none(), py::none(), py::none()).release().ptr();
+  });
+  if (fast || PyErr_Occurred()) return r;
+  return call_fallback(g_reduce_fallback[static_cast<int>(op)], args, nargs, kwnames);
+}
+
+template <ReduceOp op>
+PyObject* method(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  // self first, as the function form has it.
+  const Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+  PyObject* small[8];
+  std::vector<PyObject*> big;
+  PyObject** all = small;
+  if (1 + nargs + nkw > 8) {
+    big.resize(static_cast<size_t>(1 + nargs + nkw));
+    all = big.data();
+  }
+  all[0] = self;
+  for (Py_ssize_t i = 0; i < nargs + nkw; ++i) all[1 + i] = args[i];
+  return reduce_call(op, all, nargs + 1, kwnames);
+}
+
+template <ReduceOp op>
+PyObject* function(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  return reduce_call(op, args, nargs, kwnames);
+}
+
+// numpy.dot(a, b): two numfuse arrays of at most 2 dimensions that align
+// (the case loops use: rows and columns of matrices) are a matmul.
+PyObject* dot(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  bool fast = false;
+  PyObject* r = guarded([&]() -> PyObject* {
+    const Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    for (Py_ssize_t i = 0; i < nkw; ++i)
+      if (!is_default(PyTuple_GET_ITEM(kwnames, i), args[nargs + i])) return nullptr;
+    if (nargs != 2 || !is_ndarray(args[0]) || !is_ndarray(args[1])) return nullptr;
+    const View& a = as_ndarray(args[0]).v;
+    const View& b = as_ndarray(args[1]).v;
+    const int na = a.ndim(), nb = b.ndim();
+    if (na < 1 || na > 2 || nb < 1 || nb > 2 || a.shape[na - 1] != b.shape[nb == 1 ? 0 : nb - 2]) return nullptr;
+    fast = true;
+    return matmul_arrays(a, b, py::none()).release().ptr();
+  });
+  if (fast || PyErr_Occurred()) return r;
+  return call_fallback(g_dot_fallback, args, nargs, kwnames);
+}
+
+#define NF_FAST(name, f, doc) \
+  {name, reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(f)), METH_FASTCALL | METH_KEYWORDS, doc}
+
+PyMethodDef g_functions[] = {
+    NF_FAST("sum", function<ReduceOp::Sum>, "Sum of array elements over a given axis (numpy.sum)."),
+    NF_FAST("prod", function<ReduceOp::Prod>, "Product of array elements over a given axis (numpy.prod)."),
+    NF_FAST("max", function<ReduceOp::Max>, "The maximum of an array or maximum along an axis (numpy.max)."),
+    NF_FAST("min", function<ReduceOp::Min>, "The minimum of an array or minimum along an axis (numpy.min)."),
+    NF_FAST("any", function<ReduceOp::Any>, "Whether any array element along an axis is true (numpy.any)."),
+    NF_FAST("all", function<ReduceOp::All>, "Whether all array elements along an axis are true (numpy.all)."),
+    NF_FAST("argmax", function<ReduceOp::ArgMax>, "Indices of the maximum values along an axis (numpy.argmax)."),
+    NF_FAST("argmin", function<ReduceOp::ArgMin>, "Indices of the minimum values along an axis (numpy.argmin)."),
+    NF_FAST("dot", dot, "Dot product of two arrays (numpy.dot)."),
+    {nullptr, nullptr, 0, nullptr},
+};
+
+}  // namespace
+
+PyMethodDef g_reduction_methods[] = {
+    NF_FAST("sum", method<ReduceOp::Sum>, "a.sum(axis=None, dtype=None, out=None, keepdims=False, initial=<no value>, "
+                                           "where=True): the sum of the elements (numpy.sum)."),
+    NF_FAST("prod", method<ReduceOp::Prod>, "a.prod(...): the product of the elements (numpy.prod)."),
+    NF_FAST("max", method<ReduceOp::Max>, "a.max(axis=None, out=None, keepdims=False, initial=<no value>, "
+                                           "where=True): the maximum (numpy.max)."),
+    NF_FAST("min", method<ReduceOp::Min>, "a.min(...): the minimum (numpy.min)."),
+    NF_FAST("any", method<ReduceOp::Any>, "a.any(axis=None, out=None, keepdims=False, *, where=True) (numpy.any)."),
+    NF_FAST("all", method<ReduceOp::All>, "a.all(axis=None, out=None, keepdims=False, *, where=True) (numpy.all)."),
+    NF_FAST("argmax", method<ReduceOp::ArgMax>, "a.argmax(axis=None, out=None, *, keepdims=False) (numpy.argmax)."),
+    NF_FAST("argmin", method<ReduceOp::ArgMin>, "a.argmin(axis=None, out=None, *, keepdims=False) (numpy.argmin)."),
+    {nullptr, nullptr, 0, nullptr},
+};
+#undef NF_FAST
+
+py::object reduce_array(ReduceOp op, const View& v, py::handle axes, bool keepdims, py::handle dtype, py::handle out,
+                        py::handle initial) {
+  ReductionArgs a;
+  a.op = op;
+  if (axes.is_none()) {
+    for (int k = 0; k < v.ndim(); ++k) a.axes.push_back(k);
+  } else {
+    for (py::handle ax : axes) a.axes.push_back(normalize_axis(ax.cast<int64_t>(), v.ndim()));
+    std::sort(a.axes.begin(), a.axes.end());
+    if (std::adjacent_find(a.axes.begin(), a.axes.end()) != a.axes.end()) throw ValueError("duplicate value in 'axis'");
+  }
+  a.keepdims = keepdims;
+  if (!dtype.is_none()) {
+    std::optional<DType> t = to_dtype(dtype);
+    if (!t) return not_implemented();
+    a.has_dtype = true;
+    a.dtype = *t;
+  }
+  a.out = out_view(out);
+  if (!initial.is_none()) {
+    if (!to_operand(initial, a.initial) || a.initial.kind == Operand::Kind::Array)
+      throw TypeError("initial must be a scalar");
+    a.has_initial = true;
+  }
+  Scalar value;
+  if (reduce_to_scalar(v, a, &value)) return numpy_scalar(value);
+  before_record();
+  RecordGuard guard;
+  View r = record_reduction(v, a);
+  return out.is_none() ? scalar_result(std::move(r)) : py::reinterpret_borrow<py::object>(out);
+}
+
+py::object matmul_arrays(const View& a, const View& b, py::handle out) {
+  Scalar value;
+  if (out.is_none() && dot_to_scalar(a, b, &value)) return numpy_scalar(value);
+  before_record();
+  RecordGuard guard;
+  View r = record_matmul_any(a, b, out_view(out));
+  return out.is_none() ? scalar_result(std::move(r)) : py::reinterpret_borrow<py::object>(out);
+}
+
+void bind_calls(py::module_& m) {
+  py::dict fast;
+  for (PyMethodDef* d = g_functions; d->ml_name; ++d) {
+    PyObject* f = PyCFunction_NewEx(d, nullptr, m.ptr());
+    if (!f) throw py::error_already_set();
+    fast[d->ml_name] = py::reinterpret_steal<py::object>(f);
+  }
+  m.attr("FAST_FUNCTIONS") = fast;
+  // name -> Python implementation, for the calls the C entry points leave.
+  m.def("_set_call_fallbacks", [](py::dict fallbacks) {
+    for (auto [k, v] : fallbacks) {
+      const std::string name = py::str(k);
+      if (name == "dot") {
+        g_dot_fallback = v.inc_ref();
+        continue;
+      }
+      std::optional<ReduceOp> op = reduce_from_name(name);
+      if (!op) throw py::value_error("unknown reduction " + name);
+      g_reduce_fallback[static_cast<int>(*op)] = v.inc_ref();
+    }
+  });
+}
+
+}  // namespace nf::py_bind
