@@ -17,25 +17,23 @@ _POWER = _B["power"]
 _R = _core.REDUCE_OPS
 
 
-class ufunc(_core.UfuncBase):
-    """A numfuse ufunc, mirroring :class:`numpy.ufunc`.
+class _UfuncMethods:
+    """The Python half of :class:`numfuse.ufunc` (mirroring
+    :class:`numpy.ufunc`): calling is C (src/python/ufunc.cc) for plain
+    positional calls; keywords and everything else come to ``_call``."""
 
-    Calling one (``numfuse.sqrt(x)``) runs in C++ (``_core.UfuncBase``) for
-    plain positional calls; keywords and everything else come to ``_call``.
-    """
-
-    def __init__(self, name, np_ufunc, nin, op_id):
-        super().__init__(nin, op_id)
-        self.__name__ = name
-        self._np = np_ufunc
-        self.nin = nin
-        self.nout = 1
-        self.nargs = nin + 1
-        self._op = op_id
-        self.__doc__ = getattr(np_ufunc, "__doc__", None) if np_ufunc is not None else None
+    __slots__ = ()
 
     def __repr__(self):
         return f"<numfuse ufunc '{self.__name__}'>"
+
+    @property
+    def nout(self):
+        return 1
+
+    @property
+    def nargs(self):
+        return self.nin + 1
 
     @property
     def identity(self):
@@ -99,6 +97,17 @@ class ufunc(_core.UfuncBase):
 
     def at(self, *args, **kwargs):
         return _fallback.call_numpy(self._np.at, args, kwargs, f"{self.__name__}.at")
+
+
+ufunc = _core._make_ufunc_type(_UfuncMethods)
+
+
+def _new_ufunc(name, np_ufunc, nin, op_id):
+    u = ufunc(nin, op_id)
+    u.__name__ = name
+    u._np = np_ufunc
+    u.__doc__ = getattr(np_ufunc, "__doc__", None) if np_ufunc is not None else None
+    return u
 
 
 _REDUCE_OF = {
@@ -198,8 +207,8 @@ def _make(name, np_name=None, nin=None):
     np_name = np_name or name
     np_uf = getattr(np, np_name, None)
     if np_name in _U and (nin in (None, 1)):
-        return ufunc(name, np_uf, 1, _U[np_name])
-    return ufunc(name, np_uf, 2, _B[np_name])
+        return _new_ufunc(name, np_uf, 1, _U[np_name])
+    return _new_ufunc(name, np_uf, 2, _B[np_name])
 
 
 UFUNCS = {}
@@ -228,7 +237,7 @@ _ALIASES = {
 for _alias, _target in _ALIASES.items():
     UFUNCS[_alias] = UFUNCS[_target]
 # Complex conjugation is the identity on the real types numfuse computes in.
-UFUNCS["conjugate"] = UFUNCS["conj"] = ufunc("conjugate", np.conjugate, 1, _U["positive"])
+UFUNCS["conjugate"] = UFUNCS["conj"] = _new_ufunc("conjugate", np.conjugate, 1, _U["positive"])
 
 # __array_ufunc__'s fast path (C++) records plain calls of these NumPy ufuncs
 # (power is left to array_ufunc for its integer-power checks).
