@@ -273,6 +273,10 @@ def _install(ns):
         return call
 
     local = dict(locals())
+    # copy, astype and reshape are C methods (src/python/calls.cc); these are
+    # their full forms, for the call forms the C methods do not take.
+    _core._set_call_fallbacks({"copy": local.pop("copy"), "astype": local.pop("astype"),
+                               "reshape": local.pop("reshape")})
     for name, fn in local.items():
         if callable(fn) and name not in ("ns", "U", "C"):
             setattr(C, name, fn)

@@ -23,6 +23,11 @@ constexpr int kReductions = static_cast<int>(ReduceOp::Count);
 // The Python implementations (numfuse._reductions): function(a, *args, **kwargs).
 py::handle g_reduce_fallback[kReductions];
 py::handle g_dot_fallback;
+// Creation functions and array methods: name -> Python implementation.
+enum Other { Empty, Zeros, Ones, EmptyLike, ZerosLike, OnesLike, Copy, Astype, Reshape, kOthers };
+const char* const kOtherNames[kOthers] = {"empty",      "zeros", "ones",   "empty_like", "zeros_like",
+                                          "ones_like", "copy",  "astype", "reshape"};
+py::handle g_other_fallback[kOthers];
 
 bool is_arg(ReduceOp op) { return op == ReduceOp::ArgMax || op == ReduceOp::ArgMin; }
 
@@ -125,6 +130,196 @@ PyObject* dot(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwna
   return call_fallback(g_dot_fallback, args, nargs, kwnames);
 }
 
+// ---------------------------------------------------------------------------
+// Creation and copies.
+
+// Keyword `name` of a fastcall, or nullptr.
+PyObject* keyword(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames, const char* name) {
+  const Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+  for (Py_ssize_t i = 0; i < nkw; ++i)
+    if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, i), name) == 0) return args[nargs + i];
+  return nullptr;
+}
+
+// Every keyword is one of `allowed`.
+bool only_keywords(PyObject* kwnames, std::initializer_list<const char*> allowed) {
+  const Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+  for (Py_ssize_t i = 0; i < nkw; ++i) {
+    bool ok = false;
+    for (const char* a : allowed) ok |= PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, i), a) == 0;
+    if (!ok) return false;
+  }
+  return true;
+}
+
+bool is_str(PyObject* o, const char* s) { return o && PyUnicode_Check(o) && PyUnicode_CompareWithASCIIString(o, s) == 0; }
+
+// A shape given as an int or a tuple/list of ints, none negative; false for
+// anything else (the Python implementation raises NumPy's errors).
+bool parse_shape(PyObject* o, Dims* out, bool allow_minus_one = false) {
+  auto one = [&](PyObject* x) {
+    if (!PyLong_CheckExact(x)) return false;
+    int overflow = 0;
+    const long long v = PyLong_AsLongLongAndOverflow(x, &overflow);
+    if (overflow || v < (allow_minus_one ? -1 : 0)) return false;
+    out->push_back(v);
+    return true;
+  };
+  if (PyLong_CheckExact(o)) return one(o);
+  if (PyTuple_CheckExact(o)) {
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(o); ++i)
+      if (!one(PyTuple_GET_ITEM(o, i))) return false;
+    return true;
+  }
+  if (PyList_CheckExact(o)) {
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(o); ++i)
+      if (!one(PyList_GET_ITEM(o, i))) return false;
+    return true;
+  }
+  return false;
+}
+
+Operand int_operand(int64_t v) {
+  Operand o;
+  o.kind = Operand::Kind::Weak;
+  o.weak = WeakKind::Int;
+  o.value = Scalar::of_int(DType::Int64, v);
+  return o;
+}
+
+PyObject* other_fallback(Other which, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  return call_fallback(g_other_fallback[which], args, nargs, kwnames);
+}
+
+// empty / zeros / ones (shape, dtype=float, order='C')
+template <Other which>
+PyObject* create(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  bool fast = false;
+  PyObject* r = guarded([&]() -> PyObject* {
+    if (nargs < 1 || nargs > 3 || !only_keywords(kwnames, {"dtype", "order"})) return nullptr;
+    PyObject* dtype = nargs > 1 ? args[1] : keyword(args, nargs, kwnames, "dtype");
+    PyObject* order = nargs > 2 ? args[2] : keyword(args, nargs, kwnames, "order");
+    if (order && !is_str(order, "C")) return nullptr;
+    Dims shape;
+    if (!parse_shape(args[0], &shape)) return nullptr;
+    DType t = DType::Float64;
+    if (dtype && dtype != Py_None) {
+      std::optional<DType> d = to_dtype(dtype);
+      if (!d) return nullptr;
+      t = *d;
+    }
+    fast = true;
+    if (which == Empty) return wrap(View::fresh(t, shape)).release().ptr();
+    before_record();
+    RecordGuard guard;
+    return wrap(record_full(t, shape, int_operand(which == Ones ? 1 : 0))).release().ptr();
+  });
+  if (fast || PyErr_Occurred()) return r;
+  return other_fallback(which, args, nargs, kwnames);
+}
+
+// empty_like / zeros_like / ones_like (a, dtype=None, order='K', subok=True, shape=None)
+template <Other which>
+PyObject* create_like(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  bool fast = false;
+  PyObject* r = guarded([&]() -> PyObject* {
+    if (nargs < 1 || nargs > 2 || !is_ndarray(args[0]) || !only_keywords(kwnames, {"dtype", "order", "subok"}))
+      return nullptr;
+    PyObject* dtype = nargs > 1 ? args[1] : keyword(args, nargs, kwnames, "dtype");
+    PyObject* order = keyword(args, nargs, kwnames, "order");
+    if (order && !is_str(order, "K")) return nullptr;
+    const View& proto = as_ndarray(args[0]).v;
+    DType t = proto.dtype;
+    if (dtype && dtype != Py_None) {
+      std::optional<DType> d = to_dtype(dtype);
+      if (!d) return nullptr;
+      t = *d;
+    }
+    fast = true;
+    View v = alloc_new_like(t, proto);
+    if (which != EmptyLike) {
+      before_record();
+      RecordGuard guard;
+      record_assign(v, int_operand(which == OnesLike ? 1 : 0));
+    }
+    return wrap(std::move(v)).release().ptr();
+  });
+  if (fast || PyErr_Occurred()) return r;
+  return other_fallback(which, args, nargs, kwnames);
+}
+
+// The fast forms of three methods (self is passed first, as to the fallbacks).
+PyObject* self_first(Other which, PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames,
+                     PyObject* (*fast)(PyObject*, PyObject* const*, Py_ssize_t, PyObject*, bool*)) {
+  bool taken = false;
+  PyObject* r = guarded([&] { return fast(self, args, nargs, kwnames, &taken); });
+  if (taken || PyErr_Occurred()) return r;
+  const Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+  std::vector<PyObject*> all(static_cast<size_t>(1 + nargs + nkw));
+  all[0] = self;
+  for (Py_ssize_t i = 0; i < nargs + nkw; ++i) all[1 + i] = args[i];
+  return other_fallback(which, all.data(), nargs + 1, kwnames);
+}
+
+// a.copy(order='C')
+PyObject* copy_fast(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames, bool* taken) {
+  if (nargs > 1 || !only_keywords(kwnames, {"order"})) return nullptr;
+  PyObject* order = nargs ? args[0] : keyword(args, nargs, kwnames, "order");
+  CastLayout layout;
+  if (!order || is_str(order, "C")) layout = CastLayout::C;
+  else if (is_str(order, "K")) layout = CastLayout::Keep;
+  else return nullptr;
+  *taken = true;
+  const View& v = as_ndarray(self).v;
+  before_record();
+  RecordGuard guard;
+  return wrap(record_astype(v, v.dtype, layout)).release().ptr();
+}
+
+// a.astype(dtype): a copy in NumPy's order 'K'
+PyObject* astype_fast(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames, bool* taken) {
+  if (nargs != 1 || (kwnames && PyTuple_GET_SIZE(kwnames) > 0)) return nullptr;
+  std::optional<DType> t = to_dtype(args[0]);
+  if (!t) return nullptr;
+  *taken = true;
+  const View& v = as_ndarray(self).v;
+  before_record();
+  RecordGuard guard;
+  return wrap(record_astype(v, *t, CastLayout::Keep)).release().ptr();
+}
+
+// a.reshape(shape) / a.reshape(d0, d1, ...) in C order
+PyObject* reshape_fast(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames, bool* taken) {
+  if (nargs < 1 || (kwnames && PyTuple_GET_SIZE(kwnames) > 0)) return nullptr;
+  Dims want;
+  if (nargs == 1) {
+    if (!parse_shape(args[0], &want, true)) return nullptr;
+  } else {
+    for (Py_ssize_t i = 0; i < nargs; ++i)
+      if (!parse_shape(args[i], &want, true) || !PyLong_CheckExact(args[i])) return nullptr;
+  }
+  *taken = true;
+  const View& v = as_ndarray(self).v;
+  const Dims s = resolve_shape(want, v.size());
+  View r;
+  if (reshape_view(v, s, false, &r)) return wrap(std::move(r)).release().ptr();
+  before_record();
+  RecordGuard guard;
+  View copy = record_astype(v, v.dtype, CastLayout::C);
+  if (!reshape_view(copy, s, false, &r)) throw ValueError("reshape failed");
+  return wrap(std::move(r)).release().ptr();
+}
+
+PyObject* m_copy(PyObject* self, PyObject* const* a, Py_ssize_t n, PyObject* kw) {
+  return self_first(Copy, self, a, n, kw, copy_fast);
+}
+PyObject* m_astype(PyObject* self, PyObject* const* a, Py_ssize_t n, PyObject* kw) {
+  return self_first(Astype, self, a, n, kw, astype_fast);
+}
+PyObject* m_reshape(PyObject* self, PyObject* const* a, Py_ssize_t n, PyObject* kw) {
+  return self_first(Reshape, self, a, n, kw, reshape_fast);
+}
+
 #define NF_FAST(name, f, doc) \
   {name, reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(f)), METH_FASTCALL | METH_KEYWORDS, doc}
 
@@ -138,6 +333,12 @@ PyMethodDef g_functions[] = {
     NF_FAST("argmax", function<ReduceOp::ArgMax>, "Indices of the maximum values along an axis (numpy.argmax)."),
     NF_FAST("argmin", function<ReduceOp::ArgMin>, "Indices of the minimum values along an axis (numpy.argmin)."),
     NF_FAST("dot", dot, "Dot product of two arrays (numpy.dot)."),
+    NF_FAST("empty", create<Empty>, "A new array of the given shape and type, without initializing entries."),
+    NF_FAST("zeros", create<Zeros>, "A new array of the given shape and type, filled with zeros."),
+    NF_FAST("ones", create<Ones>, "A new array of the given shape and type, filled with ones."),
+    NF_FAST("empty_like", create_like<EmptyLike>, "A new array with the shape and type of a given array."),
+    NF_FAST("zeros_like", create_like<ZerosLike>, "An array of zeros with the shape and type of a given array."),
+    NF_FAST("ones_like", create_like<OnesLike>, "An array of ones with the shape and type of a given array."),
     {nullptr, nullptr, 0, nullptr},
 };
 
@@ -154,6 +355,11 @@ PyMethodDef g_reduction_methods[] = {
     NF_FAST("all", method<ReduceOp::All>, "a.all(axis=None, out=None, keepdims=False, *, where=True) (numpy.all)."),
     NF_FAST("argmax", method<ReduceOp::ArgMax>, "a.argmax(axis=None, out=None, *, keepdims=False) (numpy.argmax)."),
     NF_FAST("argmin", method<ReduceOp::ArgMin>, "a.argmin(axis=None, out=None, *, keepdims=False) (numpy.argmin)."),
+    NF_FAST("copy", m_copy, "a.copy(order='C'): a copy of the array."),
+    NF_FAST("astype", m_astype, "a.astype(dtype, order='K', casting='unsafe', subok=True, copy=True): a copy "
+                                "of the array, cast to a specified type."),
+    NF_FAST("reshape", m_reshape, "a.reshape(shape, /, *, order='C', copy=None): the array with a new shape "
+                                  "(a view when the data allow it)."),
     {nullptr, nullptr, 0, nullptr},
 };
 #undef NF_FAST
@@ -215,6 +421,13 @@ void bind_calls(py::module_& m) {
         g_dot_fallback = v.inc_ref();
         continue;
       }
+      bool other = false;
+      for (int k = 0; k < kOthers; ++k)
+        if (name == kOtherNames[k]) {
+          g_other_fallback[k] = v.inc_ref();
+          other = true;
+        }
+      if (other) continue;
       std::optional<ReduceOp> op = reduce_from_name(name);
       if (!op) throw py::value_error("unknown reduction " + name);
       g_reduce_fallback[static_cast<int>(*op)] = v.inc_ref();

@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <thread>
+#include <unordered_map>
 
 #include "core/error.h"
 #include "jit/jit.h"
@@ -116,9 +117,25 @@ std::optional<DType> to_dtype(py::handle h) {
   if (h.is_none()) return std::nullopt;
   for (int i = 0; i < kNumDTypes; ++i)
     if (h.ptr() == g_dtypes[i].ptr()) return static_cast<DType>(i);
+  // Type objects (float, numpy.float32, ...) live as long as the process:
+  // their answers are kept (a type numfuse does not hold: kNumDTypes).
+  static std::unordered_map<PyObject*, int> by_type;
+  const bool is_type = PyType_Check(h.ptr());
+  if (is_type) {
+    auto it = by_type.find(h.ptr());
+    if (it != by_type.end()) {
+      if (it->second == kNumDTypes) return std::nullopt;
+      return static_cast<DType>(it->second);
+    }
+  }
   py::object dt = g_np_dtype(h);
   std::string name = py::str(dt.attr("name"));
-  return dtype_from_name(name);
+  std::optional<DType> t = dtype_from_name(name);
+  if (is_type) {
+    Py_INCREF(h.ptr());  // (kept in the table for good)
+    by_type[h.ptr()] = t ? static_cast<int>(*t) : kNumDTypes;
+  }
+  return t;
 }
 
 bool to_operand(py::handle h, Operand& out) {

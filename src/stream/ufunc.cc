@@ -382,14 +382,23 @@ void write_element(const View& dst, const Operand& src) {
 }
 
 View record_astype(const View& v, DType to, CastLayout layout) {
+  View out = layout == CastLayout::C      ? View::fresh(to, v.shape)
+             : layout == CastLayout::Keep ? alloc_new_like(to, v)
+                                          : alloc_like_order(to, v.shape, std::span<const View>(&v, 1));
+  {
+    SimpleOp s;
+    s.node = {ExprNode::Kind::Cast, to, 0, 0};
+    s.view[0] = &v;
+    s.type[0] = v.dtype;
+    s.out = &out;
+    View done;
+    if (global_stream().run_simple(s, &done)) return out;
+  }
   MapSpec spec;
   spec.name = "astype";
   int x = spec.expr.input(0, v.dtype);
   spec.inputs.push_back(v);
   spec.expr.cast(x, to);
-  View out = layout == CastLayout::C      ? View::fresh(to, v.shape)
-             : layout == CastLayout::Keep ? alloc_new_like(to, v)
-                                          : alloc_like_order(to, v.shape, std::span<const View>(&v, 1));
   spec.out = &out;
   record_map(std::move(spec));
   return out;
@@ -500,9 +509,18 @@ View record_full(DType t, const Dims& shape, const Operand& value) {
     record_assign(out, value);
     return out;
   }
+  Scalar v = copyto_value(value, t);
+  {
+    SimpleOp s;
+    s.node = {ExprNode::Kind::Cast, t, 0, 0};
+    s.value[0] = v;
+    s.type[0] = t;
+    s.out = &out;
+    View done;
+    if (global_stream().run_simple(s, &done)) return out;
+  }
   MapSpec spec;
   spec.name = "full";
-  Scalar v = copyto_value(value, t);
   spec.consts.push_back(v);
   spec.expr.constant(0, t);
   spec.out = &out;
