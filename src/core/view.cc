@@ -228,7 +228,25 @@ void adjust_slice(const IndexItem& s, int64_t n, int64_t* start, int64_t* step, 
   *step = st;
 }
 
-View index_view(const View& v, const std::vector<IndexItem>& items) {
+namespace {
+[[noreturn]] void out_of_bounds(int64_t i, int dim, int64_t n) {
+  throw IndexError("index " + std::to_string(i) + " is out of bounds for axis " + std::to_string(dim) + " with size " +
+                   std::to_string(n));
+}
+}  // namespace
+
+int64_t element_offset(const View& v, std::span<const IndexItem> items) {
+  int64_t off = v.offset;
+  for (int dim = 0; dim < static_cast<int>(items.size()); ++dim) {
+    const int64_t n = v.shape[dim];
+    const int64_t i = items[dim].i < 0 ? items[dim].i + n : items[dim].i;
+    if (i < 0 || i >= n) out_of_bounds(items[dim].i, dim, n);
+    off += i * v.strides[dim];
+  }
+  return off;
+}
+
+View index_view(const View& v, std::span<const IndexItem> items) {
   int consumed = 0, ellipses = 0;
   for (const IndexItem& it : items) {
     if (it.kind == IndexItem::Kind::Int || it.kind == IndexItem::Kind::Slice) ++consumed;
@@ -249,9 +267,7 @@ View index_view(const View& v, const std::vector<IndexItem>& items) {
       case IndexItem::Kind::Int: {
         int64_t n = v.shape[dim];
         int64_t i = it.i < 0 ? it.i + n : it.i;
-        if (i < 0 || i >= n)
-          throw IndexError("index " + std::to_string(it.i) + " is out of bounds for axis " + std::to_string(dim) +
-                           " with size " + std::to_string(n));
+        if (i < 0 || i >= n) out_of_bounds(it.i, dim, n);
         r.offset += i * v.strides[dim];
         ++dim;
         break;

@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -67,7 +69,13 @@ struct IndexItem {
   bool has_start = false, has_stop = false;
 };
 // a[items] for basic indexing; throws IndexError.
-View index_view(const View& v, const std::vector<IndexItem>& items);
+View index_view(const View& v, std::span<const IndexItem> items);
+inline View index_view(const View& v, std::initializer_list<IndexItem> items) {
+  return index_view(v, std::span<const IndexItem>(items.begin(), items.size()));
+}
+// The element offset of a[i0, i1, ...] (one integer per dimension), with
+// index_view's bounds checks and errors.
+int64_t element_offset(const View& v, std::span<const IndexItem> items);
 // Length of range(start, stop, step) after Python's slice.indices(n).
 void adjust_slice(const IndexItem& s, int64_t n, int64_t* start, int64_t* step, int64_t* len);
 

@@ -208,7 +208,9 @@ int64_t as_index(PyObject* o) {
 }
 
 // Parses a basic index; false if the key needs advanced (fancy) indexing.
-bool parse_item(PyObject* o, std::vector<IndexItem>& out) {
+using IndexItems = SmallVector<IndexItem, 8>;
+
+bool parse_item(PyObject* o, IndexItems& out) {
   IndexItem it;
   if (PyLong_CheckExact(o)) {
     it.kind = IndexItem::Kind::Int;
@@ -242,7 +244,7 @@ bool parse_item(PyObject* o, std::vector<IndexItem>& out) {
   return true;
 }
 
-bool parse_index(PyObject* key, std::vector<IndexItem>& items) {
+bool parse_index(PyObject* key, IndexItems& items) {
   if (PyTuple_Check(key)) {
     Py_ssize_t n = PyTuple_GET_SIZE(key);
     for (Py_ssize_t i = 0; i < n; ++i)
@@ -253,7 +255,7 @@ bool parse_index(PyObject* key, std::vector<IndexItem>& items) {
 }
 
 // One integer per dimension (no `...`, no None): an element.
-bool selects_element(const View& v, const std::vector<IndexItem>& items) {
+bool selects_element(const View& v, const IndexItems& items) {
   if (static_cast<int>(items.size()) != v.ndim()) return false;
   for (const IndexItem& it : items)
     if (it.kind != IndexItem::Kind::Int) return false;
@@ -262,43 +264,45 @@ bool selects_element(const View& v, const std::vector<IndexItem>& items) {
 
 PyObject* getitem(PyObject* self, PyObject* key) {
   return guarded([&] {
-    thread_local std::vector<IndexItem> items;
-    items.clear();
+    IndexItems items;
     if (!parse_index(key, items)) return g_fancy_getitem(py::handle(self), py::handle(key)).release().ptr();
     const View& v = view_of(self);
     // An element is a NumPy scalar copy, not a view.
-    if (selects_element(v, items)) return element(v, items).release().ptr();
-    return wrap(index_view(v, items)).release().ptr();
+    const std::span<const IndexItem> list(items.data(), items.size());
+    if (selects_element(v, items)) return element(v, list).release().ptr();
+    return wrap(index_view(v, list)).release().ptr();
   });
 }
 
 void setitem(PyObject* self, PyObject* key, PyObject* value) {
   // NumPy refuses a read-only destination before looking at the index.
   if (view_of(self).readonly) throw ValueError("assignment destination is read-only");
-  std::vector<IndexItem> items;
+  IndexItems items;
   Operand src;
   if (!parse_index(key, items) || !to_operand(value, src)) {
     g_fancy_setitem(py::handle(self), py::handle(key), py::handle(value));
     return;
   }
   const View& v = view_of(self);
+  const std::span<const IndexItem> list(items.data(), items.size());
   // An element (one integer per dimension) takes a scalar or a 0-d array,
   // never a sequence (NumPy 2.4, even of one element).
   const bool element = selects_element(v, items);
   if (element && src.kind == Operand::Kind::Array && src.view.ndim() > 0) {
-    index_view(v, items);  // an out-of-bounds index is reported first
+    element_offset(v, list);  // an out-of-bounds index is reported first
     throw ValueError("setting an array element with a sequence.");
   }
-  if (element && src.kind != Operand::Kind::Array && pipeline::idle() && !global_stream().touches(v.buffer.get())) {
+  if (element && src.kind != Operand::Kind::Array && !v.buffer->pending()) {
     // No pending operation reads or writes this memory: store the element
     // now, as NumPy does (a loop filling a table element by element never
     // syncs for its own writes).
-    write_element(index_view(v, items), src);
+    const int64_t off = element_offset(v, list);
+    element_value(src, v.dtype).store(static_cast<char*>(v.buffer->data()) + off * itemsize(v.dtype));
     return;
   }
   before_record();
   RecordGuard guard;
-  record_assign(index_view(v, items), src);
+  record_assign(index_view(v, list), src);
 }
 
 int ass_subscript(PyObject* self, PyObject* key, PyObject* value) {

@@ -122,7 +122,7 @@ py::object numpy_scalar(const Scalar& value);
 int numpy_scalar_value(PyObject* o, Scalar* out);
 // a[i, j, ...] with one integer per dimension: flushes what is pending and
 // returns the element as a NumPy scalar, as NumPy does.
-py::object element(const View& v, const std::vector<IndexItem>& items);
+py::object element(const View& v, std::span<const IndexItem> items);
 
 // Reductions and matmul of numfuse arrays, as the _core functions and the
 // fast C entry points (calls.cc) do them: tier 0 at once, or recorded.

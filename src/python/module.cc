@@ -306,14 +306,13 @@ py::array to_numpy(const View& v, bool writeable) {
   return arr;
 }
 
-py::object element(const View& v, const std::vector<IndexItem>& items) {
-  View e = index_view(v, items);  // bounds checks, NumPy's IndexError
-  // Everything pending runs now, not only what writes this buffer: letting
-  // the window grow past element reads made loops slower (LU by rows 8x), as
-  // analysing a window costs more than linear time in its distinct views.
-  flush_all("element access");
-  const char* base = static_cast<const char*>(e.buffer->data());
-  return numpy_scalar(e.dtype, base + e.offset * itemsize(e.dtype));
+py::object element(const View& v, std::span<const IndexItem> items) {
+  const int64_t off = element_offset(v, items);  // bounds checks, NumPy's IndexError
+  // Pending writes to this memory (or another thread's flush of them) run
+  // first; an element of computed memory is read at once.
+  if (v.buffer->pending_writes.load(std::memory_order_acquire) > 0) flush_all("element access");
+  const char* base = static_cast<const char*>(v.buffer->data());
+  return numpy_scalar(v.dtype, base + off * itemsize(v.dtype));
 }
 
 View from_numpy(py::handle h, bool adopt) {

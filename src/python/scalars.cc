@@ -5,6 +5,7 @@
 #define NPY_NO_DEPRECATED_API NPY_2_0_API_VERSION
 #include <Python.h>
 #include <numpy/arrayobject.h>
+#include <numpy/arrayscalars.h>
 
 #include <cstring>
 
@@ -16,9 +17,38 @@ void init_numpy_api() {
   if (_import_array() < 0) throw py::error_already_set();
 }
 
+namespace {
+// A NumPy scalar of type `tp` holding the C value v (what PyArray_Scalar
+// makes, without its descriptor handling: element access is hot).
+template <typename T>
+PyObject* make(PyTypeObject* tp, const void* data) {
+  PyObject* o = tp->tp_alloc(tp, 0);
+  if (!o) return nullptr;
+  T v;
+  std::memcpy(&v, data, sizeof v);
+  std::memcpy(reinterpret_cast<char*>(o) + sizeof(PyObject), &v, sizeof v);
+  return o;
+}
+}  // namespace
+
 py::object numpy_scalar(DType t, const void* data) {
-  PyObject* descr = dtype_object(t).ptr();
-  PyObject* s = PyArray_Scalar(const_cast<void*>(data), reinterpret_cast<PyArray_Descr*>(descr), nullptr);
+  PyObject* s = nullptr;
+  switch (t) {
+    case DType::Bool:
+      s = *static_cast<const unsigned char*>(data) ? PyArrayScalar_True : PyArrayScalar_False;
+      Py_INCREF(s);
+      break;
+    case DType::Int8: s = make<npy_byte>(&PyByteArrType_Type, data); break;
+    case DType::Int16: s = make<npy_short>(&PyShortArrType_Type, data); break;
+    case DType::Int32: s = make<npy_int>(&PyIntArrType_Type, data); break;
+    case DType::Int64: s = make<npy_long>(&PyLongArrType_Type, data); break;
+    case DType::UInt8: s = make<npy_ubyte>(&PyUByteArrType_Type, data); break;
+    case DType::UInt16: s = make<npy_ushort>(&PyUShortArrType_Type, data); break;
+    case DType::UInt32: s = make<npy_uint>(&PyUIntArrType_Type, data); break;
+    case DType::UInt64: s = make<npy_ulong>(&PyULongArrType_Type, data); break;
+    case DType::Float32: s = make<npy_float>(&PyFloatArrType_Type, data); break;
+    case DType::Float64: s = make<npy_double>(&PyDoubleArrType_Type, data); break;
+  }
   if (!s) throw py::error_already_set();
   return py::reinterpret_steal<py::object>(s);
 }

@@ -291,6 +291,9 @@ void record_assign(const View& dst, const Operand& src);
 // converted as record_assign converts it and written into dst's memory. Only
 // for memory no pending task reads or writes (Stream::touches).
 void write_element(const View& dst, const Operand& src);
+// The value item assignment stores for `src` into an element of type t
+// (NumPy's conversions and errors, as record_assign and write_element).
+Scalar element_value(const Operand& src, DType t);
 // v.astype(to) into a fresh array: C order, NumPy's order 'K' for astype
 // (alloc_new_like), or laid out as a ufunc's result over v (alloc_like_order:
 // a cast that stands for a ufunc's internal casting).

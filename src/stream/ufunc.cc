@@ -375,6 +375,8 @@ void record_assign(const View& dst, const Operand& src) {
   record_map(std::move(spec));
 }
 
+Scalar element_value(const Operand& src, DType t) { return setitem_value(src, t); }
+
 void write_element(const View& dst, const Operand& src) {
   if (dst.readonly) throw ValueError("assignment destination is read-only");
   const Scalar s = setitem_value(src, dst.dtype);
