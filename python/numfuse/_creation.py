@@ -8,6 +8,7 @@ import operator
 import numpy as np
 
 from . import _core, _fallback
+from ._ufuncs import UFUNCS
 
 ndarray = _core.ndarray
 
@@ -281,8 +282,6 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     if endpoint and num > 1:
         y[-1] = stop_f
     if dt.kind in "iu":
-        from ._ufuncs import UFUNCS
-
         y = UFUNCS["floor"](y)
     y = y.astype(dt, copy=False)
     return (y, step) if retstep else y
@@ -292,8 +291,6 @@ def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
     if not (np.isscalar(start) and np.isscalar(stop) and np.isscalar(base)) or axis != 0:
         return _fallback.call_numpy(np.logspace, (start, stop, num), dict(endpoint=endpoint, base=base, dtype=dtype,
                                                                          axis=axis), "numpy.logspace")
-    from ._ufuncs import UFUNCS
-
     y = linspace(start, stop, num=num, endpoint=endpoint)
     r = UFUNCS["power"](float(base), y)
     return r if dtype is None else r.astype(dtype, copy=False)

@@ -75,20 +75,16 @@ class _UfuncMethods:
             if initial is not np._NoValue:
                 kw["initial"] = initial
             return _fallback.call_numpy(self._np.reduce, (array,), kw, f"{self.__name__}.reduce")
-        from ._reductions import reduce_op
-
-        return reduce_op(op, array, axis, dtype, out, keepdims, initial)
+        return _reductions.reduce_op(op, array, axis, dtype, out, keepdims, initial)
 
     def accumulate(self, array, axis=0, dtype=None, out=None):
         return _fallback.call_numpy(self._np.accumulate, (array,), dict(axis=axis, dtype=dtype, out=out),
                                     f"{self.__name__}.accumulate")
 
     def outer(self, A, B, **kwargs):
-        from ._creation import asarray
-
         if self.nin != 2 or kwargs:
             return _fallback.call_numpy(self._np.outer, (A, B), kwargs, f"{self.__name__}.outer")
-        a, b = asarray(A), asarray(B)
+        a, b = _creation.asarray(A), _creation.asarray(B)
         a2 = a.reshape(a.shape + (1,) * b.ndim)
         return self(a2, b)
 
@@ -143,9 +139,7 @@ def ufunc_call(uf, args, out, dtype, kwargs):
         # Scalars only: NumPy's scalar arithmetic (what NumPy returns, at its speed).
         return uf._np(*args, **kwargs) if dtype is None else uf._np(*args, dtype=dtype, **kwargs)
     if uf._op == _POWER and len(args) == 2:
-        from ._array import _check_int_power
-
-        _check_int_power(args[0], args[1])
+        _array._check_int_power(args[0], args[1])
     if isinstance(out, tuple):
         if len(out) != 1:
             return _np_fallback(uf, args, out, dtype, kwargs)
@@ -181,8 +175,7 @@ def _call_with_dtype(uf, args, out, dt, kwargs):
     raises if the inputs cannot be cast to it with same_kind casting)."""
     if uf._np is None or not _core.supported_dtype(dt):
         return _np_fallback(uf, args, out, dt, kwargs)
-    from ._creation import asarray
-
+    asarray = _creation.asarray
     loop = uf._np.resolve_dtypes(tuple(_descriptor(a) for a in args) + (None,),
                                  signature=(None,) * uf.nin + (dt,))
     if not all(_core.supported_dtype(t) for t in loop):
@@ -270,9 +263,7 @@ def array_ufunc(self, np_ufunc, method, inputs, kwargs):
     if name == "divmod" and method == "__call__" and not kwargs:
         return divmod_(*inputs)
     if name == "matmul" and method == "__call__":
-        from .linalg import matmul
-
-        return matmul(*inputs, **kwargs)
+        return linalg.matmul(*inputs, **kwargs)
     if method == "__call__":
         return _fallback.call_numpy(np_ufunc, inputs, kwargs, name)
     return _fallback.call_numpy(getattr(np_ufunc, method), inputs, kwargs, f"{name}.{method}")
@@ -285,3 +276,7 @@ def divmod_(x1, x2, out=(None, None)):
 
 
 _core._set_array_ufunc_hook(array_ufunc)
+
+# The modules this one calls into import it first (they use UFUNCS): bound
+# here, once it is complete, instead of at every call.
+from . import _array, _creation, _reductions, linalg  # noqa: E402

@@ -7,7 +7,9 @@ import operator
 import numpy as np
 
 from . import _core, _fallback
-from ._creation import asarray
+from ._creation import asarray, eye
+from ._reductions import sum as _sum
+from ._ufuncs import UFUNCS
 
 ndarray = _core.ndarray
 LinAlgError = np.linalg.LinAlgError
@@ -74,8 +76,6 @@ def _native(*arrays):
 
 
 def _multiply(a, b, out=None):
-    from ._ufuncs import UFUNCS
-
     return UFUNCS["multiply"](a, b, out=out)
 
 
@@ -181,17 +181,14 @@ def inner(a, b, /):
 
 
 def outer(a, b, out=None):
-    from ._ufuncs import UFUNCS
-
     a, b = asarray(a).reshape(-1), asarray(b).reshape(-1)
     return UFUNCS["multiply"](a[:, None], b[None, :], out=out)
 
 
 def norm(x, ord=None, axis=None, keepdims=False):
-    """Vector 2-norm and Frobenius norm are recorded; other norms fall back."""
-    from ._reductions import sum as _sum
-    from ._ufuncs import UFUNCS
-
+    """numpy.linalg.norm: vector 2-norms and Frobenius norms are computed here
+    (as NumPy does: the square root of the flattened array's dot product with
+    itself when no axis is given); other norms run with NumPy."""
     x = asarray(x)
     if type(x) is ndarray and ord in (None, "fro", 2) and x.dtype.kind in "biuf":
         if ord == 2 and (axis is None and x.ndim == 2 or isinstance(axis, tuple) and len(axis) == 2):
@@ -202,6 +199,12 @@ def norm(x, ord=None, axis=None, keepdims=False):
                                         "numpy.linalg.norm")
         if x.dtype.kind != "f":
             x = x.astype(np.float64)
+        if axis is None and (ord is None or x.ndim <= 1 or ord == "fro"):
+            flat = x.reshape(-1)
+            r = UFUNCS["sqrt"](_core.FAST_FUNCTIONS["dot"](flat, flat))
+            if keepdims:
+                r = asarray(r).reshape((1,) * x.ndim)
+            return r
         s = _sum(UFUNCS["multiply"](x, x), axis=axis, keepdims=keepdims)
         return UFUNCS["sqrt"](s)
     return _fallback.call_numpy(np.linalg.norm, (x,), dict(ord=ord, axis=axis, keepdims=keepdims),
@@ -282,7 +285,6 @@ def matrix_power(a, n):
     n = operator.index(n)
     if n < 0 or a.ndim < 2 or a.shape[-1] != a.shape[-2]:
         return _fallback.call_numpy(np.linalg.matrix_power, (a, n), {}, "numpy.linalg.matrix_power")
-    from ._creation import eye
 
     result = None
     base = a

@@ -255,6 +255,23 @@ void contraction(const mdh::MdHom& h, const mdh::Bindings& bd) {
 
 }  // namespace
 
+bool gemm_strided(DType t, const void* a, int64_t as0, int64_t as1, const void* b, int64_t bs0, int64_t bs1, void* c,
+                  int64_t cs0, int64_t cs1, int64_t m, int64_t n, int64_t k) {
+  if (t == DType::Float64) {
+    std::vector<double> ap, bp, cp;
+    gemm<double>(static_cast<const double*>(a), as0, as1, static_cast<const double*>(b), bs0, bs1,
+                 static_cast<double*>(c), cs0, cs1, m, n, k, ap, bp, cp);
+    return true;
+  }
+  if (t == DType::Float32) {
+    std::vector<float> ap, bp, cp;
+    gemm<float>(static_cast<const float*>(a), as0, as1, static_cast<const float*>(b), bs0, bs1,
+                static_cast<float*>(c), cs0, cs1, m, n, k, ap, bp, cp);
+    return true;
+  }
+  return false;
+}
+
 void run_contraction(const mdh::MdHom& h, const mdh::Bindings& b) {
   const DType t = h.accesses[h.outputs.at(0).access].dtype;
   if (t == DType::Float64) contraction<double>(h, b);

@@ -11,6 +11,11 @@ namespace nf::ext {
 
 // Computes a contraction MdHom (tune::blas_compatible) with BLAS.
 void run_contraction(const mdh::MdHom& h, const mdh::Bindings& b);
+// C(m,n) = A(m,k) B(k,n) in float32/float64 with BLAS, operands at any
+// element strides (packed where BLAS cannot address them); false for other
+// types. Tier 0 runs small matrix products with it.
+bool gemm_strided(DType t, const void* a, int64_t as0, int64_t as1, const void* b, int64_t bs0, int64_t bs1, void* c,
+                  int64_t cs0, int64_t cs1, int64_t m, int64_t n, int64_t k);
 // What the routine computes for h, for explain().
 std::string routine_pattern(const mdh::MdHom& h);
 

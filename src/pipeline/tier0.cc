@@ -8,7 +8,9 @@
 // input, or a pending access to the output, sends the operation to the
 // window instead, where program order is kept by fusion's constraints.
 #include <atomic>
+#include <cstring>
 
+#include "extern/extern.h"
 #include "pipeline/pipeline.h"
 #include "runtime/tier0.h"
 
@@ -18,6 +20,50 @@ namespace {
 
 std::atomic<int64_t> g_tier0_tasks{0};
 
+// A floating-point matrix product (record_matmul's task: domain (batch...,
+// m, n, k), A(b,i,k) * B(b,k,j) summed over k) runs as BLAS calls, as the
+// compiled tier hands it to BLAS too.
+bool run_matmul(const Task& t) {
+  const DType dt = t.output.dtype;
+  if (!t.solo || t.kind != Task::Kind::Reduce || t.reduce != ReduceOp::Sum || t.inputs.size() != 2 ||
+      (dt != DType::Float64 && dt != DType::Float32) || t.acc_dtype != dt || t.domain.size() < 3 ||
+      t.expr.nodes.size() != 3)
+    return false;
+  const ExprNode& mul = t.expr.nodes[2];
+  if (mul.kind != ExprNode::Kind::Binary || mul.op != static_cast<uint8_t>(BinaryOp::Multiply) ||
+      t.inputs[0].dtype != dt || t.inputs[1].dtype != dt)
+    return false;
+  const View &A = t.inputs[0], &B = t.inputs[1], &C = t.output;
+  const int nb = static_cast<int>(t.domain.size()) - 3;
+  // The matmul pattern: A ignores n, B ignores m, C ignores k (other
+  // contractions -- einsum, tensordot -- run on the interpreter).
+  if (std::strcmp(t.name, "matmul") != 0 || A.strides[nb + 1] != 0 || B.strides[nb] != 0 || C.strides[nb + 2] != 0)
+    return false;
+  const int64_t m = t.domain[nb], n = t.domain[nb + 1], k = t.domain[nb + 2];
+  const int64_t is = itemsize(dt);
+  char* a = static_cast<char*>(A.buffer->data()) + A.offset * is;
+  char* b = static_cast<char*>(B.buffer->data()) + B.offset * is;
+  char* c = static_cast<char*>(C.buffer->data()) + C.offset * is;
+  int64_t batches = 1;
+  for (int d = 0; d < nb; ++d) batches *= t.domain[d];
+  SmallVector<int64_t, 8> idx(static_cast<size_t>(nb), 0);
+  for (int64_t q = 0; q < batches; ++q) {
+    int64_t oa = 0, ob = 0, oc = 0;
+    for (int d = 0; d < nb; ++d) {
+      oa += idx[d] * A.strides[d];
+      ob += idx[d] * B.strides[d];
+      oc += idx[d] * C.strides[d];
+    }
+    ext::gemm_strided(dt, a + oa * is, A.strides[nb], A.strides[nb + 2], b + ob * is, B.strides[nb + 2],
+                      B.strides[nb + 1], c + oc * is, C.strides[nb], C.strides[nb + 1], m, n, k);
+    for (int d = nb; d-- > 0;) {
+      if (++idx[d] < t.domain[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return true;
+}
+
 bool run_now(Task& t) {
   const Config& c = config();
   if (c.tier == Tier::Lazy) return false;
@@ -25,8 +71,10 @@ bool run_now(Task& t) {
   if (t.output.buffer->pending()) return false;
   for (const View& v : t.inputs)
     if (v.buffer->pending_writes.load(std::memory_order_acquire) > 0) return false;
-  if (!runtime::tier0_supports(t)) return false;
-  runtime::tier0_run(t);
+  if (!run_matmul(t)) {
+    if (!runtime::tier0_supports(t)) return false;
+    runtime::tier0_run(t);
+  }
   g_tier0_tasks.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
@@ -81,6 +129,12 @@ bool run_simple(const SimpleOp& s, View* result) {
       if (arrays[k]->buffer == s.out->buffer && !(arrays[k]->shape == shape && arrays[k]->same_as(*s.out)) &&
           views_overlap(*arrays[k], *s.out))
         return false;
+  }
+  // A copy of memory onto itself (a[:, k] = a[:, k]) changes nothing.
+  if (s.out && s.node.kind == ExprNode::Kind::Cast && s.node.dtype == s.type[0] && s.view[0] &&
+      s.view[0]->shape == shape && s.view[0]->same_as(*s.out)) {
+    *result = *s.out;
+    return true;
   }
   View fresh;
   if (!s.out) {

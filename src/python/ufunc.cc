@@ -10,6 +10,12 @@
 
 #include <structmember.h>  // after Python.h (via pybind11)
 
+#define PY_ARRAY_UNIQUE_SYMBOL numfuse_ARRAY_API
+#define NO_IMPORT_ARRAY
+#define NPY_NO_DEPRECATED_API NPY_2_0_API_VERSION
+#include <numpy/arrayobject.h>
+#include <numpy/arrayscalars.h>
+
 namespace nf::py_bind {
 
 namespace {
@@ -19,9 +25,16 @@ struct Ufunc {
   vectorcallfunc vectorcall;
   int nin;
   int op;
-  PyObject* dict;  // __name__, _np, __doc__, ...
+  PyObject* np;    // the NumPy ufunc (or None)
+  PyObject* dict;  // __name__, __doc__, ...
   PyObject* weakrefs;
 };
+
+// A Python or NumPy scalar (what NumPy's scalar arithmetic takes).
+bool is_scalar(PyObject* o) {
+  return PyFloat_Check(o) || PyLong_Check(o) || PyComplex_Check(o) || PyBool_Check(o) ||
+         PyObject_TypeCheck(o, &PyGenericArrType_Type);
+}
 
 // power's integer loops raise for negative exponents: an integer array
 // exponent needs its values checked, which the Python layer does.
@@ -40,6 +53,9 @@ PyObject* call(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* k
     });
     if (r != Py_NotImplemented) return r;  // a result, or an error raised at the call
     Py_DECREF(r);
+    // Scalars only: NumPy's scalar arithmetic, as NumPy gives it.
+    if (u->np && u->np != Py_None && is_scalar(args[0]) && (n == 1 || is_scalar(args[1])))
+      return PyObject_Vectorcall(u->np, args, nargsf, kwnames);
   }
   PyObject* slow = PyObject_GetAttrString(self, "_call");
   if (!slow) return nullptr;
@@ -69,18 +85,21 @@ void dealloc(PyObject* self) {
   auto* u = reinterpret_cast<Ufunc*>(self);
   if (u->weakrefs) PyObject_ClearWeakRefs(self);
   Py_CLEAR(u->dict);
+  Py_CLEAR(u->np);
   tp->tp_free(self);
   Py_DECREF(tp);
 }
 
 int traverse(PyObject* self, visitproc visit, void* arg) {
   Py_VISIT(reinterpret_cast<Ufunc*>(self)->dict);
+  Py_VISIT(reinterpret_cast<Ufunc*>(self)->np);
   Py_VISIT(Py_TYPE(self));
   return 0;
 }
 
 int clear(PyObject* self) {
   Py_CLEAR(reinterpret_cast<Ufunc*>(self)->dict);
+  Py_CLEAR(reinterpret_cast<Ufunc*>(self)->np);
   return 0;
 }
 
@@ -90,6 +109,7 @@ PyMemberDef g_members[] = {
     {"__weaklistoffset__", T_PYSSIZET, offsetof(Ufunc, weakrefs), READONLY, nullptr},
     {"nin", T_INT, offsetof(Ufunc, nin), READONLY, "The number of inputs."},
     {"_op", T_INT, offsetof(Ufunc, op), READONLY, nullptr},
+    {"_np", T_OBJECT, offsetof(Ufunc, np), 0, "The NumPy ufunc this one mirrors."},
     {nullptr, 0, 0, 0, nullptr},
 };
 
