@@ -113,23 +113,26 @@ bool should_defer(py::handle self, py::handle other, bool inplace) {
 
 // self op other (reflected: other op self).
 py::object binary(BinaryOp op, py::handle self, py::handle other, bool reflected) {
-  before_record();
   Operand b;
   if (!to_operand(other, b)) {
     if (!reflected && should_defer(self, other, false)) return not_implemented();
     return operator_fallback(op, self, other, reflected, false);
   }
   try {
-    RecordGuard guard;
     const Operand a = Operand::array(view_of(self.ptr()));
-    return scalar_result(reflected ? record_binary(op, b, a, nullptr) : record_binary(op, a, b, nullptr));
+    const Operand& x = reflected ? b : a;
+    const Operand& y = reflected ? a : b;
+    View r;
+    if (binary_now(op, x, y, nullptr, &r)) return scalar_result(std::move(r));
+    before_record();
+    RecordGuard guard;
+    return scalar_result(record_binary(op, x, y, nullptr));
   } catch (const FallbackRequired&) {
     return operator_fallback(op, self, other, reflected, false);
   }
 }
 
 py::object inplace(BinaryOp op, py::handle self, py::handle other) {
-  before_record();
   Operand b;
   if (!to_operand(other, b)) {
     if (should_defer(self, other, true)) return not_implemented();
@@ -137,8 +140,13 @@ py::object inplace(BinaryOp op, py::handle self, py::handle other) {
   }
   const View& v = view_of(self.ptr());
   try {
-    RecordGuard guard;
-    record_binary(op, Operand::array(v), b, &v);
+    const Operand a = Operand::array(v);
+    View r;
+    if (!binary_now(op, a, b, &v, &r)) {
+      before_record();
+      RecordGuard guard;
+      record_binary(op, a, b, &v);
+    }
   } catch (const FallbackRequired&) {
     return operator_fallback(op, self, other, false, true);
   }
@@ -146,10 +154,13 @@ py::object inplace(BinaryOp op, py::handle self, py::handle other) {
 }
 
 py::object unary(UnaryOp op, py::handle self) {
-  before_record();
   try {
+    const Operand x = Operand::array(view_of(self.ptr()));
+    View r;
+    if (unary_now(op, x, nullptr, &r)) return scalar_result(std::move(r));
+    before_record();
     RecordGuard guard;
-    return scalar_result(record_unary(op, Operand::array(view_of(self.ptr())), nullptr));
+    return scalar_result(record_unary(op, x, nullptr));
   } catch (const FallbackRequired&) {
     return fallback(unary_name(op), self);
   }

@@ -29,8 +29,12 @@ py::object record_ufunc(int nin, int op, py::handle x, py::handle y, py::handle 
   Operand a, b;
   if (!to_operand(x, a) || (nin == 2 && !to_operand(y, b))) return not_implemented();
   if (a.kind != Operand::Kind::Array && (nin == 1 || b.kind != Operand::Kind::Array)) return not_implemented();
-  before_record();
   try {
+    View now;
+    if (nin == 1 ? unary_now(static_cast<UnaryOp>(op), a, out_view(out), &now)
+                 : binary_now(static_cast<BinaryOp>(op), a, b, out_view(out), &now))
+      return out.is_none() ? scalar_result(std::move(now)) : py::reinterpret_borrow<py::object>(out);
+    before_record();
     RecordGuard guard;
     View r = nin == 1 ? record_unary(static_cast<UnaryOp>(op), a, out_view(out))
                       : record_binary(static_cast<BinaryOp>(op), a, b, out_view(out));

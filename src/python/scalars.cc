@@ -18,6 +18,13 @@ void init_numpy_api() {
 }
 
 namespace {
+template <typename T>
+T load_value(const char* p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
 // A NumPy scalar of type `tp` holding the C value v (what PyArray_Scalar
 // makes, without its descriptor handling: element access is hot).
 template <typename T>
@@ -60,6 +67,30 @@ py::object numpy_scalar(const Scalar& value) {
 }
 
 int numpy_scalar_value(PyObject* o, Scalar* out) {
+  // The common exact types first (a NumPy scalar stores its value right
+  // after the object header).
+  PyTypeObject* tp = Py_TYPE(o);
+  const char* val = reinterpret_cast<const char*>(o) + sizeof(PyObject);
+  if (tp == &PyDoubleArrType_Type) {
+    *out = Scalar::of_float(DType::Float64, load_value<double>(val));
+    return 1;
+  }
+  if (tp == &PyLongArrType_Type) {
+    *out = Scalar::of_int(DType::Int64, load_value<npy_long>(val));
+    return 1;
+  }
+  if (tp == &PyFloatArrType_Type) {
+    *out = Scalar::of_float(DType::Float32, load_value<float>(val));
+    return 1;
+  }
+  if (tp == &PyIntArrType_Type) {
+    *out = Scalar::of_int(DType::Int32, load_value<npy_int>(val));
+    return 1;
+  }
+  if (tp == &PyBoolArrType_Type) {
+    *out = Scalar::of_bool(load_value<npy_bool>(val) != 0);
+    return 1;
+  }
   if (!PyArray_IsScalar(o, Generic)) return 0;
   PyArray_Descr* d = PyArray_DescrFromScalar(o);  // new reference
   if (!d) {

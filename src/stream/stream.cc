@@ -47,6 +47,7 @@ void Stream::record(Task t) {
   if (exported) sync_request_.store(true);
   std::lock_guard<std::mutex> lock(mu_);
   window_.push_back(std::move(t));
+  size_.store(window_.size(), std::memory_order_release);
   recorded_total_.fetch_add(1, std::memory_order_release);
 }
 
@@ -55,6 +56,7 @@ std::vector<Task> Stream::take() {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<Task> out;
   out.swap(window_);
+  size_.store(0, std::memory_order_release);
   // No thread is between recording and wrapping (the gate), so this is a
   // consistent picture of which buffers Python can still reach.
   for (Task& t : out) {
@@ -71,12 +73,8 @@ void Stream::restore(std::vector<Task> tasks) {
   const size_t n = tasks.size();
   tasks.insert(tasks.end(), std::make_move_iterator(window_.begin()), std::make_move_iterator(window_.end()));
   window_.swap(tasks);
+  size_.store(window_.size(), std::memory_order_release);
   recorded_total_.fetch_add(n, std::memory_order_release);
-}
-
-size_t Stream::size() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return window_.size();
 }
 
 Stream::Stream() { window_.reserve(std::min<size_t>(max_window, 4096)); }

@@ -144,7 +144,8 @@ class Stream {
   // In a forked child: a thread that held the gate (mid-recording, waiting
   // for the GIL) does not exist there; the gate starts free.
   void reset_gate_in_child() { new (&gate_) std::recursive_mutex(); }
-  size_t size() const;
+  // Tasks in the window (read without the lock: a snapshot).
+  size_t size() const { return size_.load(std::memory_order_acquire); }
   // Whether a pending task reads or writes buffer `b`.
   bool touches(const Buffer* b) const { return b->pending(); }
   // Flush policy: the window is flushed automatically once it holds this many
@@ -159,6 +160,7 @@ class Stream {
   std::recursive_mutex gate_;
   std::vector<Task> window_;
   std::atomic<uint64_t> recorded_total_{0};
+  std::atomic<size_t> size_{0};
   std::atomic<bool> sync_request_{false};
   RunNow run_now_ = nullptr;
   RunSimpleNow run_simple_ = nullptr;
@@ -282,6 +284,11 @@ void set_loop_resolver(LoopResolver r);
 
 View record_unary(UnaryOp op, const Operand& x, const View* out);
 View record_binary(BinaryOp op, const Operand& a, const Operand& b, const View* out);
+// The same operations computed at once by tier 0 when it takes them (the
+// plain cases: no scalar power exponents, no out-of-range comparisons):
+// true with *result set. Nothing is recorded, so no RecordGuard is needed.
+bool unary_now(UnaryOp op, const Operand& x, const View* out, View* result);
+bool binary_now(BinaryOp op, const Operand& a, const Operand& b, const View* out, View* result);
 // numpy.where(cond, x, y).
 View record_where(const Operand& cond, const Operand& x, const Operand& y);
 // dst[...] = src, cast unsafely (assignment semantics). Checks Python scalars

@@ -187,19 +187,24 @@ void set_loop_resolver(LoopResolver r) {
       for (auto& c : row) c.valid.store(false);
 }
 
-View record_unary(UnaryOp op, const Operand& x, const View* out) {
+bool unary_now(UnaryOp op, const Operand& x, const View* out, View* result) {
   int d = desc_of(x);
   Loop l = resolve(g_unary[static_cast<int>(op)][d], unary_name(op), 1, &d);
   check_out(out, l.out, unary_name(op));
-  if (x.kind == Operand::Kind::Array && x.view.dtype == l.in[0] && (!out || out->dtype == l.out)) {
-    SimpleOp s;
-    s.node = {ExprNode::Kind::Unary, l.out, static_cast<uint8_t>(op), 0};
-    s.view[0] = &x.view;
-    s.type[0] = l.in[0];
-    s.out = out;
-    View r;
-    if (global_stream().run_simple(s, &r)) return r;
-  }
+  if (x.kind != Operand::Kind::Array || x.view.dtype != l.in[0] || (out && out->dtype != l.out)) return false;
+  SimpleOp s;
+  s.node = {ExprNode::Kind::Unary, l.out, static_cast<uint8_t>(op), 0};
+  s.view[0] = &x.view;
+  s.type[0] = l.in[0];
+  s.out = out;
+  return global_stream().run_simple(s, result);
+}
+
+View record_unary(UnaryOp op, const Operand& x, const View* out) {
+  View now;
+  if (unary_now(op, x, out, &now)) return now;
+  int d = desc_of(x);
+  Loop l = resolve(g_unary[static_cast<int>(op)][d], unary_name(op), 1, &d);
   MapSpec spec;
   spec.name = unary_name(op);
   spec.operand_shapes = {operand_shape(x)};
@@ -207,6 +212,35 @@ View record_unary(UnaryOp op, const Operand& x, const View* out) {
   spec.expr.unary(op, a, l.out);
   spec.out = out;
   return record_map(std::move(spec));
+}
+
+bool binary_now(BinaryOp op, const Operand& a, const Operand& b, const View* out, View* result) {
+  int d[2] = {desc_of(a), desc_of(b)};
+  Loop l = resolve(g_binary[static_cast<int>(op)][d[0]][d[1]], binary_name(op), 2, d);
+  // Power's scalar exponents and comparisons with out-of-range Python ints
+  // take record_binary's own paths.
+  if (op == BinaryOp::Power && b.kind != Operand::Kind::Array) return false;
+  SimpleOp s;
+  s.nin = 2;
+  if (out && out->dtype != l.out) return false;
+  for (int k = 0; k < 2; ++k) {
+    const Operand& o = k ? b : a;
+    s.type[k] = l.in[k];
+    if (o.kind == Operand::Kind::Array) {
+      if (o.view.dtype != l.in[k]) return false;
+      s.view[k] = &o.view;
+    } else {
+      if (is_ordering(op) && o.kind == Operand::Kind::Weak && o.weak == WeakKind::Int && is_integer(l.in[k]) &&
+          !weak_int_fits(o, l.in[k]))
+        return false;
+      s.value[k] = scalar_in(o, l.in[k]);
+    }
+  }
+  if (!s.view[0] && !s.view[1]) return false;
+  check_out(out, l.out, binary_name(op));
+  s.node = {ExprNode::Kind::Binary, l.out, static_cast<uint8_t>(op), 0, 1};
+  s.out = out;
+  return global_stream().run_simple(s, result);
 }
 
 View record_binary(BinaryOp op, const Operand& a, const Operand& b, const View* out) {
