@@ -94,6 +94,10 @@ class KernelCache {
   // `hit`: found in memory; `disk_hit`: loaded from the disk cache (no compile).
   KernelFn get(const std::string& key, const std::function<codegen::Source()>& make, bool* hit = nullptr,
                bool* disk_hit = nullptr);
+  // The kernel for `key` if it is ready without compiling: compiled before
+  // (in this process), or loaded now from the disk cache; else nullptr (a
+  // compile of it may be under way on another thread).
+  KernelFn try_get(const std::string& key, bool* disk_hit = nullptr);
   // The source a cached kernel was compiled from ("" if unknown).
   std::string source_of(const std::string& key) const;
   void clear();

@@ -26,6 +26,7 @@
 #include "lower/lower.h"
 #include "mdh/mdh.h"
 #include "pipeline/pipeline.h"
+#include "pipeline/tiers.h"
 #include "pipeline/tuning.h"
 #include "runtime/runtime.h"
 #include "tune/tune.h"
@@ -49,9 +50,20 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// What a memoized group learns as its plan is reused: the kernel compiled in
+// the background for it, and how often tier 0 ran it meanwhile.
+struct GroupState {
+  std::atomic<jit::KernelFn> fn{nullptr};
+  std::atomic<int> interpreted{0};
+  std::atomic<bool> queued{false};
+};
+
 // One group of a plan. Holds no buffer: templates are stripped of pointers.
 struct PlanGroup {
   int begin = 0, end = 0;
+  // Tier 0 runs it (tiers.h) until a kernel is ready in state->fn.
+  bool interpret = false;
+  std::shared_ptr<GroupState> state = std::make_shared<GroupState>();
   std::vector<int> dead;
   std::vector<int> temp_tasks;  // tasks whose output buffer is a temporary
   std::string stop_reason;
@@ -163,6 +175,7 @@ Memo g_memo;  // guarded by g_exec_mu
 // A group being prepared on the slow path.
 struct Prepared {
   fusion::Group group;
+  bool interpret = false;  // tier 0 runs it now; compiled later if it recurs
   std::shared_ptr<mdh::Built> built;
   tune::Schedule schedule;
   bool tuned = false;
@@ -172,10 +185,44 @@ struct Prepared {
   std::string error;
 };
 
-void compile_one(Prepared& p) {
+// How often each kernel (by key) was wanted while not compiled: a kernel
+// wanted again is compiled in the background, whichever windows want it (a
+// loop over shrinking slices makes a new window every iteration, all with
+// the same kernels). Bounded: cleared when it grows past kMaxWanted keys.
+std::unordered_map<std::string, int> g_wanted;  // guarded by g_exec_mu
+constexpr size_t kMaxWanted = 4096;
+
+bool wanted_again(const std::string& key) {
+  if (g_wanted.size() > kMaxWanted) g_wanted.clear();
+  return ++g_wanted[key] >= 2;
+}
+
+// The tier of a new group: its kernel from the caches if it is there (in
+// memory, or on disk), else compiled at once or run on tier 0 (tiers.h).
+void choose_tier(const std::vector<Task>& window, Prepared& p, const Config& cfg) {
   if (!p.built || p.built->tasks.empty() || p.schedule.routine != tune::Routine::None) return;
+  bool disk = false;
+  if (jit::KernelFn f = jit::KernelCache::instance().try_get(p.key, &disk)) {
+    p.fn = f;
+    p.hit = !disk;
+    p.disk_hit = disk;
+    return;
+  }
+  if (cfg.tier == Tier::Lazy || cfg.random_schedule_seed >= 0 || cfg.tune_seconds > 0) return;
+  if (!detail::interpretable(window, p.group)) return;
+  if (cfg.tier == Tier::Eager || detail::interpret_estimate_ms(window, p.group) < detail::compile_estimate_ms()) {
+    p.interpret = true;
+    if (cfg.tier != Tier::Eager && wanted_again(p.key))
+      detail::compile_in_background(std::shared_ptr<const mdh::MdHom>(p.built, &p.built->hom), p.schedule);
+  }
+}
+
+void compile_one(Prepared& p) {
+  if (!p.built || p.built->tasks.empty() || p.schedule.routine != tune::Routine::None || p.interpret || p.fn) return;
   try {
+    auto t0 = std::chrono::steady_clock::now();
     p.fn = detail::compile_kernel(p.built->hom, p.schedule, &p.hit, &p.disk_hit);
+    if (!p.hit && !p.disk_hit) detail::note_compile_ms(ms_since(t0));
   } catch (const std::exception& e) {
     p.error = e.what();
   }
@@ -213,15 +260,33 @@ PlanGroup to_plan_group(const std::vector<Task>& window, const Prepared& p) {
   g.tuned = p.tuned;
   g.key = p.key;
   g.fn = p.fn;
+  g.interpret = p.interpret;
   return g;
 }
 
-// Whether a plan group computes anything (a kernel or a library routine).
+// Whether a plan group computes anything (a kernel, a library routine or tier 0).
 bool runs(const PlanGroup& g) {
-  return g.tmpl && !g.tmpl->tasks.empty() && (g.fn || g.schedule.routine != tune::Routine::None);
+  return g.tmpl && !g.tmpl->tasks.empty() && (g.fn || g.interpret || g.schedule.routine != tune::Routine::None);
 }
 
-// Runs one group of a plan on `window` and describes it.
+// The kernel a group runs: compiled with its plan, or (a group tier 0 has
+// been running) compiled in the background since. A group whose window keeps
+// coming back gets its kernel compiled in the background.
+jit::KernelFn kernel_of(const PlanGroup& g) {
+  if (g.fn) return g.fn;
+  if (!g.interpret) return nullptr;
+  if (jit::KernelFn f = g.state->fn.load(std::memory_order_acquire)) return f;
+  if (jit::KernelFn f = jit::KernelCache::instance().try_get(g.key)) {
+    g.state->fn.store(f, std::memory_order_release);
+    return f;
+  }
+  if (config().tier != Tier::Eager && g.state->interpreted.fetch_add(1) >= 1 && !g.state->queued.exchange(true))
+    detail::compile_in_background(std::shared_ptr<const mdh::MdHom>(g.tmpl, &g.tmpl->hom), g.schedule);
+  return nullptr;
+}
+
+// Runs one group of a plan on `window` and describes it. `bind`: the
+// group's bindings, or nullptr to rebind its template to the window.
 GroupReport run_group(const std::vector<Task>& window, const std::shared_ptr<const Plan>& plan, size_t index,
                       const mdh::Bindings* bind, bool dump) {
   const PlanGroup& g = plan->groups[index];
@@ -234,17 +299,28 @@ GroupReport run_group(const std::vector<Task>& window, const std::shared_ptr<con
   for (int d : g.dead) gr.dead_ops.push_back(d - g.begin);
   for (int k : g.temp_tasks) gr.temporaries.push_back(window[k].output.buffer->id());
   auto t0 = std::chrono::steady_clock::now();
+  mdh::Bindings local;
   if (runs(g)) {
-    detail::run_scheduled(g.tmpl->hom, g.schedule, g.fn, *bind);
+    const jit::KernelFn fn = kernel_of(g);
+    if (fn || g.schedule.routine != tune::Routine::None) {
+      if (!bind) {
+        local = mdh::rebind(window, *g.tmpl);
+        bind = &local;
+      }
+      detail::run_scheduled(g.tmpl->hom, g.schedule, fn, *bind);
+      if (dump && fn) gr.source = jit::KernelCache::instance().source_of(g.key);
+    } else {
+      detail::interpret(window, g.begin, g.end, g.dead);
+      gr.tier0 = true;
+    }
     gr.hom = std::shared_ptr<const mdh::MdHom>(g.tmpl, &g.tmpl->hom);
-    gr.ints = bind->ints;
+    if (bind) gr.ints = bind->ints;
     gr.schedule_ptr = &g.schedule;
     gr.key_ptr = &g.key;
     gr.tuned = g.tuned;
-    if (dump && g.fn) gr.source = jit::KernelCache::instance().source_of(g.key);
   }
   gr.run_ms = ms_since(t0);
-  if (gr.hom && detail::capturing()) {
+  if (gr.hom && bind && detail::capturing()) {
     std::string ops;
     for (const std::string& o : gr.ops()) ops += (ops.empty() ? "" : ", ") + o;
     detail::capture_group(gr.hom, *bind, ops, gr.run_ms);
@@ -428,19 +504,17 @@ void flush_window(std::vector<Task>& window, FlushReport* report, int& ran) {
   std::shared_ptr<const Plan> plan = cfg.memo ? g_memo.find(sig) : nullptr;
 
   if (plan) {
-    // Memo hit: no analysis, no compile; rebind and run.
+    // Memo hit: no analysis, no compile; rebind (as each group runs) and run.
     rep.memo_hit = true;
-    std::vector<mdh::Bindings> binds(plan->groups.size());
-    for (size_t i = 0; i < plan->groups.size(); ++i)
-      if (runs(plan->groups[i])) binds[i] = mdh::rebind(window, *plan->groups[i].tmpl);
     rep.analyse_ms = ms_since(t0);
     auto t2 = std::chrono::steady_clock::now();
     for (size_t i = 0; i < plan->groups.size(); ++i) {
-      GroupReport gr = run_group(window, plan, i, &binds[i], cfg.dump);
+      GroupReport gr = run_group(window, plan, i, nullptr, cfg.dump);
       ran = plan->groups[i].end;
       release(window, plan->release_after[i]);
-      gr.cache_hit = gr.hom != nullptr && !gr.is_routine();
+      gr.cache_hit = gr.hom != nullptr && !gr.is_routine() && !gr.tier0;
       if (gr.cache_hit) rep.memory_hits++;
+      if (gr.tier0) rep.tier0_groups++;
       rep.groups.push_back(std::move(gr));
     }
     rep.run_ms = ms_since(t2);
@@ -449,6 +523,7 @@ void flush_window(std::vector<Task>& window, FlushReport* report, int& ran) {
     std::vector<Prepared> prepared;
     prepared.reserve(part.groups.size());
     for (const fusion::Group& g : part.groups) prepared.push_back(prepare(window, g, cfg));
+    for (Prepared& p : prepared) choose_tier(window, p, cfg);
     rep.analyse_ms = ms_since(t0);
 
     // Compile (or fetch) every group's kernel; misses compile concurrently.
@@ -501,6 +576,7 @@ void flush_window(std::vector<Task>& window, FlushReport* report, int& ran) {
         else if (p.disk_hit) rep.disk_hits++;
         else rep.kernels_compiled++;
       }
+      if (gr.tier0) rep.tier0_groups++;
       rep.groups.push_back(std::move(gr));
     }
     rep.run_ms = ms_since(t2);
@@ -518,7 +594,8 @@ void flush_window(std::vector<Task>& window, FlushReport* report, int& ran) {
     g_profile.memory_hits += rep.memory_hits;
     g_profile.disk_hits += rep.disk_hits;
     g_profile.memo_hits += rep.memo_hit ? 1 : 0;
-    for (const GroupReport& g : rep.groups) g_profile.kernels_run += g.hom ? 1 : 0;
+    g_profile.tier0_groups += rep.tier0_groups;
+    for (const GroupReport& g : rep.groups) g_profile.kernels_run += g.hom && !g.tier0 ? 1 : 0;
     g_last = rep;
   }
   for (std::string& w : tune::ScheduleStore::instance().take_warnings()) rep.warnings.push_back(std::move(w));

@@ -61,6 +61,7 @@ struct GroupReport {
   const std::string* key_ptr = nullptr;
   const std::string* stop_ptr = nullptr;
   bool tuned = false;      // the schedule came from the schedule store
+  bool tier0 = false;      // run by tier 0 (its kernel not compiled, or not yet)
   bool cache_hit = false;  // found in the in-memory kernel cache
   bool disk_hit = false;   // loaded from the on-disk cache (not compiled)
   std::string source;      // if dump
@@ -82,6 +83,7 @@ struct FlushReport {
   int tasks = 0;
   double analyse_ms = 0, compile_ms = 0, run_ms = 0;
   int kernels_compiled = 0, memory_hits = 0, disk_hits = 0;
+  int tier0_groups = 0;   // groups tier 0 ran instead of a kernel
   bool memo_hit = false;  // the whole window's analysis came from the memo
   std::vector<std::string> warnings;
 };
@@ -91,6 +93,7 @@ struct Profile {
   double record_ms = 0, analyse_ms = 0, compile_ms = 0, run_ms = 0;
   int64_t flushes = 0, tasks = 0, kernels_run = 0, compiles = 0, memory_hits = 0, disk_hits = 0, memo_hits = 0;
   int64_t tier0_tasks = 0;  // operations run at once by tier 0 (never recorded)
+  int64_t tier0_groups = 0;  // recorded groups tier 0 ran (kernel not compiled yet)
 };
 
 // Installs tier 0 as the stream's RunNow hook (see Config::tier); once, at import.

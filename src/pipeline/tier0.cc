@@ -12,6 +12,7 @@
 
 #include "extern/extern.h"
 #include "pipeline/pipeline.h"
+#include "pipeline/tiers.h"
 #include "runtime/tier0.h"
 
 namespace nf::pipeline {
@@ -20,10 +21,12 @@ namespace {
 
 std::atomic<int64_t> g_tier0_tasks{0};
 
+}  // namespace
+
 // A floating-point matrix product (record_matmul's task: domain (batch...,
 // m, n, k), A(b,i,k) * B(b,k,j) summed over k) runs as BLAS calls, as the
 // compiled tier hands it to BLAS too.
-bool run_matmul(const Task& t) {
+bool detail::run_matmul_blas(const Task& t) {
   const DType dt = t.output.dtype;
   if (!t.solo || t.kind != Task::Kind::Reduce || t.reduce != ReduceOp::Sum || t.inputs.size() != 2 ||
       (dt != DType::Float64 && dt != DType::Float32) || t.acc_dtype != dt || t.domain.size() < 3 ||
@@ -64,6 +67,8 @@ bool run_matmul(const Task& t) {
   return true;
 }
 
+namespace {
+
 bool run_now(Task& t) {
   const Config& c = config();
   if (c.tier == Tier::Lazy) return false;
@@ -71,7 +76,7 @@ bool run_now(Task& t) {
   if (t.output.buffer->pending()) return false;
   for (const View& v : t.inputs)
     if (v.buffer->pending_writes.load(std::memory_order_acquire) > 0) return false;
-  if (!run_matmul(t)) {
+  if (!detail::run_matmul_blas(t)) {
     if (!runtime::tier0_supports(t)) return false;
     runtime::tier0_run(t);
   }
@@ -182,6 +187,91 @@ bool run_reduce(const SimpleReduce& r, Scalar* value) {
 }
 
 }  // namespace
+
+// ---------------------------------------------------------------------------
+// Groups of a flush on tier 0 (tiers.h).
+
+namespace detail {
+
+namespace {
+bool is_dead(const std::vector<int>& dead, int k) {
+  for (int d : dead)
+    if (d == k) return true;
+  return false;
+}
+
+bool is_transcendental(const ExprNode& n) {
+  if (n.kind == ExprNode::Kind::Unary) {
+    switch (static_cast<UnaryOp>(n.op)) {
+      case UnaryOp::Sqrt: case UnaryOp::Absolute: case UnaryOp::Negative: case UnaryOp::Positive:
+      case UnaryOp::Square: case UnaryOp::Floor: case UnaryOp::Ceil: case UnaryOp::Trunc: case UnaryOp::Rint:
+      case UnaryOp::Sign: case UnaryOp::Isnan: case UnaryOp::Isinf: case UnaryOp::Isfinite: case UnaryOp::Signbit:
+      case UnaryOp::LogicalNot: case UnaryOp::Invert: case UnaryOp::Reciprocal:
+        return false;
+      default:
+        return true;
+    }
+  }
+  if (n.kind == ExprNode::Kind::Binary) {
+    switch (static_cast<BinaryOp>(n.op)) {
+      case BinaryOp::Power: case BinaryOp::Arctan2: case BinaryOp::Hypot: case BinaryOp::Logaddexp:
+      case BinaryOp::Logaddexp2: case BinaryOp::Fmod: case BinaryOp::Remainder: case BinaryOp::FloorDivide:
+        return true;
+      default:
+        return false;
+    }
+  }
+  return false;
+}
+
+std::atomic<double> g_compile_ms{25.0};
+}  // namespace
+
+bool interpretable(const std::vector<Task>& window, const fusion::Group& g) {
+  for (int k = g.begin; k < g.end; ++k) {
+    if (is_dead(g.dead, k)) continue;
+    const Task& t = window[k];
+    if (t.domain.size() > 16) return false;
+    if (!runtime::tier0_supports(t)) return false;
+  }
+  return true;
+}
+
+double interpret_estimate_ms(const std::vector<Task>& window, const fusion::Group& g) {
+  // Per task: a fixed cost, and per point its nodes (transcendental ones
+  // cost some tens of cycles) and memory traffic.
+  double ns = 0;
+  for (int k = g.begin; k < g.end; ++k) {
+    if (is_dead(g.dead, k)) continue;
+    const Task& t = window[k];
+    double per_point = 1.0;
+    for (const ExprNode& n : t.expr.nodes) per_point += is_transcendental(n) ? 4.0 : 0.4;
+    ns += 300.0 + per_point * static_cast<double>(shape_size(t.domain));
+  }
+  return ns * 1e-6;
+}
+
+void interpret(const std::vector<Task>& window, int begin, int end, const std::vector<int>& dead) {
+  for (int k = begin; k < end; ++k) {
+    if (is_dead(dead, k)) continue;
+    window[k].output.buffer->data();
+    for (const View& v : window[k].inputs) v.buffer->data();
+  }
+  for (int k = begin; k < end; ++k) {
+    if (is_dead(dead, k)) continue;
+    if (!run_matmul_blas(window[k])) runtime::tier0_run(window[k]);
+  }
+}
+
+double compile_estimate_ms() { return g_compile_ms.load(std::memory_order_relaxed); }
+
+void note_compile_ms(double ms) {
+  // A moving average over recent compiles.
+  const double old = g_compile_ms.load(std::memory_order_relaxed);
+  g_compile_ms.store(0.8 * old + 0.2 * ms, std::memory_order_relaxed);
+}
+
+}  // namespace detail
 
 void install_tier0() {
   global_stream().set_run_now(&run_now);

@@ -6,6 +6,7 @@
 // candidate's results against the default schedule's before trusting its
 // time. A candidate that fails to compile or computes something else is
 // counted as a failure and never stored.
+#include "pipeline/tiers.h"
 #include "pipeline/tuning.h"
 
 #include <algorithm>
@@ -563,11 +564,27 @@ std::vector<TunedKernel> tune_captured(const TuneOptions& opt) {
   return out;
 }
 
-void background_wait() { Background::instance().wait(); }
-void background_pause() { Background::instance().pause(); }
-void background_resume() { Background::instance().resume(); }
-void background_reset_in_child() { Background::instance().reset_in_child(); }
-void background_stop() { Background::instance().shutdown(); }
+// (Background compiles of tier-0 groups stop and go with tuning: tiers.h.)
+void background_wait() {
+  Background::instance().wait();
+  detail::compile_queue_wait();
+}
+void background_pause() {
+  Background::instance().pause();
+  detail::compile_queue_pause();
+}
+void background_resume() {
+  detail::compile_queue_resume();
+  Background::instance().resume();
+}
+void background_reset_in_child() {
+  Background::instance().reset_in_child();
+  detail::compile_queue_reset_in_child();
+}
+void background_stop() {
+  Background::instance().shutdown();
+  detail::compile_queue_stop();
+}
 int background_done() { return Background::instance().done(); }
 
 void set_schedule_store(const std::string& path) { tune::ScheduleStore::instance().configure(path); }

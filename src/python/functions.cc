@@ -65,6 +65,7 @@ py::dict report_dict(const pipeline::FlushReport& r) {
     d["schedule"] = g.schedule_text();
     d["key"] = g.key();
     d["cache_hit"] = g.cache_hit;
+    d["tier0"] = g.tier0;
     d["tuned"] = g.tuned;
     d["disk_hit"] = g.disk_hit;
     d["source"] = g.source;
@@ -83,6 +84,7 @@ py::dict report_dict(const pipeline::FlushReport& r) {
   out["memory_hits"] = r.memory_hits;
   out["disk_hits"] = r.disk_hits;
   out["memo_hit"] = r.memo_hit;
+  out["tier0_groups"] = r.tier0_groups;
   out["warnings"] = r.warnings;
   return out;
 }
@@ -257,6 +259,7 @@ void bind_functions(py::module_& m) {
     d["disk_hits"] = p.disk_hits;
     d["memo_hits"] = p.memo_hits;
     d["tier0_ops"] = p.tier0_tasks;
+    d["tier0_groups"] = p.tier0_groups;
     d["disk_hits_total"] = s.disk_hits.load();
     d["disk_load_ns_total"] = s.disk_load_ns.load();
     d["compile_ns_total"] = s.compile_ns.load();

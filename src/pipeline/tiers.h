@@ -1,0 +1,47 @@
+// Internal to the pipeline: which tier runs a recorded group.
+//
+// A group's fused kernel is an investment: compiling costs tens of
+// milliseconds, once per kernel (then the caches serve it). The flush
+// compiles at once when running the group on tier 0 -- its tasks one after
+// another, by the interpreter -- would cost more than the compile; otherwise
+// tier 0 runs it, and when the same window comes back the kernel is compiled
+// in the background (compile_queue.cc) and taken up once ready. The tier is
+// forced by Config::tier: Lazy always compiles (the compiled tier, as tests
+// and benchmarks of it need), Eager interprets whenever it can.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "fusion/fusion.h"
+#include "mdh/mdh.h"
+#include "stream/stream.h"
+#include "tune/tune.h"
+
+namespace nf::pipeline::detail {
+
+// Whether tier 0 can run every live task of `g`.
+bool interpretable(const std::vector<Task>& window, const fusion::Group& g);
+// Estimated milliseconds for tier 0 to run the live tasks of `g`.
+double interpret_estimate_ms(const std::vector<Task>& window, const fusion::Group& g);
+// Runs the tasks [begin, end) of the window on tier 0, skipping `dead`
+// ones. Every output is allocated before the first task runs, so the group
+// runs whole or (on an allocation failure) not at all.
+void interpret(const std::vector<Task>& window, int begin, int end, const std::vector<int>& dead);
+// A floating-point matrix product task run with BLAS (false: not one).
+bool run_matmul_blas(const Task& t);
+
+// Milliseconds a kernel compile is expected to take (measured as they run).
+double compile_estimate_ms();
+void note_compile_ms(double ms);
+
+// The background compiler.
+void compile_in_background(std::shared_ptr<const mdh::MdHom> hom, const tune::Schedule& s);
+void compile_queue_wait();
+void compile_queue_pause();
+void compile_queue_resume();
+void compile_queue_reset_in_child();
+void compile_queue_stop();
+int compile_queue_done();
+
+}  // namespace nf::pipeline::detail
