@@ -354,8 +354,9 @@ def test_two_processes_filling_one_cache(tmp_path):
         assert p.returncode == 0, err
         assert json.loads(out.strip().splitlines()[-1])["ok"]
     r = last_json(run_script(PROGRAM, cache=cache))
-    assert r["ok"] and r["compiled"] == 0 and r["tuned"]
-    assert len((cache / "schedules.txt").read_text().splitlines()) == 1
+    store = (cache / "schedules.txt").read_text()
+    assert r["ok"] and r["compiled"] == 0 and r["tuned"], (r, store, sorted(os.listdir(cache)))
+    assert len(store.splitlines()) == 1, store
 
 
 def test_oversized_entries_are_not_read(tmp_path):

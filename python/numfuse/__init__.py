@@ -98,6 +98,14 @@ def flush():
     _core.flush("flush()")
 
 
+def wait_background():
+    """Block until the kernels numfuse compiles (or tunes) in the background
+    are ready. Kernels of operations tier 0 ran while they were not worth
+    compiling at once are compiled in the background when their code runs
+    again; a benchmark that wants the steady state waits for them."""
+    _core.tune_wait()
+
+
 def round(a, decimals=0, out=None):
     """numpy.round: round half to even, scaling by 10**decimals like NumPy."""
     a = asarray(a)

@@ -199,7 +199,11 @@ bool wanted_again(const std::string& key) {
 
 // The tier of a new group: its kernel from the caches if it is there (in
 // memory, or on disk), else compiled at once or run on tier 0 (tiers.h).
-void choose_tier(const std::vector<Task>& window, Prepared& p, const Config& cfg) {
+// `interp_ms[key]`: tier 0's estimated time for all the window's groups that
+// share the kernel -- a loop body repeated in one window pays for its
+// kernel's compile in this very flush.
+void choose_tier(const std::vector<Task>& window, Prepared& p, const Config& cfg,
+                 const std::unordered_map<std::string, double>& interp_ms) {
   if (!p.built || p.built->tasks.empty() || p.schedule.routine != tune::Routine::None) return;
   bool disk = false;
   if (jit::KernelFn f = jit::KernelCache::instance().try_get(p.key, &disk)) {
@@ -210,7 +214,9 @@ void choose_tier(const std::vector<Task>& window, Prepared& p, const Config& cfg
   }
   if (cfg.tier == Tier::Lazy || cfg.random_schedule_seed >= 0 || cfg.tune_seconds > 0) return;
   if (!detail::interpretable(window, p.group)) return;
-  if (cfg.tier == Tier::Eager || detail::interpret_estimate_ms(window, p.group) < detail::compile_estimate_ms()) {
+  auto it = interp_ms.find(p.key);
+  const double interp = it == interp_ms.end() ? 0.0 : it->second;
+  if (cfg.tier == Tier::Eager || interp < detail::compile_estimate_ms()) {
     p.interpret = true;
     if (cfg.tier != Tier::Eager && wanted_again(p.key))
       detail::compile_in_background(std::shared_ptr<const mdh::MdHom>(p.built, &p.built->hom), p.schedule);
@@ -523,7 +529,10 @@ void flush_window(std::vector<Task>& window, FlushReport* report, int& ran) {
     std::vector<Prepared> prepared;
     prepared.reserve(part.groups.size());
     for (const fusion::Group& g : part.groups) prepared.push_back(prepare(window, g, cfg));
-    for (Prepared& p : prepared) choose_tier(window, p, cfg);
+    std::unordered_map<std::string, double> interp_ms;
+    for (const Prepared& p : prepared)
+      if (p.built && !p.built->tasks.empty()) interp_ms[p.key] += detail::interpret_estimate_ms(window, p.group);
+    for (Prepared& p : prepared) choose_tier(window, p, cfg, interp_ms);
     rep.analyse_ms = ms_since(t0);
 
     // Compile (or fetch) every group's kernel; misses compile concurrently.

@@ -20,7 +20,7 @@ std::string shapes_msg(const std::vector<Dims>& shapes) {
   return s;
 }
 
-void append(Task t) {
+void append(Task&& t) {
 #ifndef NDEBUG
   t.validate();
 #endif
@@ -150,6 +150,66 @@ View copy_if_overlapping(const View& src, const View& dst) {
   View tmp = View::fresh(src.dtype, src.shape);
   record_copy(src, tmp, "copy (overlap)");
   return tmp;
+}
+
+bool record_simple(const SimpleOp& s, View* result) {
+  // The domain: the operands' broadcast shape (the destination's, if any).
+  Dims domain = s.out ? s.out->shape : Dims();
+  for (int k = 0; k < s.nin; ++k) {
+    const View* v = s.view[k];
+    if (!v) continue;
+    if (v->ndim() > static_cast<int>(domain.size())) {
+      Dims d(static_cast<size_t>(v->ndim()) - domain.size(), 1);
+      for (int64_t e : domain) d.push_back(e);
+      domain = d;
+    }
+    const size_t off = domain.size() - v->shape.size();
+    for (size_t j = 0; j < v->shape.size(); ++j) {
+      int64_t& e = domain[off + j];
+      if (v->shape[j] == e || v->shape[j] == 1) continue;
+      if (e != 1) return false;  // (record_map raises NumPy's error)
+      e = v->shape[j];
+    }
+  }
+  if (s.out && domain != s.out->shape) return false;
+  Task t;
+  t.kind = Task::Kind::Map;
+  t.name = s.node.kind == ExprNode::Kind::Unary    ? unary_name(static_cast<UnaryOp>(s.node.op))
+           : s.node.kind == ExprNode::Kind::Binary ? binary_name(static_cast<BinaryOp>(s.node.op))
+                                                   : "__setitem__";
+  View out;
+  if (s.out) {
+    out = *s.out;
+    // An input overlapping the destination must be the destination itself.
+    for (int k = 0; k < s.nin; ++k)
+      if (s.view[k] && s.view[k]->buffer == out.buffer && views_overlap(*s.view[k], out) &&
+          !(s.view[k]->shape == domain && s.view[k]->same_as(out)))
+        return false;
+  } else {
+    // NumPy's order 'K' is C order when every array operand is C-ordered.
+    for (int k = 0; k < s.nin; ++k)
+      if (s.view[k] && s.view[k]->ndim() > 1 && !s.view[k]->is_c_contiguous()) return false;
+    out = View::fresh(s.node.dtype, domain);
+  }
+  int args[2] = {-1, -1};
+  for (int k = 0; k < s.nin; ++k) {
+    if (const View* v = s.view[k]) {
+      args[k] = t.expr.input(static_cast<int>(t.inputs.size()), v->dtype);
+      t.inputs.push_back(v->shape == domain ? *v : broadcast_view(*v, domain));
+    } else {
+      args[k] = t.expr.constant(static_cast<int>(t.consts.size()), s.type[k]);
+      t.consts.push_back(s.value[k]);
+    }
+  }
+  if (s.node.kind == ExprNode::Kind::Cast) t.expr.cast(args[0], s.node.dtype);
+  else if (s.node.kind == ExprNode::Kind::Unary) t.expr.unary(static_cast<UnaryOp>(s.node.op), args[0], s.node.dtype);
+  else t.expr.binary(static_cast<BinaryOp>(s.node.op), args[0], args[1], s.node.dtype);
+  if (t.expr.dtype() != out.dtype) t.expr.cast(t.expr.root(), out.dtype);
+  t.output = out;
+  t.domain = std::move(domain);
+  if (shape_size(t.domain) > 0) append(std::move(t));
+  *result = std::move(out);
+  return true;
 }
 
 View record_map(MapSpec spec) {

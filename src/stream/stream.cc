@@ -39,7 +39,7 @@ void Stream::retire(const std::vector<Task>& tasks) {
   for (const Task& t : tasks) count_pending(t, -1);
 }
 
-void Stream::record(Task t) {
+void Stream::record(Task&& t) {
   if (run_now_ && run_now_(t)) return;
   count_pending(t, 1);
   bool exported = t.output.buffer->exports.load(std::memory_order_relaxed) > 0;

@@ -117,7 +117,7 @@ class Stream {
  public:
   Stream();
   // Runs `t` now (the RunNow hook) or appends it to the window.
-  void record(Task t);
+  void record(Task&& t);
   void set_run_now(RunNow f) { run_now_ = f; }
   void set_run_simple(RunSimpleNow f) { run_simple_ = f; }
   void set_run_reduce(RunReduceNow f) { run_reduce_ = f; }
@@ -204,6 +204,10 @@ struct MapSpec {
 };
 // Records out[...] = expr(inputs). Returns the result view.
 View record_map(MapSpec spec);
+// Records a SimpleOp as one task without building a MapSpec (false: a case
+// it leaves to record_map -- operands that do not broadcast, an input that
+// overlaps the destination, a layout that is not C order).
+bool record_simple(const SimpleOp& s, View* result);
 
 struct ReduceSpec {
   const char* name = "";

@@ -205,6 +205,14 @@ View record_unary(UnaryOp op, const Operand& x, const View* out) {
   if (unary_now(op, x, out, &now)) return now;
   int d = desc_of(x);
   Loop l = resolve(g_unary[static_cast<int>(op)][d], unary_name(op), 1, &d);
+  if (x.kind == Operand::Kind::Array && x.view.dtype == l.in[0] && (!out || out->dtype == l.out)) {
+    SimpleOp s;
+    s.node = {ExprNode::Kind::Unary, l.out, static_cast<uint8_t>(op), 0};
+    s.view[0] = &x.view;
+    s.type[0] = l.in[0];
+    s.out = out;
+    if (record_simple(s, &now)) return now;
+  }
   MapSpec spec;
   spec.name = unary_name(op);
   spec.operand_shapes = {operand_shape(x)};
@@ -322,7 +330,7 @@ View record_binary(BinaryOp op, const Operand& a, const Operand& b, const View* 
       s.node = {ExprNode::Kind::Binary, l.out, static_cast<uint8_t>(op), 0, 1};
       s.out = out;
       View r;
-      if (global_stream().run_simple(s, &r)) return r;
+      if (global_stream().run_simple(s, &r) || record_simple(s, &r)) return r;
     }
   }
   MapSpec spec;
@@ -392,7 +400,7 @@ void record_assign(const View& dst, const Operand& src) {
     s.type[0] = dst.dtype;
   }
   View done;
-  if (global_stream().run_simple(s, &done)) return;
+  if (global_stream().run_simple(s, &done) || record_simple(s, &done)) return;
   MapSpec spec;
   spec.name = "__setitem__";
   if (src.kind == Operand::Kind::Array) {
