@@ -193,6 +193,48 @@ def test_loop_over_moving_slices_is_analysed_and_compiled_once(lazy):
     assert p["memo_hits"] >= iterations - 1, p  # every iteration after the first reuses the analysis
 
 
+@pytest.mark.parametrize("max_window", [64, 100, 37])
+def test_windows_cut_by_max_window_follow_the_loop_period(lazy, max_window):
+    """A loop that never syncs: the automatic cuts fall at multiples of the
+    body's period (7 operations, which divides none of these windows), so
+    every steady-state window has the same signature and hits the memo."""
+    def body(np, u, w):
+        t = u * 0.5 + w          # 2
+        t = np.sqrt(np.abs(t))   # 4
+        u = t - w * 0.25         # 6
+        w = w + 1.0              # 7
+        return u, w
+
+    u, w = nf.arange(16.0), nf.ones(16)
+    ru, rw = onp.arange(16.0), onp.ones(16)
+    nf.flush()
+    with nf.config(max_window=max_window), nf.profile() as p:
+        for _ in range(300):
+            u, w = body(nf, u, w)
+        nf.flush()
+    for _ in range(300):
+        ru, rw = body(onp, ru, rw)
+    assert_same(u, ru)
+    assert_same(w, rw)
+    windows = p["flushes"]
+    assert windows >= 2100 // max_window, p
+    assert p["memo_hits"] >= windows - 3, p  # the first, a second phase, the last
+
+
+def test_windows_without_a_period_are_cut_at_max_window(lazy):
+    ops = onp.random.default_rng(3).integers(0, 3, 1000)  # no period
+    x, ref = nf.arange(8.0), onp.arange(8.0)
+    with nf.config(max_window=32), nf.profile() as p:
+        for k in ops:
+            x = x + 1.0 if k == 0 else (x * 0.5 if k == 1 else nf.sqrt(x))
+        nf.flush()
+    for k in ops:
+        ref = ref + 1.0 if k == 0 else (ref * 0.5 if k == 1 else onp.sqrt(ref))
+    assert_same(x, ref)
+    # cut at 32, or (where a random stretch looks periodic, p <= 8) at 24 or more
+    assert 1000 // 32 + 1 <= p["flushes"] <= 1000 // 24 + 2, p
+
+
 def test_memo_respects_changed_aliasing():
     """Same operations, but the second time the views overlap: the memoized
     plan must not be reused blindly."""

@@ -335,6 +335,7 @@ import os as _os  # noqa: E402
 _os.register_at_fork(before=_core._before_fork, after_in_parent=_core._fork_abandoned)
 _hooks.install()
 _array._install(globals())
+_core._set_matmul(matmul)  # `a @ b` with an operand other than a numfuse array
 
 from ._config import apply_environment as _apply_environment  # noqa: E402
 

@@ -109,13 +109,8 @@ def _install(ns):
         _check_int_power(self, other)
         return self._ipow(other)
 
-    def __matmul__(self, other):
-        if type(other) is ndarray:
-            return _core.matmul_any(self, other, None)
-        return ns["matmul"](self, other)
-
-    def __rmatmul__(self, other):
-        return ns["matmul"](other, self)
+    # a @ b is the C slot nb_matrix_multiply (src/python/array.cc), which
+    # calls numfuse.matmul for operands other than two numfuse arrays.
 
     def __imatmul__(self, other):
         r = ns["matmul"](self, other)
@@ -148,7 +143,6 @@ def _install(ns):
         return array_function(func, types, args, kwargs)
 
     # -- properties ---------------------------------------------------------------
-    C.T = property(lambda self: self._transpose(None))
     C.mT = property(lambda self: self._swapaxes(-1, -2))
     def _real(self):
         return self  # a real array's real part is the array itself, as in NumPy

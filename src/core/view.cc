@@ -127,18 +127,18 @@ struct Term {
 
 // Depth-first search for sum a_i z_i == r, 0 <= z_i <= u_i. Returns 1 (found),
 // 0 (no solution), -1 (work budget exhausted).
-int dfs(const std::vector<Term>& t, const std::vector<int64_t>& max_rest,
-        const std::vector<int64_t>& gcd_rest, size_t i, int64_t r, int64_t& budget) {
+int dfs(const Term* t, size_t n, const int64_t* max_rest, const int64_t* gcd_rest, size_t i, int64_t r,
+        int64_t& budget) {
   if (--budget < 0) return -1;
-  if (i == t.size()) return r == 0 ? 1 : 0;
+  if (i == n) return r == 0 ? 1 : 0;
   if (r < 0 || r > t[i].a * t[i].u + max_rest[i]) return 0;
   if (gcd_rest[i] > 1 && r % gcd_rest[i] != 0) return 0;
-  if (i + 1 == t.size()) return (r % t[i].a == 0 && r / t[i].a <= t[i].u) ? 1 : 0;
+  if (i + 1 == n) return (r % t[i].a == 0 && r / t[i].a <= t[i].u) ? 1 : 0;
   int64_t lo = std::max<int64_t>(0, (r - max_rest[i] + t[i].a - 1) / t[i].a);
   int64_t hi = std::min<int64_t>(t[i].u, r / t[i].a);
   bool exhausted = false;
   for (int64_t z = hi; z >= lo; --z) {
-    int res = dfs(t, max_rest, gcd_rest, i + 1, r - t[i].a * z, budget);
+    int res = dfs(t, n, max_rest, gcd_rest, i + 1, r - t[i].a * z, budget);
     if (res == 1) return 1;
     if (res == -1) {
       exhausted = true;
@@ -159,36 +159,43 @@ bool views_overlap(const View& a, const View& b) {
   const int64_t blo = b.lo() * isb, bhi = b.hi() * isb + isb - 1;
   if (ahi < blo || bhi < alo) return false;
   // sum sA*x - sum sB*y - t == oB - oA - (isA - 1), t in [0, isA + isB - 2].
-  std::vector<std::pair<int64_t, int64_t>> raw;  // (coefficient, upper bound)
-  for (int k = 0; k < a.ndim(); ++k) raw.push_back({a.strides[k] * isa, a.shape[k] - 1});
-  for (int k = 0; k < b.ndim(); ++k) raw.push_back({-b.strides[k] * isb, b.shape[k] - 1});
-  raw.push_back({-1, isa + isb - 2});
+  // On the stack: this runs for every pair of views of one buffer in a
+  // window's signature (column sweeps over one matrix).
+  constexpr int kMaxDims = 64;  // NumPy's limit; more is counted as overlap
+  if (a.ndim() > kMaxDims || b.ndim() > kMaxDims) return true;
+  constexpr size_t kMax = 2 * kMaxDims + 1;
+  Term terms[kMax];
+  size_t n = 0;
   int64_t r = b.offset * isb - a.offset * isa - (isa - 1);
-  std::vector<Term> terms;
-  for (auto [c, u] : raw) {
-    if (c == 0 || u == 0) continue;
+  auto add = [&](int64_t c, int64_t u) {
+    if (c == 0 || u == 0) return;
     if (c < 0) {
       r -= c * u;  // z = u - z'
       c = -c;
     }
-    terms.push_back({c, u});
-  }
+    terms[n++] = {c, u};
+  };
+  for (int k = 0; k < a.ndim(); ++k) add(a.strides[k] * isa, a.shape[k] - 1);
+  for (int k = 0; k < b.ndim(); ++k) add(-b.strides[k] * isb, b.shape[k] - 1);
+  add(-1, isa + isb - 2);
   // Merge equal coefficients (common for views with the same strides).
-  std::sort(terms.begin(), terms.end(), [](const Term& x, const Term& y) { return x.a > y.a; });
-  std::vector<Term> merged;
-  for (const Term& t : terms) {
-    if (!merged.empty() && merged.back().a == t.a) merged.back().u += t.u;
-    else merged.push_back(t);
+  std::sort(terms, terms + n, [](const Term& x, const Term& y) { return x.a > y.a; });
+  size_t m = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (m > 0 && terms[m - 1].a == terms[i].a) terms[m - 1].u += terms[i].u;
+    else terms[m++] = terms[i];
   }
-  std::vector<int64_t> max_rest(merged.size() + 1, 0), gcd_rest(merged.size() + 1, 0);
+  if (m == 0) return r == 0;
+  int64_t max_rest[kMax + 1], gcd_rest[kMax + 1];
   // max_rest[i]: the most terms after i can add; gcd_rest[i]: gcd of terms i.. .
-  for (size_t i = merged.size(); i-- > 0;) {
-    max_rest[i] = i + 1 < merged.size() ? max_rest[i + 1] + merged[i + 1].a * merged[i + 1].u : 0;
-    gcd_rest[i] = std::gcd(gcd_rest[i + 1], merged[i].a);
+  max_rest[m] = 0;
+  gcd_rest[m] = 0;
+  for (size_t i = m; i-- > 0;) {
+    max_rest[i] = i + 1 < m ? max_rest[i + 1] + terms[i + 1].a * terms[i + 1].u : 0;
+    gcd_rest[i] = std::gcd(gcd_rest[i + 1], terms[i].a);
   }
-  if (merged.empty()) return r == 0;
   int64_t budget = 200000;
-  int res = dfs(merged, max_rest, gcd_rest, 0, r, budget);
+  int res = dfs(terms, m, max_rest, gcd_rest, 0, r, budget);
   return res != 0;  // -1 (undecided) counts as overlap
 }
 

@@ -19,7 +19,8 @@ PyTypeObject* g_ndarray_type = nullptr;
 
 namespace {
 
-py::handle g_fancy_getitem, g_fancy_setitem, g_ufunc_fallback, g_operator_fallback, g_array_ufunc, g_ndarray_new;
+py::handle g_fancy_getitem, g_fancy_setitem, g_ufunc_fallback, g_operator_fallback, g_array_ufunc, g_ndarray_new,
+    g_matmul;
 // NumPy ufunc object -> (nin, numfuse op) for __array_ufunc__'s fast path.
 std::unordered_map<PyObject*, std::pair<int, int>> g_ufunc_ops;
 
@@ -184,6 +185,17 @@ PyObject* nb_inplace(PyObject* a, PyObject* b) {
 template <UnaryOp op>
 PyObject* nb_unary(PyObject* a) {
   return guarded([&] { return unary(op, a).release().ptr(); });
+}
+
+// a @ b: two numfuse arrays record (or run now) here; anything else goes to
+// numfuse.matmul(a, b), which converts the other operand as NumPy does.
+// CPython passes the operands in source order whichever one's slot it calls.
+PyObject* nb_matmul(PyObject* a, PyObject* b) {
+  return guarded([&] {
+    if (Py_TYPE(a) == g_ndarray_type && Py_TYPE(b) == g_ndarray_type)
+      return matmul_arrays(view_of(a), view_of(b), py::none()).release().ptr();
+    return g_matmul(py::handle(a), py::handle(b)).release().ptr();
+  });
 }
 
 PyObject* richcompare(PyObject* self, PyObject* other, int cmp) {
@@ -387,7 +399,17 @@ PyObject* get_owns_data(PyObject* self, void*) {
   return PyBool_FromLong(v.offset == 0 && v.size() * itemsize(v.dtype) == v.buffer->nbytes() && v.is_c_contiguous());
 }
 
+PyObject* get_T(PyObject* self, void*) {
+  return guarded([&] {
+    const View& v = view_of(self);
+    std::vector<int> axes(v.ndim());
+    for (int k = 0; k < v.ndim(); ++k) axes[k] = v.ndim() - 1 - k;
+    return wrap(transpose_view(v, axes)).release().ptr();
+  });
+}
+
 PyGetSetDef g_getset[] = {
+    {"T", get_T, nullptr, "View of the transposed array (same as self.transpose()).", nullptr},
     {"shape", get_shape, set_shape, "Tuple of array dimensions (settable when a view allows it).", nullptr},
     {"ndim", get_ndim, nullptr, "Number of array dimensions.", nullptr},
     {"size", get_size, nullptr, "Number of elements in the array.", nullptr},
@@ -492,6 +514,7 @@ PyType_Slot g_slots[] = {
     NF_SLOT(Py_nb_inplace_xor, nb_inplace<BinaryOp::BitwiseXor>),
     NF_SLOT(Py_nb_inplace_lshift, nb_inplace<BinaryOp::LeftShift>),
     NF_SLOT(Py_nb_inplace_rshift, nb_inplace<BinaryOp::RightShift>),
+    NF_SLOT(Py_nb_matrix_multiply, nb_matmul),
     NF_SLOT(Py_nb_negative, nb_unary<UnaryOp::Negative>),
     NF_SLOT(Py_nb_positive, nb_unary<UnaryOp::Positive>),
     NF_SLOT(Py_nb_absolute, nb_unary<UnaryOp::Absolute>),
@@ -522,6 +545,7 @@ PyTypeObject* make_ndarray_type(py::module_& m) {
   });
   m.def("_set_array_ufunc_hook", [](py::object hook) { g_array_ufunc = hook.release(); });
   m.def("_set_ndarray_new", [](py::object f) { g_ndarray_new = f.release(); });
+  m.def("_set_matmul", [](py::object f) { g_matmul = f.release(); });
   m.def("_set_index_hooks", [](py::object get, py::object set, py::object ufunc_fallback, py::object op_fallback) {
     g_fancy_getitem = get.release();
     g_fancy_setitem = set.release();

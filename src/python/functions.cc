@@ -428,7 +428,7 @@ void bind_functions(py::module_& m) {
   m.def("set_memo", [](bool on) { pipeline::config().memo = on; });
   m.def("get_memo", []() { return pipeline::config().memo; });
   m.def("get_dump", []() { return pipeline::config().dump; });
-  m.def("set_max_window", [](int64_t n) { global_stream().max_window = static_cast<size_t>(std::max<int64_t>(n, 1)); });
+  m.def("set_max_window", [](int64_t n) { global_stream().set_max_window(static_cast<size_t>(std::max<int64_t>(n, 1))); });
   m.def("get_max_window", []() { return global_stream().max_window; });
   m.def("set_max_kernel_ops", [](int n) {
     if (n < 1) throw py::value_error("max_kernel_ops must be at least 1");

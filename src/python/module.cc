@@ -202,7 +202,7 @@ bool to_operand(py::handle h, Operand& out) {
 
 void before_record() {
   Stream& s = global_stream();
-  if (s.size() >= s.max_window) flush_all("window full");
+  if (s.size() >= s.cut_at()) flush_all("window full");
 }
 
 // Where the program synced: the innermost frame outside numfuse's own

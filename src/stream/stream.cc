@@ -46,9 +46,46 @@ void Stream::record(Task&& t) {
   for (const View& v : t.inputs) exported |= v.buffer->exports.load(std::memory_order_relaxed) > 0;
   if (exported) sync_request_.store(true);
   std::lock_guard<std::mutex> lock(mu_);
+  note_code(t);
   window_.push_back(std::move(t));
   size_.store(window_.size(), std::memory_order_release);
   recorded_total_.fetch_add(1, std::memory_order_release);
+}
+
+void Stream::note_code(const Task& t) {
+  uint64_t h = reinterpret_cast<uintptr_t>(t.name) * 0x9E3779B97F4A7C15ull;
+  h ^= (static_cast<uint64_t>(t.kind) << 8) ^ (static_cast<uint64_t>(t.output.dtype) << 16) ^
+       (static_cast<uint64_t>(t.domain.size()) << 24) ^ (static_cast<uint64_t>(t.inputs.size()) << 32);
+  h *= 0xff51afd7ed558ccdull;
+  codes_.push_back(static_cast<uint32_t>(h ^ (h >> 32)));
+  // Half full: look for the loop body's period in the window's last 3/8
+  // (past any prologue before the loop), and cut at a multiple of it.
+  const size_t n = codes_.size();
+  if (max_window >= 16 && n == max_window / 2) {
+    const size_t q = n / 4;
+    if (const size_t p = period_of(codes_.data() + q, n - q); p > 0 && p <= max_window / 4)
+      cut_.store(max_window / p * p, std::memory_order_release);
+  }
+}
+
+size_t Stream::period_of(const uint32_t* codes, size_t n) {
+  if (n < 2) return 0;
+  // Knuth-Morris-Pratt failure function: the smallest period is n - pi[n-1].
+  std::vector<uint32_t> pi(n, 0);
+  for (size_t i = 1; i < n; ++i) {
+    uint32_t k = pi[i - 1];
+    while (k > 0 && codes[i] != codes[k]) k = pi[k - 1];
+    if (codes[i] == codes[k]) ++k;
+    pi[i] = k;
+  }
+  const size_t p = n - pi[n - 1];
+  return p <= n / 2 ? p : 0;
+}
+
+void Stream::set_max_window(size_t n) {
+  std::lock_guard<std::mutex> lock(mu_);
+  max_window = std::max<size_t>(n, 1);
+  cut_.store(max_window, std::memory_order_release);
 }
 
 std::vector<Task> Stream::take() {
@@ -56,6 +93,8 @@ std::vector<Task> Stream::take() {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<Task> out;
   out.swap(window_);
+  codes_.clear();
+  cut_.store(max_window, std::memory_order_release);
   size_.store(0, std::memory_order_release);
   // No thread is between recording and wrapping (the gate), so this is a
   // consistent picture of which buffers Python can still reach.
@@ -73,6 +112,8 @@ void Stream::restore(std::vector<Task> tasks) {
   const size_t n = tasks.size();
   tasks.insert(tasks.end(), std::make_move_iterator(window_.begin()), std::make_move_iterator(window_.end()));
   window_.swap(tasks);
+  codes_.clear();
+  for (const Task& t : window_) note_code(t);
   size_.store(window_.size(), std::memory_order_release);
   recorded_total_.fetch_add(n, std::memory_order_release);
 }

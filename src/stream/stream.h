@@ -151,6 +151,15 @@ class Stream {
   // Flush policy: the window is flushed automatically once it holds this many
   // tasks (bounds memory and analysis time in loops that never sync).
   size_t max_window = 512;
+  void set_max_window(size_t n);
+  // Where the window is cut (flushed automatically): max_window, or, once the
+  // window is half full and its recorded operations repeat with a period p
+  // (a loop body that never syncs), the largest multiple of p not above
+  // max_window -- so every cut falls at the same phase of the loop body and
+  // every steady-state window has the same signature (and hits the memo).
+  size_t cut_at() const { return cut_.load(std::memory_order_acquire); }
+  // The smallest period p <= n/2 of codes[0..n), or 0 when there is none.
+  static size_t period_of(const uint32_t* codes, size_t n);
   // Tasks put into the window so far (recorded, or put back by restore):
   // unchanged means nothing new is pending since it was last read.
   uint64_t recorded_total() const { return recorded_total_.load(std::memory_order_acquire); }
@@ -159,6 +168,9 @@ class Stream {
   mutable std::mutex mu_;
   std::recursive_mutex gate_;
   std::vector<Task> window_;
+  std::vector<uint32_t> codes_;  // per task of window_: its operation (kind, name, dtype, rank)
+  std::atomic<size_t> cut_{512};
+  void note_code(const Task& t);  // under mu_
   std::atomic<uint64_t> recorded_total_{0};
   std::atomic<size_t> size_{0};
   std::atomic<bool> sync_request_{false};
