@@ -2,19 +2,21 @@
 not the arithmetic, is the work (microseconds per operation):
 
   (a) NumPy: executing the operation;
-  (b) numfuse: recording it (max_window = 10**7, so no operation flushes;
-      each timed window records `number` operations and is then flushed,
-      untimed);
-  (c) numfuse: a loop body of ~20 small operations flushed every iteration,
-      so every flush after the first hits the memo (analysis memoized,
-      kernels from the in-memory cache): record and flush per operation;
-  (d) the same with the memo off (memo=False): the analysis runs each flush.
+  (b) numfuse, default tier (auto): arrays this small are computed at the
+      call by tier 0 (no recording, no kernel);
+  (c) numfuse, tier="lazy": recording the operation (max_window = 10**7, so
+      no operation flushes; each timed window records `number` operations
+      and is then flushed, untimed);
+  (d) a loop body of 20 small operations, per tier: auto (computed at each
+      call), and lazy flushed every iteration with the memo on (every flush
+      after the first hits the memo: analysis memoized, kernels from the
+      in-memory cache) and off (the analysis runs each flush).
 
     python benchmarks/loops/perop.py [--quick] [--json-out FILE]
 
 (also run by `python benchmarks/loops/run.py --perop`). Run it with
 NUMFUSE_CACHE_DIR set to an empty directory for a cold kernel cache; the
-kernels compiled in the warm-up iterations of (c) are not timed either way.
+kernels compiled in the warm-up iterations of (d) are not timed either way.
 """
 
 import argparse
@@ -64,41 +66,44 @@ def _per_op(stmt, env, number, repeats):
     return max(t - empty, 0.0) * 1e6
 
 
+def _windowed(stmt, env, number, repeats):
+    """Microseconds per recorded `stmt` (tier lazy, nothing flushed while timed)."""
+    best = None
+    for _ in range(repeats):
+        numfuse.flush()
+        t = min(timeit.Timer(stmt, globals=env).repeat(repeat=1, number=number)) / number
+        numfuse.flush()  # runs (or drops) what was recorded, untimed
+        best = t if best is None else min(best, t)
+    empty = min(timeit.Timer("pass", globals=env).repeat(repeat=repeats, number=number)) / number
+    return max(best - empty, 0.0) * 1e6
+
+
 def single_ops(number, repeats):
-    """(a) and (b): rows of (operation, NumPy us, numfuse recording us)."""
+    """(a)-(c): rows of (operation, NumPy us, numfuse auto us, numfuse lazy record us)."""
     a, b = numpy.linspace(1.0, 2.0, 16), numpy.linspace(2.0, 3.0, 16)
     A, B = numfuse.array(a), numfuse.array(b)
     numfuse.flush()
     rows = []
-    old = numfuse.get_option("max_window")
-    try:
-        for stmt in CASES:
-            t_np = _per_op(stmt, {"np": numpy, "a": a, "b": b}, number, repeats)
-            numfuse.set_option("max_window", 10**7)
-            env = {"np": numfuse, "a": A, "b": B}
-            best = None
-            for _ in range(repeats):
-                numfuse.flush()
-                t = min(timeit.Timer(stmt, globals=env).repeat(repeat=1, number=number)) / number
-                numfuse.flush()  # runs (or drops) what was recorded, untimed
-                best = t if best is None else min(best, t)
-            empty = min(timeit.Timer("pass", globals=env).repeat(repeat=repeats, number=number)) / number
-            rows.append({"op": stmt, "numpy_us": t_np, "numfuse_record_us": max(best - empty, 0.0) * 1e6})
-            numfuse.set_option("max_window", old)
-    finally:
-        numfuse.set_option("max_window", old)
+    for stmt in CASES:
+        env = {"np": numfuse, "a": A, "b": B}
+        t_np = _per_op(stmt, {"np": numpy, "a": a, "b": b}, number, repeats)
+        t_auto = _per_op(stmt, env, number, repeats)
+        with numfuse.config(tier="lazy", max_window=10**7):
+            t_lazy = _windowed(stmt, env, number, repeats)
+        rows.append({"op": stmt, "numpy_us": t_np, "numfuse_auto_us": t_auto, "numfuse_record_us": t_lazy})
     return rows
 
 
-def loop_body(iters, warmup, memo):
-    """(c)/(d): record and flush microseconds per operation of body(),
-    flushed every iteration, and the profile of the timed iterations."""
+def loop_body(iters, warmup, memo, tier="lazy"):
+    """(d): record and flush microseconds per operation of body(), flushed
+    every iteration, and the profile of the timed iterations."""
     a, b = numpy.linspace(1.0, 2.0, 16), numpy.linspace(2.0, 3.0, 16)
     A, B = numfuse.array(a), numfuse.array(b)
     u = numfuse.array(numpy.linspace(0.0, 1.0, 16))
     numfuse.flush()
-    old = numfuse.get_option("memo")
+    old = numfuse.get_option("memo"), numfuse.get_option("tier")
     numfuse.set_option("memo", memo)
+    numfuse.set_option("tier", tier)
     try:
         for _ in range(warmup):  # compiles the kernels (and fills the memo)
             u = body(numfuse, u, A, B)
@@ -115,7 +120,8 @@ def loop_body(iters, warmup, memo):
                 fl += t2 - t1
         final = numpy.asarray(u).copy()
     finally:
-        numfuse.set_option("memo", old)
+        numfuse.set_option("memo", old[0])
+        numfuse.set_option("tier", old[1])
     n = iters * BODY_OPS
     return {"record_us": rec / n * 1e6, "flush_us": fl / n * 1e6, "total_us": (rec + fl) / n * 1e6,
             "profile": dict(p), "final": final}
@@ -149,26 +155,31 @@ def main(argv=None):
     rows = single_ops(number, repeats)
     print(f"per-operation cost, 16-element float64 arrays (us per operation, best of {repeats} windows "
           f"of {number} operations)")
-    print(f"  {'operation':12s} {'NumPy exec':>11s} {'numfuse record':>15s} {'ratio':>8s}")
+    print(f"  {'operation':12s} {'NumPy exec':>11s} {'numfuse auto':>13s} {'ratio':>7s} {'lazy record':>12s} "
+          f"{'ratio':>7s}")
     for r in rows:
-        ratio = r["numfuse_record_us"] / r["numpy_us"] if r["numpy_us"] else float("nan")
-        r["ratio"] = ratio
-        print(f"  {r['op']:12s} {r['numpy_us']:11.3f} {r['numfuse_record_us']:15.3f} {ratio:7.2f}x")
-    print("  (a[3] under numfuse is a read: a sync point, reading memory directly when nothing is pending)")
+        r["ratio_auto"] = r["numfuse_auto_us"] / r["numpy_us"] if r["numpy_us"] else float("nan")
+        r["ratio_record"] = r["numfuse_record_us"] / r["numpy_us"] if r["numpy_us"] else float("nan")
+        print(f"  {r['op']:12s} {r['numpy_us']:11.3f} {r['numfuse_auto_us']:13.3f} {r['ratio_auto']:6.2f}x "
+              f"{r['numfuse_record_us']:12.3f} {r['ratio_record']:6.2f}x")
+    print("  (ratio: numfuse time / NumPy time, < 1 is faster; a[3] under numfuse is a read: a sync point,")
+    print("   reading memory directly when nothing is pending)")
 
     t_np = numpy_body(iters)
+    auto = loop_body(iters, warmup, True, tier="auto")
     memo_on = loop_body(iters, warmup, True)
     memo_off = loop_body(iters, warmup, False)
     ref = numpy.linspace(0.0, 1.0, 16)
     a, b = numpy.linspace(1.0, 2.0, 16), numpy.linspace(2.0, 3.0, 16)
     for _ in range(warmup + iters):
         ref = body(numpy, ref, a, b)
-    match = bool(numpy.allclose(memo_on.pop("final"), ref) and numpy.allclose(memo_off.pop("final"), ref))
+    match = all(bool(numpy.allclose(d.pop("final"), ref)) for d in (auto, memo_on, memo_off))
     print()
     print(f"loop body of {BODY_OPS} operations, flushed every iteration ({iters} timed iterations after "
           f"{warmup} warm-up; us per operation)")
     print(f"  NumPy execution                      {t_np:8.3f}")
-    for label, d in (("numfuse, memo on ", memo_on), ("numfuse, memo off", memo_off)):
+    for label, d in (("numfuse auto          ", auto), ("numfuse lazy, memo on ", memo_on),
+                     ("numfuse lazy, memo off", memo_off)):
         p = d["profile"]
         print(f"  {label}: record {d['record_us']:7.3f} + flush {d['flush_us']:7.3f} = {d['total_us']:7.3f} "
               f"({d['total_us'] / t_np:6.2f}x NumPy; flush alone {d['flush_us'] / t_np:6.2f}x)  "
@@ -176,7 +187,7 @@ def main(argv=None):
               f"{p['kernels_run']} kernels run]")
     print(f"  results match NumPy: {match}")
     data = {"single_ops": rows, "body_ops": BODY_OPS, "iters": iters, "numpy_body_us": t_np,
-            "memo_on": memo_on, "memo_off": memo_off, "match": match, "number": number, "repeats": repeats}
+            "auto": auto, "memo_on": memo_on, "memo_off": memo_off, "match": match, "number": number, "repeats": repeats}
     if args.json_out:
         with open(args.json_out, "w") as f:
             json.dump(data, f, indent=2, default=str)

@@ -71,12 +71,12 @@ def _install(ns):
     def tobytes(self, order="C"):
         return self._to_numpy(False).tobytes(order)
 
-    def __iter__(self):
-        if self.ndim == 0:
-            raise TypeError("iteration over a 0-d array")
-        if self.ndim == 1:
-            return self._iter_elements()  # NumPy scalars, read in C++
+    # iter(a) is the C slot tp_iter (src/python/array.cc): NumPy scalars from
+    # a native iterator for 1-D arrays, _iter_rows for more dimensions.
+    def _iter_rows(self):
         return (self[i] for i in range(self.shape[0]))
+
+    _core._set_iter_rows(_iter_rows)
 
     def __contains__(self, value):
         return bool((self == value).any())

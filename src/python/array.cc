@@ -20,7 +20,7 @@ PyTypeObject* g_ndarray_type = nullptr;
 namespace {
 
 py::handle g_fancy_getitem, g_fancy_setitem, g_ufunc_fallback, g_operator_fallback, g_array_ufunc, g_ndarray_new,
-    g_matmul;
+    g_matmul, g_iter_rows;
 // NumPy ufunc object -> (nin, numfuse op) for __array_ufunc__'s fast path.
 std::unordered_map<PyObject*, std::pair<int, int>> g_ufunc_ops;
 
@@ -285,7 +285,32 @@ bool selects_element(const View& v, const IndexItems& items) {
   return true;
 }
 
+// a[i] for a Python int i on a 1-D array: the flat offset, or -1 (an index
+// out of range, or not an int: the general path reports it as NumPy does).
+inline int64_t int_key_offset(const View& v, PyObject* key) {
+  if (!PyLong_CheckExact(key) || v.ndim() != 1) return -1;
+  int overflow = 0;
+  long long i = PyLong_AsLongLongAndOverflow(key, &overflow);
+  if (overflow || (i == -1 && PyErr_Occurred())) {
+    PyErr_Clear();
+    return -1;
+  }
+  if (i < 0) i += v.shape[0];
+  if (i < 0 || i >= v.shape[0]) return -1;
+  return v.offset + i * v.strides[0];
+}
+
 PyObject* getitem(PyObject* self, PyObject* key) {
+  {
+    const View& v = view_of(self);
+    const int64_t off = int_key_offset(v, key);
+    if (off >= 0 && v.buffer->pending_writes.load(std::memory_order_acquire) == 0)
+      return guarded([&] {
+        return numpy_scalar(v.dtype, static_cast<const char*>(v.buffer->data()) + off * itemsize(v.dtype))
+            .release()
+            .ptr();
+      });
+  }
   return guarded([&] {
     IndexItems items;
     if (!parse_index(key, items)) return g_fancy_getitem(py::handle(self), py::handle(key)).release().ptr();
@@ -300,6 +325,18 @@ PyObject* getitem(PyObject* self, PyObject* key) {
 void setitem(PyObject* self, PyObject* key, PyObject* value) {
   // NumPy refuses a read-only destination before looking at the index.
   if (view_of(self).readonly) throw ValueError("assignment destination is read-only");
+  {
+    // a[i] = python/NumPy scalar on a 1-D array whose memory nothing pending uses.
+    const View& v = view_of(self);
+    const int64_t off = int_key_offset(v, key);
+    Operand src;
+    if (off >= 0 && !v.buffer->pending() && !is_ndarray(value) && !PyList_Check(value) && !PyTuple_Check(value) &&
+        to_operand(value, src) &&
+        src.kind != Operand::Kind::Array) {
+      element_value(src, v.dtype).store(static_cast<char*>(v.buffer->data()) + off * itemsize(v.dtype));
+      return;
+    }
+  }
   IndexItems items;
   Operand src;
   if (!parse_index(key, items) || !to_operand(value, src)) {
@@ -323,9 +360,11 @@ void setitem(PyObject* self, PyObject* key, PyObject* value) {
     element_value(src, v.dtype).store(static_cast<char*>(v.buffer->data()) + off * itemsize(v.dtype));
     return;
   }
+  const View dst = index_view(v, list);
+  if (assign_now(dst, src)) return;
   before_record();
   RecordGuard guard;
-  record_assign(index_view(v, list), src);
+  record_assign(dst, src);
 }
 
 int ass_subscript(PyObject* self, PyObject* key, PyObject* value) {
@@ -397,6 +436,21 @@ PyObject* get_buffer_id(PyObject* self, void*) { return PyLong_FromUnsignedLongL
 PyObject* get_owns_data(PyObject* self, void*) {
   const View& v = view_of(self);
   return PyBool_FromLong(v.offset == 0 && v.size() * itemsize(v.dtype) == v.buffer->nbytes() && v.is_c_contiguous());
+}
+
+// iter(a): NumPy scalars for a 1-D array (a native iterator), rows (views,
+// from numfuse._array's generator) for more dimensions.
+PyObject* tp_iter(PyObject* self) {
+  return guarded([&]() -> PyObject* {
+    const View& v = view_of(self);
+    if (v.ndim() == 0) throw TypeError("iteration over a 0-d array");
+    if (v.ndim() == 1) {
+      PyObject* it = make_element_iter(v);
+      if (!it) throw py::error_already_set();
+      return it;
+    }
+    return g_iter_rows(py::handle(self)).release().ptr();
+  });
 }
 
 PyObject* get_T(PyObject* self, void*) {
@@ -487,6 +541,7 @@ PyType_Slot g_slots[] = {
     NF_SLOT(Py_tp_hash, PyObject_HashNotImplemented),
     NF_SLOT(Py_tp_richcompare, richcompare),
     NF_SLOT(Py_tp_getset, g_getset),
+    NF_SLOT(Py_tp_iter, tp_iter),
     NF_SLOT(Py_tp_methods, g_methods),
     NF_SLOT(Py_tp_members, g_members),
     NF_SLOT(Py_mp_length, length),
@@ -546,6 +601,7 @@ PyTypeObject* make_ndarray_type(py::module_& m) {
   m.def("_set_array_ufunc_hook", [](py::object hook) { g_array_ufunc = hook.release(); });
   m.def("_set_ndarray_new", [](py::object f) { g_ndarray_new = f.release(); });
   m.def("_set_matmul", [](py::object f) { g_matmul = f.release(); });
+  m.def("_set_iter_rows", [](py::object f) { g_iter_rows = f.release(); });
   m.def("_set_index_hooks", [](py::object get, py::object set, py::object ufunc_fallback, py::object op_fallback) {
     g_fancy_getitem = get.release();
     g_fancy_setitem = set.release();

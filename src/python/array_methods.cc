@@ -27,52 +27,71 @@ std::vector<int> axes_list(const py::handle& axes, int ndim) {
 }
 
 // Iterating a 1-D array yields NumPy scalars as NumPy does, each read from
-// memory; a sync happens when something is pending (checked again only
-// after new operations were recorded). The type's tp_iternext is the fast
-// path (element_iter_next); `_next` does the whole step, syncing if needed,
-// with pybind11's exception translation.
-struct ElementIter {
-  View v;
-  int64_t i = 0;
-  uint64_t checked = ~uint64_t(0);  // stream's recorded_total at the last check
+// memory; a sync happens when something is pending (checked again only when
+// the stream has recorded something since, or a flush is running). A native
+// type: `for b in data:` costs what NumPy's iterator costs.
+struct PyElementIter {
+  PyObject_HEAD
+  View v;  // constructed in place by make_element_iter, destroyed by iter_dealloc
+  int64_t i;
+  uint64_t checked;  // stream's recorded_total at the last check
 };
 
-bool element_iter_current(const ElementIter& it) {
-  return it.checked == global_stream().recorded_total() && pipeline::idle();
+PyTypeObject* g_element_iter_type = nullptr;
+
+void iter_dealloc(PyObject* self) {
+  PyTypeObject* tp = Py_TYPE(self);
+  reinterpret_cast<PyElementIter*>(self)->v.~View();
+  tp->tp_free(self);
+  Py_DECREF(tp);
 }
 
-py::object element_iter_read(ElementIter& it) {
-  const char* base = static_cast<const char*>(it.v.buffer->data());
-  const int64_t at = it.v.offset + it.i * it.v.strides[0];
-  ++it.i;
-  return numpy_scalar(it.v.dtype, base + at * itemsize(it.v.dtype));
+PyObject* iter_next(PyObject* self) {
+  auto* it = reinterpret_cast<PyElementIter*>(self);
+  if (it->i >= it->v.shape[0]) return nullptr;  // exhausted (no exception: StopIteration)
+  return guarded([&] {
+    if (it->checked != global_stream().recorded_total() || !pipeline::idle()) {
+      flush_all("element access");  // as element access: whatever is pending (see element())
+      it->checked = global_stream().recorded_total();
+    }
+    const char* base = static_cast<const char*>(it->v.buffer->data());
+    const int64_t at = it->v.offset + it->i * it->v.strides[0];
+    ++it->i;
+    return numpy_scalar(it->v.dtype, base + at * itemsize(it->v.dtype)).release().ptr();
+  });
 }
 
-py::object element_iter_step(ElementIter& it) {
-  if (it.i >= it.v.shape[0]) throw py::stop_iteration();
-  if (!element_iter_current(it)) {
-    flush_all("element access");  // as element access: whatever is pending (see element())
-    it.checked = global_stream().recorded_total();
-  }
-  return element_iter_read(it);
+PyObject* iter_length_hint(PyObject* self, PyObject*) {
+  auto* it = reinterpret_cast<PyElementIter*>(self);
+  return PyLong_FromLongLong(std::max<int64_t>(it->v.shape[0] - it->i, 0));
 }
 
-PyObject* element_iter_next(PyObject* self) {
-  ElementIter* it = nullptr;
-  try {
-    it = &py::handle(self).cast<ElementIter&>();
-    if (it->i >= it->v.shape[0]) return nullptr;  // exhausted (no exception: StopIteration)
-    if (element_iter_current(*it)) return element_iter_read(*it).release().ptr();
-  } catch (py::error_already_set& e) {
-    e.restore();
-    return nullptr;
-  } catch (...) {
-    // fall through to the translated path
-  }
-  return PyObject_CallMethod(self, "_next", nullptr);
-}
+PyMethodDef g_iter_methods[] = {
+    {"__length_hint__", iter_length_hint, METH_NOARGS, nullptr},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+PyType_Slot g_iter_slots[] = {
+    {Py_tp_dealloc, reinterpret_cast<void*>(iter_dealloc)},
+    {Py_tp_iter, reinterpret_cast<void*>(PyObject_SelfIter)},
+    {Py_tp_iternext, reinterpret_cast<void*>(iter_next)},
+    {Py_tp_methods, g_iter_methods},
+    {0, nullptr},
+};
+
+PyType_Spec g_iter_spec = {"numfuse._ElementIter", static_cast<int>(sizeof(PyElementIter)), 0, Py_TPFLAGS_DEFAULT,
+                           g_iter_slots};
 
 }  // namespace
+
+PyObject* make_element_iter(const View& v) {
+  auto* it = reinterpret_cast<PyElementIter*>(g_element_iter_type->tp_alloc(g_element_iter_type, 0));
+  if (!it) return nullptr;
+  new (&it->v) View(v);
+  it->i = 0;
+  it->checked = ~uint64_t(0);
+  return reinterpret_cast<PyObject*>(it);
+}
 
 void bind_array(py::module_& m) {
   py::handle c(reinterpret_cast<PyObject*>(make_ndarray_type(m)));
@@ -215,16 +234,10 @@ void bind_array(py::module_& m) {
   def(c, "_same_buffer", [](const NdArray& a, const NdArray& b) { return a.v.buffer == b.v.buffer; });
   def(c, "_may_share_memory", [](const NdArray& a, const NdArray& b) { return views_overlap(a.v, b.v); });
 
-  py::class_<ElementIter> iter_cls(m, "_ElementIter");
-  iter_cls.def("__iter__", [](py::object self) { return self; })
-      .def("__next__", &element_iter_step)
-      .def("_next", &element_iter_step);
-  reinterpret_cast<PyTypeObject*>(iter_cls.ptr())->tp_iternext = &element_iter_next;
-  PyType_Modified(reinterpret_cast<PyTypeObject*>(iter_cls.ptr()));
-  def(c, "_iter_elements", [](const NdArray& a) {
-    if (a.v.ndim() != 1) throw py::value_error("_iter_elements: a 1-D array is required");
-    return ElementIter{a.v};
-  });
+  PyObject* t = PyType_FromSpec(&g_iter_spec);
+  if (!t) throw py::error_already_set();
+  g_element_iter_type = reinterpret_cast<PyTypeObject*>(t);
+  m.add_object("_ElementIter", py::handle(t));  // the module keeps the type alive
 }
 
 }  // namespace nf::py_bind

@@ -32,6 +32,9 @@ struct PyNdArray {
 // The type object (created at import by make_ndarray_type).
 extern PyTypeObject* g_ndarray_type;
 PyTypeObject* make_ndarray_type(py::module_& m);
+// An iterator over a 1-D view yielding NumPy scalars (new reference, or null
+// with a Python error set).
+PyObject* make_element_iter(const View& v);
 
 // Releases the GIL for a scope (use instead of py::gil_scoped_release).
 // Once numfuse's exit handler has run (shutdown()), a thread other than

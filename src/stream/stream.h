@@ -310,6 +310,10 @@ View record_where(const Operand& cond, const Operand& x, const Operand& y);
 // dst[...] = src, cast unsafely (assignment semantics). Checks Python scalars
 // like NumPy (OverflowError / ValueError for NaN into integers).
 void record_assign(const View& dst, const Operand& src);
+// record_assign's tier-0 form: true when dst[...] = src ran at once (small,
+// nothing pending); false when it must be recorded (raises what record_assign
+// raises).
+bool assign_now(const View& dst, const Operand& src);
 // dst[()] = src for a one-element view and a scalar, done now: the value is
 // converted as record_assign converts it and written into dst's memory. Only
 // for memory no pending task reads or writes (Stream::touches).

@@ -373,12 +373,14 @@ View record_where(const Operand& cond, const Operand& x, const Operand& y) {
   return record_map(std::move(spec));
 }
 
-void record_assign(const View& dst, const Operand& src) {
+namespace {
+// dst[...] = src as tier 0's direct form; `value` holds the array operand's
+// view (the op points at it).
+SimpleOp assign_op(const View& dst, const Operand& src, View& value) {
   if (dst.readonly) throw ValueError("assignment destination is read-only");
   SimpleOp s;
   s.node = {ExprNode::Kind::Cast, dst.dtype, 0, 0};
   s.out = &dst;
-  View value;
   if (src.kind == Operand::Kind::Array) {
     // NumPy drops leading length-1 axes of the value (a[1] = ones((1, 4))).
     value = src.view;
@@ -399,6 +401,20 @@ void record_assign(const View& dst, const Operand& src) {
     s.value[0] = setitem_value(src, dst.dtype);
     s.type[0] = dst.dtype;
   }
+  return s;
+}
+}  // namespace
+
+bool assign_now(const View& dst, const Operand& src) {
+  View value;
+  const SimpleOp s = assign_op(dst, src, value);
+  View done;
+  return global_stream().run_simple(s, &done);
+}
+
+void record_assign(const View& dst, const Operand& src) {
+  View value;
+  SimpleOp s = assign_op(dst, src, value);
   View done;
   if (global_stream().run_simple(s, &done) || record_simple(s, &done)) return;
   MapSpec spec;

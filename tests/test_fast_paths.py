@@ -1,0 +1,123 @@
+"""The C fast paths of the array type (element access and stores with an int
+key, iteration, `@`, `.T`) against NumPy: values, result types, exceptions."""
+import numpy as onp
+import pytest
+
+import numfuse as nf
+from conftest import assert_result_kind, assert_same
+
+
+@pytest.mark.parametrize("dtype", [onp.float64, onp.float32, onp.int64, onp.uint8, onp.bool_, onp.int8])
+def test_int_key_element_read_and_store(dtype):
+    ref = onp.arange(10).astype(dtype)
+    a = nf.asarray(ref.copy())
+    for i in [0, 3, 9, -1, -10]:
+        got, exp = a[i], ref[i]
+        assert type(got) is type(exp) and got == exp
+    for i, v in [(2, 1), (-3, 0), (4, True), (5, onp.int8(1)), (0, onp.float32(1.0))]:
+        a[i] = v
+        ref[i] = v
+    assert_same(a, ref)
+    for i in [10, -11, 2**63, -(2**70)]:
+        with pytest.raises(IndexError):
+            a[i]
+        with pytest.raises(IndexError):
+            a[i] = 1
+
+
+def test_int_key_store_errors_and_casts_match_numpy():
+    a, ref = nf.zeros(4, dtype=onp.uint8), onp.zeros(4, dtype=onp.uint8)
+    with pytest.raises(OverflowError):
+        ref[0] = 300
+    with pytest.raises(OverflowError):
+        a[0] = 300
+    a[1] = onp.int64(300)  # NumPy scalars cast (wrap)
+    ref[1] = onp.int64(300)
+    with pytest.raises(ValueError):
+        a[2] = [1, 2]
+    with pytest.raises(ValueError):
+        a[2] = nf.ones(1)
+    with pytest.raises(ValueError):
+        a[2] = "x"
+    assert_same(a, ref)
+    ro = nf.broadcast_to(nf.arange(3.0), (3,))
+    with pytest.raises(ValueError, match="read-only"):
+        ro[0] = 1.0
+
+
+def test_int_key_sees_pending_writes(lazy):
+    a = nf.arange(8.0)
+    a[1:] = a[:-1] * 2.0  # pending in the lazy tier
+    assert a[3] == 4.0 and type(a[3]) is onp.float64
+    a *= 3.0
+    a[0] = 7.0  # a store into memory a pending operation writes: ordered after it
+    ref = onp.arange(8.0)
+    ref[1:] = ref[:-1] * 2.0
+    ref *= 3.0
+    ref[0] = 7.0
+    assert_same(a, ref)
+
+
+def test_int_key_on_views_and_nd_arrays():
+    ref = onp.arange(24.0).reshape(4, 6)
+    a = nf.asarray(ref.copy())
+    assert_same(a[2], ref[2])          # a row: a view, not an element
+    col = a[:, 3]
+    assert col[-1] == ref[:, 3][-1]     # strided 1-D view
+    rev = a[1, ::-1]
+    assert rev[0] == ref[1, ::-1][0]
+    rev[0] = -1.0
+    ref[1, ::-1][0] = -1.0
+    assert_same(a, ref)
+
+
+@pytest.mark.parametrize("dtype", [onp.float64, onp.uint8, onp.int32, onp.bool_])
+def test_iteration(dtype):
+    ref = (onp.arange(7) % 3).astype(dtype)
+    a = nf.asarray(ref.copy())
+    it = iter(a)
+    assert it.__length_hint__() == 7
+    got = list(it)
+    assert [type(x) for x in got] == [type(x) for x in ref] and got == list(ref)
+    assert it.__length_hint__() == 0 and list(it) == []
+    m = nf.asarray(onp.arange(6.0).reshape(2, 3))
+    rows = list(m)
+    assert len(rows) == 2 and all(isinstance(r, nf.ndarray) for r in rows)
+    assert_same(rows[1], onp.arange(6.0).reshape(2, 3)[1])
+    with pytest.raises(TypeError, match="0-d"):
+        iter(nf.asarray(onp.float64(1.0)).reshape(()))
+
+
+def test_iteration_syncs_pending_work_and_later_writes(lazy):
+    a = nf.arange(5.0)
+    b = a * 2.0
+    it = iter(b)
+    assert next(it) == 0.0
+    b[2] = 100.0   # written while iterating: seen, as with NumPy
+    b += 1.0       # recorded while iterating: synced at the next step
+    assert list(it) == [3.0, 101.0, 7.0, 9.0]
+
+
+def test_matmul_operator_and_transpose():
+    ra, rb = onp.arange(12.0).reshape(3, 4), onp.arange(8.0).reshape(4, 2)
+    a, b = nf.asarray(ra), nf.asarray(rb)
+    assert_same(a @ b, ra @ rb)
+    assert_same(a @ [1.0, 2.0, 3.0, 4.0], ra @ [1.0, 2.0, 3.0, 4.0])
+    assert_same([1.0, 2.0, 3.0] @ a, [1.0, 2.0, 3.0] @ ra)
+    v = nf.arange(4.0)
+    r = v @ v
+    assert_result_kind(r, onp.arange(4.0) @ onp.arange(4.0))  # NumPy's scalar when computed at the call
+    assert float(r) == 14.0
+    assert_same(ra @ b, ra @ rb)  # a NumPy array on the left
+    with pytest.raises(ValueError):
+        a @ a
+    with pytest.raises(ValueError):
+        ra @ onp.float64(2.0)
+    with pytest.raises(ValueError):
+        a @ onp.float64(2.0)  # matmul takes no scalars
+    t = a.T
+    assert_same(t, ra.T)
+    assert t.strides == ra.T.strides and t.flags["F_CONTIGUOUS"]
+    t[0, 1] = -5.0
+    assert a[1, 0] == -5.0  # a view
+    assert nf.asarray(onp.float64(2.0)).T.shape == ()
