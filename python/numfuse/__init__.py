@@ -341,4 +341,4 @@ from ._config import apply_environment as _apply_environment  # noqa: E402
 
 _apply_environment()
 
-__getattr__ = _fallback.module_getattr(_np, "numfuse")
+__getattr__ = _fallback.module_getattr(_np, "numfuse", globals())

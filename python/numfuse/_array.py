@@ -63,6 +63,10 @@ def _install(ns):
         return operator.index(self._to_numpy(False))
 
     def item(self, *args):
+        if len(args) == 1 and type(args[0]) is int and self.ndim == 1 and -self.shape[0] <= args[0] < self.shape[0]:
+            return self[args[0]].item()  # the element read (C fast path), as a Python scalar
+        if not args and self.ndim == 0:
+            return self[()].item()
         return self._to_numpy(False).item(*args)
 
     def tolist(self):
@@ -91,7 +95,9 @@ def _install(ns):
         return (_from_numpy_copy, (self._to_numpy(False).copy(),))
 
     # -- operators that need Python-level dispatch --------------------------------
-    def __pow__(self, other, mod=None):
+    # a ** b is the C slot nb_power (src/python/array.cc): float arrays to a
+    # Python scalar power directly, everything else through these two.
+    def _py_pow(self, other, mod=None):
         if mod is not None:
             return NotImplemented
         # NumPy's `**` computes x**2 as square(x) for every numeric type
@@ -101,9 +107,13 @@ def _install(ns):
         _check_int_power(self, other)
         return self._pow(other)
 
-    def __rpow__(self, other, mod=None):
+    def _py_rpow(self, other, mod=None):
+        if mod is not None:
+            return NotImplemented
         _check_int_power(other, self)
         return self._rpow(other)
+
+    _core._set_pow(_py_pow, _py_rpow)
 
     def __ipow__(self, other):
         _check_int_power(self, other)
@@ -211,6 +221,8 @@ def _install(ns):
         return self._transpose(tuple(axes) if axes else None)
 
     def flatten(self, order="C"):
+        if order == "C" or (order in ("A", "K") and self._c_contiguous):
+            return self.copy("C").reshape(-1)  # a fresh C-ordered copy, seen 1-D
         return ns["ravel"](self, order).copy()
 
     def view(self, dtype=None, type=None):
@@ -292,6 +304,18 @@ def _install(ns):
                  "searchsorted", "compress", "choose", "put", "argpartition", "partition"):
         if name in ns:
             setattr(C, name, method(name))
+
+    general_ravel = C.ravel
+
+    def ravel(self, order="C"):
+        # C-contiguous data ravels to a view in every order but "F" (as NumPy):
+        # the C reshape entry point, without the Python function's checks.
+        if self._c_contiguous and (order != "F" or self.ndim <= 1):
+            return self.reshape(-1)
+        return general_ravel(self, order)
+
+    ravel.__doc__ = general_ravel.__doc__
+    C.ravel = ravel
 
 
 def _ndarray_new(shape, dtype=float, buffer=None, offset=0, strides=None, order=None):

@@ -193,6 +193,9 @@ def ones_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
     return full_like(a, 1, dtype=dtype, order=order, shape=shape)
 
 
+_INT64 = np.dtype(np.int64)
+
+
 def _is_int(x):
     return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
 
@@ -200,6 +203,13 @@ def _is_int(x):
 def arange(*args, start=None, stop=None, step=None, dtype=None, like=None, device=None):
     """numpy.arange([start,] stop[, step], dtype=None). Integer ranges compute
     exactly in int64; float ranges fill ``start + i*delta`` as NumPy does."""
+    # The common calls -- arange(n), arange(a, b), arange(a, b, step) with
+    # Python ints -- without the general argument handling below.
+    if (0 < len(args) <= 3 and start is None and stop is None and step is None and dtype is None
+            and like is None and all(type(x) is int for x in args)):
+        r = range(*args) if len(args) < 3 or args[2] != 0 else None  # (step 0: the general path raises)
+        if r is not None and -2**62 < r.start < 2**62 and -2**62 < r.stop < 2**62 and -2**62 < r.step < 2**62:
+            return _core.arange(float(r.start), float(r.step), len(r), _INT64, True, r.start, r.step)
     if len(args) > 4:
         raise TypeError(f"arange() takes from 1 to 4 positional arguments but {len(args)} were given")
     if len(args) == 4:

@@ -48,10 +48,18 @@ def warn_once(name):
 
 def to_numpy(x, sources, writeable=True):
     """Recursively replace numfuse arrays by NumPy views."""
-    if type(x) is ndarray:
+    t = type(x)
+    if t is ndarray:
         a = x._to_numpy(writeable)
         sources.append(a)
         return a
+    if t is tuple or t is list:
+        conv = [to_numpy(v, sources, writeable) for v in x]
+        return conv if t is list else tuple(conv)
+    if t is dict:
+        return {k: to_numpy(v, sources, writeable) for k, v in x.items()}
+    if t in _PLAIN:
+        return x
     if isinstance(x, np.ndarray):
         sources.append(x)
         return x
@@ -63,14 +71,19 @@ def to_numpy(x, sources, writeable=True):
     return x
 
 
+_PLAIN = frozenset([int, float, bool, complex, str, type(None), slice, type(Ellipsis)])
+
+
 def wrap(res, sources=()):
     """Wrap NumPy results as numfuse arrays (copying if they alias an input)."""
-    if isinstance(res, np.ndarray) and type(res) is np.ndarray:
+    t = type(res)
+    if t is np.ndarray:
         if not _core.supported_dtype(res.dtype):
             return res
-        aliases = any(np.may_share_memory(res, s) for s in sources)
+        # An array that owns its memory (base None) aliases nothing.
+        aliases = res.base is not None and any(np.may_share_memory(res, s) for s in sources)
         return _core.from_numpy(res, not aliases)
-    if isinstance(res, tuple):
+    if t is tuple or isinstance(res, tuple):
         if hasattr(res, "_fields"):  # namedtuple results (e.g. linalg.eigh)
             return type(res)(*(wrap(r, sources) for r in res))
         return tuple(wrap(r, sources) for r in res)
@@ -100,8 +113,12 @@ def numpy_function(func, name=None):
     return wrapper
 
 
-def module_getattr(np_module, module_name):
-    """A module ``__getattr__`` that falls back to the NumPy module's attribute."""
+def module_getattr(np_module, module_name, namespace=None):
+    """A module ``__getattr__`` that falls back to the NumPy module's attribute.
+
+    With `namespace` (the module's globals), the wrapper made for a NumPy
+    function is kept there, so later lookups of the name are plain global
+    lookups (a loop calling numfuse.sort pays for the wrapper once)."""
 
     def __getattr__(name):
         if name.startswith("__"):
@@ -111,7 +128,9 @@ def module_getattr(np_module, module_name):
         except AttributeError:
             raise AttributeError(f"module '{module_name}' has no attribute '{name}'") from None
         if callable(obj) and not isinstance(obj, type):
-            return numpy_function(obj, f"{np_module.__name__}.{name}")
+            obj = numpy_function(obj, f"{np_module.__name__}.{name}")
+            if namespace is not None:
+                namespace[name] = obj
         return obj
 
     return __getattr__

@@ -4,4 +4,4 @@ import numpy as np
 
 from . import _fallback
 
-__getattr__ = _fallback.module_getattr(np.fft, "numfuse.fft")
+__getattr__ = _fallback.module_getattr(np.fft, "numfuse.fft", globals())

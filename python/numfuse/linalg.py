@@ -297,4 +297,4 @@ def matrix_power(a, n):
     return result if result is not None else eye(a.shape[-1], dtype=a.dtype)
 
 
-__getattr__ = _fallback.module_getattr(np.linalg, "numfuse.linalg")
+__getattr__ = _fallback.module_getattr(np.linalg, "numfuse.linalg", globals())

@@ -20,7 +20,7 @@ PyTypeObject* g_ndarray_type = nullptr;
 namespace {
 
 py::handle g_fancy_getitem, g_fancy_setitem, g_ufunc_fallback, g_operator_fallback, g_array_ufunc, g_ndarray_new,
-    g_matmul, g_iter_rows;
+    g_matmul, g_iter_rows, g_pow, g_rpow;
 // NumPy ufunc object -> (nin, numfuse op) for __array_ufunc__'s fast path.
 std::unordered_map<PyObject*, std::pair<int, int>> g_ufunc_ops;
 
@@ -214,6 +214,19 @@ PyObject* m_rpow(PyObject* self, PyObject* other) {
 }
 PyObject* m_ipow(PyObject* self, PyObject* other) {
   return guarded([&] { return inplace(BinaryOp::Power, self, other).release().ptr(); });
+}
+
+// a ** b (nb_power): a float array raised to a scalar needs none of the
+// integer-power checks and records (or runs) here; every other case is
+// numfuse._array's _py_pow / _py_rpow (NumPy's rules for integer powers).
+PyObject* nb_power(PyObject* a, PyObject* b, PyObject* mod) {
+  if (mod == Py_None && Py_TYPE(a) == g_ndarray_type && Py_TYPE(b) != g_ndarray_type &&
+      is_float(view_of(a).dtype) && (PyFloat_CheckExact(b) || PyLong_CheckExact(b)))
+    return m_pow(a, b);
+  return guarded([&] {
+    if (Py_TYPE(a) == g_ndarray_type) return g_pow(py::handle(a), py::handle(b), py::handle(mod)).release().ptr();
+    return g_rpow(py::handle(b), py::handle(a), py::handle(mod)).release().ptr();
+  });
 }
 
 // ---------------------------------------------------------------------------
@@ -570,6 +583,7 @@ PyType_Slot g_slots[] = {
     NF_SLOT(Py_nb_inplace_lshift, nb_inplace<BinaryOp::LeftShift>),
     NF_SLOT(Py_nb_inplace_rshift, nb_inplace<BinaryOp::RightShift>),
     NF_SLOT(Py_nb_matrix_multiply, nb_matmul),
+    NF_SLOT(Py_nb_power, nb_power),
     NF_SLOT(Py_nb_negative, nb_unary<UnaryOp::Negative>),
     NF_SLOT(Py_nb_positive, nb_unary<UnaryOp::Positive>),
     NF_SLOT(Py_nb_absolute, nb_unary<UnaryOp::Absolute>),
@@ -602,6 +616,10 @@ PyTypeObject* make_ndarray_type(py::module_& m) {
   m.def("_set_ndarray_new", [](py::object f) { g_ndarray_new = f.release(); });
   m.def("_set_matmul", [](py::object f) { g_matmul = f.release(); });
   m.def("_set_iter_rows", [](py::object f) { g_iter_rows = f.release(); });
+  m.def("_set_pow", [](py::object pow, py::object rpow) {
+    g_pow = pow.release();
+    g_rpow = rpow.release();
+  });
   m.def("_set_index_hooks", [](py::object get, py::object set, py::object ufunc_fallback, py::object op_fallback) {
     g_fancy_getitem = get.release();
     g_fancy_setitem = set.release();

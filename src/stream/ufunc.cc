@@ -225,9 +225,20 @@ View record_unary(UnaryOp op, const Operand& x, const View* out) {
 bool binary_now(BinaryOp op, const Operand& a, const Operand& b, const View* out, View* result) {
   int d[2] = {desc_of(a), desc_of(b)};
   Loop l = resolve(g_binary[static_cast<int>(op)][d[0]][d[1]], binary_name(op), 2, d);
-  // Power's scalar exponents and comparisons with out-of-range Python ints
-  // take record_binary's own paths.
-  if (op == BinaryOp::Power && b.kind != Operand::Kind::Array) return false;
+  // Power's scalar exponents: NumPy's float loop special-cases 2, 0.5, -1
+  // and 1 (as record_binary does); integer loops check for negative
+  // exponents (record_binary's path). Comparisons with out-of-range Python
+  // ints take record_binary's path too.
+  if (op == BinaryOp::Power && b.kind != Operand::Kind::Array) {
+    if (!is_float(l.in[0]) || l.in[0] != l.out || a.kind != Operand::Kind::Array || a.view.dtype != l.in[0] || out)
+      return false;
+    const double e = scalar_in(b, DType::Float64).f;
+    if (e == 2.0) return unary_now(UnaryOp::Square, a, nullptr, result);
+    if (e == 0.5) return unary_now(UnaryOp::Sqrt, a, nullptr, result);
+    if (e == -1.0) return unary_now(UnaryOp::Reciprocal, a, nullptr, result);
+    if (e == 1.0) return unary_now(UnaryOp::Positive, a, nullptr, result);
+    return false;  // other exponents: record_binary's path (pow's scalar loop, as NumPy)
+  }
   SimpleOp s;
   s.nin = 2;
   if (out && out->dtype != l.out) return false;

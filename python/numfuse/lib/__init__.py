@@ -7,4 +7,4 @@ import numpy as _np
 from .. import _fallback
 from . import stride_tricks  # noqa: F401
 
-__getattr__ = _fallback.module_getattr(_np.lib, "numfuse.lib")
+__getattr__ = _fallback.module_getattr(_np.lib, "numfuse.lib", globals())
