@@ -215,3 +215,44 @@ def test_fallback_functions_are_cached_and_still_warn():
     assert "sort" in vars(nf)  # the wrapper is kept: the next lookup is a plain global
     assert_same(s1, onp.array([1.0, 2.0, 3.0]))
     assert_same(nf.sort(nf.asarray(onp.array([2, 1]))), onp.array([1, 2]))
+
+
+def test_array_from_sequences():
+    a = nf.arange(3.0)
+    for obj in ([1.0, 2.0, 3.0], (1, 2, 3), [[1, 2], [3, 4]], [True, False], [a, a * 2], (a, [7.0, 8.0, 9.0]),
+                [onp.float32(1), 2], [[1.5]]):
+        ref = onp.array([onp.asarray(x) if isinstance(x, nf.ndarray) else x for x in obj])
+        got = nf.array(obj)
+        assert type(got) is nf.ndarray
+        assert_same(got, ref)
+    got = nf.array([1, 2, 3], dtype=onp.float32, ndmin=2)
+    assert_same(got, onp.array([1, 2, 3], dtype=onp.float32, ndmin=2))
+    src = [1.0, 2.0]
+    got = nf.array(src)
+    got[0] = 5.0
+    assert src == [1.0, 2.0]
+    with pytest.raises(ValueError):
+        nf.array([[1, 2], [3]])
+    big = onp.arange(4, dtype=">f8")  # non-native byte order: copied, values kept
+    assert_same(nf.array(big), onp.array(big).astype("=f8"))
+
+
+def test_concatenate_dtypes():
+    a, b = nf.arange(3), nf.arange(3.0)
+    for arrays in ([a, a], [a, b], [b, b], [a.astype(onp.int8), a.astype(onp.uint8)]):
+        ref = onp.concatenate([onp.asarray(x) for x in arrays])
+        got = nf.concatenate(arrays)
+        assert got.dtype == ref.dtype
+        assert_same(got, ref)
+    with pytest.raises(TypeError):
+        nf.concatenate([b, b], dtype=onp.int64, casting="same_kind")
+    assert_same(nf.concatenate([b, b], dtype=onp.float32), onp.concatenate([onp.arange(3.0)] * 2, dtype=onp.float32))
+
+
+def test_clip_loop_cache_keeps_types():
+    for x, lo, hi in [(nf.arange(5.0), 1, 3), (nf.arange(5), 1, 3), (nf.arange(5), 1.5, 3), (nf.arange(5.0), 1, 3),
+                      (nf.arange(5).astype(onp.int8), 1, 300), (nf.arange(5.0).astype(onp.float32), 1.0, 2.0)]:
+        ref = onp.clip(onp.asarray(x), lo, hi)
+        got = nf.clip(x, lo, hi)
+        assert got.dtype == ref.dtype
+        assert_same(got, ref)

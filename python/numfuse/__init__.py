@@ -164,6 +164,9 @@ def clip(a, a_min=_np._NoValue, a_max=_np._NoValue, out=None, *, min=_np._NoValu
     return _clip_both(r, lo, hi, out)
 
 
+_CLIP_LOOPS = {}  # (x dtype, bound types) -> NumPy's clip loop (resolve_dtypes is slow)
+
+
 def _clip_both(x, lo, hi, out):
     """NumPy's clip ufunc with both bounds. Its loop type comes from NumPy's
     own type resolution. For floats, NumPy's loop with scalar bounds keeps x
@@ -194,8 +197,11 @@ def _clip_both(x, lo, hi, out):
 
     lo = lo if type(lo) in (_builtins.bool, int, float) else asarray(lo)
     hi = hi if type(hi) in (_builtins.bool, int, float) else asarray(hi)
+    key = (x.dtype, desc(lo), desc(hi))
     try:
-        loop = _np._core.umath.clip.resolve_dtypes((x.dtype, desc(lo), desc(hi), None))
+        loop = _CLIP_LOOPS.get(key)
+        if loop is None:
+            loop = _CLIP_LOOPS[key] = _np._core.umath.clip.resolve_dtypes(key + (None,))
     except TypeError:
         return _fallback.call_numpy(_np.clip, (x, lo, hi), dict(out=out), "numpy.clip")
     if not _builtins.all(_core.supported_dtype(t) for t in loop) or _builtins.any(type(v) not in (_builtins.bool, int, float, ndarray)

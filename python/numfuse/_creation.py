@@ -70,6 +70,14 @@ def array(object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, lik
                          "when needed (no behavior change in NumPy 1.x).\n"
                          "For more details, see https://numpy.org/devdocs/numpy_2_0_migration_guide.html"
                          "#adapting-to-changes-in-the-copy-keyword.")
+    if copy is True and (type(object) is list or type(object) is tuple):
+        # A fresh NumPy array from a sequence (numfuse arrays inside convert
+        # through __array__, synced): it aliases nothing, numfuse adopts it.
+        a = np.array(object, dtype=dtype, order=order, ndmin=ndmin)
+        if _core.supported_dtype(a.dtype):
+            return _core.from_numpy(a, True)
+        _fallback.warn_once(f"arrays of dtype {a.dtype}")
+        return a
     sources = []
     obj = _fallback.to_numpy(object, sources, writeable=False) if isinstance(object, (list, tuple)) else object
     a = np.array(obj, dtype=dtype, copy=copy if copy is not False else None, order=order, ndmin=ndmin)

@@ -210,8 +210,12 @@ def concatenate(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
                 raise ValueError("all the input array dimensions except for the concatenation axis must match "
                                  f"exactly, but along dimension {d}, the array at index 0 has size "
                                  f"{arrays[0].shape[d]} and the array at index {i} has size {a.shape[d]}")
-    rt = np.dtype(dtype) if dtype is not None else np.result_type(*[a.dtype for a in arrays])
-    for a in arrays:
+    dts = {a.dtype for a in arrays}
+    if dtype is None and len(dts) == 1:
+        rt = dts.pop()  # one dtype: the result's, and every cast is safe
+    else:
+        rt = np.dtype(dtype) if dtype is not None else np.result_type(*[a.dtype for a in arrays])
+    for a in arrays if len(dts) else ():
         if not np.can_cast(a.dtype, rt, casting):
             raise TypeError(f"Cannot cast array data from {a.dtype!r} to {rt!r} according to the rule "
                             f"'{casting}'")

@@ -116,6 +116,10 @@ View from_numpy(py::handle arr, bool adopt);
 
 // NumPy's C API (scalars.cc): call once at import.
 void init_numpy_api();
+// A NumPy array's dtype object (borrowed) and whether its data is in native
+// byte order (`arr` must be a numpy.ndarray).
+PyObject* numpy_array_descr(PyObject* arr);
+bool numpy_array_native(PyObject* arr);
 // The NumPy scalar of type t holding the element at `data` (copied).
 py::object numpy_scalar(DType t, const void* data);
 py::object numpy_scalar(const Scalar& value);

@@ -316,8 +316,9 @@ py::object element(const View& v, std::span<const IndexItem> items) {
 }
 
 View from_numpy(py::handle h, bool adopt) {
+  if (!py::isinstance<py::array>(h)) throw TypeError("expected a numpy.ndarray");
   py::array arr = py::reinterpret_borrow<py::array>(h);
-  std::optional<DType> t = to_dtype(arr.attr("dtype"));
+  std::optional<DType> t = to_dtype(py::handle(numpy_array_descr(h.ptr())));
   if (!t) throw TypeError("numfuse cannot hold arrays of dtype " + std::string(py::str(arr.attr("dtype"))));
   const int64_t is = itemsize(*t);
   Dims shape;
@@ -325,7 +326,7 @@ View from_numpy(py::handle h, bool adopt) {
   bool aligned = true;
   for (py::ssize_t i = 0; i < arr.ndim(); ++i)
     if (arr.strides(i) % is != 0) aligned = false;
-  if (adopt && aligned && arr.dtype().attr("isnative").cast<bool>()) {
+  if (adopt && aligned && numpy_array_native(h.ptr())) {
     // Point at NumPy's memory; the buffer spans the array's whole extent.
     View v;
     v.dtype = *t;

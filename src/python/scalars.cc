@@ -17,6 +17,14 @@ void init_numpy_api() {
   if (_import_array() < 0) throw py::error_already_set();
 }
 
+PyObject* numpy_array_descr(PyObject* arr) {
+  return reinterpret_cast<PyObject*>(PyArray_DESCR(reinterpret_cast<PyArrayObject*>(arr)));
+}
+
+bool numpy_array_native(PyObject* arr) {
+  return PyArray_ISNBO(PyArray_DESCR(reinterpret_cast<PyArrayObject*>(arr))->byteorder);
+}
+
 namespace {
 template <typename T>
 T load_value(const char* p) {
