@@ -256,3 +256,25 @@ def test_clip_loop_cache_keeps_types():
         got = nf.clip(x, lo, hi)
         assert got.dtype == ref.dtype
         assert_same(got, ref)
+
+
+@pytest.mark.parametrize("dtype", [onp.float64, onp.float32, onp.int8, onp.int64, onp.uint64, onp.uint8, onp.bool_])
+def test_tolist_and_item_give_python_scalars(dtype):
+    ref = (onp.arange(6) % 4).astype(dtype)
+    a = nf.asarray(ref.copy())
+    for x, r in [(a, ref), (a[::-2], ref[::-2]), (a.reshape(2, 3), ref.reshape(2, 3)), (a[:0], ref[:0])]:
+        got, exp = x.tolist(), r.tolist()
+        assert got == exp
+        flat = lambda v: [y for z in v for y in (z if isinstance(z, list) else [z])]
+        assert [type(y) for y in flat(got)] == [type(y) for y in flat(exp)]
+    for i in [0, 5, -1, -6]:
+        assert a.item(i) == ref.item(i) and type(a.item(i)) is type(ref.item(i))
+    assert a.reshape(2, 3).item(4) == ref.reshape(2, 3).item(4)
+
+
+def test_tolist_and_item_see_pending_writes(lazy):
+    a = nf.arange(4.0)
+    a *= 3.0
+    assert a.tolist() == [0.0, 3.0, 6.0, 9.0]
+    a += 1.0
+    assert a.item(2) == 7.0

@@ -62,15 +62,15 @@ def _install(ns):
     def __index__(self):
         return operator.index(self._to_numpy(False))
 
-    def item(self, *args):
-        if len(args) == 1 and type(args[0]) is int and self.ndim == 1 and -self.shape[0] <= args[0] < self.shape[0]:
-            return self[args[0]].item()  # the element read (C fast path), as a Python scalar
-        if not args and self.ndim == 0:
-            return self[()].item()
+    # item and tolist are C methods (src/python/array.cc) for the common
+    # forms; these are the general ones they call.
+    def _py_item(self, *args):
         return self._to_numpy(False).item(*args)
 
-    def tolist(self):
+    def _py_tolist(self):
         return self._to_numpy(False).tolist()
+
+    _core._set_item_tolist(_py_item, _py_tolist)
 
     def tobytes(self, order="C"):
         return self._to_numpy(False).tobytes(order)

@@ -20,7 +20,7 @@ PyTypeObject* g_ndarray_type = nullptr;
 namespace {
 
 py::handle g_fancy_getitem, g_fancy_setitem, g_ufunc_fallback, g_operator_fallback, g_array_ufunc, g_ndarray_new,
-    g_matmul, g_iter_rows, g_pow, g_rpow;
+    g_matmul, g_iter_rows, g_pow, g_rpow, g_item, g_tolist;
 // NumPy ufunc object -> (nin, numfuse op) for __array_ufunc__'s fast path.
 std::unordered_map<PyObject*, std::pair<int, int>> g_ufunc_ops;
 
@@ -523,7 +523,50 @@ PyObject* array_ufunc(PyObject* self, PyObject* const* args, Py_ssize_t nargs, P
   });
 }
 
+// a.item(i) on a 1-D array (i in range) and a.item() on a 0-d array read the
+// element directly; every other form is the Python method (numfuse._array).
+PyObject* m_item(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
+  const View& v = view_of(self);
+  int64_t off = -1;
+  if (nargs == 1) off = int_key_offset(v, args[0]);
+  else if (nargs == 0 && v.ndim() == 0) off = v.offset;
+  if (off >= 0)
+    return guarded([&] {
+      if (v.buffer->pending_writes.load(std::memory_order_acquire) > 0) flush_all("item()");
+      PyObject* r = python_scalar(v.dtype, static_cast<const char*>(v.buffer->data()) + off * itemsize(v.dtype));
+      if (!r) throw py::error_already_set();
+      return r;
+    });
+  return guarded([&] {
+    py::tuple t(nargs);
+    for (Py_ssize_t i = 0; i < nargs; ++i) t[i] = py::handle(args[i]);
+    return g_item(py::handle(self), *t).release().ptr();
+  });
+}
+
+// a.tolist() of a 1-D array: Python scalars read directly (NumPy's types of
+// Python scalar); other ranks go through NumPy.
+PyObject* m_tolist(PyObject* self, PyObject*) {
+  return guarded([&]() -> PyObject* {
+    const View& v = view_of(self);
+    if (v.ndim() != 1) return g_tolist(py::handle(self)).release().ptr();
+    if (v.buffer->pending_writes.load(std::memory_order_acquire) > 0) flush_all("tolist()");
+    const int64_t n = v.shape[0], is = itemsize(v.dtype);
+    py::list out(n);
+    const char* base = static_cast<const char*>(v.buffer->data());
+    for (int64_t i = 0; i < n; ++i) {
+      PyObject* x = python_scalar(v.dtype, base + (v.offset + i * v.strides[0]) * is);
+      if (!x) throw py::error_already_set();
+      PyList_SET_ITEM(out.ptr(), i, x);
+    }
+    return out.release().ptr();
+  });
+}
+
 PyMethodDef g_methods[] = {
+    {"item", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&m_item)), METH_FASTCALL,
+     "a.item(*args): the element as a Python scalar (numpy.ndarray.item)."},
+    {"tolist", m_tolist, METH_NOARGS, "a.tolist(): the array as nested Python lists of Python scalars."},
     {"__array_ufunc__", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&array_ufunc)),
      METH_FASTCALL | METH_KEYWORDS, "NumPy's ufunc protocol: NumPy ufuncs applied to numfuse arrays record lazily."},
     {"_pow", m_pow, METH_O, nullptr},
@@ -616,6 +659,10 @@ PyTypeObject* make_ndarray_type(py::module_& m) {
   m.def("_set_ndarray_new", [](py::object f) { g_ndarray_new = f.release(); });
   m.def("_set_matmul", [](py::object f) { g_matmul = f.release(); });
   m.def("_set_iter_rows", [](py::object f) { g_iter_rows = f.release(); });
+  m.def("_set_item_tolist", [](py::object item, py::object tolist) {
+    g_item = item.release();
+    g_tolist = tolist.release();
+  });
   m.def("_set_pow", [](py::object pow, py::object rpow) {
     g_pow = pow.release();
     g_rpow = rpow.release();

@@ -123,6 +123,9 @@ bool numpy_array_native(PyObject* arr);
 // The NumPy scalar of type t holding the element at `data` (copied).
 py::object numpy_scalar(DType t, const void* data);
 py::object numpy_scalar(const Scalar& value);
+// The Python scalar (bool, int, float) of the element at `data`, as
+// ndarray.item() gives it (new reference).
+PyObject* python_scalar(DType t, const void* data);
 // The value of a NumPy scalar (numpy.float64(2.5), numpy.uint8(7)): 1 with
 // *out set, 0 when `o` is not a NumPy scalar, -1 for one of a type numfuse
 // does not compute in (float16, complex, strings, ...).

@@ -68,6 +68,27 @@ py::object numpy_scalar(DType t, const void* data) {
   return py::reinterpret_steal<py::object>(s);
 }
 
+PyObject* python_scalar(DType t, const void* data) {
+  auto load = [&](auto v) {
+    std::memcpy(&v, data, sizeof v);
+    return v;
+  };
+  switch (t) {
+    case DType::Bool: return PyBool_FromLong(*static_cast<const unsigned char*>(data) != 0);
+    case DType::Int8: return PyLong_FromLong(load(int8_t{}));
+    case DType::Int16: return PyLong_FromLong(load(int16_t{}));
+    case DType::Int32: return PyLong_FromLong(load(int32_t{}));
+    case DType::Int64: return PyLong_FromLongLong(load(int64_t{}));
+    case DType::UInt8: return PyLong_FromUnsignedLong(load(uint8_t{}));
+    case DType::UInt16: return PyLong_FromUnsignedLong(load(uint16_t{}));
+    case DType::UInt32: return PyLong_FromUnsignedLong(load(uint32_t{}));
+    case DType::UInt64: return PyLong_FromUnsignedLongLong(load(uint64_t{}));
+    case DType::Float32: return PyFloat_FromDouble(load(float{}));
+    case DType::Float64: return PyFloat_FromDouble(load(double{}));
+  }
+  return nullptr;
+}
+
 py::object numpy_scalar(const Scalar& value) {
   alignas(8) unsigned char bytes[8];
   value.store(bytes);
