@@ -278,3 +278,39 @@ def test_tolist_and_item_see_pending_writes(lazy):
     assert a.tolist() == [0.0, 3.0, 6.0, 9.0]
     a += 1.0
     assert a.item(2) == 7.0
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1, -2])
+def test_concatenate_same_dtype_layouts(axis):
+    ref = onp.arange(12.0).reshape(3, 4)
+    cases = [(ref, ref), (ref.T.copy().T, ref), (onp.asfortranarray(ref), onp.asfortranarray(ref)),
+             (ref[:, ::2].repeat(2, axis=1), ref), (ref[:0, :0].reshape(0, 4) if axis in (0, -2) else ref[:, :0], ref)]
+    for parts in cases:
+        if any(p.shape[1 - (axis % 2)] != parts[0].shape[1 - (axis % 2)] for p in parts):
+            continue
+        nparts = [nf.asarray(p) for p in parts]
+        exp = onp.concatenate([onp.asarray(p) for p in nparts], axis=axis)  # NumPy on the same layouts
+        got = nf.concatenate(nparts, axis=axis)
+        assert_same(got, exp)
+        assert got.strides == exp.strides and got.flags["C_CONTIGUOUS"] == exp.flags["C_CONTIGUOUS"]
+
+
+def test_concatenate_of_pending_parts(lazy):
+    x = nf.arange(5.0) * 2
+    y = nf.concatenate((x, x + 1, x[:0]))
+    assert y.tolist() == [0.0, 2.0, 4.0, 6.0, 8.0, 1.0, 3.0, 5.0, 7.0, 9.0]
+    x += 100.0  # the result is a copy
+    assert y.tolist()[0] == 0.0
+
+
+def test_concatenate_result_recorded_part_by_part(lazy):
+    """Every part recorded in its own window (max_window=1): the result must
+    be held by Python before anything is recorded into it, or its pending
+    writes look dead to the next flush (found by the fuzzer)."""
+    v = nf.asfortranarray(onp.float64(2.5))
+    with nf.config(max_window=1):
+        x = nf.arange(5.0) * 2
+        y = nf.concatenate([x, x + 1])
+        z = nf.concatenate([v.T, v.T])
+    assert y.tolist() == [0.0, 2.0, 4.0, 6.0, 8.0, 1.0, 3.0, 5.0, 7.0, 9.0]
+    assert z.tolist() == [2.5, 2.5]

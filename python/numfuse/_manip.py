@@ -185,6 +185,10 @@ def where(condition, x=None, y=None):
 
 
 def concatenate(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
+    if out is None and dtype is None and type(axis) is int and casting == "same_kind":
+        r = _core.concat_same(arrays, axis)  # numfuse arrays of one dtype and rank: in C++
+        if r is not NotImplemented:
+            return r
     arrays = [asarray(a) for a in arrays]
     if not arrays:
         raise ValueError("need at least one array to concatenate")

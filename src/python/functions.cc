@@ -208,6 +208,59 @@ void bind_functions(py::module_& m) {
     if (s.size() < 2) return wrap(View::fresh(*t, s));
     return wrap(View::fresh_in_order(*t, s, keep_order(s, like, false)));
   });
+  // numpy.concatenate(arrays, axis) for a list or tuple of numfuse arrays of
+  // one dtype and rank whose other extents agree (the common call, without
+  // Python's argument handling): each part is assigned into the result (at
+  // once on tier 0 when small). NotImplemented for anything else: the Python
+  // function decides, with NumPy's errors and type promotion.
+  m.def("concat_same", [](py::handle seq, int64_t axis) -> py::object {
+    PyObject* o = seq.ptr();
+    if (!PyList_Check(o) && !PyTuple_Check(o)) return not_implemented();
+    const Py_ssize_t k = PySequence_Fast_GET_SIZE(o);
+    if (k == 0) return not_implemented();
+    std::vector<View> parts;
+    parts.reserve(k);
+    for (Py_ssize_t i = 0; i < k; ++i) {
+      py::handle h(PySequence_Fast_GET_ITEM(o, i));
+      if (!is_ndarray(h)) return not_implemented();
+      parts.push_back(as_ndarray(h).v);
+    }
+    const int nd = parts[0].ndim();
+    if (nd == 0 || axis < -nd || axis >= nd) return not_implemented();
+    const int ax = static_cast<int>(axis < 0 ? axis + nd : axis);
+    const DType t = parts[0].dtype;
+    Dims shape = parts[0].shape;
+    int64_t total = 0;
+    for (const View& v : parts) {
+      if (v.dtype != t || v.ndim() != nd) return not_implemented();
+      for (int d = 0; d < nd; ++d)
+        if (d != ax && v.shape[d] != shape[d]) return not_implemented();
+      total += v.shape[ax];
+    }
+    shape[ax] = total;
+    // Wrapped before anything is recorded into it: a pending write into a
+    // buffer no Python object holds would be dead code to the next flush.
+    py::object result =
+        wrap(nd < 2 ? View::fresh(t, shape) : View::fresh_in_order(t, shape, keep_order(shape, parts, false)));
+    const View& res = as_ndarray(result).v;
+    int64_t pos = 0;
+    for (const View& v : parts) {
+      const int64_t n = v.shape[ax];
+      if (n > 0) {
+        View dst = res;
+        dst.offset += pos * dst.strides[ax];
+        dst.shape[ax] = n;
+        const Operand src = Operand::array(v);
+        if (!assign_now(dst, src)) {
+          before_record();
+          RecordGuard guard;
+          record_assign(dst, src);
+        }
+      }
+      pos += n;
+    }
+    return result;
+  });
   m.def("full", [](py::handle shape, py::handle value, py::handle dtype) -> py::object {
     std::optional<DType> t = to_dtype(dtype);
     Operand v;

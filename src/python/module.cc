@@ -5,6 +5,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 #include <unordered_map>
@@ -347,7 +349,15 @@ View from_numpy(py::handle h, bool adopt) {
     });
     return v;
   }
-  View v = View::fresh(*t, shape);
+  // A copy keeps the array's memory order (NumPy's order='K': axes by
+  // decreasing |stride|), so numfuse.asarray(F-ordered) is F-ordered as
+  // numpy.asarray's result is.
+  std::vector<int> order(shape.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  std::stable_sort(order.begin(), order.end(), [&](int x, int y) {
+    return std::llabs(static_cast<long long>(arr.strides(x))) > std::llabs(static_cast<long long>(arr.strides(y)));
+  });
+  View v = shape.size() < 2 ? View::fresh(*t, shape) : View::fresh_in_order(*t, shape, order);
   if (v.size() > 0) {
     // Copy through NumPy (handles any strides, byte order and alignment).
     std::vector<py::ssize_t> dst_strides;
