@@ -32,9 +32,11 @@ def rand(shape, dtype="float64"):
 
 
 def run_both(program, *arrays, seed, routines=False, rtol=None, atol=0.0):
-    """program(m, *arrays) with numfuse under random schedules and NumPy."""
+    """program(m, *arrays) with numfuse under random schedules and NumPy.
+    Schedules are the compiled tier's: the program is recorded (tier lazy)
+    whatever tier the suite runs on."""
     expected = program(onp, *[a.copy() for a in arrays])
-    with nf.config(random_schedules=seed, routines=routines):
+    with nf.config(random_schedules=seed, routines=routines, tier="lazy"):
         got = program(nf, *[nf.asarray(a.copy()) for a in arrays])
         got = nf.asarray(got) if not isinstance(got, tuple) else tuple(nf.asarray(g) for g in got)
         nf.flush()
