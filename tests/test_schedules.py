@@ -223,11 +223,13 @@ print(json.dumps({"tuned": g["tuned"], "ok": ok, "entries": nf.tuning.store_info
 
 
 def _run(mode, env):
+    env = dict(env, NUMFUSE_TIER=env.get("NUMFUSE_TIER", "auto"))  # the default tier: a tuned kernel is compiled
     out = subprocess.run([sys.executable, "-c", SCRIPT, mode], env=env, capture_output=True, text=True,
                          timeout=300)
     assert out.returncode == 0, out.stderr
     r = json.loads(out.stdout.strip().splitlines()[-1])
     r["stderr"] = out.stderr[-2000:]
+    r["env"] = {k: v for k, v in env.items() if k.startswith("NUMFUSE")}
     return r
 
 
@@ -237,7 +239,7 @@ def test_store_is_used_across_processes(tmp_path):
     first = _run("plain", env)
     assert not first["tuned"] and first["ok"] and first["entries"] == 0
     tuned = _run("tune", env)
-    assert tuned["tuned"] and tuned["ok"] and tuned["entries"] == 1
+    assert tuned["tuned"] and tuned["ok"] and tuned["entries"] == 1, tuned
     later = _run("plain", env)  # a new process: the stored schedule, no tuning
     assert later["tuned"] and later["ok"] and later["schedule"] == tuned["schedule"]
 

@@ -212,7 +212,9 @@ void choose_tier(const std::vector<Task>& window, Prepared& p, const Config& cfg
     p.disk_hit = disk;
     return;
   }
-  if (cfg.tier == Tier::Lazy || cfg.random_schedule_seed >= 0 || cfg.tune_seconds > 0) return;
+  // Compiled at once: tier lazy, random schedules, tuning on, or a schedule
+  // from the store (someone tuned this kernel: it is wanted compiled).
+  if (cfg.tier == Tier::Lazy || cfg.random_schedule_seed >= 0 || cfg.tune_seconds > 0 || p.tuned) return;
   if (!detail::interpretable(window, p.group)) return;
   auto it = interp_ms.find(p.key);
   const double interp = it == interp_ms.end() ? 0.0 : it->second;
