@@ -43,8 +43,6 @@ void dealloc(PyObject* self) {
   Py_DECREF(tp);
 }
 
-py::object not_implemented() { return py::reinterpret_borrow<py::object>(Py_NotImplemented); }
-
 const View& view_of(PyObject* o) { return reinterpret_cast<PyNdArray*>(o)->arr.v; }
 
 }  // namespace

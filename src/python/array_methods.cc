@@ -10,8 +10,6 @@ namespace nf::py_bind {
 
 namespace {
 
-py::object not_implemented() { return py::reinterpret_borrow<py::object>(Py_NotImplemented); }
-
 // Adds f to the type as method `name` (what py::class_::def does).
 template <typename F>
 void def(py::handle cls, const char* name, F&& f) {

@@ -4,6 +4,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include "core/error.h"
 #include "stream/stream.h"
 
 namespace py = pybind11;
@@ -76,6 +77,15 @@ py::object scalar_result(View v);
 inline bool is_ndarray(py::handle h) { return Py_TYPE(h.ptr()) == g_ndarray_type; }
 // The array behind a numfuse.ndarray; TypeError for anything else.
 NdArray& as_ndarray(py::handle h);
+// Python's NotImplemented (a binding declines; the Python caller decides).
+inline py::object not_implemented() { return py::reinterpret_borrow<py::object>(Py_NotImplemented); }
+// The `out=` argument of a binding: null for None, the view of a numfuse
+// array, NumPy's TypeError for anything else.
+inline const View* out_view(py::handle out) {
+  if (out.is_none()) return nullptr;
+  if (!is_ndarray(out)) throw TypeError("return arrays must be of ArrayType");
+  return &as_ndarray(out).v;
+}
 // Runs `f` (returning a new reference or nullptr with an exception set) with
 // C++ exceptions translated to Python's, for functions CPython calls directly.
 template <typename F>

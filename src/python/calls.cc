@@ -11,14 +11,6 @@ namespace nf::py_bind {
 
 namespace {
 
-py::object not_implemented() { return py::reinterpret_borrow<py::object>(Py_NotImplemented); }
-
-const View* out_view(py::handle out) {
-  if (out.is_none()) return nullptr;
-  if (!is_ndarray(out)) throw TypeError("return arrays must be of ArrayType");
-  return &as_ndarray(out).v;
-}
-
 constexpr int kReductions = static_cast<int>(ReduceOp::Count);
 // The Python implementations (numfuse._reductions): function(a, *args, **kwargs).
 py::handle g_reduce_fallback[kReductions];

@@ -15,14 +15,6 @@ namespace nf::py_bind {
 
 namespace {
 
-py::object not_implemented() { return py::reinterpret_borrow<py::object>(Py_NotImplemented); }
-
-const View* out_view(py::handle out) {
-  if (out.is_none()) return nullptr;
-  if (!is_ndarray(out)) throw TypeError("return arrays must be of ArrayType");
-  return &as_ndarray(out).v;
-}
-
 }  // namespace
 
 py::object record_ufunc(int nin, int op, py::handle x, py::handle y, py::handle out) {
