@@ -71,6 +71,89 @@ def test_int_key_on_views_and_nd_arrays():
     assert_same(a, ref)
 
 
+@pytest.mark.parametrize("dtype", [onp.float64, onp.float32, onp.int64, onp.uint8, onp.bool_, onp.int32])
+@pytest.mark.parametrize("shape", [(4, 6), (3, 4, 5)])
+def test_tuple_key_element_read_and_store(dtype, shape):
+    ref = onp.arange(int(onp.prod(shape))).reshape(shape).astype(dtype)
+    a = nf.asarray(ref.copy())
+    keys = [tuple(0 for _ in shape), tuple(s - 1 for s in shape), tuple(-1 for _ in shape),
+            tuple(-s for s in shape), tuple(1 for _ in shape)]
+    for k in keys:
+        got, exp = a[k], ref[k]
+        assert type(got) is type(exp) and got == exp
+    for k, v in zip(keys, [1, 2.5, True, onp.int8(3), 7]):
+        a[k] = v
+        ref[k] = v
+    assert_same(a, ref)
+    bad = [tuple(s for s in shape), tuple(-s - 1 for s in shape), (2**63,) + (0,) * (len(shape) - 1)]
+    for k in bad:
+        with pytest.raises(IndexError):
+            a[k]
+        with pytest.raises(IndexError):
+            a[k] = 1
+    # fewer indices than dimensions: a view; non-int indices: NumPy's rules
+    assert_same(a[(1,) * (len(shape) - 1)], ref[(1,) * (len(shape) - 1)])
+    k = (onp.int64(1),) + (1,) * (len(shape) - 1)
+    assert a[k] == ref[k] and type(a[k]) is type(ref[k])
+    with pytest.raises(IndexError):
+        a[(1.0,) * len(shape)]
+    assert_same(a, ref)
+
+
+def test_tuple_key_on_strided_views_and_fortran_arrays():
+    ref = onp.asfortranarray(onp.arange(30.0).reshape(5, 6))
+    a = nf.asarray(ref.copy(order="F"))
+    va, vr = a[1:, ::-2], ref[1:, ::-2]
+    for k in [(0, 0), (3, 2), (-1, -1), (2, -3)]:
+        assert va[k] == vr[k]
+        va[k] = -va[k]
+        vr[k] = -vr[k]
+    t, tr = a.T, ref.T
+    t[5, 4] = 99.0
+    tr[5, 4] = 99.0
+    assert t[0, 1] == tr[0, 1]
+    assert_same(a, ref)
+
+
+def test_tuple_key_store_conversions_match_numpy():
+    for dtype, values in [(onp.int64, [5, -(2**63), 2**63 - 1, 1.9, onp.float64(-2.5), True]),
+                          (onp.float64, [5, 1.5, 2**70, -0.0, onp.float32(0.1), False])]:
+        a, ref = nf.zeros((3, 3), dtype=dtype), onp.zeros((3, 3), dtype=dtype)
+        for n, v in enumerate(values):
+            a[n % 3, n // 3] = v
+            ref[n % 3, n // 3] = v
+        assert_same(a, ref)
+        assert onp.signbit(onp.asarray(a)).tolist() == onp.signbit(ref).tolist()
+    a, ref = nf.zeros((2, 2), dtype=onp.int64), onp.zeros((2, 2), dtype=onp.int64)
+    for v in [2**63, -(2**63) - 1, 2**100]:
+        with pytest.raises(OverflowError):
+            ref[0, 1] = v
+        with pytest.raises(OverflowError):
+            a[0, 1] = v
+    f = nf.zeros((2, 2))
+    with pytest.raises(OverflowError):
+        f[1, 1] = 10**400
+    with pytest.raises(ValueError):
+        f[1, 1] = "x"
+    assert_same(a, ref)
+    assert_same(f, onp.zeros((2, 2)))
+
+
+def test_tuple_key_sees_pending_writes(lazy):
+    ref = onp.arange(12.0).reshape(3, 4)
+    a = nf.asarray(ref.copy())
+    a[1:, :] = a[:-1, :] * 2.0  # pending in the lazy tier
+    ref[1:, :] = ref[:-1, :] * 2.0
+    assert a[2, 3] == ref[2, 3]
+    a *= 3.0
+    a[0, 0] = 7.0  # ordered after the pending multiply
+    ref *= 3.0
+    ref[0, 0] = 7.0
+    a[1, 1] = 5  # a Python int into float64
+    ref[1, 1] = 5
+    assert_same(a, ref)
+
+
 @pytest.mark.parametrize("dtype", [onp.float64, onp.uint8, onp.int32, onp.bool_])
 def test_iteration(dtype):
     ref = (onp.arange(7) % 3).astype(dtype)

@@ -5,6 +5,7 @@
 // C call, no argument parsing by pybind11 and no pybind11 instance
 // registry. The view methods are in array_methods.cc; methods written in
 // Python are added by python/numfuse/_array.py.
+#include <cstring>
 #include <unordered_map>
 
 #include "core/error.h"
@@ -296,19 +297,33 @@ bool selects_element(const View& v, const IndexItems& items) {
   return true;
 }
 
-// a[i] for a Python int i on a 1-D array: the flat offset, or -1 (an index
-// out of range, or not an int: the general path reports it as NumPy does).
-inline int64_t int_key_offset(const View& v, PyObject* key) {
-  if (!PyLong_CheckExact(key) || v.ndim() != 1) return -1;
+// One Python int index `key` into dimension `d` of v, counted from the end
+// when negative: the offset it adds, or false (not an exact int, or out of
+// range: the general path reports it as NumPy does).
+inline bool int_index_offset(const View& v, int d, PyObject* key, int64_t* off) {
+  if (!PyLong_CheckExact(key)) return false;
   int overflow = 0;
   long long i = PyLong_AsLongLongAndOverflow(key, &overflow);
   if (overflow || (i == -1 && PyErr_Occurred())) {
     PyErr_Clear();
-    return -1;
+    return false;
   }
-  if (i < 0) i += v.shape[0];
-  if (i < 0 || i >= v.shape[0]) return -1;
-  return v.offset + i * v.strides[0];
+  if (i < 0) i += v.shape[d];
+  if (i < 0 || i >= v.shape[d]) return false;
+  *off += i * v.strides[d];
+  return true;
+}
+
+// a[i] on a 1-D array, or a[i, j, ...] with one Python int per dimension:
+// the flat offset of the element, or -1 (anything else, or an index out of
+// range).
+inline int64_t int_key_offset(const View& v, PyObject* key) {
+  int64_t off = v.offset;
+  if (PyLong_CheckExact(key)) return v.ndim() == 1 && int_index_offset(v, 0, key, &off) ? off : -1;
+  if (!PyTuple_CheckExact(key) || PyTuple_GET_SIZE(key) != v.ndim() || v.ndim() == 0) return -1;
+  for (int d = 0; d < v.ndim(); ++d)
+    if (!int_index_offset(v, d, PyTuple_GET_ITEM(key, d), &off)) return -1;
+  return off;
 }
 
 PyObject* getitem(PyObject* self, PyObject* key) {
@@ -337,9 +352,29 @@ void setitem(PyObject* self, PyObject* key, PyObject* value) {
   // NumPy refuses a read-only destination before looking at the index.
   if (view_of(self).readonly) throw ValueError("assignment destination is read-only");
   {
-    // a[i] = python/NumPy scalar on a 1-D array whose memory nothing pending uses.
+    // a[i] = scalar on a 1-D array, or a[i, j, ...] = scalar, with memory
+    // that nothing pending uses: stored now.
     const View& v = view_of(self);
     const int64_t off = int_key_offset(v, key);
+    if (off >= 0 && !v.buffer->pending()) {
+      // The commonest stores, without the general conversion.
+      char* at = static_cast<char*>(v.buffer->data()) + off * itemsize(v.dtype);
+      if (v.dtype == DType::Float64 && PyFloat_CheckExact(value)) {
+        const double x = PyFloat_AS_DOUBLE(value);
+        std::memcpy(at, &x, sizeof x);
+        return;
+      }
+      if (v.dtype == DType::Int64 && PyLong_CheckExact(value)) {
+        int overflow = 0;
+        const long long x = PyLong_AsLongLongAndOverflow(value, &overflow);
+        if (!overflow && !(x == -1 && PyErr_Occurred())) {
+          const int64_t y = x;
+          std::memcpy(at, &y, sizeof y);
+          return;
+        }
+        PyErr_Clear();  // the general path raises NumPy's error
+      }
+    }
     Operand src;
     if (off >= 0 && !v.buffer->pending() && !is_ndarray(value) && !PyList_Check(value) && !PyTuple_Check(value) &&
         to_operand(value, src) &&
