@@ -2,6 +2,7 @@
 // partition() and mdh::build() that is not a data pointer, a view offset or a
 // scalar constant is written into the signature; offsets enter only through
 // the relations between views of the same buffer.
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <string_view>
@@ -13,20 +14,41 @@ namespace nf::fusion {
 
 namespace {
 
+// Appends fixed-size fields at a cursor into the string's storage: the
+// signature is built at every flush (memo hits included), so a field costs a
+// store, not a std::string::append. ensure(n) before writing at most n bytes.
 class Writer {
  public:
-  explicit Writer(std::string& s) : s_(s) {}
+  explicit Writer(std::string& s) : s_(s) {
+    s_.resize(s_.capacity() > 256 ? s_.capacity() : 256);
+    p_ = s_.data();
+    end_ = p_ + s_.size();
+  }
+  void ensure(size_t n) {
+    if (static_cast<size_t>(end_ - p_) >= n) return;
+    const size_t used = p_ - s_.data();
+    s_.resize(std::max(2 * s_.size(), used + n));
+    p_ = s_.data() + used;
+    end_ = s_.data() + s_.size();
+  }
   template <typename T>
   void put(const T& v) {
-    s_.append(reinterpret_cast<const char*>(&v), sizeof v);
+    std::memcpy(p_, &v, sizeof v);
+    p_ += sizeof v;
   }
   void dims(const Dims& d) {
     put(static_cast<uint8_t>(d.size()));
-    s_.append(reinterpret_cast<const char*>(d.data()), d.size() * sizeof(int64_t));
+    std::memcpy(p_, d.data(), d.size() * sizeof(int64_t));
+    p_ += d.size() * sizeof(int64_t);
   }
+  // Bytes dims(d) writes.
+  static size_t dims_size(const Dims& d) { return 1 + d.size() * sizeof(int64_t); }
+  void finish() { s_.resize(p_ - s_.data()); }
 
  private:
   std::string& s_;
+  char* p_;
+  char* end_;
 };
 
 }  // namespace
@@ -36,6 +58,7 @@ Signature window_signature(const std::vector<Task>& window, Policy policy) {
   std::string& s = sig.bytes;
   s.reserve(window.size() * 160 + 16);
   Writer w(s);
+  w.ensure(1);
   w.put(static_cast<uint8_t>(policy));
   // Runs at every flush (memo hits included): scratch space is reused, and
   // buffers are numbered by a linear search while there are few of them.
@@ -69,6 +92,7 @@ Signature window_signature(const std::vector<Task>& window, Policy policy) {
   };
   auto view = [&](const View& v) {
     const int id = id_of(v.buffer.get());
+    w.ensure(sizeof(int) + sizeof(DType) + 2 * Writer::dims_size(v.shape) + 1 + sizeof(uint32_t));
     w.put(id);
     w.put(v.dtype);
     w.dims(v.shape);
@@ -90,12 +114,19 @@ Signature window_signature(const std::vector<Task>& window, Policy policy) {
     thread_local std::vector<const View*> order;
     order.clear();
     for (int j = last_view[id]; j >= 0; j = views[j].prev) order.push_back(views[j].view);
+    w.ensure(order.size() + 1);
     for (size_t q = order.size(); q-- > 0;) w.put(views_overlap(*order[q], v) ? 'O' : 'D');
     w.put('N');
     views.push_back({&v, last_view[id]});
     last_view[id] = static_cast<int>(views.size()) - 1;
   };
   for (const Task& t : window) {
+    w.ensure(64 + Writer::dims_size(t.domain) + t.expr.nodes.size() * 16 + t.consts.size() * sizeof(DType) +
+             [&] {
+               size_t n = 0;
+               for (const IndexFn& f : t.indices) n += Writer::dims_size(f.strides);
+               return n;
+             }());
     w.put(t.kind);
     w.put(t.solo);
     w.put(t.scan_axis);
@@ -123,9 +154,11 @@ Signature window_signature(const std::vector<Task>& window, Policy policy) {
     for (const View& v : t.inputs) view(v);
     view(t.output);
   }
+  w.ensure(buffers.size());
   for (const Buffer* b : buffers) {
     w.put(static_cast<uint8_t>((b->py_live ? 0 : 1) | (b->allocated() ? 2 : 0)));
   }
+  w.finish();
   sig.hash = std::hash<std::string_view>()(s);
   return sig;
 }

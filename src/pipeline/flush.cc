@@ -322,7 +322,8 @@ GroupReport run_group(const std::vector<Task>& window, const std::shared_ptr<con
       gr.tier0 = true;
     }
     gr.hom = std::shared_ptr<const mdh::MdHom>(g.tmpl, &g.tmpl->hom);
-    if (bind) gr.ints = bind->ints;
+    if (bind == &local) gr.ints = std::move(local.ints);  // the kernel has run: no longer needed
+    else if (bind) gr.ints = bind->ints;
     gr.schedule_ptr = &g.schedule;
     gr.key_ptr = &g.key;
     gr.tuned = g.tuned;
@@ -607,10 +608,21 @@ void flush_window(std::vector<Task>& window, FlushReport* report, int& ran) {
     g_profile.memo_hits += rep.memo_hit ? 1 : 0;
     g_profile.tier0_groups += rep.tier0_groups;
     for (const GroupReport& g : rep.groups) g_profile.kernels_run += g.hom && !g.tier0 ? 1 : 0;
-    g_last = rep;
+    // The caller gets a copy of the groups only when it prints them (dump);
+    // otherwise the report moves to g_last (explain()) without a copy.
+    if (report) {
+      if (cfg.dump) {
+        *report = rep;
+      } else {
+        report->tasks = rep.tasks;
+        report->memo_hit = rep.memo_hit;
+        report->warnings = rep.warnings;
+      }
+    }
+    g_last = std::move(rep);
   }
-  for (std::string& w : tune::ScheduleStore::instance().take_warnings()) rep.warnings.push_back(std::move(w));
-  if (report) *report = std::move(rep);
+  for (std::string& w : tune::ScheduleStore::instance().take_warnings())
+    if (report) report->warnings.push_back(std::move(w));
 }
 
 }  // namespace
