@@ -272,6 +272,7 @@ void flush_all(const char* reason) {
     done = pipeline::flush(&rep);
   }
   done.clear();  // buffer releases may need the GIL: drop tasks while holding it
+  global_stream().recycle(std::move(done));
   for (const std::string& w : rep.warnings)
     if (g_warn) g_warn(w);  // may raise (warnings as errors): propagates
   if (pipeline::config().dump && g_dump) {

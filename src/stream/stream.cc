@@ -102,8 +102,15 @@ std::vector<Task> Stream::take() {
     for (View& v : t.inputs) v.buffer->py_live = v.buffer->py_refs.load() > 0;
     t.output.buffer->py_live = t.output.buffer->py_refs.load() > 0;
   }
-  window_.reserve(std::min<size_t>(max_window, 4096));
+  window_.swap(spare_);  // empty, with the capacity of an earlier window (recycle)
+  if (window_.capacity() == 0) window_.reserve(std::min<size_t>(max_window, 64));
   return out;
+}
+
+void Stream::recycle(std::vector<Task>&& tasks) {
+  tasks.clear();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (tasks.capacity() > spare_.capacity()) spare_.swap(tasks);
 }
 
 void Stream::restore(std::vector<Task> tasks) {

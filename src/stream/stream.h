@@ -131,6 +131,10 @@ class Stream {
   // program order, before anything recorded since), so a later sync runs
   // them: an error during a flush never loses or half-computes a result.
   void restore(std::vector<Task> tasks);
+  // Gives a flushed window's storage back (its tasks destroyed by the
+  // caller): the next take() reuses it, so a flush neither allocates nor
+  // regrows a window of tasks (each about 1 KB).
+  void recycle(std::vector<Task>&& tasks);
   // Tasks that ran (or were skipped as dead) leave: their buffers' pending
   // counts drop (Buffer::pending_reads / pending_writes).
   static void retire(const std::vector<Task>& tasks);
@@ -168,6 +172,7 @@ class Stream {
   mutable std::mutex mu_;
   std::recursive_mutex gate_;
   std::vector<Task> window_;
+  std::vector<Task> spare_;      // empty; storage for the next window (recycle)
   std::vector<uint32_t> codes_;  // per task of window_: its operation (kind, name, dtype, rank)
   std::atomic<size_t> cut_{512};
   void note_code(const Task& t);  // under mu_
