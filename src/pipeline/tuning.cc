@@ -8,6 +8,7 @@
 // counted as a failure and never stored.
 #include "pipeline/tiers.h"
 #include "pipeline/tuning.h"
+#include "pipeline/worker.h"
 
 #include <algorithm>
 #include <chrono>
@@ -348,116 +349,19 @@ std::vector<std::string> g_captured_order;
 // ---------------------------------------------------------------------------
 // Background tuning.
 
-class Background {
- public:
-  static Background& instance() {
-    static Background* b = new Background();  // never destroyed: stopped at exit by background_stop
-    return *b;
-  }
-
-  void enqueue(TuneJob job, double budget_s) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (stop_.load()) return;
-    const std::string key = job.hom->key() + "|" + job.cls;
-    if (!seen_.insert(key).second) return;
-    q_.push_back({std::move(job), budget_s});
-    if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
-    cv_.notify_one();
-  }
-
-  void wait() {
-    std::unique_lock<std::mutex> lock(mu_);
-    idle_cv_.wait(lock, [&] { return (q_.empty() && busy_ == 0) || stop_.load(); });
-  }
-
-  // Before a fork: the tuning thread (which compiles and runs kernels on its
-  // own) abandons its current job and waits; after it, it goes on.
-  void pause() {
-    std::unique_lock<std::mutex> lock(mu_);
-    paused_ = true;
-    abort_.store(true);
-    idle_cv_.wait(lock, [&] { return busy_ == 0; });
-  }
-  void resume() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      paused_ = false;
-      abort_.store(stop_.load());
-    }
-    cv_.notify_all();
-  }
-  // In a forked child the tuning thread does not exist: forget it (its
-  // std::thread is overwritten, not joined) and the work it had.
-  void reset_in_child() {
-    new (&mu_) std::mutex();
-    new (&cv_) std::condition_variable();
-    new (&idle_cv_) std::condition_variable();
-    new (&thread_) std::thread();
-    q_.clear();
-    seen_.clear();
-    busy_ = 0;
-    paused_ = false;
-    abort_.store(stop_.load());
-  }
-
-  void shutdown() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_.store(true);
-      abort_.store(true);
-      q_.clear();
-    }
-    cv_.notify_all();
-    idle_cv_.notify_all();
-    if (thread_.joinable()) thread_.join();
-  }
-
-  int done() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return done_;
-  }
-
- private:
-  struct Item {
-    TuneJob job;
-    double budget_s;
-  };
-
-  void loop() {
-    for (;;) {
-      Item item;
-      {
-        std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait(lock, [&] { return (!q_.empty() && !paused_) || stop_.load(); });
-        if (stop_.load()) return;
-        item = std::move(q_.front());
-        q_.pop_front();
-        ++busy_;
-      }
-      try {
-        tune_job(item.job, item.budget_s, 0, config().routines, &abort_, nullptr);
-      } catch (const std::exception&) {
-        // Tuning is an optimization: a kernel that cannot be tuned keeps its default.
-      }
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        --busy_;
-        ++done_;
-      }
-      idle_cv_.notify_all();
-    }
-  }
-
-  std::mutex mu_;
-  std::condition_variable cv_, idle_cv_;
-  std::deque<Item> q_;
-  std::unordered_set<std::string> seen_;
-  std::thread thread_;
-  std::atomic<bool> stop_{false};
-  std::atomic<bool> abort_{false};  // the running job stops (shutdown or pause)
-  bool paused_ = false;
-  int busy_ = 0, done_ = 0;
+struct BackgroundJob {
+  TuneJob job;
+  double budget_s = 0;
 };
+
+void tune_in_background(BackgroundJob& item, const std::atomic<bool>& abort) {
+  tune_job(item.job, item.budget_s, 0, config().routines, &abort, nullptr);
+}
+
+Worker<BackgroundJob>& background() {
+  static auto* w = new Worker<BackgroundJob>(tune_in_background);  // never destroyed: stopped at exit
+  return *w;
+}
 
 // Synthetic data above this is not worth a background tuning run.
 constexpr int64_t kMaxSynthBytes = int64_t(2) << 30;
@@ -483,7 +387,10 @@ tune::Schedule choose_schedule(const mdh::MdHom& h, const mdh::Bindings& b, cons
     job.hom = std::make_shared<const mdh::MdHom>(h);
     job.spec = synth_spec(h, b);
     job.cls = cls;
-    if (job.spec.total_bytes() <= kMaxSynthBytes) Background::instance().enqueue(std::move(job), cfg.tune_seconds);
+    if (job.spec.total_bytes() <= kMaxSynthBytes) {
+      std::string key = job.hom->key() + "|" + job.cls;
+      background().enqueue(std::move(key), BackgroundJob{std::move(job), cfg.tune_seconds});
+    }
   }
   return tune::default_schedule(h, b, target, cfg.routines);
 }
@@ -566,26 +473,26 @@ std::vector<TunedKernel> tune_captured(const TuneOptions& opt) {
 
 // (Background compiles of tier-0 groups stop and go with tuning: tiers.h.)
 void background_wait() {
-  Background::instance().wait();
+  background().wait();
   detail::compile_queue_wait();
 }
 void background_pause() {
-  Background::instance().pause();
+  background().pause();
   detail::compile_queue_pause();
 }
 void background_resume() {
   detail::compile_queue_resume();
-  Background::instance().resume();
+  background().resume();
 }
 void background_reset_in_child() {
-  Background::instance().reset_in_child();
+  background().reset_in_child();
   detail::compile_queue_reset_in_child();
 }
 void background_stop() {
-  Background::instance().shutdown();
+  background().shutdown();
   detail::compile_queue_stop();
 }
-int background_done() { return Background::instance().done(); }
+int background_done() { return background().done(); }
 
 void set_schedule_store(const std::string& path) { tune::ScheduleStore::instance().configure(path); }
 
