@@ -909,7 +909,7 @@ class _Gen:
         A = self.ns[a]
         s = self.name("s")
         forms = ["index0", "full", "full", "nested", "list", "loop", "loopexpr", "item", "tolist", "pyconv", "meta",
-                 "probe", "argidx", "ellipsis"]
+                 "probe", "argidx", "ellipsis", "store"]
         form = r.choice(forms)
         n0 = A.shape[0]
         i0 = r.randrange(-n0, n0) if n0 else 0
@@ -959,6 +959,10 @@ class _Gen:
                 self.emit(f"{s} = {a}[{a}.argmax()]", "element_access")
             else:
                 self.emit(f"{s} = {a}[{i0}, ...]", "element_access")
+        elif form == "store":  # one int per dimension (the C fast path), then a read of the element
+            idx = self.full_index(A.shape)
+            val = self.value_for(A.dtype) if A.dtype.kind != "f" or r.random() < 0.7 else str(r.choice([3, -2, 0]))
+            self.emit(f"{a}[{idx}] = {val}\n{s} = {a}[{idx}]", "element_access")
         else:  # ellipsis: a full integer index plus ... gives a 0-d view in NumPy
             self.emit(f"{s} = {a}[{self.full_index(A.shape)}, ...]", "element_access")
         if r.random() < 0.8:
