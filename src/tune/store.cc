@@ -81,20 +81,30 @@ std::string size_class(const mdh::MdHom& h, const mdh::Bindings& b) {
   return s.empty() ? "scalar" : s;
 }
 
-std::string device_id(const Asm& target) {
-  std::string model = "cpu";
-  std::ifstream f("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(f, line))
-    if (line.rfind("model name", 0) == 0) {
-      model = line.substr(line.find(':') + 1);
-      while (!model.empty() && model.front() == ' ') model.erase(model.begin());
-      break;
-    }
-  for (char& c : model)
-    if (c == '\t') c = ' ';
-  return model + " x" + std::to_string(target.cores);
+namespace {
+
+// The CPU's model name (read once: every analysis of an unseen group asks).
+const std::string& cpu_model() {
+  static const std::string model = [] {
+    std::string m = "cpu";
+    std::ifstream f("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(f, line))
+      if (line.rfind("model name", 0) == 0) {
+        m = line.substr(line.find(':') + 1);
+        while (!m.empty() && m.front() == ' ') m.erase(m.begin());
+        break;
+      }
+    for (char& c : m)
+      if (c == '\t') c = ' ';
+    return m;
+  }();
+  return model;
 }
+
+}  // namespace
+
+std::string device_id(const Asm& target) { return cpu_model() + " x" + std::to_string(target.cores); }
 
 ScheduleStore& ScheduleStore::instance() {
   static ScheduleStore* s = new ScheduleStore();
