@@ -13,18 +13,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
 #include <limits>
 #include <map>
 #include <mutex>
 #include <random>
 #include <sstream>
-#include <thread>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "codegen/codegen.h"
 #include "extern/extern.h"
@@ -326,7 +322,8 @@ TunedKernel tune_job(const TuneJob& job, double budget_s, int max_evals, bool ro
   k.failures = r.failures;
   k.errors = r.errors;
   k.tune_s = r.elapsed_s;
-  if (std::isfinite(r.best_s) && r.best.legal(h)) {
+  // Stored only if the store will accept it again for these sizes.
+  if (std::isfinite(r.best_s) && r.best.legal(h) && r.best.why_unsafe(h, bench.bindings(), target).empty()) {
     tune::StoreEntry e;
     e.schedule = r.best;
     e.best_s = r.best_s;

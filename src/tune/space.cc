@@ -316,6 +316,9 @@ Schedule mutate(const Schedule& from, const mdh::MdHom& h, const mdh::Bindings& 
       for (size_t l = 0; l < s.tiles[d].size(); ++l)
         ok &= s.tiles[d][l] > 0 && (l == 0 || s.tiles[d][l] < s.tiles[d][l - 1]);
     if (!ok || !repair(s, h) || s.key() == from.key()) continue;
+    // Nothing the store would refuse for these sizes (a doubled tile past
+    // the size class): a tuned schedule must be storable.
+    if (!s.why_unsafe(h, b, target).empty()) continue;
     return s;
   }
   return random_schedule(h, b, target, r(), routines);

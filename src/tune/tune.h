@@ -119,7 +119,8 @@ Schedule random_schedule(const mdh::MdHom& h, const mdh::Bindings& b, const Asm&
                          bool routines = true);
 // A legal neighbour of `from`: one tile resized, added or dropped, two loops
 // swapped, a cache added/moved/dropped, an unroll, the parallel / vector /
-// FMA choice toggled.
+// FMA choice toggled. Never unsafe for `b` (Schedule::why_unsafe), so the
+// schedule store accepts whatever a search over mutations finds.
 Schedule mutate(const Schedule& from, const mdh::MdHom& h, const mdh::Bindings& b, const Asm& target,
                 uint64_t seed, bool routines = true);
 // Drops the caches, packings and unrolls that make s illegal; false if it

@@ -124,6 +124,24 @@ TEST(Tune, RandomSchedulesAreLegalAndLower) {
   EXPECT_GT(parallel, 100);
 }
 
+// A search walks chains of mutations; whatever it ends on must be storable:
+// the store refuses tiles past the size class (a doubled tile of 77 was
+// 154 > 128, and a tuned kernel came back untuned).
+TEST(Tune, MutationChainsStaySafeForTheirSizes) {
+  const tune::Asm& target = tune::Asm::host();
+  for (const mdh::Built& m : classes()) {
+    for (uint64_t seed = 0; seed < 60; ++seed) {
+      tune::Schedule s = tune::default_schedule(m.hom, m.bind, target, false);
+      ASSERT_EQ(s.why_unsafe(m.hom, m.bind, target), "") << s.key();
+      for (int step = 0; step < 25; ++step) {
+        s = tune::mutate(s, m.hom, m.bind, target, seed * 1000 + step, false);
+        ASSERT_EQ(s.why_illegal(m.hom), "") << s.key();
+        ASSERT_EQ(s.why_unsafe(m.hom, m.bind, target), "") << s.key();
+      }
+    }
+  }
+}
+
 TEST(Tune, ScheduleTextRoundTrips) {
   const tune::Asm& target = tune::Asm::host();
   for (const mdh::Built& m : classes()) {
