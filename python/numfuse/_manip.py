@@ -216,13 +216,13 @@ def concatenate(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
                                  f"{arrays[0].shape[d]} and the array at index {i} has size {a.shape[d]}")
     dts = {a.dtype for a in arrays}
     if dtype is None and len(dts) == 1:
-        rt = dts.pop()  # one dtype: the result's, and every cast is safe
+        rt = next(iter(dts))  # one dtype: the result's, and no cast to check
     else:
         rt = np.dtype(dtype) if dtype is not None else np.result_type(*[a.dtype for a in arrays])
-    for a in arrays if len(dts) else ():
-        if not np.can_cast(a.dtype, rt, casting):
-            raise TypeError(f"Cannot cast array data from {a.dtype!r} to {rt!r} according to the rule "
-                            f"'{casting}'")
+        for a in arrays:
+            if not np.can_cast(a.dtype, rt, casting):
+                raise TypeError(f"Cannot cast array data from {a.dtype!r} to {rt!r} according to the rule "
+                                f"'{casting}'")
     shape = list(arrays[0].shape)
     shape[ax] = sum(a.shape[ax] for a in arrays)
     if out is not None:

@@ -121,6 +121,7 @@ Signature window_signature(const std::vector<Task>& window, Policy policy) {
     last_view[id] = static_cast<int>(views.size()) - 1;
   };
   for (const Task& t : window) {
+    // 64: the task's fixed-size fields below (38 bytes) with room to spare.
     w.ensure(64 + Writer::dims_size(t.domain) + t.expr.nodes.size() * 16 + t.consts.size() * sizeof(DType) +
              [&] {
                size_t n = 0;

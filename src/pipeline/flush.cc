@@ -608,16 +608,14 @@ void flush_window(std::vector<Task>& window, FlushReport* report, int& ran) {
     g_profile.memo_hits += rep.memo_hit ? 1 : 0;
     g_profile.tier0_groups += rep.tier0_groups;
     for (const GroupReport& g : rep.groups) g_profile.kernels_run += g.hom && !g.tier0 ? 1 : 0;
-    // The caller gets a copy of the groups only when it prints them (dump);
-    // otherwise the report moves to g_last (explain()) without a copy.
+    // The report moves to g_last (explain()); the caller gets every field
+    // but copies the groups only when it prints them (dump).
     if (report) {
-      if (cfg.dump) {
-        *report = rep;
-      } else {
-        report->tasks = rep.tasks;
-        report->memo_hit = rep.memo_hit;
-        report->warnings = rep.warnings;
-      }
+      std::vector<GroupReport> groups = std::move(rep.groups);
+      rep.groups.clear();
+      *report = rep;
+      rep.groups = std::move(groups);
+      if (cfg.dump) report->groups = rep.groups;
     }
     g_last = std::move(rep);
   }

@@ -326,13 +326,19 @@ inline int64_t int_key_offset(const View& v, PyObject* key) {
   return off;
 }
 
+// The address of element `off` (an element index into v's buffer, as
+// int_key_offset and element_offset give).
+inline char* element_at(const View& v, int64_t off) {
+  return static_cast<char*>(v.buffer->data()) + off * itemsize(v.dtype);
+}
+
 PyObject* getitem(PyObject* self, PyObject* key) {
   {
     const View& v = view_of(self);
     const int64_t off = int_key_offset(v, key);
     if (off >= 0 && v.buffer->pending_writes.load(std::memory_order_acquire) == 0)
       return guarded([&] {
-        return numpy_scalar(v.dtype, static_cast<const char*>(v.buffer->data()) + off * itemsize(v.dtype))
+        return numpy_scalar(v.dtype, element_at(v, off))
             .release()
             .ptr();
       });
@@ -358,7 +364,7 @@ void setitem(PyObject* self, PyObject* key, PyObject* value) {
     const int64_t off = int_key_offset(v, key);
     if (off >= 0 && !v.buffer->pending()) {
       // The commonest stores, without the general conversion.
-      char* at = static_cast<char*>(v.buffer->data()) + off * itemsize(v.dtype);
+      char* at = element_at(v, off);
       if (v.dtype == DType::Float64 && PyFloat_CheckExact(value)) {
         const double x = PyFloat_AS_DOUBLE(value);
         std::memcpy(at, &x, sizeof x);
@@ -379,7 +385,7 @@ void setitem(PyObject* self, PyObject* key, PyObject* value) {
     if (off >= 0 && !v.buffer->pending() && !is_ndarray(value) && !PyList_Check(value) && !PyTuple_Check(value) &&
         to_operand(value, src) &&
         src.kind != Operand::Kind::Array) {
-      element_value(src, v.dtype).store(static_cast<char*>(v.buffer->data()) + off * itemsize(v.dtype));
+      element_value(src, v.dtype).store(element_at(v, off));
       return;
     }
   }
@@ -403,7 +409,7 @@ void setitem(PyObject* self, PyObject* key, PyObject* value) {
     // now, as NumPy does (a loop filling a table element by element never
     // syncs for its own writes).
     const int64_t off = element_offset(v, list);
-    element_value(src, v.dtype).store(static_cast<char*>(v.buffer->data()) + off * itemsize(v.dtype));
+    element_value(src, v.dtype).store(element_at(v, off));
     return;
   }
   const View dst = index_view(v, list);
@@ -556,8 +562,9 @@ PyObject* array_ufunc(PyObject* self, PyObject* const* args, Py_ssize_t nargs, P
   });
 }
 
-// a.item(i) on a 1-D array (i in range) and a.item() on a 0-d array read the
-// element directly; every other form is the Python method (numfuse._array).
+// a.item(i) on a 1-D array, a.item((i, j, ...)) with one int per dimension
+// (indices in range) and a.item() on a 0-d array read the element directly;
+// every other form is the Python method (numfuse._array).
 PyObject* m_item(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
   const View& v = view_of(self);
   int64_t off = -1;
@@ -566,7 +573,7 @@ PyObject* m_item(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
   if (off >= 0)
     return guarded([&] {
       if (v.buffer->pending_writes.load(std::memory_order_acquire) > 0) flush_all("item()");
-      PyObject* r = python_scalar(v.dtype, static_cast<const char*>(v.buffer->data()) + off * itemsize(v.dtype));
+      PyObject* r = python_scalar(v.dtype, element_at(v, off));
       if (!r) throw py::error_already_set();
       return r;
     });
