@@ -4,10 +4,12 @@
 #pragma once
 
 #include <algorithm>
+#include <cstring>
 #include <cstddef>
 #include <initializer_list>
 #include <memory>
 #include <new>
+#include <type_traits>
 #include <utility>
 
 namespace nf {
@@ -120,6 +122,13 @@ class InlineVector {
       o.size_ = 0;
       return;
     }
+    if constexpr (std::is_trivially_copyable_v<T> && sizeof(T) * N <= 256) {
+      // A fixed-size copy of the whole inline storage (inlined vector moves).
+      std::memcpy(static_cast<void*>(inline_), o.inline_, sizeof(inline_));
+      size_ = o.size_;
+      o.size_ = 0;
+      return;
+    }
     T* src = o.data();
     for (size_t i = 0; i < o.size_; ++i) {
       new (reinterpret_cast<T*>(inline_) + i) T(std::move(src[i]));
@@ -132,7 +141,7 @@ class InlineVector {
   size_t size_ = 0;
   size_t cap_ = 0;
   T* heap_ = nullptr;
-  alignas(T) unsigned char inline_[N * sizeof(T)];
+  alignas(T) unsigned char inline_[N * sizeof(T)];  // (bytes: copying unset ones is defined)
 };
 
 }  // namespace nf

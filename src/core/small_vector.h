@@ -65,7 +65,7 @@ class SmallVector {
     T* p = static_cast<T*>(std::malloc(n * sizeof(T)));
     if (!p) throw std::bad_alloc();
     std::memcpy(static_cast<void*>(p), data(), size_ * sizeof(T));
-    std::free(heap_);
+    if (heap_) std::free(heap_);
     heap_ = p;
     cap_ = n;
   }
@@ -106,15 +106,23 @@ class SmallVector {
  private:
   size_t capacity() const { return heap_ ? cap_ : N; }
   void release() {
-    std::free(heap_);
+    if (heap_) std::free(heap_);  // (not a call per move and destruction of inline storage)
     heap_ = nullptr;
     cap_ = 0;
     size_ = 0;
   }
+  // Inline storage is copied whole (a fixed-size copy the compiler inlines:
+  // a few vector moves instead of a memcpy call per shape or stride).
+  static constexpr bool kWholeCopy = sizeof(T) * N <= 128;
   void assign(const SmallVector& o) {
     size_ = 0;
-    reserve(o.size_);
-    std::memcpy(static_cast<void*>(data()), o.data(), o.size_ * sizeof(T));
+    if (kWholeCopy && o.size_ <= N && !heap_) {
+      // o's storage (inline, or a heap block of more than N) holds N elements.
+      std::memcpy(static_cast<void*>(inline_), o.data(), sizeof(inline_));
+    } else {
+      reserve(o.size_);
+      std::memcpy(static_cast<void*>(data()), o.data(), o.size_ * sizeof(T));
+    }
     size_ = o.size_;
   }
   void take(SmallVector& o) {
@@ -123,6 +131,8 @@ class SmallVector {
       cap_ = o.cap_;
       o.heap_ = nullptr;
       o.cap_ = 0;
+    } else if constexpr (kWholeCopy) {
+      std::memcpy(static_cast<void*>(inline_), o.inline_, sizeof(inline_));
     } else {
       std::memcpy(static_cast<void*>(inline_), o.inline_, o.size_ * sizeof(T));
     }
@@ -133,7 +143,7 @@ class SmallVector {
   size_t size_ = 0;
   size_t cap_ = 0;
   T* heap_ = nullptr;
-  T inline_[N];
+  T inline_[N]{};  // value-initialized: whole copies never read indeterminate bytes
 };
 
 }  // namespace nf

@@ -172,11 +172,6 @@ bool record_simple(const SimpleOp& s, View* result) {
     }
   }
   if (s.out && domain != s.out->shape) return false;
-  Task t;
-  t.kind = Task::Kind::Map;
-  t.name = s.node.kind == ExprNode::Kind::Unary    ? unary_name(static_cast<UnaryOp>(s.node.op))
-           : s.node.kind == ExprNode::Kind::Binary ? binary_name(static_cast<BinaryOp>(s.node.op))
-                                                   : "__setitem__";
   View out;
   if (s.out) {
     out = *s.out;
@@ -191,23 +186,32 @@ bool record_simple(const SimpleOp& s, View* result) {
       if (s.view[k] && s.view[k]->ndim() > 1 && !s.view[k]->is_c_contiguous()) return false;
     out = View::fresh(s.node.dtype, domain);
   }
-  int args[2] = {-1, -1};
-  for (int k = 0; k < s.nin; ++k) {
-    if (const View* v = s.view[k]) {
-      args[k] = t.expr.input(static_cast<int>(t.inputs.size()), v->dtype);
-      t.inputs.push_back(v->shape == domain ? *v : broadcast_view(*v, domain));
-    } else {
-      args[k] = t.expr.constant(static_cast<int>(t.consts.size()), s.type[k]);
-      t.consts.push_back(s.value[k]);
+  if (shape_size(domain) > 0) {
+    Stream::Slot slot(global_stream());  // built in place in the window
+    Task& t = slot.task();
+    t.kind = Task::Kind::Map;
+    t.name = s.node.kind == ExprNode::Kind::Unary    ? unary_name(static_cast<UnaryOp>(s.node.op))
+             : s.node.kind == ExprNode::Kind::Binary ? binary_name(static_cast<BinaryOp>(s.node.op))
+                                                     : "__setitem__";
+    int args[2] = {-1, -1};
+    for (int k = 0; k < s.nin; ++k) {
+      if (const View* v = s.view[k]) {
+        args[k] = t.expr.input(static_cast<int>(t.inputs.size()), v->dtype);
+        if (v->shape == domain) t.inputs.push_back(*v);
+        else t.inputs.push_back(broadcast_view(*v, domain));
+      } else {
+        args[k] = t.expr.constant(static_cast<int>(t.consts.size()), s.type[k]);
+        t.consts.push_back(s.value[k]);
+      }
     }
+    if (s.node.kind == ExprNode::Kind::Cast) t.expr.cast(args[0], s.node.dtype);
+    else if (s.node.kind == ExprNode::Kind::Unary) t.expr.unary(static_cast<UnaryOp>(s.node.op), args[0], s.node.dtype);
+    else t.expr.binary(static_cast<BinaryOp>(s.node.op), args[0], args[1], s.node.dtype);
+    if (t.expr.dtype() != out.dtype) t.expr.cast(t.expr.root(), out.dtype);
+    t.output = out;
+    t.domain = std::move(domain);
+    slot.commit();
   }
-  if (s.node.kind == ExprNode::Kind::Cast) t.expr.cast(args[0], s.node.dtype);
-  else if (s.node.kind == ExprNode::Kind::Unary) t.expr.unary(static_cast<UnaryOp>(s.node.op), args[0], s.node.dtype);
-  else t.expr.binary(static_cast<BinaryOp>(s.node.op), args[0], args[1], s.node.dtype);
-  if (t.expr.dtype() != out.dtype) t.expr.cast(t.expr.root(), out.dtype);
-  t.output = out;
-  t.domain = std::move(domain);
-  if (shape_size(t.domain) > 0) append(std::move(t));
   *result = std::move(out);
   return true;
 }
@@ -237,19 +241,24 @@ View record_map(MapSpec spec) {
                        " doesn't match the broadcast shape " + shape_str(domain));
     if (out.dtype != result) spec.expr.cast(spec.expr.root(), out.dtype);
   }
-  Task t;
-  t.kind = Task::Kind::Map;
-  t.name = spec.name;
-  t.inputs.reserve(spec.inputs.size());
-  for (const View& v : spec.inputs) t.inputs.push_back(broadcast_view(v, domain));
-  if (!spec.out) out = alloc_like_order(result, domain, std::span<const View>(t.inputs.data(), t.inputs.size()));
-  for (View& v : t.inputs) v = copy_if_overlapping(v, out);
-  t.domain = std::move(domain);
-  t.consts = std::move(spec.consts);
-  t.indices = std::move(spec.indices);
-  t.expr = std::move(spec.expr);
-  t.output = out;
-  if (shape_size(t.domain) > 0) append(std::move(t));
+  InlineVector<View, 3> inputs;
+  inputs.reserve(spec.inputs.size());
+  for (const View& v : spec.inputs) inputs.push_back(broadcast_view(v, domain));
+  if (!spec.out) out = alloc_like_order(result, domain, std::span<const View>(inputs.data(), inputs.size()));
+  for (View& v : inputs) v = copy_if_overlapping(v, out);  // (may record copies: before the slot)
+  if (shape_size(domain) > 0) {
+    Stream::Slot slot(global_stream());  // built in place in the window
+    Task& t = slot.task();
+    t.kind = Task::Kind::Map;
+    t.name = spec.name;
+    t.inputs = std::move(inputs);
+    t.domain = std::move(domain);
+    t.consts = std::move(spec.consts);
+    t.indices = std::move(spec.indices);
+    t.expr = std::move(spec.expr);
+    t.output = out;
+    slot.commit();
+  }
   return out;
 }
 

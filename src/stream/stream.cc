@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <thread>
 
 namespace nf {
 
@@ -39,17 +40,63 @@ void Stream::retire(const std::vector<Task>& tasks) {
   for (const Task& t : tasks) count_pending(t, -1);
 }
 
+namespace {
+// Whether task t touches exported memory (the bindings then sync at once).
+bool touches_exported(const Task& t) {
+  bool exported = t.output.buffer->exports.load(std::memory_order_relaxed) > 0;
+  for (const View& v : t.inputs) exported |= v.buffer->exports.load(std::memory_order_relaxed) > 0;
+  return exported;
+}
+}  // namespace
+
 void Stream::record(Task&& t) {
   if (run_now_ && run_now_(t)) return;
   count_pending(t, 1);
-  bool exported = t.output.buffer->exports.load(std::memory_order_relaxed) > 0;
-  for (const View& v : t.inputs) exported |= v.buffer->exports.load(std::memory_order_relaxed) > 0;
-  if (exported) sync_request_.store(true);
+  if (touches_exported(t)) sync_request_.store(true);
   std::lock_guard<std::mutex> lock(mu_);
-  note_code(t);
+  if (slot_open_) throw std::logic_error("a task was recorded while another was being built in place");
   window_.push_back(std::move(t));
+  enqueue_back();
+}
+
+void Stream::enqueue_back() {
+  note_code(window_.back());
   size_.store(window_.size(), std::memory_order_release);
   recorded_total_.fetch_add(1, std::memory_order_release);
+}
+
+Stream::Slot::Slot(Stream& s) : s_(s) {
+  s_.gate_.lock();
+  std::lock_guard<std::mutex> lock(s_.mu_);
+  if (s_.slot_open_) {
+    s_.gate_.unlock();
+    throw std::logic_error("a task was built in place while another was being built");
+  }
+  task_ = &s_.window_.emplace_back();
+  s_.slot_open_ = true;
+}
+
+Stream::Slot::~Slot() {
+  if (open_) {
+    std::lock_guard<std::mutex> lock(s_.mu_);
+    s_.window_.pop_back();
+    s_.slot_open_ = false;
+  }
+  s_.gate_.unlock();
+}
+
+void Stream::Slot::commit() {
+#ifndef NDEBUG
+  task_->validate();
+#endif
+  Task& t = *task_;
+  if (s_.run_now_ && s_.run_now_(t)) return;  // (the destructor drops the slot)
+  count_pending(t, 1);
+  if (touches_exported(t)) s_.sync_request_.store(true);
+  std::lock_guard<std::mutex> lock(s_.mu_);
+  s_.slot_open_ = false;
+  open_ = false;
+  s_.enqueue_back();
 }
 
 void Stream::note_code(const Task& t) {
@@ -91,6 +138,7 @@ void Stream::set_max_window(size_t n) {
 std::vector<Task> Stream::take() {
   std::lock_guard<std::recursive_mutex> gate(gate_);
   std::lock_guard<std::mutex> lock(mu_);
+  if (slot_open_) throw std::logic_error("the window was taken while a task was being built in place");
   std::vector<Task> out;
   out.swap(window_);
   codes_.clear();
@@ -103,7 +151,9 @@ std::vector<Task> Stream::take() {
     t.output.buffer->py_live = t.output.buffer->py_refs.load() > 0;
   }
   window_.swap(spare_);  // empty, with the capacity of an earlier window (recycle)
-  if (window_.capacity() == 0) window_.reserve(std::min<size_t>(max_window, 64));
+  // No spare yet (its window is still being flushed): room for a window like
+  // this one, so the next does not regrow (each regrowth moves every task).
+  if (window_.capacity() == 0) window_.reserve(std::min<size_t>(max_window, std::max<size_t>(out.size(), 64)));
   return out;
 }
 
@@ -115,7 +165,15 @@ void Stream::recycle(std::vector<Task>&& tasks) {
 
 void Stream::restore(std::vector<Task> tasks) {
   if (tasks.empty()) return;
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
+  // Inserting in front moves the window's tasks: wait out a Slot another
+  // thread is building (it never blocks, syncs or records while open; the
+  // gate is not taken here, as its holder may be waiting for this flush).
+  while (slot_open_) {
+    lock.unlock();
+    std::this_thread::yield();
+    lock.lock();
+  }
   const size_t n = tasks.size();
   tasks.insert(tasks.end(), std::make_move_iterator(window_.begin()), std::make_move_iterator(window_.end()));
   window_.swap(tasks);

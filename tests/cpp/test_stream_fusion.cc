@@ -73,6 +73,55 @@ TEST(Record, OverlappingInputIsCopiedFirst) {
   for (const Task& t : w.tasks) EXPECT_NO_THROW(t.validate());
 }
 
+TEST(Record, InPlaceSlotCommitsInOrderAndDropsOnError) {
+  global_stream().take();
+  View a = View::fresh(DType::Float64, {4});
+  View r1 = scale(a, 2.0);
+  {
+    // An error while the task is being built: the slot leaves no trace.
+    Stream::Slot slot(global_stream());
+    slot.task().name = "half-built";
+    EXPECT_EQ(global_stream().size(), 1u);  // not part of the window before commit
+  }
+  EXPECT_EQ(global_stream().size(), 1u);
+  View r2 = add(r1, a);
+  {
+    // Recording (which would move the slot) or taking the window while a
+    // slot is open is a bug, caught as such.
+    Stream::Slot slot(global_stream());
+    EXPECT_THROW(scale(a, 3.0), std::logic_error);
+    EXPECT_THROW(global_stream().take(), std::logic_error);
+  }
+  EXPECT_EQ(a.buffer->pending_reads.load(), 2);  // the dropped tasks were never counted
+  Window w;
+  ASSERT_EQ(w.tasks.size(), 2u);
+  EXPECT_STREQ(w.tasks[0].name, "multiply");
+  EXPECT_STREQ(w.tasks[1].name, "add");
+  EXPECT_TRUE(w.tasks[1].inputs[0].same_as(r1));
+  EXPECT_TRUE(w.tasks[1].output.same_as(r2));
+  for (const Task& t : w.tasks) EXPECT_NO_THROW(t.validate());
+  Stream::retire(w.tasks);
+}
+
+TEST(SmallVector, WholeInlineCopiesKeepContents) {
+  Dims a{1, 2, 3};
+  Dims b = a;
+  Dims c(std::move(b));
+  EXPECT_EQ(c, Dims({1, 2, 3}));
+  Dims big{1, 2, 3, 4, 5, 6, 7, 8};  // on the heap
+  Dims d;
+  d = big;
+  EXPECT_EQ(d, big);
+  d = Dims{9};
+  EXPECT_EQ(d, Dims({9}));
+  Dims e{4, 5};
+  e = Dims(big);  // heap storage moved in
+  EXPECT_EQ(e, big);
+  e.resize(2);
+  Dims f = e;  // 2 elements read from a heap block of more than 6
+  EXPECT_EQ(f, Dims({1, 2}));
+}
+
 TEST(Fusion, ElementwiseChainIsOneGroupWithTemporaries) {
   global_stream().take();
   View x = View::fresh(DType::Float64, {100});
