@@ -50,11 +50,12 @@ bool touches_exported(const Task& t) {
 }  // namespace
 
 void Stream::record(Task&& t) {
+  // (Checked before anything is counted: a bug must not leave counts behind.)
+  if (slot_open_.load()) throw std::logic_error("a task was recorded while another was being built in place");
   if (run_now_ && run_now_(t)) return;
   count_pending(t, 1);
   if (touches_exported(t)) sync_request_.store(true);
   std::lock_guard<std::mutex> lock(mu_);
-  if (slot_open_) throw std::logic_error("a task was recorded while another was being built in place");
   window_.push_back(std::move(t));
   enqueue_back();
 }

@@ -200,7 +200,7 @@ class Stream {
   std::atomic<uint64_t> recorded_total_{0};
   std::atomic<size_t> size_{0};
   std::atomic<bool> sync_request_{false};
-  bool slot_open_ = false;  // a Slot is being built at window_.back() (under the gate)
+  std::atomic<bool> slot_open_{false};  // a Slot is being built at window_.back() (set under mu_)
   void enqueue_back();      // window_.back() joins the window (under mu_)
   RunNow run_now_ = nullptr;
   RunSimpleNow run_simple_ = nullptr;

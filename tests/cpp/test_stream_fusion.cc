@@ -90,6 +90,13 @@ TEST(Record, InPlaceSlotCommitsInOrderAndDropsOnError) {
     // slot is open is a bug, caught as such.
     Stream::Slot slot(global_stream());
     EXPECT_THROW(scale(a, 3.0), std::logic_error);
+    Task direct;
+    direct.name = "direct";
+    direct.domain = {4};
+    direct.inputs.push_back(a);
+    direct.output = View::fresh(DType::Float64, {4});
+    direct.expr.input(0, DType::Float64);
+    EXPECT_THROW(global_stream().record(std::move(direct)), std::logic_error);
     EXPECT_THROW(global_stream().take(), std::logic_error);
   }
   EXPECT_EQ(a.buffer->pending_reads.load(), 2);  // the dropped tasks were never counted
