@@ -143,7 +143,7 @@ class SmallVector {
   size_t size_ = 0;
   size_t cap_ = 0;
   T* heap_ = nullptr;
-  T inline_[N]{};  // value-initialized: whole copies never read indeterminate bytes
+  T inline_[N]{};  // value-initialized: whole copies of inline storage copy set values
 };
 
 }  // namespace nf

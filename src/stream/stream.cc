@@ -40,30 +40,10 @@ void Stream::retire(const std::vector<Task>& tasks) {
   for (const Task& t : tasks) count_pending(t, -1);
 }
 
-namespace {
-// Whether task t touches exported memory (the bindings then sync at once).
-bool touches_exported(const Task& t) {
-  bool exported = t.output.buffer->exports.load(std::memory_order_relaxed) > 0;
-  for (const View& v : t.inputs) exported |= v.buffer->exports.load(std::memory_order_relaxed) > 0;
-  return exported;
-}
-}  // namespace
-
 void Stream::record(Task&& t) {
-  // (Checked before anything is counted: a bug must not leave counts behind.)
-  if (slot_open_.load()) throw std::logic_error("a task was recorded while another was being built in place");
-  if (run_now_ && run_now_(t)) return;
-  count_pending(t, 1);
-  if (touches_exported(t)) sync_request_.store(true);
-  std::lock_guard<std::mutex> lock(mu_);
-  window_.push_back(std::move(t));
-  enqueue_back();
-}
-
-void Stream::enqueue_back() {
-  note_code(window_.back());
-  size_.store(window_.size(), std::memory_order_release);
-  recorded_total_.fetch_add(1, std::memory_order_release);
+  Slot slot(*this);  // one path for every task: a task built elsewhere is moved in
+  slot.task() = std::move(t);
+  slot.commit();
 }
 
 Stream::Slot::Slot(Stream& s) : s_(s) {
@@ -71,7 +51,7 @@ Stream::Slot::Slot(Stream& s) : s_(s) {
   std::lock_guard<std::mutex> lock(s_.mu_);
   if (s_.slot_open_) {
     s_.gate_.unlock();
-    throw std::logic_error("a task was built in place while another was being built");
+    throw std::logic_error("a task was recorded while another was being built in place");
   }
   task_ = &s_.window_.emplace_back();
   s_.slot_open_ = true;
@@ -93,11 +73,15 @@ void Stream::Slot::commit() {
   Task& t = *task_;
   if (s_.run_now_ && s_.run_now_(t)) return;  // (the destructor drops the slot)
   count_pending(t, 1);
-  if (touches_exported(t)) s_.sync_request_.store(true);
+  bool exported = t.output.buffer->exports.load(std::memory_order_relaxed) > 0;
+  for (const View& v : t.inputs) exported |= v.buffer->exports.load(std::memory_order_relaxed) > 0;
+  if (exported) s_.sync_request_.store(true);
   std::lock_guard<std::mutex> lock(s_.mu_);
   s_.slot_open_ = false;
   open_ = false;
-  s_.enqueue_back();
+  s_.note_code(t);
+  s_.size_.store(s_.window_.size(), std::memory_order_release);
+  s_.recorded_total_.fetch_add(1, std::memory_order_release);
 }
 
 void Stream::note_code(const Task& t) {

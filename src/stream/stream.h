@@ -116,7 +116,7 @@ using RunReduceNow = bool (*)(const SimpleReduce& r, Scalar* value);
 class Stream {
  public:
   Stream();
-  // Runs `t` now (the RunNow hook) or appends it to the window.
+  // Runs `t` now (the RunNow hook) or appends it to the window (through a Slot).
   void record(Task&& t);
   // record() without the move: the task is built in place in the window's
   // next slot (a task is about 1 KB; building it on the stack and moving it
@@ -200,8 +200,7 @@ class Stream {
   std::atomic<uint64_t> recorded_total_{0};
   std::atomic<size_t> size_{0};
   std::atomic<bool> sync_request_{false};
-  std::atomic<bool> slot_open_{false};  // a Slot is being built at window_.back() (set under mu_)
-  void enqueue_back();      // window_.back() joins the window (under mu_)
+  bool slot_open_ = false;  // a Slot is being built at window_.back() (under mu_)
   RunNow run_now_ = nullptr;
   RunSimpleNow run_simple_ = nullptr;
   RunReduceNow run_reduce_ = nullptr;
