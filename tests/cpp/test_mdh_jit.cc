@@ -163,3 +163,27 @@ TEST(Pipeline, FlushComputesAndCachesKernels) {
   EXPECT_EQ(jit::KernelCache::instance().stats().compiles.load(), compiles);
   EXPECT_DOUBLE_EQ(static_cast<const double*>(z.buffer->data())[76], 5.0 * 79 + 80);
 }
+
+// The owner's part of the exit contract (pipeline/worker.h): stopping the
+// background threads while a kernel compiles there waits for the compile,
+// and the process then exits cleanly. (Exiting without the stop lets the
+// compile run into clang's statics as they are destroyed: "pure virtual
+// method called", now and then; environment.cc stops them for this binary.)
+[[noreturn]] void exit_with_compiles_in_flight() {
+  global_stream().take();
+  for (int round = 0; round < 2; ++round)
+    for (int k = 0; k < 6; ++k) {  // six kernels, each wanted twice
+      View a = filled({64}, 0), b = filled({64}, 1);
+      View y = mul_add(a, b, 1.0 + k);
+      for (int j = 0; j < k; ++j) y = mul_add(y, b, 3.0);
+      y.buffer->py_refs = 1;
+      flush_all();
+    }
+  pipeline::background_stop();
+  std::exit(0);
+}
+
+TEST(Pipeline, ExitDuringBackgroundCompileIsClean) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(exit_with_compiles_in_flight(), ::testing::ExitedWithCode(0), "");
+}
