@@ -1,6 +1,9 @@
 // LoopNest -> C with OpenMP pragmas.
 #include <sstream>
 #include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "codegen/codegen.h"
 #include "codegen/scalar_c.h"
@@ -26,11 +29,17 @@ class CRenderer {
     // array written through a uint8 view) may hold any value, and NumPy
     // reads every nonzero byte as True. So bool memory is declared as bytes,
     // and reads compare with zero (see `load`).
+    captured_.push_back({"const int64_t* restrict ip", "ip"});
+    captured_.push_back({"const double* restrict fp", "fp"});
     for (int i = 0; i < n_.num_ptrs; ++i) {
       const char* t = n_.ptr_types[i] == DType::Bool ? "uint8_t" : c_type(n_.ptr_types[i]);
       body << "  " << t << "* restrict p" << i << " = (" << t << "*)nf_p[" << i << "];\n";
+      captured_.push_back({std::string(t) + "* restrict p" + std::to_string(i), "p" + std::to_string(i)});
     }
-    for (const StmtP& s : n_.body) stmt(body, *s, 1);
+    for (const StmtP& s : n_.body) {
+      stmt(body, *s, 1);
+      capture(*s);
+    }
     body << "}\n";
     std::ostringstream src;
     src << "/* numfuse kernel " << n_.name << " */\n"
@@ -41,7 +50,7 @@ class CRenderer {
       src << "int omp_get_thread_num(void); int omp_get_num_threads(void); int omp_get_max_threads(void);\n"
           << "void* malloc(unsigned long); void free(void*);\n"
           << "static inline int64_t nf_max_threads(void) { return omp_get_max_threads(); }\n";
-    src << helpers_.definitions() << body.str();
+    src << helpers_.definitions() << regions_.str() << body.str();
     return {src.str(), n_.name};
   }
 
@@ -49,6 +58,32 @@ class CRenderer {
   const lower::LoopNest& n_;
   HelperSet helpers_;
   bool uses_alloc_ = false;
+  // The kernel's variables a parallel region can see (declared before it at
+  // the top level), as (parameter declaration, argument) of the function the
+  // region's body becomes; and those functions.
+  std::vector<std::pair<std::string, std::string>> captured_;
+  std::ostringstream regions_;
+  int nregions_ = 0;
+
+  void capture(const Stmt& s) {
+    if (s.k == Stmt::K::Decl)
+      captured_.push_back({std::string(c_type(s.dtype)) + (s.len > 0 ? "* " : " ") + s.name, s.name});
+    else if (s.k == Stmt::K::Alloc)
+      captured_.push_back({std::string(c_type(s.dtype)) + "* " + s.name, s.name});
+  }
+
+  // Whether `s` assigns to one of the captured variables itself (not through
+  // a pointer): such a region cannot take them by value.
+  bool assigns_captured(const Stmt& s) const {
+    if (s.k == Stmt::K::Assign && s.target->k == Ex::K::Var)
+      for (const auto& c : captured_)
+        if (c.second == s.target->name) return true;
+    for (const StmtP& c : s.body)
+      if (assigns_captured(*c)) return true;
+    for (const StmtP& c : s.else_body)
+      if (assigns_captured(*c)) return true;
+    return false;
+  }
 
   static std::string indent(int d) { return std::string(2 * d, ' '); }
 
@@ -156,16 +191,49 @@ class CRenderer {
         os << indent(d) << (s.target->k == Ex::K::Load ? lvalue(*s.target) : ex(*s.target)) << " = " << ex(*s.value)
            << ";\n";
         return;
-      case Stmt::K::Parallel:
+      case Stmt::K::Parallel: {
         os << indent(d) << "int64_t nf_used_threads = 1;\n";
-        os << indent(d) << "#pragma omp parallel if(" << ex(*s.parallel_if) << ")\n";
-        os << indent(d) << "{\n";
-        os << indent(d + 1) << "const int64_t nf_tid = omp_get_thread_num();\n";
-        os << indent(d + 1) << "const int64_t nf_nt = omp_get_num_threads();\n";
-        os << indent(d + 1) << "if (nf_tid == 0) nf_used_threads = nf_nt;\n";
-        for (const StmtP& c : s.body) stmt(os, *c, d + 1);
+        bool outline = d == 1;
+        for (const StmtP& c : s.body) outline = outline && !assigns_captured(*c);
+        if (!outline) {
+          os << indent(d) << "#pragma omp parallel if(" << ex(*s.parallel_if) << ")\n";
+          os << indent(d) << "{\n";
+          os << indent(d + 1) << "const int64_t nf_tid = omp_get_thread_num();\n";
+          os << indent(d + 1) << "const int64_t nf_nt = omp_get_num_threads();\n";
+          os << indent(d + 1) << "if (nf_tid == 0) nf_used_threads = nf_nt;\n";
+          for (const StmtP& c : s.body) stmt(os, *c, d + 1);
+          os << indent(d) << "}\n";
+          return;
+        }
+        // The body becomes a function of (thread, threads): called by every
+        // thread of a parallel region when there is work enough, else once
+        // directly -- a region that runs serially would still cost libomp's
+        // serialized-parallel bookkeeping (~1000 instructions) per call, the
+        // whole run of a kernel over a few elements. Not inlined: its body
+        // is compiled once.
+        const std::string fn = n_.name + "_region" + std::to_string(nregions_++);
+        std::string params, args;
+        for (const auto& [decl, name] : captured_) {
+          params += ", " + decl;
+          args += ", " + name;
+        }
+        regions_ << "static __attribute__((noinline)) void " << fn << "(const int64_t nf_tid, const int64_t nf_nt"
+                 << params << ") {\n";
+        for (const StmtP& c : s.body) stmt(regions_, *c, 1);
+        regions_ << "}\n";
+        os << indent(d) << "if (" << ex(*s.parallel_if) << ") {\n";
+        os << indent(d + 1) << "#pragma omp parallel\n";
+        os << indent(d + 1) << "{\n";
+        os << indent(d + 2) << "const int64_t nf_tid = omp_get_thread_num();\n";
+        os << indent(d + 2) << "const int64_t nf_nt = omp_get_num_threads();\n";
+        os << indent(d + 2) << "if (nf_tid == 0) nf_used_threads = nf_nt;\n";
+        os << indent(d + 2) << fn << "(nf_tid, nf_nt" << args << ");\n";
+        os << indent(d + 1) << "}\n";
+        os << indent(d) << "} else {\n";
+        os << indent(d + 1) << fn << "(0, 1" << args << ");\n";
         os << indent(d) << "}\n";
         return;
+      }
       case Stmt::K::Alloc:
         uses_alloc_ = true;
         os << indent(d) << c_type(s.dtype) << "* " << s.name << " = (" << c_type(s.dtype) << "*)malloc(sizeof("

@@ -25,6 +25,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "stream/stream.h"
@@ -77,10 +78,20 @@ Dims squeezed_domain(const Task& t);
 // equal signatures are partitioned and expressed identically, so a loop over
 // moving slices (a[i:i+n]) reuses the first iteration's analysis.
 struct Signature {
+  // The first `size` bytes; the rest is room kept for the next signature
+  // built into the same object (window_signature), so a flush per loop
+  // iteration neither allocates nor clears memory for it.
   std::string bytes;
+  size_t size = 0;
   size_t hash = 0;
-  bool operator==(const Signature& o) const { return hash == o.hash && bytes == o.bytes; }
+  std::string_view view() const { return {bytes.data(), size}; }
+  bool operator==(const Signature& o) const { return hash == o.hash && view() == o.view(); }
+  // A copy holding the signature only (a memo key).
+  Signature compact() const { return Signature{std::string(view()), size, hash}; }
 };
+// Builds the window's signature into `out`, reusing its storage. Safe to
+// call from several threads (serialized: buffers carry its scratch).
+void window_signature(const std::vector<Task>& window, Policy policy, Signature& out);
 Signature window_signature(const std::vector<Task>& window, Policy policy);
 
 }  // namespace nf::fusion

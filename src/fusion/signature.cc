@@ -4,9 +4,8 @@
 // the relations between views of the same buffer.
 #include <algorithm>
 #include <cstring>
-#include <functional>
+#include <mutex>
 #include <string_view>
-#include <unordered_map>
 
 #include "fusion/fusion.h"
 
@@ -16,11 +15,14 @@ namespace {
 
 // Appends fixed-size fields at a cursor into the string's storage: the
 // signature is built at every flush (memo hits included), so a field costs a
-// store, not a std::string::append. ensure(n) before writing at most n bytes.
+// store, not a std::string::append. The string keeps its size between
+// signatures (only the first `size` bytes count, see Signature): growing it
+// clears the new part once, later signatures reuse it. ensure(n) before
+// writing at most n bytes.
 class Writer {
  public:
   explicit Writer(std::string& s) : s_(s) {
-    s_.resize(s_.capacity() > 256 ? s_.capacity() : 256);
+    if (s_.size() < 256) s_.resize(256);
     p_ = s_.data();
     end_ = p_ + s_.size();
   }
@@ -43,7 +45,13 @@ class Writer {
   }
   // Bytes dims(d) writes.
   static size_t dims_size(const Dims& d) { return 1 + d.size() * sizeof(int64_t); }
-  void finish() { s_.resize(p_ - s_.data()); }
+  // Reserves n bytes at the cursor, to be filled in any order.
+  char* skip(size_t n) {
+    char* at = p_;
+    p_ += n;
+    return at;
+  }
+  size_t size() const { return p_ - s_.data(); }
 
  private:
   std::string& s_;
@@ -51,83 +59,84 @@ class Writer {
   char* end_;
 };
 
+// A word-at-a-time hash (the memo compares the bytes on a hash match).
+size_t hash_bytes(const char* p, size_t n) {
+  uint64_t h = 0x9E3779B97F4A7C15ull ^ n;
+  auto mix = [&](uint64_t w) {
+    h ^= w;
+    h *= 0xBF58476D1CE4E5B9ull;
+    h ^= h >> 31;
+  };
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, p + i, 8);
+    mix(w);
+  }
+  uint64_t tail = 0;
+  std::memcpy(&tail, p + i, n - i);
+  mix(tail);
+  h ^= h >> 29;
+  h *= 0x94D049BB133111EBull;
+  return static_cast<size_t>(h ^ (h >> 32));
+}
+
 }  // namespace
 
-Signature window_signature(const std::vector<Task>& window, Policy policy) {
-  Signature sig;
-  std::string& s = sig.bytes;
-  s.reserve(window.size() * 160 + 16);
-  Writer w(s);
+void window_signature(const std::vector<Task>& window, Policy policy, Signature& out) {
+  // Buffers carry this function's scratch (their number and latest view in
+  // the signature being built, tagged by an epoch): one signature at a time.
+  static std::mutex mu;
+  static uint64_t epoch = 0;
+  std::lock_guard<std::mutex> lock(mu);
+  ++epoch;
+  Writer w(out.bytes);
   w.ensure(1);
   w.put(static_cast<uint8_t>(policy));
-  // Runs at every flush (memo hits included): scratch space is reused, and
-  // buffers are numbered by a linear search while there are few of them.
   struct SeenView {
     const View* view;
-    int prev;  // the buffer's previous distinct view (-1: none)
+    int prev;   // the buffer's previous distinct view (-1: none)
+    uint32_t k;  // its number among the buffer's distinct views, oldest first
   };
-  thread_local std::vector<const Buffer*> buffers;
-  thread_local std::vector<int> last_view;  // per buffer id: its latest distinct view
-  thread_local std::vector<SeenView> views;
-  thread_local std::unordered_map<const Buffer*, int> buffer_id;
+  static std::vector<Buffer*> buffers;
+  static std::vector<SeenView> views;
   buffers.clear();
-  last_view.clear();
   views.clear();
-  buffer_id.clear();
-  constexpr size_t kLinear = 16;
-  auto id_of = [&](const Buffer* b) {
-    if (buffers.size() <= kLinear) {
-      for (size_t k = 0; k < buffers.size(); ++k)
-        if (buffers[k] == b) return static_cast<int>(k);
-      if (buffers.size() == kLinear)  // from now on: a map
-        for (size_t k = 0; k < buffers.size(); ++k) buffer_id.emplace(buffers[k], static_cast<int>(k));
-    }
-    if (buffers.size() > kLinear || !buffer_id.empty()) {
-      auto [it, fresh] = buffer_id.emplace(b, static_cast<int>(buffers.size()));
-      if (!fresh) return it->second;
-    }
-    buffers.push_back(b);
-    last_view.push_back(-1);
-    return static_cast<int>(buffers.size()) - 1;
-  };
   auto view = [&](const View& v) {
-    const int id = id_of(v.buffer.get());
-    w.ensure(sizeof(int) + sizeof(DType) + 2 * Writer::dims_size(v.shape) + 1 + sizeof(uint32_t));
-    w.put(id);
+    Buffer* b = v.buffer.get();
+    if (b->sig_epoch != epoch) {
+      b->sig_epoch = epoch;
+      b->sig_id = static_cast<int32_t>(buffers.size());
+      b->sig_last_view = -1;
+      buffers.push_back(b);
+    }
+    w.ensure(sizeof(int32_t) + sizeof(DType) + 2 * Writer::dims_size(v.shape) + 1 + sizeof(uint32_t));
+    w.put(b->sig_id);
     w.put(v.dtype);
     w.dims(v.shape);
     w.dims(v.strides);
-    // The buffer's distinct views so far, newest first; numbered oldest
-    // first (k), as before.
-    uint32_t count = 0;
-    for (int j = last_view[id]; j >= 0; j = views[j].prev) ++count;
-    uint32_t k = count;
-    for (int j = last_view[id]; j >= 0; j = views[j].prev) {
-      --k;
+    // The same view as an earlier distinct one of this buffer: its number.
+    const int last = b->sig_last_view;
+    for (int j = last; j >= 0; j = views[j].prev)
       if (views[j].view->same_as(v)) {
         w.put('S');
-        w.put(k);
+        w.put(views[j].k);
         return;
       }
-    }
-    // Relations to every earlier distinct view, oldest first.
-    thread_local std::vector<const View*> order;
-    order.clear();
-    for (int j = last_view[id]; j >= 0; j = views[j].prev) order.push_back(views[j].view);
-    w.ensure(order.size() + 1);
-    for (size_t q = order.size(); q-- > 0;) w.put(views_overlap(*order[q], v) ? 'O' : 'D');
+    // Else its relation to every earlier distinct view, oldest first.
+    const uint32_t count = last >= 0 ? views[last].k + 1 : 0;
+    w.ensure(count + 1);
+    char* rel = w.skip(count);
+    for (int j = last; j >= 0; j = views[j].prev) rel[views[j].k] = views_overlap(*views[j].view, v) ? 'O' : 'D';
     w.put('N');
-    views.push_back({&v, last_view[id]});
-    last_view[id] = static_cast<int>(views.size()) - 1;
+    views.push_back({&v, last, count});
+    b->sig_last_view = static_cast<int>(views.size()) - 1;
   };
   for (const Task& t : window) {
     // 64: the task's fixed-size fields below (38 bytes) with room to spare.
-    w.ensure(64 + Writer::dims_size(t.domain) + t.expr.nodes.size() * 16 + t.consts.size() * sizeof(DType) +
-             [&] {
-               size_t n = 0;
-               for (const IndexFn& f : t.indices) n += Writer::dims_size(f.strides);
-               return n;
-             }());
+    size_t need = 64 + Writer::dims_size(t.domain) + t.expr.nodes.size() * 16 + t.consts.size() * sizeof(DType);
+    for (const IndexFn& f : t.indices) need += Writer::dims_size(f.strides);
+    w.ensure(need);
     w.put(t.kind);
     w.put(t.solo);
     w.put(t.scan_axis);
@@ -156,12 +165,15 @@ Signature window_signature(const std::vector<Task>& window, Policy policy) {
     view(t.output);
   }
   w.ensure(buffers.size());
-  for (const Buffer* b : buffers) {
-    w.put(static_cast<uint8_t>((b->py_live ? 0 : 1) | (b->allocated() ? 2 : 0)));
-  }
-  w.finish();
-  sig.hash = std::hash<std::string_view>()(s);
-  return sig;
+  for (const Buffer* b : buffers) w.put(static_cast<uint8_t>((b->py_live ? 0 : 1) | (b->allocated() ? 2 : 0)));
+  out.size = w.size();
+  out.hash = hash_bytes(out.bytes.data(), out.size);
+}
+
+Signature window_signature(const std::vector<Task>& window, Policy policy) {
+  Signature sig;
+  window_signature(window, policy, sig);
+  return sig.compact();
 }
 
 }  // namespace nf::fusion

@@ -137,24 +137,29 @@ void compact(Built& out) {
 
 Bindings rebind(const std::vector<Task>& window, const Built& tmpl) {
   Bindings b;
+  rebind(window, tmpl, b);
+  return b;
+}
+
+void rebind(const std::vector<Task>& window, const Built& tmpl, Bindings& b) {
   const size_t n = tmpl.recipe.access.size();
-  b.buffers.reserve(n);
-  b.offsets.reserve(n);
-  for (const Recipe::AccessSource& src : tmpl.recipe.access) {
+  b.buffers.resize(n);
+  b.offsets.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    const Recipe::AccessSource& src = tmpl.recipe.access[i];
     const Task& t = window[src.task];
     const View& v = src.slot < 0 ? t.output : t.inputs[src.slot];
-    b.buffers.push_back(v.buffer);
-    b.offsets.push_back(v.offset * itemsize(v.dtype));
+    b.buffers[i] = v.buffer;
+    b.offsets[i] = v.offset * itemsize(v.dtype);
   }
-  b.ints = tmpl.bind.ints;
-  b.floats = tmpl.bind.floats;
+  b.ints.assign(tmpl.bind.ints.begin(), tmpl.bind.ints.end());
+  b.floats.assign(tmpl.bind.floats.begin(), tmpl.bind.floats.end());
   for (const Recipe::ParamSource& p : tmpl.recipe.params) {
     const Task& t = window[p.task];
     if (p.index_offset) b.ints[p.slot] = t.indices[p.which].offset;
     else if (p.is_float) b.floats[p.slot] = t.consts[p.which].f;
     else b.ints[p.slot] = t.consts[p.which].i;
   }
-  return b;
 }
 
 bool MdHom::is_scan(int d) const {

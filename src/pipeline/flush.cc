@@ -66,6 +66,10 @@ struct PlanGroup {
   std::shared_ptr<GroupState> state = std::make_shared<GroupState>();
   std::vector<int> dead;
   std::vector<int> temp_tasks;  // tasks whose output buffer is a temporary
+  // For reports: the tasks' names (static strings, part of the signature, so
+  // the same for every window of the plan) and the dead ones among them.
+  std::vector<const char*> op_names;
+  std::vector<int> dead_ops;
   std::string stop_reason;
   std::shared_ptr<const mdh::Built> tmpl;
   tune::Schedule schedule;
@@ -113,7 +117,7 @@ struct SigHash {
 // What a memoized plan costs in memory, roughly: its signature and, per
 // group, the expression template (accesses, nodes, parameters, recipe).
 size_t plan_bytes(const fusion::Signature& sig, const Plan& p) {
-  size_t b = sizeof(Plan) + sig.bytes.size() + 64;
+  size_t b = sizeof(Plan) + sig.size + 64;
   for (const PlanGroup& g : p.groups) {
     b += sizeof(PlanGroup) + g.key.size() + g.stop_reason.size() + 8 * (g.dead.size() + g.temp_tasks.size());
     if (!g.tmpl) continue;
@@ -252,6 +256,8 @@ PlanGroup to_plan_group(const std::vector<Task>& window, const Prepared& p) {
   g.end = p.group.end;
   g.dead = p.group.dead;
   g.stop_reason = p.group.stop_reason;
+  for (int k = g.begin; k < g.end; ++k) g.op_names.push_back(window[k].name);
+  for (int d : g.dead) g.dead_ops.push_back(d - g.begin);
   for (const BufferPtr& b : p.group.temporaries)
     for (int k = g.begin; k < g.end; ++k)
       if (window[k].output.buffer == b) {
@@ -302,17 +308,26 @@ GroupReport run_group(const std::vector<Task>& window, const std::shared_ptr<con
   gr.plan = plan;
   gr.stop_ptr = &g.stop_reason;
   gr.dead = static_cast<int>(g.dead.size());
-  gr.op_names.reserve(g.end - g.begin);
-  for (int k = g.begin; k < g.end; ++k) gr.op_names.push_back(window[k].name);
-  for (int d : g.dead) gr.dead_ops.push_back(d - g.begin);
-  for (int k : g.temp_tasks) gr.temporaries.push_back(window[k].output.buffer->id());
+  gr.names_ptr = &g.op_names;
+  gr.dead_ptr = &g.dead_ops;
+  if (!g.temp_tasks.empty()) {
+    gr.temporaries.reserve(g.temp_tasks.size());
+    for (int k : g.temp_tasks) gr.temporaries.push_back(window[k].output.buffer->id());
+  }
   auto t0 = std::chrono::steady_clock::now();
-  mdh::Bindings local;
+  // Memo hits rebind into the same storage flush after flush (the caller
+  // holds g_exec_mu); its buffers are let go on the way out, thrown or not.
+  static mdh::Bindings local;
+  struct LetGo {
+    ~LetGo() {
+      for (BufferPtr& b : local.buffers) b.reset();
+    }
+  } let_go;
   if (runs(g)) {
     const jit::KernelFn fn = kernel_of(g);
     if (fn || g.schedule.routine != tune::Routine::None) {
       if (!bind) {
-        local = mdh::rebind(window, *g.tmpl);
+        mdh::rebind(window, *g.tmpl, local);
         bind = &local;
       }
       detail::run_scheduled(g.tmpl->hom, g.schedule, fn, *bind);
@@ -322,8 +337,7 @@ GroupReport run_group(const std::vector<Task>& window, const std::shared_ptr<con
       gr.tier0 = true;
     }
     gr.hom = std::shared_ptr<const mdh::MdHom>(g.tmpl, &g.tmpl->hom);
-    if (bind == &local) gr.ints = std::move(local.ints);  // the kernel has run: no longer needed
-    else if (bind) gr.ints = bind->ints;
+    if (bind) gr.ints = SmallVector<int64_t, 16>(bind->ints.begin(), bind->ints.end());
     gr.schedule_ptr = &g.schedule;
     gr.key_ptr = &g.key;
     gr.tuned = g.tuned;
@@ -341,10 +355,11 @@ GroupReport run_group(const std::vector<Task>& window, const std::shared_ptr<con
 
 std::vector<std::string> GroupReport::ops() const {
   std::vector<std::string> out;
-  for (size_t k = 0; k < op_names.size(); ++k) {
+  if (!names_ptr) return out;
+  for (size_t k = 0; k < names_ptr->size(); ++k) {
     bool is_dead = false;
-    for (int d : dead_ops) is_dead |= d == static_cast<int>(k);
-    out.push_back(std::string(op_names[k]) + (is_dead ? " (dead)" : ""));
+    for (int d : *dead_ptr) is_dead |= d == static_cast<int>(k);
+    out.push_back(std::string((*names_ptr)[k]) + (is_dead ? " (dead)" : ""));
   }
   return out;
 }
@@ -366,7 +381,7 @@ std::string GroupReport::routine() const { return is_routine() && hom ? ext::rou
 std::string GroupReport::mdh_text() const {
   if (!hom) return "";
   mdh::Bindings b;
-  b.ints = ints;
+  b.ints.assign(ints.begin(), ints.end());
   return mdh::to_string(*hom, &b);
 }
 
@@ -509,7 +524,8 @@ void flush_window(std::vector<Task>& window, FlushReport* report, int& ran) {
     g_memo.clear();
     store_generation = gen;
   }
-  fusion::Signature sig = fusion::window_signature(window, cfg.policy);
+  static fusion::Signature sig;  // guarded by g_exec_mu; its storage is reused flush after flush
+  fusion::window_signature(window, cfg.policy, sig);
   std::shared_ptr<const Plan> plan = cfg.memo ? g_memo.find(sig) : nullptr;
 
   if (plan) {
@@ -517,6 +533,7 @@ void flush_window(std::vector<Task>& window, FlushReport* report, int& ran) {
     rep.memo_hit = true;
     rep.analyse_ms = ms_since(t0);
     auto t2 = std::chrono::steady_clock::now();
+    rep.groups.reserve(plan->groups.size());
     for (size_t i = 0; i < plan->groups.size(); ++i) {
       GroupReport gr = run_group(window, plan, i, nullptr, cfg.dump);
       ran = plan->groups[i].end;
@@ -592,7 +609,7 @@ void flush_window(std::vector<Task>& window, FlushReport* report, int& ran) {
       rep.groups.push_back(std::move(gr));
     }
     rep.run_ms = ms_since(t2);
-    if (!failed) g_memo.insert(std::move(sig), plan_new);
+    if (!failed) g_memo.insert(sig.compact(), plan_new);
   }
 
   {

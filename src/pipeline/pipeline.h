@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/small_vector.h"
 #include "fusion/fusion.h"
 #include "mdh/mdh.h"
 #include "stream/stream.h"
@@ -48,14 +49,14 @@ struct GroupReport {
   // Built on every flush, so nothing here is formatted or copied until asked
   // for: names are the tasks' static strings, the schedule, key and stop
   // reason live in the plan this report keeps alive.
-  std::vector<const char*> op_names;  // the tasks in the group
-  std::vector<int> dead_ops;          // positions in op_names of dead tasks
-  std::vector<uint64_t> temporaries;  // buffer ids never allocated
+  const std::vector<const char*>* names_ptr = nullptr;  // the tasks in the group (in the plan)
+  const std::vector<int>* dead_ptr = nullptr;          // positions in *names_ptr of dead tasks
+  std::vector<uint64_t> temporaries;                   // buffer ids never allocated
   int dead = 0;
   // The kernel's expression and schedule (rendered on demand by mdh_text /
   // schedule_text; no buffers are kept alive by a report).
   std::shared_ptr<const mdh::MdHom> hom;
-  std::vector<int64_t> ints;
+  SmallVector<int64_t, 16> ints;
   std::shared_ptr<const void> plan;   // owns what the pointers below point to
   const tune::Schedule* schedule_ptr = nullptr;
   const std::string* key_ptr = nullptr;

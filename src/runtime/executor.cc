@@ -8,6 +8,7 @@
 #include <mutex>
 #include <vector>
 
+#include "core/small_vector.h"
 #include "runtime/runtime.h"
 
 namespace nf::runtime {
@@ -65,7 +66,7 @@ void ensure_openmp() {
 
 void run_kernel(jit::KernelFn fn, const mdh::MdHom& h, const mdh::Bindings& b) {
   ensure_openmp();
-  std::vector<char*> ptrs(h.accesses.size(), nullptr);
+  SmallVector<char*, 32> ptrs(h.accesses.size(), nullptr);
   for (size_t i = 0; i < h.accesses.size(); ++i) {
     const mdh::Access& a = h.accesses[i];
     if (!(a.read || a.written || a.reduced)) continue;
