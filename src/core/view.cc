@@ -158,6 +158,12 @@ bool views_overlap(const View& a, const View& b) {
   const int64_t alo = a.lo() * isa, ahi = a.hi() * isa + isa - 1;
   const int64_t blo = b.lo() * isb, bhi = b.hi() * isb + isb - 1;
   if (ahi < blo || bhi < alo) return false;
+  // A contiguous view touches every byte of its interval, and every view
+  // touches its first and last byte: shifted slices (a[1:] vs a[:-1]) end here.
+  auto dense = [](const View& v) { return v.is_c_contiguous() || v.is_f_contiguous(); };
+  auto within = [](int64_t x, int64_t lo, int64_t hi) { return lo <= x && x <= hi; };
+  if ((within(blo, alo, ahi) || within(bhi, alo, ahi)) && dense(a)) return true;
+  if ((within(alo, blo, bhi) || within(ahi, blo, bhi)) && dense(b)) return true;
   // sum sA*x - sum sB*y - t == oB - oA - (isA - 1), t in [0, isA + isB - 2].
   // On the stack: this runs for every pair of views of one buffer in a
   // window's signature (column sweeps over one matrix).

@@ -24,6 +24,8 @@
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/IR/Module.h>
+#include <llvm/Target/TargetMachine.h>
+#include <llvm/Pass.h>
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
@@ -67,6 +69,42 @@ class CapturingObjectCache : public llvm::ObjectCache {
  private:
   std::mutex mu_;
   std::map<std::string, std::string> objects_;
+};
+
+// ORC's ConcurrentIRCompiler builds a TargetMachine for every module (about a
+// millisecond: the subtarget's tables). Compiles here take one from a pool
+// and give it back, so concurrent compiles still each own one.
+class PooledIRCompiler : public llvm::orc::IRCompileLayer::IRCompiler {
+ public:
+  PooledIRCompiler(llvm::orc::JITTargetMachineBuilder jtmb, llvm::ObjectCache* cache)
+      : IRCompiler(llvm::orc::irManglingOptionsFromTargetOptions(jtmb.getOptions())),
+        jtmb_(std::move(jtmb)),
+        cache_(cache) {}
+  llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> operator()(llvm::Module& m) override {
+    std::unique_ptr<llvm::TargetMachine> tm;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!free_.empty()) {
+        tm = std::move(free_.back());
+        free_.pop_back();
+      }
+    }
+    if (!tm) {
+      auto made = jtmb_.createTargetMachine();
+      if (!made) return made.takeError();
+      tm = std::move(*made);
+    }
+    auto obj = llvm::orc::SimpleCompiler(*tm, cache_)(m);
+    std::lock_guard<std::mutex> lock(mu_);
+    free_.push_back(std::move(tm));
+    return obj;
+  }
+
+ private:
+  llvm::orc::JITTargetMachineBuilder jtmb_;
+  llvm::ObjectCache* cache_;
+  std::mutex mu_;
+  std::vector<std::unique_ptr<llvm::TargetMachine>> free_;
 };
 
 struct CpuCompiler::Impl {
@@ -113,7 +151,7 @@ CpuCompiler::CpuCompiler() : impl_(new Impl) {
                  .setSupportConcurrentCompilation(true)
                  .setCompileFunctionCreator([this](llvm::orc::JITTargetMachineBuilder jtmb)
                                                 -> llvm::Expected<std::unique_ptr<llvm::orc::IRCompileLayer::IRCompiler>> {
-                   return std::make_unique<llvm::orc::ConcurrentIRCompiler>(std::move(jtmb), &impl_->objects);
+                   return std::make_unique<PooledIRCompiler>(std::move(jtmb), &impl_->objects);
                  })
                  .create();
   if (!jit) throw CompileError("cannot create LLJIT: " + llvm::toString(jit.takeError()));
@@ -187,6 +225,12 @@ KernelFn CpuCompiler::compile(const codegen::Source& src, const std::string& sym
   for (const std::string& a : impl_->args) argv.push_back(a.c_str());
   argv.push_back(file.c_str());
   argv.push_back("-emit-llvm-only");
+  // NUMFUSE_COMPILE_TIMES=passes: clang's and LLVM's per-pass timers on stderr.
+  const char* times = std::getenv("NUMFUSE_COMPILE_TIMES");
+  if (times && std::string(times) == "passes") {
+    argv.push_back("-ftime-report");
+    llvm::TimePassesIsEnabled = true;
+  }
 
   std::string diag_text;
   llvm::raw_string_ostream diag_os(diag_text);

@@ -1,4 +1,6 @@
 // core/: dtypes and promotion, scalars, views, exact overlap, view transforms.
+#include <set>
+#include <algorithm>
 #include <gtest/gtest.h>
 
 #include "core/error.h"
@@ -75,6 +77,66 @@ TEST(View, OverlapIsExact) {
   EXPECT_FALSE(views_overlap(g, col));
   col.offset = 8;
   EXPECT_TRUE(views_overlap(g, col));
+}
+
+// Against brute force: the bytes each view touches, for random 1-D and 2-D
+// views (positive, negative and zero strides; float64 and int32) of one buffer.
+TEST(View, OverlapMatchesBruteForce) {
+  auto b = std::make_shared<Buffer>(4096);
+  uint64_t state = 12345;
+  auto rnd = [&](int64_t lo, int64_t hi) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return lo + static_cast<int64_t>((state >> 33) % static_cast<uint64_t>(hi - lo + 1));
+  };
+  auto random_view = [&]() {
+    View v;
+    v.buffer = b;
+    v.dtype = rnd(0, 3) == 0 ? DType::Int32 : DType::Float64;
+    const int64_t is = itemsize(v.dtype);
+    const int nd = static_cast<int>(rnd(1, 2));
+    for (int k = 0; k < nd; ++k) {
+      v.shape.push_back(rnd(0, 5));
+      v.strides.push_back(rnd(0, 4) == 0 ? 1 : rnd(-7, 7));
+    }
+    if (rnd(0, 2) == 0) v.strides = (nd == 1 ? Dims({1}) : Dims({v.shape[1], 1}));  // contiguous
+    // Offset so every element stays inside the first 4096 bytes.
+    int64_t lo = 0, hi = 0;
+    for (int k = 0; k < nd; ++k) {
+      const int64_t span = v.strides[k] * std::max<int64_t>(v.shape[k] - 1, 0);
+      (span < 0 ? lo : hi) += span;
+    }
+    v.offset = rnd(-lo, (4096 / is) - 1 - hi);
+    return v;
+  };
+  auto bytes = [](const View& v) {
+    std::set<int64_t> out;
+    const int64_t is = itemsize(v.dtype);
+    if (v.size() == 0) return out;
+    const int64_t n1 = v.ndim() == 2 ? v.shape[1] : 1, s1 = v.ndim() == 2 ? v.strides[1] : 0;
+    for (int64_t i = 0; i < v.shape[0]; ++i)
+      for (int64_t j = 0; j < n1; ++j)
+        for (int64_t c = 0; c < is; ++c) out.insert((v.offset + i * v.strides[0] + j * s1) * is + c);
+    return out;
+  };
+  int overlapping = 0;
+  for (int trial = 0; trial < 4000; ++trial) {
+    View x = random_view(), y = random_view();
+    if (rnd(0, 1)) y.offset = std::clamp<int64_t>(x.offset + rnd(-3, 3), 0, 4096 / itemsize(y.dtype) - 1 - 60);
+    if (y.offset < 0) continue;
+    auto bx = bytes(x), by = bytes(y);
+    if (!bx.empty() && (*bx.rbegin() >= 4096 || *bx.begin() < 0)) continue;
+    if (!by.empty() && (*by.rbegin() >= 4096 || *by.begin() < 0)) continue;
+    bool expect = false;
+    for (int64_t e : bx)
+      if (by.count(e)) {
+        expect = true;
+        break;
+      }
+    overlapping += expect;
+    ASSERT_EQ(views_overlap(x, y), expect) << "trial " << trial;
+    ASSERT_EQ(views_overlap(y, x), expect) << "trial " << trial;
+  }
+  EXPECT_GT(overlapping, 200);  // the draw exercises both answers
 }
 
 TEST(View, IndexReshapeTranspose) {
