@@ -25,6 +25,7 @@ std::atomic<int64_t> g_peak{0};
 // more are 2 MiB aligned and advised to use transparent huge pages.
 constexpr size_t kCacheMin = 64 << 10;
 constexpr size_t kHuge = 4 << 20;
+constexpr size_t kSmallMalloc = 512;
 
 size_t size_class(size_t bytes) {
   if (bytes < kCacheMin) return (bytes + 63) / 64 * 64;
@@ -69,11 +70,17 @@ struct Pool {
         return p;
       }
     }
-    size_t align = cls >= kHuge ? (2 << 20) : 64;
-    void* p = std::aligned_alloc(align, cls);
+    // Blocks of a few cache lines come from malloc's thread cache (16-byte
+    // aligned, as NumPy's): its aligned path fragments the heap when
+    // thousands of small arrays are kept alive (a list of rows), costing more
+    // than the operation that fills them. Larger blocks are cache-line
+    // aligned for the kernels' vector loops.
+    size_t align = cls >= kHuge ? (2 << 20) : cls <= kSmallMalloc ? 0 : 64;
+    auto alloc = [&] { return align ? std::aligned_alloc(align, cls) : std::malloc(cls); };
+    void* p = alloc();
     if (!p) {
       trim();
-      p = std::aligned_alloc(align, cls);
+      p = alloc();
       if (!p) throw MemoryError({}, -1, static_cast<int64_t>(cls));
     }
 #ifdef MADV_HUGEPAGE
