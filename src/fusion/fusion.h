@@ -92,6 +92,5 @@ struct Signature {
 // Builds the window's signature into `out`, reusing its storage. Safe to
 // call from several threads (serialized: buffers carry its scratch).
 void window_signature(const std::vector<Task>& window, Policy policy, Signature& out);
-Signature window_signature(const std::vector<Task>& window, Policy policy);
 
 }  // namespace nf::fusion

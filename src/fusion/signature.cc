@@ -170,10 +170,4 @@ void window_signature(const std::vector<Task>& window, Policy policy, Signature&
   out.hash = hash_bytes(out.bytes.data(), out.size);
 }
 
-Signature window_signature(const std::vector<Task>& window, Policy policy) {
-  Signature sig;
-  window_signature(window, policy, sig);
-  return sig.compact();
-}
-
 }  // namespace nf::fusion

@@ -135,12 +135,6 @@ void compact(Built& out) {
 
 }  // namespace
 
-Bindings rebind(const std::vector<Task>& window, const Built& tmpl) {
-  Bindings b;
-  rebind(window, tmpl, b);
-  return b;
-}
-
 void rebind(const std::vector<Task>& window, const Built& tmpl, Bindings& b) {
   const size_t n = tmpl.recipe.access.size();
   b.buffers.resize(n);

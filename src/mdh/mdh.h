@@ -126,9 +126,8 @@ Built build(const std::vector<Task>& window, const fusion::Group& group);
 
 // Bindings of `tmpl.hom` for a window whose signature equals the one `tmpl`
 // was built from (fusion::window_signature): only pointers, offsets and
-// scalar constants differ.
-Bindings rebind(const std::vector<Task>& window, const Built& tmpl);
-// The same into `out`, reusing its storage (a memo hit per loop iteration).
+// scalar constants differ. Written into `out`, reusing its storage (a memo
+// hit per loop iteration).
 void rebind(const std::vector<Task>& window, const Built& tmpl, Bindings& out);
 
 // The expression in the paper's notation, with concrete sizes if given.
