@@ -46,10 +46,11 @@ class CRenderer {
         << "typedef signed char int8_t; typedef short int16_t; typedef int int32_t; typedef long long int64_t;\n"
         << "typedef unsigned char uint8_t; typedef unsigned short uint16_t; typedef unsigned int uint32_t;\n"
         << "typedef unsigned long long uint64_t;\n";
-    if (n_.uses_threads || uses_alloc_)
-      src << "int omp_get_thread_num(void); int omp_get_num_threads(void); int omp_get_max_threads(void);\n"
-          << "void* malloc(unsigned long); void free(void*);\n"
-          << "static inline int64_t nf_max_threads(void) { return omp_get_max_threads(); }\n";
+    // Threads come from the host (jit.h: nf_parallel / nf_max_threads), so
+    // kernels are compiled without OpenMP's code generation.
+    if (n_.uses_threads)
+      src << "int64_t nf_parallel(void (*)(void*, int64_t, int64_t), void*); int64_t nf_max_threads(void);\n";
+    if (uses_alloc_) src << "void* malloc(unsigned long); void free(void*);\n";
     src << helpers_.definitions() << regions_.str() << body.str();
     return {src.str(), n_.name};
   }
@@ -192,43 +193,37 @@ class CRenderer {
            << ";\n";
         return;
       case Stmt::K::Parallel: {
-        os << indent(d) << "int64_t nf_used_threads = 1;\n";
-        bool outline = d == 1;
-        for (const StmtP& c : s.body) outline = outline && !assigns_captured(*c);
-        if (!outline) {
-          os << indent(d) << "#pragma omp parallel if(" << ex(*s.parallel_if) << ")\n";
-          os << indent(d) << "{\n";
-          os << indent(d + 1) << "const int64_t nf_tid = omp_get_thread_num();\n";
-          os << indent(d + 1) << "const int64_t nf_nt = omp_get_num_threads();\n";
-          os << indent(d + 1) << "if (nf_tid == 0) nf_used_threads = nf_nt;\n";
-          for (const StmtP& c : s.body) stmt(os, *c, d + 1);
-          os << indent(d) << "}\n";
-          return;
-        }
-        // The body becomes a function of (thread, threads): called by every
-        // thread of a parallel region when there is work enough, else once
-        // directly -- a region that runs serially would still cost libomp's
-        // serialized-parallel bookkeeping (~1000 instructions) per call, the
-        // whole run of a kernel over a few elements. Not inlined: its body
-        // is compiled once.
+        // The body becomes a function of (thread, threads) over the kernel's
+        // variables declared before it, by value. With work enough the host
+        // runs it on every thread (nf_parallel, through a context struct);
+        // otherwise it is called once, directly -- a region that runs serially
+        // would still cost the thread runtime's bookkeeping (~1000
+        // instructions) per call, the whole run of a kernel over a few
+        // elements. Not inlined: its body is compiled once.
+        if (d != 1) throw std::logic_error("render_c: a parallel region must be at the kernel's top level");
+        for (const StmtP& c : s.body)
+          if (assigns_captured(*c))
+            throw std::logic_error("render_c: a parallel region may not assign the kernel's variables");
         const std::string fn = n_.name + "_region" + std::to_string(nregions_++);
-        std::string params, args;
+        std::string params, args, fields, unpack;
         for (const auto& [decl, name] : captured_) {
           params += ", " + decl;
           args += ", " + name;
+          fields += " " + decl + ";";
+          unpack += ", c->" + name;
         }
         regions_ << "static __attribute__((noinline)) void " << fn << "(const int64_t nf_tid, const int64_t nf_nt"
                  << params << ") {\n";
         for (const StmtP& c : s.body) stmt(regions_, *c, 1);
         regions_ << "}\n";
+        regions_ << "struct " << fn << "_ctx {" << fields << " };\n";
+        regions_ << "static void " << fn << "_entry(void* nf_c, int64_t nf_tid, int64_t nf_nt) {\n"
+                 << "  const struct " << fn << "_ctx* c = (const struct " << fn << "_ctx*)nf_c;\n"
+                 << "  " << fn << "(nf_tid, nf_nt" << unpack << ");\n}\n";
+        os << indent(d) << "int64_t nf_used_threads = 1;\n";
         os << indent(d) << "if (" << ex(*s.parallel_if) << ") {\n";
-        os << indent(d + 1) << "#pragma omp parallel\n";
-        os << indent(d + 1) << "{\n";
-        os << indent(d + 2) << "const int64_t nf_tid = omp_get_thread_num();\n";
-        os << indent(d + 2) << "const int64_t nf_nt = omp_get_num_threads();\n";
-        os << indent(d + 2) << "if (nf_tid == 0) nf_used_threads = nf_nt;\n";
-        os << indent(d + 2) << fn << "(nf_tid, nf_nt" << args << ");\n";
-        os << indent(d + 1) << "}\n";
+        os << indent(d + 1) << "struct " << fn << "_ctx nf_ctx = {" << args.substr(args.empty() ? 0 : 2) << "};\n";
+        os << indent(d + 1) << "nf_used_threads = nf_parallel(" << fn << "_entry, &nf_ctx);\n";
         os << indent(d) << "} else {\n";
         os << indent(d + 1) << fn << "(0, 1" << args << ");\n";
         os << indent(d) << "}\n";

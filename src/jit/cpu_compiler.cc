@@ -2,8 +2,10 @@
 //
 // Each compile builds its own CompilerInstance and LLVMContext, so compiles
 // run concurrently; LLJIT itself is thread-safe. Every kernel lives in its own
-// JITDylib, whose generators resolve libomp first (so a libgomp loaded by some
-// other extension cannot capture omp_* calls), then the rest of the process.
+// JITDylib, which defines the host services (nf_parallel, nf_max_threads: the
+// only way a kernel reaches threads, so a libgomp loaded by some other
+// extension cannot capture them) and resolves the rest (libm, libmvec,
+// malloc) from the process.
 #include <dlfcn.h>
 
 #include <chrono>
@@ -23,6 +25,7 @@
 #include <llvm/ExecutionEngine/Orc/CompileUtils.h>
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/ExecutionEngine/Orc/Mangling.h>
 #include <llvm/IR/Module.h>
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/Pass.h>
@@ -117,7 +120,6 @@ struct CpuCompiler::Impl {
   std::string flags_id;
   std::mutex dylib_mu;
   uint64_t dylibs = 0;
-  std::string libomp_path;
 };
 
 namespace {
@@ -131,12 +133,71 @@ std::string find_libomp() {
   return "";
 }
 
+// The host services of jit.h, over libomp's entry points: a parallel region
+// is forked the way clang's OpenMP code generation forks one
+// (__kmpc_fork_call with an outlined "microtask"), so kernels need no OpenMP
+// code generation of their own.
+struct KmpIdent {
+  int32_t reserved_1, flags, reserved_2, reserved_3;
+  const char* psource;
+};
+using KmpMicrotask = void (*)(int32_t*, int32_t*, ...);
+struct Omp {
+  void (*fork_call)(KmpIdent*, int32_t, KmpMicrotask, ...) = nullptr;
+  int (*num_threads)() = nullptr;
+  int (*max_threads)() = nullptr;
+};
+
+const Omp& omp() {
+  static const Omp o = [] {
+    Omp r;
+    std::string path = find_libomp();
+    void* h = path.empty() ? nullptr : dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
+    if (!h) return r;
+    r.fork_call = reinterpret_cast<decltype(r.fork_call)>(dlsym(h, "__kmpc_fork_call"));
+    r.num_threads = reinterpret_cast<int (*)()>(dlsym(h, "omp_get_num_threads"));
+    r.max_threads = reinterpret_cast<int (*)()>(dlsym(h, "omp_get_max_threads"));
+    if (!r.num_threads || !r.max_threads) r.fork_call = nullptr;
+    return r;
+  }();
+  return o;
+}
+
+using RegionBody = void (*)(void*, int64_t, int64_t);
+
+void region_microtask(int32_t* /*gtid*/, int32_t* btid, RegionBody body, void* ctx, int64_t* used) {
+  const int64_t tid = *btid, nt = omp().num_threads();
+  if (tid == 0) *used = nt;
+  body(ctx, tid, nt);
+}
+
+}  // namespace
+
+extern "C" int64_t nf_parallel(RegionBody body, void* ctx) {
+  const Omp& o = omp();
+  int64_t used = 1;
+  if (!o.fork_call) {  // no thread runtime: the region runs on this thread
+    body(ctx, 0, 1);
+    return 1;
+  }
+  static KmpIdent loc{0, 2 /* KMP_IDENT_KMPC */, 0, 0, ";numfuse;kernel;0;0;;"};
+  o.fork_call(&loc, 3, reinterpret_cast<KmpMicrotask>(&region_microtask), body, ctx, &used);
+  return used;
+}
+
+extern "C" int64_t nf_max_threads() {
+  const Omp& o = omp();
+  return o.max_threads ? o.max_threads() : 1;
+}
+
+namespace {
+
 }  // namespace
 
 CpuCompiler::CpuCompiler() : impl_(new Impl) {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
-  impl_->libomp_path = find_libomp();
+  find_libomp();  // loaded before any kernel forks a region
   // Vector math (libmvec) must be visible to the JIT linker.
   dlopen("libmvec.so.1", RTLD_NOW | RTLD_GLOBAL);
   dlopen("libm.so.6", RTLD_NOW | RTLD_GLOBAL);
@@ -156,7 +217,7 @@ CpuCompiler::CpuCompiler() : impl_(new Impl) {
                  .create();
   if (!jit) throw CompileError("cannot create LLJIT: " + llvm::toString(jit.takeError()));
   impl_->jit = std::move(*jit);
-  impl_->args = {"-triple", impl_->triple, "-target-cpu", impl_->cpu, "-O3", "-fopenmp", "-vectorize-loops",
+  impl_->args = {"-triple", impl_->triple, "-target-cpu", impl_->cpu, "-O3", "-fopenmp-simd", "-vectorize-loops",
                  "-vectorize-slp", "-fveclib=libmvec", "-ffp-contract=off", "-std=c11",
                  "-w", "-x", "c"};
   for (const std::string& a : impl_->args) impl_->flags_id += a + " ";
@@ -169,17 +230,25 @@ CpuCompiler& CpuCompiler::instance() {
 
 const std::string& CpuCompiler::flags_id() const { return impl_->flags_id; }
 
-llvm::orc::JITDylib& CpuCompiler::new_dylib(const std::string& symbol) {
+llvm::orc::JITDylib& CpuCompiler::new_dylib(const std::string& symbol, bool openmp) {
   std::lock_guard<std::mutex> lock(impl_->dylib_mu);
   auto jdx = impl_->jit->createJITDylib(symbol + "#" + std::to_string(++impl_->dylibs));
   if (!jdx) throw CompileError("cannot create JITDylib: " + llvm::toString(jdx.takeError()));
   llvm::orc::JITDylib* jd = &*jdx;
   const char prefix = impl_->jit->getDataLayout().getGlobalPrefix();
-  if (!impl_->libomp_path.empty()) {
-    auto omp = llvm::orc::DynamicLibrarySearchGenerator::Load(impl_->libomp_path.c_str(), prefix);
-    if (omp) jd->addGenerator(std::move(*omp));
-    else llvm::consumeError(omp.takeError());
+  if (openmp) {  // OpenMP's own code generation calls libomp: resolve it there first
+    auto omp = llvm::orc::DynamicLibrarySearchGenerator::Load(find_libomp().c_str(), prefix);
+    if (!omp) throw CompileError("cannot load libomp: " + llvm::toString(omp.takeError()));
+    jd->addGenerator(std::move(*omp));
   }
+  // The host services kernels call (jit.h).
+  llvm::orc::MangleAndInterner mangle(impl_->jit->getExecutionSession(), impl_->jit->getDataLayout());
+  llvm::orc::SymbolMap host;
+  host[mangle("nf_parallel")] = {llvm::orc::ExecutorAddr::fromPtr(&nf_parallel), llvm::JITSymbolFlags::Exported};
+  host[mangle("nf_max_threads")] = {llvm::orc::ExecutorAddr::fromPtr(&nf_max_threads),
+                                    llvm::JITSymbolFlags::Exported};
+  if (auto err = jd->define(llvm::orc::absoluteSymbols(std::move(host))))
+    throw CompileError("cannot define host services: " + llvm::toString(std::move(err)));
   auto proc = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(prefix);
   if (!proc) throw CompileError("process symbols: " + llvm::toString(proc.takeError()));
   jd->addGenerator(std::move(*proc));
@@ -195,7 +264,7 @@ void CpuCompiler::warm_up_async() {
         "double exp(double);\n"
         "void warm(char** p, const long long* ip, const double* fp) {\n"
         "  double* x = (double*)p[0];\n"
-        "  #pragma omp parallel for simd if(ip[0] > 100000)\n"
+        "  #pragma omp simd\n"
         "  for (long long i = 0; i < ip[0]; ++i) x[i] = exp(x[i]) + fp[0];\n"
         "}\n";
     try {
@@ -220,9 +289,18 @@ KernelFn CpuCompiler::load_object(const std::string& object, const std::string& 
 }
 
 KernelFn CpuCompiler::compile(const codegen::Source& src, const std::string& symbol, std::string* object) {
+  return compile_with(src, symbol, object, false);
+}
+
+KernelFn CpuCompiler::compile_openmp_c(const std::string& source, const std::string& symbol) {
+  return compile_with(codegen::Source{source, symbol}, symbol + "_ref", nullptr, true);
+}
+
+KernelFn CpuCompiler::compile_with(const codegen::Source& src, const std::string& symbol, std::string* object,
+                                   bool openmp) {
   const std::string file = symbol + ".c";
   std::vector<const char*> argv;
-  for (const std::string& a : impl_->args) argv.push_back(a.c_str());
+  for (const std::string& a : impl_->args) argv.push_back(a == "-fopenmp-simd" && openmp ? "-fopenmp" : a.c_str());
   argv.push_back(file.c_str());
   argv.push_back("-emit-llvm-only");
   // NUMFUSE_COMPILE_TIMES=passes: clang's and LLVM's per-pass timers on stderr.
@@ -262,7 +340,7 @@ KernelFn CpuCompiler::compile(const codegen::Source& src, const std::string& sym
   if (!mod) throw CompileError("clang produced no module");
 
   mod->setModuleIdentifier(symbol);
-  llvm::orc::JITDylib* jd = &new_dylib(symbol);
+  llvm::orc::JITDylib* jd = &new_dylib(symbol, openmp);
   if (auto err = impl_->jit->addIRModule(*jd, llvm::orc::ThreadSafeModule(std::move(mod), std::move(ctx))))
     throw CompileError("cannot add module: " + llvm::toString(std::move(err)));
   auto tbe = std::chrono::steady_clock::now();

@@ -1,7 +1,7 @@
 // Compile rendered kernels in process: clang (as a library) turns C into an
 // optimized LLVM module, ORC LLJIT turns the module into machine code and
-// links it against libomp, libmvec and libm. Kernels are cached in memory by
-// their canonical key (and on disk, see DiskCache).
+// links it against the host services below, libmvec and libm. Kernels are
+// cached in memory by their canonical key (and on disk, see DiskCache).
 #pragma once
 
 #include <atomic>
@@ -20,6 +20,15 @@ class JITDylib;
 namespace nf::jit {
 
 using KernelFn = void (*)(char** ptrs, const int64_t* ints, const double* floats);
+
+// Host services, the only way a kernel reaches threads (it is compiled without
+// OpenMP's code generation; `#pragma omp simd` is all it keeps):
+//   nf_parallel(body, ctx) runs body(ctx, tid, nt) on every thread of a
+//     parallel region of the thread runtime (libomp; numfuse.config(threads=)
+//     sets its size) and returns nt, the threads that ran;
+//   nf_max_threads() is the size the next region will have.
+extern "C" int64_t nf_parallel(void (*body)(void* ctx, int64_t tid, int64_t nt), void* ctx);
+extern "C" int64_t nf_max_threads();
 
 struct CompileError : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -40,9 +49,13 @@ class CpuCompiler {
   // `symbol` must be unique per distinct source. If `object` is given it
   // receives the relocatable object file (for the disk cache).
   KernelFn compile(const codegen::Source& src, const std::string& symbol, std::string* object = nullptr);
+  // Compiles hand-written C with OpenMP's own code generation (`#pragma omp
+  // parallel for` and libomp calls): the reference loops of the benchmarks
+  // and tests. Returns the function `symbol` of `source`.
+  KernelFn compile_openmp_c(const std::string& source, const std::string& symbol);
   // Links a previously compiled object file and returns `symbol` from it.
   KernelFn load_object(const std::string& object, const std::string& symbol);
-  // Starts compiling a trivial OpenMP kernel on a background thread, so the
+  // Starts compiling a trivial kernel on a background thread, so the
   // one-time costs (LLVM and clang initialization, paging in the libraries)
   // are paid while the program is still recording. wait_warm_up() joins it.
   void warm_up_async();
@@ -52,7 +65,8 @@ class CpuCompiler {
 
  private:
   CpuCompiler();
-  llvm::orc::JITDylib& new_dylib(const std::string& symbol);
+  llvm::orc::JITDylib& new_dylib(const std::string& symbol, bool openmp = false);
+  KernelFn compile_with(const codegen::Source& src, const std::string& symbol, std::string* object, bool openmp);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

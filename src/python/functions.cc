@@ -453,10 +453,9 @@ void bind_functions(py::module_& m) {
 
   // Compile a hand-written C function with the kernels' compiler and flags
   // (benchmarks use it as the "what the hardware can do" reference).
+  // Hand-written C/OpenMP reference loops (benchmarks, tests).
   m.def("_jit_c", [](const std::string& source, const std::string& symbol) {
-    codegen::Source src{source, symbol};
-    jit::KernelFn fn = jit::CpuCompiler::instance().compile(src, symbol + "_ref");
-    return reinterpret_cast<uintptr_t>(fn);
+    return reinterpret_cast<uintptr_t>(jit::CpuCompiler::instance().compile_openmp_c(source, symbol));
   });
 
   m.def("_use_blas", [](const std::string& path, const std::string& prefix, const std::string& suffix) {

@@ -1,6 +1,7 @@
 // mdh/, tune/, lower/, codegen/, jit/, runtime/: from a group to numbers.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstring>
 
 #include "codegen/codegen.h"
@@ -137,6 +138,35 @@ TEST(Codegen, GeneratedSourceIncludesNoHeaders) {
   std::string code = codegen::render_c(lower::lower(m.hom, s, "k")).code;
   EXPECT_EQ(code.find("#include"), std::string::npos);
   EXPECT_NE(code.find("#pragma omp simd"), std::string::npos);
+  // Threads come from the host: no OpenMP code generation in a kernel.
+  s.parallel = true;
+  s.parallel_min_work = 0;
+  code = codegen::render_c(lower::lower(m.hom, s, "k")).code;
+  EXPECT_EQ(code.find("omp parallel"), std::string::npos) << code;
+  EXPECT_EQ(code.find("omp_get"), std::string::npos) << code;
+  EXPECT_NE(code.find("nf_parallel(k_region0_entry"), std::string::npos) << code;
+}
+
+TEST(Jit, HostParallelRegionRunsOnEveryThread) {
+  runtime::set_num_threads(2);
+  std::atomic<int> mask{0}, calls{0};
+  struct Ctx {
+    std::atomic<int>* mask;
+    std::atomic<int>* calls;
+  } ctx{&mask, &calls};
+  auto body = [](void* c, int64_t tid, int64_t nt) {
+    auto* x = static_cast<Ctx*>(c);
+    if (nt == 2) x->mask->fetch_or(1 << tid);
+    x->calls->fetch_add(1);
+  };
+  EXPECT_EQ(jit::nf_parallel(body, &ctx), 2);
+  EXPECT_EQ(mask.load(), 3);
+  EXPECT_EQ(calls.load(), 2);
+  EXPECT_EQ(jit::nf_max_threads(), 2);
+  runtime::set_num_threads(1);
+  EXPECT_EQ(jit::nf_parallel(body, &ctx), 1);
+  EXPECT_EQ(calls.load(), 3);
+  runtime::set_num_threads(2);
 }
 
 TEST(Pipeline, FlushComputesAndCachesKernels) {
