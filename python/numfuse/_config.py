@@ -83,7 +83,7 @@ def options():
 def config(**opts):
     """Temporarily change numfuse options, e.g. ``with numfuse.config(dump=True):``.
 
-    Options: threads (OpenMP threads per kernel), dump (print generated
+    Options: threads (threads per kernel), dump (print generated
     kernels and cache hits), fusion (False runs one operation per kernel),
     max_window (tasks recorded before an automatic flush), max_kernel_ops
     (reads and writes of Python-visible arrays per fused kernel at most;

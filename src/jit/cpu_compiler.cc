@@ -3,9 +3,10 @@
 // Each compile builds its own CompilerInstance and LLVMContext, so compiles
 // run concurrently; LLJIT itself is thread-safe. Every kernel lives in its own
 // JITDylib, which defines the host services (nf_parallel, nf_max_threads: the
-// only way a kernel reaches threads, so a libgomp loaded by some other
-// extension cannot capture them) and resolves the rest (libm, libmvec,
-// malloc) from the process.
+// only way a kernel reaches threads) and resolves the rest (libm, libmvec,
+// malloc) from the process. Hand-written OpenMP reference loops
+// (compile_openmp_c) resolve libomp first, so a libgomp loaded by some other
+// extension cannot capture their omp_* calls.
 #include <dlfcn.h>
 
 #include <chrono>
@@ -14,6 +15,16 @@
 #include <map>
 #include <mutex>
 #include <thread>
+
+#include <pthread.h>
+
+#include <algorithm>
+#include <atomic>
+#include <memory>
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
 
 #include <clang/Basic/DiagnosticOptions.h>
 #include <clang/CodeGen/CodeGenAction.h>
@@ -133,71 +144,92 @@ std::string find_libomp() {
   return "";
 }
 
-// The host services of jit.h, over libomp's entry points: a parallel region
-// is forked the way clang's OpenMP code generation forks one
-// (__kmpc_fork_call with an outlined "microtask"), so kernels need no OpenMP
-// code generation of their own.
-struct KmpIdent {
-  int32_t reserved_1, flags, reserved_2, reserved_3;
-  const char* psource;
-};
-using KmpMicrotask = void (*)(int32_t*, int32_t*, ...);
-struct Omp {
-  void (*fork_call)(KmpIdent*, int32_t, KmpMicrotask, ...) = nullptr;
-  int (*num_threads)() = nullptr;
-  int (*max_threads)() = nullptr;
+// The host services of jit.h. A region's thread bodies are TBB tasks in an
+// arena of the configured size: the calling thread takes part and runs every
+// body no worker has taken, so a kernel never waits for a thread the OS has
+// not scheduled. (libomp's fork/join did: with a BLAS library's threads
+// spinning on the other cores after a matmul, the join of a 0.1 ms kernel
+// waited a scheduler time slice, ~4 ms.)
+struct Threads {
+  std::mutex mu;
+  int n = 0;  // 0: not yet decided
+  std::shared_ptr<tbb::task_arena> arena;
+  std::atomic<bool> forked{false};  // a forked child: TBB's workers do not exist here
 };
 
-const Omp& omp() {
-  static const Omp o = [] {
-    Omp r;
-    std::string path = find_libomp();
-    void* h = path.empty() ? nullptr : dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
-    if (!h) return r;
-    r.fork_call = reinterpret_cast<decltype(r.fork_call)>(dlsym(h, "__kmpc_fork_call"));
-    r.num_threads = reinterpret_cast<int (*)()>(dlsym(h, "omp_get_num_threads"));
-    r.max_threads = reinterpret_cast<int (*)()>(dlsym(h, "omp_get_max_threads"));
-    if (!r.num_threads || !r.max_threads) r.fork_call = nullptr;
-    return r;
+Threads& threads_state() {
+  static Threads* t = [] {
+    auto* s = new Threads;
+    pthread_atfork(nullptr, nullptr, [] { threads_state().forked.store(true); });
+    return s;
   }();
-  return o;
+  return *t;
+}
+
+int default_threads() {
+  // OMP_NUM_THREADS keeps its meaning (numfuse used libomp's threads before).
+  if (const char* e = std::getenv("OMP_NUM_THREADS")) {
+    const int n = std::atoi(e);
+    if (n > 0) return n;
+  }
+  return std::max(1, tbb::this_task_arena::max_concurrency());
+}
+
+std::shared_ptr<tbb::task_arena> arena(int* n) {
+  Threads& t = threads_state();
+  std::lock_guard<std::mutex> lock(t.mu);
+  if (t.n == 0) t.n = default_threads();
+  *n = t.n;
+  if (t.n > 1 && !t.arena) t.arena = std::make_shared<tbb::task_arena>(t.n);
+  return t.arena;
 }
 
 using RegionBody = void (*)(void*, int64_t, int64_t);
 
-void region_microtask(int32_t* /*gtid*/, int32_t* btid, RegionBody body, void* ctx, int64_t* used) {
-  const int64_t tid = *btid, nt = omp().num_threads();
-  if (tid == 0) *used = nt;
-  body(ctx, tid, nt);
-}
-
 }  // namespace
 
+void set_threads(int n) {
+  if (n < 1) throw std::invalid_argument("threads must be at least 1");
+  Threads& t = threads_state();
+  std::lock_guard<std::mutex> lock(t.mu);
+  if (n == t.n) return;
+  t.n = n;
+  t.arena.reset();  // regions running keep theirs
+}
+
+int threads() {
+  int n;
+  arena(&n);
+  return n;
+}
+
 extern "C" int64_t nf_parallel(RegionBody body, void* ctx) {
-  const Omp& o = omp();
-  int64_t used = 1;
-  if (!o.fork_call) {  // no thread runtime: the region runs on this thread
+  int nt;
+  std::shared_ptr<tbb::task_arena> a = arena(&nt);
+  if (nt <= 1 || !a || threads_state().forked.load(std::memory_order_relaxed)) {
     body(ctx, 0, 1);
     return 1;
   }
-  static KmpIdent loc{0, 2 /* KMP_IDENT_KMPC */, 0, 0, ";numfuse;kernel;0;0;;"};
-  o.fork_call(&loc, 3, reinterpret_cast<KmpMicrotask>(&region_microtask), body, ctx, &used);
-  return used;
+  a->execute([&] {
+    tbb::parallel_for(
+        tbb::blocked_range<int64_t>(0, nt, 1),
+        [&](const tbb::blocked_range<int64_t>& r) {
+          for (int64_t tid = r.begin(); tid < r.end(); ++tid) body(ctx, tid, nt);
+        },
+        tbb::simple_partitioner());
+  });
+  return nt;
 }
 
 extern "C" int64_t nf_max_threads() {
-  const Omp& o = omp();
-  return o.max_threads ? o.max_threads() : 1;
+  int n;
+  arena(&n);
+  return threads_state().forked.load(std::memory_order_relaxed) ? 1 : n;
 }
-
-namespace {
-
-}  // namespace
 
 CpuCompiler::CpuCompiler() : impl_(new Impl) {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
-  find_libomp();  // loaded before any kernel forks a region
   // Vector math (libmvec) must be visible to the JIT linker.
   dlopen("libmvec.so.1", RTLD_NOW | RTLD_GLOBAL);
   dlopen("libm.so.6", RTLD_NOW | RTLD_GLOBAL);

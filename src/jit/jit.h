@@ -23,12 +23,18 @@ using KernelFn = void (*)(char** ptrs, const int64_t* ints, const double* floats
 
 // Host services, the only way a kernel reaches threads (it is compiled without
 // OpenMP's code generation; `#pragma omp simd` is all it keeps):
-//   nf_parallel(body, ctx) runs body(ctx, tid, nt) on every thread of a
-//     parallel region of the thread runtime (libomp; numfuse.config(threads=)
-//     sets its size) and returns nt, the threads that ran;
-//   nf_max_threads() is the size the next region will have.
+//   nf_parallel(body, ctx) runs body(ctx, tid, nt) once for every tid in
+//     [0, nt), nt = threads(), as tasks of a TBB arena of that size: on
+//     several threads at once when workers are free, all on the calling
+//     thread otherwise (bodies must not wait for each other); returns nt.
+//     In a forked child (no TBB workers) it runs body(ctx, 0, 1) and returns 1.
+//   nf_max_threads() is the nt the next region will have.
 extern "C" int64_t nf_parallel(void (*body)(void* ctx, int64_t tid, int64_t nt), void* ctx);
 extern "C" int64_t nf_max_threads();
+// The threads per kernel: OMP_NUM_THREADS if set, else the cores this process
+// may use. set_threads throws std::invalid_argument below 1.
+void set_threads(int n);
+int threads();
 
 struct CompileError : std::runtime_error {
   using std::runtime_error::runtime_error;

@@ -455,6 +455,7 @@ void bind_functions(py::module_& m) {
   // (benchmarks use it as the "what the hardware can do" reference).
   // Hand-written C/OpenMP reference loops (benchmarks, tests).
   m.def("_jit_c", [](const std::string& source, const std::string& symbol) {
+    runtime::prepare_openmp();
     return reinterpret_cast<uintptr_t>(jit::CpuCompiler::instance().compile_openmp_c(source, symbol));
   });
 

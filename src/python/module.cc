@@ -386,6 +386,7 @@ PYBIND11_MODULE(_core, m) {
   g_np_dtype = py::object(np.attr("dtype")).release();
 
   init_numpy_api();
+  runtime::forget_stale_openmp_registration();
   // pybind11 sets up its view of NumPy's C API lazily, inside a
   // std::call_once whose initializer runs Python code (it imports
   // numpy.lib to read NumPy's version). If that first happened during a

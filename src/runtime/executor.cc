@@ -14,10 +14,10 @@
 namespace nf::runtime {
 
 namespace {
-using SetThreads = void (*)(int);
 using GetThreads = int (*)();
 
-// libomp is loaded by the JIT; look its controls up lazily.
+// libomp (used by hand-written reference loops only, see jit.h): look its
+// controls up lazily.
 template <typename F>
 F omp_fn(const char* name) {
   void* h = dlopen(NUMFUSE_LIBOMP_NAME, RTLD_NOW | RTLD_NOLOAD);
@@ -65,7 +65,6 @@ void ensure_openmp() {
 }  // namespace
 
 void run_kernel(jit::KernelFn fn, const mdh::MdHom& h, const mdh::Bindings& b) {
-  ensure_openmp();
   SmallVector<char*, 32> ptrs(h.accesses.size(), nullptr);
   for (size_t i = 0; i < h.accesses.size(); ++i) {
     const mdh::Access& a = h.accesses[i];
@@ -75,16 +74,12 @@ void run_kernel(jit::KernelFn fn, const mdh::MdHom& h, const mdh::Bindings& b) {
   fn(ptrs.data(), b.ints.data(), b.floats.data());
 }
 
-void set_num_threads(int n) {
-  ensure_openmp();
-  static auto f = omp_fn<SetThreads>("omp_set_num_threads");
-  if (f && n > 0) f(n);
-}
+void set_num_threads(int n) { jit::set_threads(n); }
 
-int num_threads() {
-  ensure_openmp();
-  static auto f = omp_fn<GetThreads>("omp_get_max_threads");
-  return f ? f() : 1;
-}
+int num_threads() { return jit::threads(); }
+
+void forget_stale_openmp_registration() { remove_empty_openmp_registration(); }
+
+void prepare_openmp() { ensure_openmp(); }
 
 }  // namespace nf::runtime

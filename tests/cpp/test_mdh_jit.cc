@@ -147,7 +147,7 @@ TEST(Codegen, GeneratedSourceIncludesNoHeaders) {
   EXPECT_NE(code.find("nf_parallel(k_region0_entry"), std::string::npos) << code;
 }
 
-TEST(Jit, HostParallelRegionRunsOnEveryThread) {
+TEST(Jit, HostParallelRegionRunsEveryThreadBodyOnce) {
   runtime::set_num_threads(2);
   std::atomic<int> mask{0}, calls{0};
   struct Ctx {
@@ -166,6 +166,13 @@ TEST(Jit, HostParallelRegionRunsOnEveryThread) {
   runtime::set_num_threads(1);
   EXPECT_EQ(jit::nf_parallel(body, &ctx), 1);
   EXPECT_EQ(calls.load(), 3);
+  // More thread bodies than cores: each still runs once.
+  runtime::set_num_threads(7);
+  calls = 0;
+  EXPECT_EQ(jit::nf_parallel(body, &ctx), 7);
+  EXPECT_EQ(calls.load(), 7);
+  EXPECT_THROW(runtime::set_num_threads(0), std::invalid_argument);
+  EXPECT_EQ(runtime::num_threads(), 7);
   runtime::set_num_threads(2);
 }
 
