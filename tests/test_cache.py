@@ -250,6 +250,54 @@ def test_memo_respects_changed_aliasing():
         assert_same(a, e)
 
 
+def test_memo_tells_views_with_the_same_start_from_views_that_only_overlap(lazy):
+    """Two reads of one buffer, (4,) and (1, 4): starting at the same element
+    they are one access of the fused kernel; the memoized plan of that window
+    must not be reused when the second view starts elsewhere."""
+    a, e = nf.arange(10.0), onp.arange(10.0)
+    nf.flush()
+    with nf.profile() as p:
+        for off in (0, 1, 2, 1, 0):
+            y = a[0:4] + 1.0
+            z = a[off:off + 4].reshape(1, 4) * 2.0
+            nf.flush()
+            assert_same(y, e[0:4] + 1.0)
+            assert_same(z, e[off:off + 4].reshape(1, 4) * 2.0)
+    assert p["memo_hits"] >= 2, p  # the repeated offsets still hit
+
+
+def test_memo_of_a_loop_over_rows_and_columns_of_a_written_matrix(lazy):
+    """Floyd-Warshall: each step reads a row and a column of the matrix it
+    rewrites whole. The window of 40 steps is memoized and reused for other
+    rows and columns (relations are recorded where a view is written: the
+    signature no longer grows with the square of the views read)."""
+    def run(xp, m, k0):
+        for k in range(k0, k0 + 40):
+            m[:] = xp.minimum(m, xp.add.outer(m[:, k], m[k, :]))
+
+    r = onp.random.default_rng(2).integers(1, 100, (60, 60)).astype(onp.int32)
+    m = nf.array(r)
+    with nf.profile() as p:
+        for k0 in (0, 0, 20):
+            run(nf, m, k0)
+            run(onp, r, k0)
+            nf.flush()
+            assert_same(m, r)
+    assert p["memo_hits"] >= 1, p
+
+
+def test_memo_reuses_a_plan_whether_reads_overlap_or_not(lazy):
+    """Reads that overlap other reads decide nothing: one plan serves both."""
+    a, e = nf.arange(12.0), onp.arange(12.0)
+    nf.flush()
+    with nf.profile() as p:
+        for off in (2, 6, 2, 6):
+            y = a[0:4] * 3.0 + a[off:off + 4]
+            nf.flush()
+            assert_same(y, e[0:4] * 3.0 + e[off:off + 4])
+    assert p["memo_hits"] >= 3, p
+
+
 def test_memo_can_be_disabled():
     x = nf.arange(10.0)
     with nf.config(memo=False):
@@ -259,3 +307,48 @@ def test_memo_can_be_disabled():
                 nf.flush()
     assert p["memo_hits"] == 0
     assert_same(y, onp.arange(10.0) * 2 + 1)
+
+
+def _memo_program(xp, a, ops, offs):
+    """One instantiation of a program template over a 1-D buffer `a`: each op
+    reads two length-4 views of `a` (the second reshaped to (1, 4) or not) at
+    the offsets `offs` in tasks of their own, and writes fresh arrays or a
+    view of `a`."""
+    outs = []
+    for (kind, shaped, c), (o1, o2, o3) in zip(ops, offs):
+        u = a[o1:o1 + 4]
+        v = a[o2:o2 + 4].reshape(1, 4) if shaped else a[o2:o2 + 4]
+        r = u * c
+        s = v + c  # its own task: domain (1, 4) or (4,)
+        t = xp.maximum(u, v.reshape(4)) - c if kind == 2 else None
+        if kind == 1:
+            a[o3:o3 + 4] = r
+        else:
+            outs.append(r)
+        outs.append(s)
+        if t is not None:
+            outs.append(t)
+    return outs
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_memo_is_sound_for_random_aliasing(lazy, seed):
+    """Differential: one program template run with different view offsets
+    back to back (same operations, shapes and strides; different sameness,
+    same starts and overlaps between views): whenever the memo reuses a plan,
+    results must still be NumPy's."""
+    rng = onp.random.default_rng(seed)
+    ops = [(int(rng.integers(0, 3)), bool(rng.integers(0, 2)), float(rng.integers(1, 4)))
+           for _ in range(int(rng.integers(1, 4)))]
+    a, e = nf.arange(24.0), onp.arange(24.0)
+    nf.flush()
+    for _ in range(8):
+        # Offsets 0 and 2 of length-4 views: every two overlap, and whether
+        # they are the same or start at the same element varies.
+        offs = [tuple(int(x) for x in rng.integers(0, 2, 3) * 2) for _ in ops]
+        got = _memo_program(nf, a, ops, offs)
+        want = _memo_program(onp, e, ops, offs)
+        nf.flush()
+        assert_same(a, e)
+        for g, w in zip(got, want):
+            assert_same(g, w)

@@ -56,12 +56,14 @@ class Buffer {
   std::atomic<int32_t> pending_reads{0};
   std::atomic<int32_t> pending_writes{0};
   // Scratch of fusion::window_signature (written under its lock): the
-  // signature that last numbered this buffer (an epoch), the number it got
-  // there and its latest distinct view. Saves a map from buffers to numbers
-  // at every flush.
+  // signature that last saw this buffer (an epoch), the number it got there
+  // (-1: not yet), its latest distinct view, latest distinct written view and
+  // latest task output. Saves a map from buffers to numbers at every flush.
   uint64_t sig_epoch = 0;
   int32_t sig_id = 0;
   int32_t sig_last_view = -1;
+  int32_t sig_last_written = -1;
+  int32_t sig_last_output = -1;
   bool pending() const {
     return pending_reads.load(std::memory_order_acquire) + pending_writes.load(std::memory_order_acquire) > 0;
   }

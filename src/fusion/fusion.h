@@ -71,10 +71,12 @@ Dims squeezed_domain(const Task& t);
 
 // The canonical form of a window, for memoizing the analysis (Diffuse 5.2).
 // It holds the tasks' operations and types, De Bruijn numbers for buffers,
-// every view's strides and extents, the relation (same / disjoint /
-// overlapping) between every two views of one buffer, and each buffer's
-// reachability from Python -- everything partition() and mdh::build() decide
-// on -- but no data pointer, view offset or scalar value. Two windows with
+// every view's strides and extents, which views of one buffer are the same
+// and which start at the same element, the relation (disjoint /
+// overlapping) between every two views of one buffer at least one of which
+// the window writes, and each buffer's reachability from Python --
+// everything partition() and mdh::build() decide on -- but no data pointer,
+// view offset or scalar value. Two windows with
 // equal signatures are partitioned and expressed identically, so a loop over
 // moving slices (a[i:i+n]) reuses the first iteration's analysis.
 struct Signature {

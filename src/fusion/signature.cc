@@ -84,7 +84,7 @@ size_t hash_bytes(const char* p, size_t n) {
 }  // namespace
 
 void window_signature(const std::vector<Task>& window, Policy policy, Signature& out) {
-  // Buffers carry this function's scratch (their number and latest view in
+  // Buffers carry this function's scratch (their number and latest views in
   // the signature being built, tagged by an epoch): one signature at a time.
   static std::mutex mu;
   static uint64_t epoch = 0;
@@ -93,10 +93,46 @@ void window_signature(const std::vector<Task>& window, Policy policy, Signature&
   Writer w(out.bytes);
   w.ensure(1);
   w.put(static_cast<uint8_t>(policy));
+  auto touch = [&](Buffer* b) {
+    if (b->sig_epoch == epoch) return;
+    b->sig_epoch = epoch;
+    b->sig_id = -1;
+    b->sig_last_view = -1;
+    b->sig_last_written = -1;
+    b->sig_last_output = -1;
+  };
+  // Partitioning and expressing a window decide on the relation of two views
+  // of one buffer only where one of them is written (producer-consumer and
+  // anti-dependences; reads that overlap reads are harmless), so relations
+  // are recorded for those pairs only: a loop reading many rows and columns
+  // of a matrix it writes through one view would otherwise cost the square
+  // of its views. First the distinct views the window writes, per buffer.
+  struct Output {
+    const View* view;
+    int prev;  // the buffer's previous distinct output (-1: none)
+  };
+  static std::vector<Output> outputs;
+  outputs.clear();
+  for (const Task& t : window) {
+    Buffer* b = t.output.buffer.get();
+    touch(b);
+    bool seen = false;
+    for (int j = b->sig_last_output; j >= 0 && !seen; j = outputs[j].prev) seen = outputs[j].view->same_as(t.output);
+    if (seen) continue;
+    outputs.push_back({&t.output, b->sig_last_output});
+    b->sig_last_output = static_cast<int>(outputs.size()) - 1;
+  }
+  auto written = [&](const View& v) {
+    for (int j = v.buffer->sig_last_output; j >= 0; j = outputs[j].prev)
+      if (outputs[j].view->same_as(v)) return true;
+    return false;
+  };
   struct SeenView {
     const View* view;
-    int prev;   // the buffer's previous distinct view (-1: none)
-    uint32_t k;  // its number among the buffer's distinct views, oldest first
+    int prev;          // the buffer's previous distinct view (-1: none)
+    int prev_written;  // its previous distinct written view (-1: none)
+    uint32_t k;        // its number among the buffer's distinct views, oldest first
+    bool written;
   };
   static std::vector<Buffer*> buffers;
   static std::vector<SeenView> views;
@@ -104,33 +140,58 @@ void window_signature(const std::vector<Task>& window, Policy policy, Signature&
   views.clear();
   auto view = [&](const View& v) {
     Buffer* b = v.buffer.get();
-    if (b->sig_epoch != epoch) {
-      b->sig_epoch = epoch;
+    touch(b);
+    if (b->sig_id < 0) {
       b->sig_id = static_cast<int32_t>(buffers.size());
-      b->sig_last_view = -1;
       buffers.push_back(b);
     }
-    w.ensure(sizeof(int32_t) + sizeof(DType) + 2 * Writer::dims_size(v.shape) + 1 + sizeof(uint32_t));
+    w.ensure(sizeof(int32_t) + sizeof(DType) + 2 * Writer::dims_size(v.shape) + 2 + 3 * sizeof(uint32_t));
     w.put(b->sig_id);
     w.put(v.dtype);
     w.dims(v.shape);
     w.dims(v.strides);
     // The same view as an earlier distinct one of this buffer: its number.
     const int last = b->sig_last_view;
-    for (int j = last; j >= 0; j = views[j].prev)
-      if (views[j].view->same_as(v)) {
+    uint32_t same_start = UINT32_MAX;
+    for (int j = last; j >= 0; j = views[j].prev) {
+      const View& u = *views[j].view;
+      if (u.same_as(v)) {
         w.put('S');
         w.put(views[j].k);
         return;
       }
-    // Else its relation to every earlier distinct view, oldest first.
+      if (same_start == UINT32_MAX && u.offset == v.offset && u.dtype == v.dtype) same_start = views[j].k;
+    }
+    // Else: the latest earlier distinct view starting at the same element
+    // (mdh::build makes one access of views with the same start and the same
+    // strides over the domain, which a shape differing in extent-1 dimensions
+    // does not show), whether the window writes it, and its relation to
+    // earlier distinct views of the buffer, oldest first: all of them if it
+    // is written, else the written ones.
+    const bool wr = written(v);
     const uint32_t count = last >= 0 ? views[last].k + 1 : 0;
-    w.ensure(count + 1);
-    char* rel = w.skip(count);
-    for (int j = last; j >= 0; j = views[j].prev) rel[views[j].k] = views_overlap(*views[j].view, v) ? 'O' : 'D';
     w.put('N');
-    views.push_back({&v, last, count});
+    w.put(same_start);
+    w.put(static_cast<uint8_t>(wr));
+    uint32_t nrel = 0;
+    if (wr) {
+      nrel = count;
+    } else {
+      for (int j = b->sig_last_written; j >= 0; j = views[j].prev_written) ++nrel;
+    }
+    w.put(nrel);
+    w.ensure(nrel);
+    char* rel = w.skip(nrel);
+    if (wr) {
+      for (int j = last; j >= 0; j = views[j].prev) rel[views[j].k] = views_overlap(*views[j].view, v) ? 'O' : 'D';
+    } else {
+      uint32_t i = nrel;  // newest written view last
+      for (int j = b->sig_last_written; j >= 0; j = views[j].prev_written)
+        rel[--i] = views_overlap(*views[j].view, v) ? 'O' : 'D';
+    }
+    views.push_back({&v, last, b->sig_last_written, count, wr});
     b->sig_last_view = static_cast<int>(views.size()) - 1;
+    if (wr) b->sig_last_written = b->sig_last_view;
   };
   for (const Task& t : window) {
     // 64: the task's fixed-size fields below (38 bytes) with room to spare.
