@@ -1,5 +1,7 @@
 """Differential tests: basic and advanced indexing (get and set) against NumPy."""
 
+import sys
+
 import numpy as onp
 import pytest
 
@@ -499,6 +501,21 @@ def test_boolean_mask_all_dims_and_0d_bool():
     assert_same(a[nf.array(m)], e[m])
     assert_same(a[True], e[True])
     assert_same(a[False], e[False])
+
+
+def test_advanced_indexing_warns_once_at_the_users_line():
+    import warnings
+
+    nf._fallback._warned.discard("advanced (integer/boolean array) indexing")
+    a = nf.arange(10.0)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        b = a[nf.array([1, 2, 3])]; line = sys._getframe().f_lineno  # noqa: E702
+        a[[4]] = b[:1]
+    fw = [m for m in w if issubclass(m.category, nf.FallbackWarning)]
+    assert len(fw) == 1 and fw[0].filename == __file__ and fw[0].lineno == line, [(m.filename, m.lineno) for m in fw]
+    assert type(b) is nf.ndarray
+    assert_same(a, onp.array([0, 1, 2, 3, 1, 5, 6, 7, 8, 9], dtype=float))
 
 
 def test_advanced_get_index_errors():

@@ -272,23 +272,9 @@ def may_share_memory(a, b, max_work=None):
 shares_memory = may_share_memory
 
 
-def _fancy_getitem(self, key):
-    _fallback.warn_once("advanced (integer/boolean array) indexing")
-    sources = []
-    k = _fallback.to_numpy(key, sources, writeable=False)
-    res = self._to_numpy(False)[k]
-    if isinstance(res, _np.ndarray):
-        return _fallback.wrap(res, sources + [self._to_numpy(False)])
-    return res
-
-
-def _fancy_setitem(self, key, value):
-    _fallback.warn_once("advanced (integer/boolean array) indexing")
-    k = _fallback.to_numpy(key, [], writeable=False)
-    v = _fallback.to_numpy(value, [], writeable=False)
-    if self._readonly:
-        raise ValueError("assignment destination is read-only")
-    self._to_numpy(True)[k] = v
+def _fancy_warn():
+    # Advanced indexing runs NumPy's on views of the memory (src/python/array.cc).
+    _fallback.warn_once("advanced (integer/boolean array) indexing", stacklevel=3)
 
 
 def _ufunc_fallback(name, args, out):
@@ -325,7 +311,7 @@ def _operator_fallback(name, a, b, reflected, inplace):
     return _fallback.wrap(r, sources)
 
 
-_core._set_index_hooks(_fancy_getitem, _fancy_setitem, _ufunc_fallback, _operator_fallback)
+_core._set_index_hooks(_fancy_warn, _ufunc_fallback, _operator_fallback)
 
 import atexit as _atexit  # noqa: E402
 

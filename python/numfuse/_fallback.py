@@ -35,14 +35,18 @@ def warnings_enabled():
     return _enabled
 
 
-def warn_once(name):
+def warn_once(name, stacklevel=4):
+    """Warns once per name. `stacklevel` is warnings.warn's, counted from
+    here: 4 names the user's line when the user called a wrapper that called
+    call_numpy (which calls this); a hook the C++ core calls from the user's
+    line passes 3."""
     if _enabled and name not in _warned:
         _warned.add(name)
         warnings.warn(
             f"numfuse: {name} is not compiled by numfuse; it ran with NumPy "
             "(inputs were flushed and converted). This warning is shown once per function.",
             FallbackWarning,
-            stacklevel=4,
+            stacklevel=stacklevel,
         )
 
 

@@ -20,7 +20,7 @@ PyTypeObject* g_ndarray_type = nullptr;
 
 namespace {
 
-py::handle g_fancy_getitem, g_fancy_setitem, g_ufunc_fallback, g_operator_fallback, g_array_ufunc, g_ndarray_new,
+py::handle g_fancy_warn, g_ufunc_fallback, g_operator_fallback, g_array_ufunc, g_ndarray_new,
     g_matmul, g_iter_rows, g_pow, g_rpow, g_item, g_tolist;
 // NumPy ufunc object -> (nin, numfuse op) for __array_ufunc__'s fast path.
 std::unordered_map<PyObject*, std::pair<int, int>> g_ufunc_ops;
@@ -332,6 +332,49 @@ inline char* element_at(const View& v, int64_t off) {
   return static_cast<char*>(v.buffer->data()) + off * itemsize(v.dtype);
 }
 
+// Advanced (integer / boolean array) indexing is NumPy's, run here on NumPy
+// views of the memory (to_numpy computes pending work first) without the
+// Python fallback's conversions. The key's numfuse arrays (alone or in a
+// tuple) become NumPy views too.
+py::object numpy_key(PyObject* key) {
+  if (is_ndarray(py::handle(key))) return to_numpy(view_of(key), false);
+  if (PyTuple_CheckExact(key)) {
+    const Py_ssize_t n = PyTuple_GET_SIZE(key);
+    py::tuple out(n);
+    for (Py_ssize_t i = 0; i < n; ++i) out[i] = numpy_key(PyTuple_GET_ITEM(key, i));
+    return std::move(out);
+  }
+  return py::reinterpret_borrow<py::object>(key);
+}
+
+PyObject* fancy_getitem(PyObject* self, PyObject* key) {
+  g_fancy_warn();
+  py::object k = numpy_key(key);
+  const View& v = view_of(self);
+  py::array base = to_numpy(v, false);
+  py::object res = py::reinterpret_steal<py::object>(PyObject_GetItem(base.ptr(), k.ptr()));
+  if (!res) throw py::error_already_set();
+  // A NumPy scalar, or an array of a dtype numfuse does not hold, as NumPy gave it.
+  if (!py::isinstance<py::array>(res) || !to_dtype(py::handle(numpy_array_descr(res.ptr()))))
+    return res.release().ptr();
+  // Advanced indexing copies: the result is adopted, unless (never seen) it
+  // lies in the array's own memory.
+  py::array r = py::reinterpret_borrow<py::array>(res);
+  const char* lo = static_cast<const char*>(v.buffer->data());
+  const char* at = static_cast<const char*>(r.data());
+  const bool inside = r.nbytes() > 0 && at + r.nbytes() > lo && at < lo + v.buffer->nbytes();
+  return wrap(from_numpy(res, !inside)).release().ptr();
+}
+
+void fancy_setitem(PyObject* self, PyObject* key, PyObject* value) {
+  g_fancy_warn();
+  py::object k = numpy_key(key);
+  py::object val = is_ndarray(py::handle(value)) ? py::object(to_numpy(view_of(value), false))
+                                                  : py::reinterpret_borrow<py::object>(value);
+  py::array base = to_numpy(view_of(self), true);
+  if (PyObject_SetItem(base.ptr(), k.ptr(), val.ptr()) < 0) throw py::error_already_set();
+}
+
 PyObject* getitem(PyObject* self, PyObject* key) {
   {
     const View& v = view_of(self);
@@ -345,7 +388,7 @@ PyObject* getitem(PyObject* self, PyObject* key) {
   }
   return guarded([&] {
     IndexItems items;
-    if (!parse_index(key, items)) return g_fancy_getitem(py::handle(self), py::handle(key)).release().ptr();
+    if (!parse_index(key, items)) return fancy_getitem(self, key);
     const View& v = view_of(self);
     // An element is a NumPy scalar copy, not a view.
     const std::span<const IndexItem> list(items.data(), items.size());
@@ -392,7 +435,7 @@ void setitem(PyObject* self, PyObject* key, PyObject* value) {
   IndexItems items;
   Operand src;
   if (!parse_index(key, items) || !to_operand(value, src)) {
-    g_fancy_setitem(py::handle(self), py::handle(key), py::handle(value));
+    fancy_setitem(self, key, value);
     return;
   }
   const View& v = view_of(self);
@@ -707,9 +750,8 @@ PyTypeObject* make_ndarray_type(py::module_& m) {
     g_pow = pow.release();
     g_rpow = rpow.release();
   });
-  m.def("_set_index_hooks", [](py::object get, py::object set, py::object ufunc_fallback, py::object op_fallback) {
-    g_fancy_getitem = get.release();
-    g_fancy_setitem = set.release();
+  m.def("_set_index_hooks", [](py::object fancy_warn, py::object ufunc_fallback, py::object op_fallback) {
+    g_fancy_warn = fancy_warn.release();
     g_ufunc_fallback = ufunc_fallback.release();
     g_operator_fallback = op_fallback.release();
   });

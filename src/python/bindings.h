@@ -130,6 +130,11 @@ void init_numpy_api();
 // byte order (`arr` must be a numpy.ndarray).
 PyObject* numpy_array_descr(PyObject* arr);
 bool numpy_array_native(PyObject* arr);
+// A NumPy array of dtype `descr` over `data` (shape, strides in bytes) whose
+// base is `base` (a reference this call consumes, also on failure): NumPy's
+// C API directly. New reference, or nullptr with a Python error set.
+PyObject* numpy_view(PyObject* descr, int nd, const int64_t* shape, const int64_t* byte_strides, void* data,
+                     bool writeable, PyObject* base);
 // The NumPy scalar of type t holding the element at `data` (copied).
 py::object numpy_scalar(DType t, const void* data);
 py::object numpy_scalar(const Scalar& value);

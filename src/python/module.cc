@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "core/error.h"
+#include "core/small_vector.h"
 #include "jit/jit.h"
 #include "pipeline/pipeline.h"
 #include "python/bindings.h"
@@ -289,24 +290,30 @@ void flush_all(const char* reason) {
 
 py::array to_numpy(const View& v, bool writeable) {
   flush_all("conversion to NumPy");
-  std::vector<py::ssize_t> shape(v.shape.begin(), v.shape.end());
-  std::vector<py::ssize_t> strides;
+  const int nd = static_cast<int>(v.ndim());
+  SmallVector<int64_t, 8> strides(nd, 0);
   const int64_t is = itemsize(v.dtype);
-  for (int64_t s : v.strides) strides.push_back(s * is);
+  for (int k = 0; k < nd; ++k) strides[k] = v.strides[k] * is;
   char* base = static_cast<char*>(v.buffer->data()) + v.offset * is;
-  // The NumPy array's base: a Python reference to the buffer that also
-  // marks it exported for as long as the NumPy array (or a view of it) lives.
+  // The NumPy array's base: a capsule holding a reference to the buffer that
+  // also marks it exported for as long as the NumPy array (or a view of it)
+  // lives.
   auto* holder = new NdArray(v);
   v.buffer->exports.fetch_add(1);
-  py::capsule keep(holder, [](void* p) {
-    auto* a = static_cast<NdArray*>(p);
+  PyObject* keep = PyCapsule_New(holder, nullptr, [](PyObject* c) {
+    auto* a = static_cast<NdArray*>(PyCapsule_GetPointer(c, nullptr));
     a->v.buffer->exports.fetch_sub(1);
     delete a;
   });
-  py::array arr(py::dtype::from_args(dtype_object(v.dtype)), shape, strides, base, keep);
-  if (!writeable || v.readonly)
-    py::detail::array_proxy(arr.ptr())->flags &= ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
-  return arr;
+  if (!keep) {
+    v.buffer->exports.fetch_sub(1);
+    delete holder;
+    throw py::error_already_set();
+  }
+  PyObject* arr = numpy_view(g_dtypes[static_cast<int>(v.dtype)].ptr(), nd, v.shape.data(), strides.data(), base,
+                             writeable && !v.readonly, keep);
+  if (!arr) throw py::error_already_set();
+  return py::reinterpret_steal<py::array>(arr);
 }
 
 py::object element(const View& v, std::span<const IndexItem> items) {

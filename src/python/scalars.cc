@@ -21,6 +21,25 @@ PyObject* numpy_array_descr(PyObject* arr) {
   return reinterpret_cast<PyObject*>(PyArray_DESCR(reinterpret_cast<PyArrayObject*>(arr)));
 }
 
+PyObject* numpy_view(PyObject* descr, int nd, const int64_t* shape, const int64_t* byte_strides, void* data,
+                     bool writeable, PyObject* base) {
+  static_assert(sizeof(npy_intp) == sizeof(int64_t));
+  Py_INCREF(descr);  // PyArray_NewFromDescr steals it
+  PyObject* arr = PyArray_NewFromDescr(&PyArray_Type, reinterpret_cast<PyArray_Descr*>(descr), nd,
+                                       reinterpret_cast<const npy_intp*>(shape),
+                                       reinterpret_cast<const npy_intp*>(byte_strides), data,
+                                       writeable ? NPY_ARRAY_WRITEABLE : 0, nullptr);
+  if (!arr) {
+    Py_DECREF(base);
+    return nullptr;
+  }
+  if (PyArray_SetBaseObject(reinterpret_cast<PyArrayObject*>(arr), base) < 0) {  // steals base
+    Py_DECREF(arr);
+    return nullptr;
+  }
+  return arr;
+}
+
 bool numpy_array_native(PyObject* arr) {
   return PyArray_ISNBO(PyArray_DESCR(reinterpret_cast<PyArrayObject*>(arr))->byteorder);
 }
