@@ -96,13 +96,35 @@ def wrap(res, sources=()):
     return res
 
 
+def _args_to_numpy(args, sources):
+    # to_numpy over the top level of an argument tuple, inline (hot: every
+    # fallback call converts its arguments).
+    out = []
+    for x in args:
+        t = type(x)
+        if t is ndarray:
+            x = x._to_numpy(True)
+            sources.append(x)
+        elif t not in _PLAIN:
+            x = to_numpy(x, sources, True)
+        out.append(x)
+    return out
+
+
 def call_numpy(func, args, kwargs, name=None, warn=True):
-    if warn:
+    if warn and _enabled:
         warn_once(name or getattr(func, "__name__", repr(func)))
     sources = []
-    nargs = to_numpy(args, sources)
-    nkwargs = to_numpy(kwargs, sources)
-    return wrap(func(*nargs, **nkwargs), sources)
+    nargs = _args_to_numpy(args, sources)
+    if kwargs:
+        keys = list(kwargs)
+        nkwargs = dict(zip(keys, _args_to_numpy([kwargs[k] for k in keys], sources)))
+    else:
+        nkwargs = {}
+    res = func(*nargs, **nkwargs)
+    if type(res) is np.ndarray and res.base is None and _core.supported_dtype(res.dtype):
+        return _core.from_numpy(res, True)  # owns its memory: aliases nothing
+    return wrap(res, sources)
 
 
 def numpy_function(func, name=None):
