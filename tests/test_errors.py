@@ -389,3 +389,16 @@ def test_asarray_of_readonly_numpy_array(fusion):
         x[1] = 7.0
 
     check_error(ValueError, fn)
+
+
+def test_threads_option_below_one_is_a_valueerror():
+    before = nf.get_option("threads")
+    for bad in (0, -1):
+        with pytest.raises(ValueError, match="at least 1"):
+            nf.set_option("threads", bad)
+    assert nf.get_option("threads") == before
+    with nf.config(threads=1):
+        assert nf.get_option("threads") == 1
+        x = nf.arange(100000.0)
+        assert float((x * 2).sum()) == float((onp.arange(100000.0) * 2).sum())
+    assert nf.get_option("threads") == before
