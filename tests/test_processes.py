@@ -91,7 +91,9 @@ for i in range(int(sys.argv[1])):
         y = float((np.arange(1000.0) * 2 + i).sum())        # a kernel the parent has compiled
         z = float(np.cos(np.arange(50.0) * (i + 1)).sum())   # a new one: compiled in the child
         zr = float(onp.cos(onp.arange(50.0) * (i + 1)).sum())
-        os._exit(0 if y == 999000.0 + 1000 * i and abs(z - zr) <= 1e-12 * max(1, abs(zr)) else 3)
+        # a kernel with a parallel loop (the parent's threads do not exist here)
+        w = float((np.arange(200000.0) * 2).max())
+        os._exit(0 if y == 999000.0 + 1000 * i and abs(z - zr) <= 1e-12 * max(1, abs(zr)) and w == 399998.0 else 3)
     for _ in range(400):
         r, st = os.waitpid(pid, os.WNOHANG)
         if r:

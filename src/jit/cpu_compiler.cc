@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <atomic>
 #include <memory>
+#include <new>
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
@@ -160,7 +161,11 @@ struct Threads {
 Threads& threads_state() {
   static Threads* t = [] {
     auto* s = new Threads;
-    pthread_atfork(nullptr, nullptr, [] { threads_state().forked.store(true); });
+    pthread_atfork(nullptr, nullptr, [] {
+      Threads& c = threads_state();
+      new (&c.mu) std::mutex();  // another thread may have held it at the fork
+      c.forked.store(true);
+    });
     return s;
   }();
   return *t;
