@@ -113,18 +113,19 @@ void window_signature(const std::vector<Task>& window, Policy policy, Signature&
   };
   static std::vector<Output> outputs;
   outputs.clear();
+  auto same = [](const View& a, const View& b) { return a.offset == b.offset && a.dtype == b.dtype && a.same_as(b); };
   for (const Task& t : window) {
     Buffer* b = t.output.buffer.get();
     touch(b);
     bool seen = false;
-    for (int j = b->sig_last_output; j >= 0 && !seen; j = outputs[j].prev) seen = outputs[j].view->same_as(t.output);
+    for (int j = b->sig_last_output; j >= 0 && !seen; j = outputs[j].prev) seen = same(*outputs[j].view, t.output);
     if (seen) continue;
     outputs.push_back({&t.output, b->sig_last_output});
     b->sig_last_output = static_cast<int>(outputs.size()) - 1;
   }
   auto written = [&](const View& v) {
     for (int j = v.buffer->sig_last_output; j >= 0; j = outputs[j].prev)
-      if (outputs[j].view->same_as(v)) return true;
+      if (same(*outputs[j].view, v)) return true;
     return false;
   };
   struct SeenView {
@@ -155,12 +156,13 @@ void window_signature(const std::vector<Task>& window, Policy policy, Signature&
     uint32_t same_start = UINT32_MAX;
     for (int j = last; j >= 0; j = views[j].prev) {
       const View& u = *views[j].view;
+      if (u.offset != v.offset || u.dtype != v.dtype) continue;  // (same_as needs both)
       if (u.same_as(v)) {
         w.put('S');
         w.put(views[j].k);
         return;
       }
-      if (same_start == UINT32_MAX && u.offset == v.offset && u.dtype == v.dtype) same_start = views[j].k;
+      if (same_start == UINT32_MAX) same_start = views[j].k;
     }
     // Else: the latest earlier distinct view starting at the same element
     // (mdh::build makes one access of views with the same start and the same

@@ -153,7 +153,8 @@ std::string find_libomp() {
 // waited a scheduler time slice, ~4 ms.)
 struct Threads {
   std::mutex mu;
-  int n = 0;  // 0: not yet decided
+  int n = 0;                  // 0: not yet decided
+  std::atomic<int> known{0};  // n once decided (read without the lock)
   std::shared_ptr<tbb::task_arena> arena;
   std::atomic<bool> forked{false};  // a forked child: TBB's workers do not exist here
 };
@@ -184,6 +185,7 @@ std::shared_ptr<tbb::task_arena> arena(int* n) {
   Threads& t = threads_state();
   std::lock_guard<std::mutex> lock(t.mu);
   if (t.n == 0) t.n = default_threads();
+  t.known.store(t.n, std::memory_order_relaxed);
   *n = t.n;
   if (t.n > 1 && !t.arena) t.arena = std::make_shared<tbb::task_arena>(t.n);
   return t.arena;
@@ -199,6 +201,7 @@ void set_threads(int n) {
   std::lock_guard<std::mutex> lock(t.mu);
   if (n == t.n) return;
   t.n = n;
+  t.known.store(n, std::memory_order_relaxed);
   t.arena.reset();  // regions running keep theirs
 }
 
@@ -226,10 +229,12 @@ extern "C" int64_t nf_parallel(RegionBody body, void* ctx) {
   return nt;
 }
 
-extern "C" int64_t nf_max_threads() {
-  int n;
-  arena(&n);
-  return threads_state().forked.load(std::memory_order_relaxed) ? 1 : n;
+extern "C" int64_t nf_max_threads() {  // called by every kernel with a parallel loop: no lock once known
+  Threads& t = threads_state();
+  if (t.forked.load(std::memory_order_relaxed)) return 1;
+  int n = t.known.load(std::memory_order_relaxed);
+  if (n == 0) arena(&n);
+  return n;
 }
 
 CpuCompiler::CpuCompiler() : impl_(new Impl) {

@@ -223,7 +223,8 @@ void note_sync_site() {
   Py_XINCREF(f);
   while (f) {
     PyObject* globals = PyFrame_GetGlobals(f);  // new reference
-    PyObject* name = globals ? PyDict_GetItemString(globals, "__name__") : nullptr;  // borrowed
+    static PyObject* const key = PyUnicode_InternFromString("__name__");  // immortal: never released
+    PyObject* name = globals ? PyDict_GetItemWithError(globals, key) : nullptr;  // borrowed
     const char* mod = name && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : nullptr;
     const bool ours = mod && (std::strcmp(mod, "numfuse") == 0 || std::strncmp(mod, "numfuse.", 8) == 0);
     Py_XDECREF(globals);
