@@ -121,10 +121,7 @@ def call_numpy(func, args, kwargs, name=None, warn=True):
         nkwargs = dict(zip(keys, _args_to_numpy([kwargs[k] for k in keys], sources)))
     else:
         nkwargs = {}
-    res = func(*nargs, **nkwargs)
-    if type(res) is np.ndarray and res.base is None and _core.supported_dtype(res.dtype):
-        return _core.from_numpy(res, True)  # owns its memory: aliases nothing
-    return wrap(res, sources)
+    return wrap(func(*nargs, **nkwargs), sources)
 
 
 def numpy_function(func, name=None):

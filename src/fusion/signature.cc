@@ -131,9 +131,9 @@ void window_signature(const std::vector<Task>& window, Policy policy, Signature&
   struct SeenView {
     const View* view;
     int prev;          // the buffer's previous distinct view (-1: none)
-    int prev_written;  // its previous distinct written view (-1: none)
+    int prev_written;  // the buffer's previous distinct written view (-1: none)
     uint32_t k;        // its number among the buffer's distinct views, oldest first
-    bool written;
+    uint32_t wk;       // written views: its number among the written ones, oldest first
   };
   static std::vector<Buffer*> buffers;
   static std::vector<SeenView> views;
@@ -175,23 +175,18 @@ void window_signature(const std::vector<Task>& window, Policy policy, Signature&
     w.put('N');
     w.put(same_start);
     w.put(static_cast<uint8_t>(wr));
-    uint32_t nrel = 0;
-    if (wr) {
-      nrel = count;
-    } else {
-      for (int j = b->sig_last_written; j >= 0; j = views[j].prev_written) ++nrel;
-    }
+    const int lw = b->sig_last_written;
+    const uint32_t nwritten = lw >= 0 ? views[lw].wk + 1 : 0;
+    const uint32_t nrel = wr ? count : nwritten;
     w.put(nrel);
     w.ensure(nrel);
     char* rel = w.skip(nrel);
     if (wr) {
       for (int j = last; j >= 0; j = views[j].prev) rel[views[j].k] = views_overlap(*views[j].view, v) ? 'O' : 'D';
     } else {
-      uint32_t i = nrel;  // newest written view last
-      for (int j = b->sig_last_written; j >= 0; j = views[j].prev_written)
-        rel[--i] = views_overlap(*views[j].view, v) ? 'O' : 'D';
+      for (int j = lw; j >= 0; j = views[j].prev_written) rel[views[j].wk] = views_overlap(*views[j].view, v) ? 'O' : 'D';
     }
-    views.push_back({&v, last, b->sig_last_written, count, wr});
+    views.push_back({&v, last, lw, count, wr ? nwritten : 0});
     b->sig_last_view = static_cast<int>(views.size()) - 1;
     if (wr) b->sig_last_written = b->sig_last_view;
   };

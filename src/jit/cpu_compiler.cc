@@ -8,20 +8,18 @@
 // (compile_openmp_c) resolve libomp first, so a libgomp loaded by some other
 // extension cannot capture their omp_* calls.
 #include <dlfcn.h>
-
-#include <chrono>
-#include <cstdio>
-#include <cstdlib>
-#include <map>
-#include <mutex>
-#include <thread>
-
 #include <pthread.h>
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <new>
+#include <thread>
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>

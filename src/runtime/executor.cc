@@ -25,6 +25,8 @@ F omp_fn(const char* name) {
   return h ? reinterpret_cast<F>(dlsym(h, name)) : nullptr;
 }
 
+}  // namespace
+
 // libomp registers every process that initializes it in a file named
 // __KMP_REGISTERED_LIB_<pid>_<uid> in /dev/shm (or /tmp): it creates the
 // file, sizes it to 1 KiB and maps it. When sizing fails (a file-size limit,
@@ -35,7 +37,8 @@ F omp_fn(const char* name) {
 // empty one is removed before our libomp initializes (it would read it) and
 // again right after (a failed registration of ours leaves one; libomp falls
 // back to an environment variable and no longer needs it).
-void remove_empty_openmp_registration() {
+
+void forget_stale_openmp_registration() {
   char name[96];
   for (const char* dir : {"/dev/shm", "/tmp"}) {
     std::snprintf(name, sizeof name, "%s/__KMP_REGISTERED_LIB_%d_%d", dir, static_cast<int>(getpid()),
@@ -45,24 +48,25 @@ void remove_empty_openmp_registration() {
   }
 }
 
+namespace {
 // False until this process (a forked child: again) has initialized libomp
-// through ensure_openmp().
+// through prepare_openmp().
 std::atomic<bool> g_openmp_ready{false};
+}  // namespace
 
-void ensure_openmp() {
+void prepare_openmp() {
   if (g_openmp_ready.load(std::memory_order_acquire)) return;
   static std::once_flag atfork_once;
   std::call_once(atfork_once, [] {
     pthread_atfork(nullptr, nullptr, [] { g_openmp_ready.store(false, std::memory_order_relaxed); });
   });
-  remove_empty_openmp_registration();
+  forget_stale_openmp_registration();
   // Any call into the runtime initializes (and registers) it.
   static auto get = omp_fn<GetThreads>("omp_get_max_threads");
   if (get) get();
-  remove_empty_openmp_registration();
+  forget_stale_openmp_registration();
   g_openmp_ready.store(true, std::memory_order_release);
 }
-}  // namespace
 
 void run_kernel(jit::KernelFn fn, const mdh::MdHom& h, const mdh::Bindings& b) {
   SmallVector<char*, 32> ptrs(h.accesses.size(), nullptr);
@@ -77,9 +81,5 @@ void run_kernel(jit::KernelFn fn, const mdh::MdHom& h, const mdh::Bindings& b) {
 void set_num_threads(int n) { jit::set_threads(n); }
 
 int num_threads() { return jit::threads(); }
-
-void forget_stale_openmp_registration() { remove_empty_openmp_registration(); }
-
-void prepare_openmp() { ensure_openmp(); }
 
 }  // namespace nf::runtime
