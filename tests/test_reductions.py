@@ -821,3 +821,33 @@ def test_max_min_in_registers_match_numpy_bits(op, dtype):
                 # a -0.0 last is +0.0, of 256 or 258 it is -0.0).
                 nz = x != 0
                 assert g[nz].tobytes() == x[nz].tobytes(), (c, g, x)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("op", ["max", "min"])
+def test_compiled_float_max_min_on_lanes_match_numpy(op, dtype):
+    """Compiled kernels reduce float max / min on vector lanes (a block of
+    points, one lane each, folded in order at the end; the rest of the range
+    serially). Lengths around the lane block, NaNs in the lanes, in the
+    remainder and in both, infinities only, fused producers, along rows and
+    columns, with initial=, and large enough for the parallel split."""
+    rng = onp.random.default_rng(11)
+    with nf.config(tier="lazy"), nf.profile() as p:
+        for n in (1, 15, 63, 64, 65, 127, 128, 129, 200, 1000, 70001):
+            e = (rng.random(n) * 200 - 100).astype(dtype)
+            cases = [e]
+            for ks in ({0}, {n // 2}, {n - 1}, {0, n - 1}):
+                w = e.copy()
+                w[list(ks)] = onp.nan
+                cases.append(w)
+            cases.append(onp.full(n, -onp.inf if op == "max" else onp.inf, dtype))
+            for c in cases:
+                x = nf.array(c)
+                check(getattr(nf, op)(x), getattr(onp, op)(c))
+                check(getattr(nf, op)(x * 2 - 1), getattr(onp, op)(c * 2 - 1))
+                check(getattr(x, op)(initial=50.0), getattr(c, op)(initial=50.0))
+                if n >= 64:
+                    m = c[: (n // 8) * 8].reshape(8, -1)
+                    check(getattr(nf, op)(nf.array(m), axis=1), getattr(onp, op)(m, axis=1))
+                    check(getattr(nf, op)(nf.array(m).T, axis=0), getattr(onp, op)(m.T, axis=0))
+    assert p["kernels_run"] > 0 and p["tier0_groups"] == 0, p

@@ -107,7 +107,11 @@ class PooledIRCompiler : public llvm::orc::IRCompileLayer::IRCompiler {
       if (!made) return made.takeError();
       tm = std::move(*made);
     }
+    auto t0 = std::chrono::steady_clock::now();
     auto obj = llvm::orc::SimpleCompiler(*tm, cache_)(m);
+    if (std::getenv("NUMFUSE_COMPILE_TIMES"))
+      std::fprintf(stderr, "numfuse codegen %s: %.1f ms\n", m.getModuleIdentifier().c_str(),
+                   std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     std::lock_guard<std::mutex> lock(mu_);
     free_.push_back(std::move(tm));
     return obj;
@@ -380,6 +384,12 @@ KernelFn CpuCompiler::compile_with(const codegen::Source& src, const std::string
   if (!mod) throw CompileError("clang produced no module");
 
   mod->setModuleIdentifier(symbol);
+  // NUMFUSE_KEEP_IR=DIR: the optimized module of every compile as DIR/SYMBOL.ll.
+  if (const char* dir = std::getenv("NUMFUSE_KEEP_IR"); dir && *dir) {
+    std::error_code ec;
+    llvm::raw_fd_ostream out(std::string(dir) + "/" + symbol + ".ll", ec);
+    if (!ec) mod->print(out, nullptr);
+  }
   llvm::orc::JITDylib* jd = &new_dylib(symbol, openmp);
   if (auto err = impl_->jit->addIRModule(*jd, llvm::orc::ThreadSafeModule(std::move(mod), std::move(ctx))))
     throw CompileError("cannot add module: " + llvm::toString(std::move(err)));

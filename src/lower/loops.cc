@@ -190,6 +190,7 @@ void Lowerer::emit_loops_level(std::vector<StmtP>& out, int i, bool full) {
     hi = min(mul(last, step), n);
   }
   StmtP f = for_loop(v, lo, hi, step);
+  std::vector<const RedPlan*> lanes;  // float max/min registers of a simd loop
   // The innermost loop of a vectorized schedule runs on SIMD lanes; when it
   // is also unrolled its trip count is a literal, so the vectorizer covers
   // it with whole vectors (a register micro-kernel), which beats unrolling
@@ -199,11 +200,13 @@ void Lowerer::emit_loops_level(std::vector<StmtP>& out, int i, bool full) {
     for (const RedPlan& r : plans_) {
       if (!(r.reg || r.sub_reg) || r.reg_pos >= i) continue;
       const mdh::Output& o = h_.outputs[r.out];
-      // OpenMP's max/min clauses start floats at -/+DBL_MAX and ignore NaN,
-      // and arg-reductions carry an index: those loops stay scalar.
-      // An ordered product stays scalar too (lanes would reassociate it).
+      // OpenMP's max/min clauses start floats at -/+DBL_MAX and ignore NaN:
+      // a float max/min gets lanes of its own instead (lane_split). Arg-
+      // reductions carry an index and an ordered product must combine in
+      // loop order: those loops stay scalar.
       char op = o.ordered() ? 0 : simd_op(o.op, o.acc_dtype);
       if (op) f->simd_reductions.push_back({r.racc, op});
+      else if ((o.op == ReduceOp::Max || o.op == ReduceOp::Min) && is_float(o.acc_dtype)) lanes.push_back(&r);
       else f->tag = Stmt::Tag::Serial;
     }
     // A tile accumulator indexed only by outer loops is a loop-carried
@@ -215,13 +218,82 @@ void Lowerer::emit_loops_level(std::vector<StmtP>& out, int i, bool full) {
     }
     // A scan along this loop carries a dependence from one iteration to the next.
     if (h_.is_scan(d)) f->tag = Stmt::Tag::Serial;
+    if (!lanes.empty() && f->tag == Stmt::Tag::Simd) {
+      const bool unit_step = f->step->k == Ex::K::IntLit && f->step->ival == 1;
+      bool float_sums = false;
+      for (const auto& [name, op] : f->simd_reductions)
+        for (const RedPlan& r : plans_)
+          if (r.racc == name && op == '+' && is_float(h_.outputs[r.out].acc_dtype)) float_sums = true;
+      if (unroll_here || !unit_step || float_sums) f->tag = Stmt::Tag::Serial;
+    }
     if (f->tag == Stmt::Tag::Serial && unroll_here) f->tag = Stmt::Tag::Unroll;
   } else if (unroll_here) {
     f->tag = Stmt::Tag::Unroll;
   }
   emit_loops(f->body, i + 1, full);
-  if (f->tag == Stmt::Tag::Simd && !unroll_here) out.push_back(blocked_sums(f));
+  if (f->tag == Stmt::Tag::Simd && !lanes.empty()) out.push_back(lane_split(f, lanes));
+  else if (f->tag == Stmt::Tag::Simd && !unroll_here) out.push_back(blocked_sums(f));
   else out.push_back(f);
+}
+
+// Lanes for floating-point max/min. The register's combine keeps a NaN once
+// it has seen one ((acc != acc || acc > v) ? acc : v), which no simd clause
+// expresses, so the loop would run as one serial compare chain. Instead it
+// runs in blocks of kLanes points: point l of a block combines into lane l
+// (an element of a local array, shadowing the register inside the lane
+// loop), the lanes are independent, so the lane loop is vectorized; the
+// lanes are then combined into the register in order and the last
+// (hi - lo) % kLanes points run serially. The result is exact: max and min
+// do not round, and a NaN in any lane wins the final combine as it wins the
+// chain. (Only which of -0.0 and +0.0 is returned for a tie between them can
+// differ from a serial order; NumPy's own SIMD loops differ there too.)
+StmtP Lowerer::lane_split(StmtP f, const std::vector<const RedPlan*>& lanes) const {
+  StmtP outer = block();
+  const std::string v = f->name;
+  // 512 bytes of lanes: eight vector registers of independent compare
+  // chains, so the loop is bound by its loads rather than by the latency of
+  // one chain.
+  int64_t kLanes = 16;
+  for (const RedPlan* r : lanes) kLanes = std::max<int64_t>(kLanes, 512 / itemsize(h_.outputs[r->out].acc_dtype));
+  for (const RedPlan* r : lanes) {
+    const mdh::Output& o = h_.outputs[r->out];
+    outer->body.push_back(local_array(o.acc_dtype, r->racc + "_l", kLanes));
+    StmtP init = for_loop(v + "_l", lit(0), lit(kLanes), lit(1));
+    init->body.push_back(assign(load(r->racc + "_l", var(v + "_l"), o.acc_dtype), identity(o)));
+    outer->body.push_back(init);
+  }
+  outer->body.push_back(
+      decl(DType::Int64, v + "_end", add(f->lo, mul(arith('/', sub(f->hi, f->lo), lit(kLanes)), lit(kLanes)))));
+  StmtP blocks = for_loop(v + "_b", f->lo, var(v + "_end"), lit(kLanes));
+  StmtP lane = for_loop(v + "_l", lit(0), lit(kLanes), lit(1));
+  lane->tag = Stmt::Tag::Simd;
+  lane->simd_reductions = f->simd_reductions;
+  lane->body.push_back(decl(DType::Int64, v, add(var(v + "_b"), var(v + "_l"))));
+  for (const RedPlan* r : lanes) {
+    const DType t = h_.outputs[r->out].acc_dtype;
+    lane->body.push_back(decl(t, r->racc, load(r->racc + "_l", var(v + "_l"), t)));
+  }
+  for (const StmtP& b : f->body) lane->body.push_back(b);
+  for (const RedPlan* r : lanes) {
+    const DType t = h_.outputs[r->out].acc_dtype;
+    lane->body.push_back(assign(load(r->racc + "_l", var(v + "_l"), t), var(r->racc, t)));
+  }
+  blocks->body.push_back(lane);
+  outer->body.push_back(blocks);
+  for (const RedPlan* r : lanes) {
+    const mdh::Output& o = h_.outputs[r->out];
+    StmtP fold = for_loop(v + "_l", lit(0), lit(kLanes), lit(1));
+    fold->body.push_back(assign(var(r->racc, o.acc_dtype),
+                                combine(o.op, o.acc_dtype, var(r->racc, o.acc_dtype),
+                                        load(r->racc + "_l", var(v + "_l"), o.acc_dtype))));
+    outer->body.push_back(fold);
+  }
+  StmtP rest = std::make_shared<Stmt>(*f);
+  rest->tag = Stmt::Tag::Serial;
+  rest->simd_reductions.clear();
+  rest->lo = var(v + "_end");
+  outer->body.push_back(rest);
+  return outer;
 }
 
 // Blocked summation. A floating-point sum over a simd loop would otherwise

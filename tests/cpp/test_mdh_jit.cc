@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cmath>
 #include <cstring>
 
 #include "codegen/codegen.h"
@@ -145,6 +146,39 @@ TEST(Codegen, GeneratedSourceIncludesNoHeaders) {
   EXPECT_EQ(code.find("omp parallel"), std::string::npos) << code;
   EXPECT_EQ(code.find("omp_get"), std::string::npos) << code;
   EXPECT_NE(code.find("nf_parallel(k_region0_entry"), std::string::npos) << code;
+}
+
+TEST(Lower, FloatMaxRunsOnVectorLanes) {
+  // A float max has no OpenMP simd clause (NaN must win): the kernel runs it
+  // on lanes of its own, in a simd loop, and folds them in order.
+  for (int64_t n : {63, 64, 65, 1000}) {
+    global_stream().take();
+    View a = filled({n}, -500);
+    double* p = static_cast<double*>(a.buffer->data());
+    reduce(a, {0}, ReduceOp::Max);
+    std::vector<Task> w = global_stream().take();
+    mdh::Built m = mdh::build(w, fusion::partition(w, fusion::Policy::Diffuse).groups[0]);
+    for (int par = 0; par < 2; ++par) {  // serial, and split over threads
+      tune::Schedule s = tune::default_schedule(m.hom, m.bind, tune::Asm::host());
+      s.vectorize = true;
+      s.parallel = par;
+      s.parallel_min_work = 0;
+      codegen::Source src = codegen::render_c(lower::lower(m.hom, s, "k"));
+      EXPECT_NE(src.code.find("#pragma omp simd"), std::string::npos) << src.code;
+      jit::KernelFn fn =
+          jit::CpuCompiler::instance().compile(src, "test_lanes_" + std::to_string(n) + "_" + std::to_string(par));
+      const double* out = static_cast<const double*>(w[0].output.buffer->data());
+      runtime::run_kernel(fn, m.hom, m.bind);
+      EXPECT_EQ(out[0], -500.0 + static_cast<double>(n - 1));
+      for (int64_t k : {int64_t{0}, n / 2, n - 1}) {  // a NaN anywhere wins
+        const double keep = p[k];
+        p[k] = std::nan("");
+        runtime::run_kernel(fn, m.hom, m.bind);
+        EXPECT_TRUE(std::isnan(out[0])) << n << " " << k;
+        p[k] = keep;
+      }
+    }
+  }
 }
 
 TEST(Jit, HostParallelRegionRunsEveryThreadBodyOnce) {
