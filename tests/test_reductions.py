@@ -851,3 +851,38 @@ def test_compiled_float_max_min_on_lanes_match_numpy(op, dtype):
                     check(getattr(nf, op)(nf.array(m), axis=1), getattr(onp, op)(m, axis=1))
                     check(getattr(nf, op)(nf.array(m).T, axis=0), getattr(onp, op)(m.T, axis=0))
     assert p["kernels_run"] > 0 and p["tier0_groups"] == 0, p
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64", "uint8"])
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+def test_compiled_arg_reductions_on_lanes_find_the_first_best(op, dtype):
+    """Compiled arg-reductions run on vector lanes too (value and index per
+    lane, folded by (value, index)): the first best point wins across lanes,
+    blocks and the serial rest, a NaN wins (the first NaN), along rows and
+    columns, of reversed views, and split over threads."""
+    rng = onp.random.default_rng(12)
+    with nf.config(tier="lazy"), nf.profile() as p:
+        for n in (1, 31, 32, 33, 100, 1000, 70001):
+            if dtype.startswith("float"):
+                e = (rng.random(n) * 200 - 100).astype(dtype)
+            else:
+                e = rng.integers(0, 50, n).astype(dtype)  # many ties
+            best = e.max() if op == "argmax" else e.min()
+            cases = [e, e[::-1].copy()]
+            for ks in ({n - 1}, {n // 2, n - 1}, {0, n // 3, n - 1}):
+                t = e.copy()
+                t[list(ks)] = best  # ties in other lanes / blocks / the rest
+                cases.append(t)
+                if dtype.startswith("float"):
+                    w = e.copy()
+                    w[list(ks)] = onp.nan
+                    cases.append(w)
+            for c in cases:
+                x = nf.array(c)
+                check(getattr(nf, op)(x), getattr(onp, op)(c))
+                check(getattr(nf, op)(x[::-1]), getattr(onp, op)(c[::-1]))
+                if n >= 64:
+                    m = c[: (n // 8) * 8].reshape(8, -1)
+                    check(getattr(nf, op)(nf.array(m), axis=1), getattr(onp, op)(m, axis=1))
+                    check(getattr(nf, op)(nf.array(m).T, axis=0), getattr(onp, op)(m.T, axis=0))
+    assert p["kernels_run"] > 0 and p["tier0_groups"] == 0, p

@@ -200,13 +200,14 @@ void Lowerer::emit_loops_level(std::vector<StmtP>& out, int i, bool full) {
     for (const RedPlan& r : plans_) {
       if (!(r.reg || r.sub_reg) || r.reg_pos >= i) continue;
       const mdh::Output& o = h_.outputs[r.out];
-      // OpenMP's max/min clauses start floats at -/+DBL_MAX and ignore NaN:
-      // a float max/min gets lanes of its own instead (lane_split). Arg-
-      // reductions carry an index and an ordered product must combine in
-      // loop order: those loops stay scalar.
+      // OpenMP's max/min clauses start floats at -/+DBL_MAX and ignore NaN,
+      // and arg-reductions carry an index: those get lanes of their own
+      // instead (lane_split). An ordered product must combine in loop
+      // order: that loop stays scalar.
       char op = o.ordered() ? 0 : simd_op(o.op, o.acc_dtype);
       if (op) f->simd_reductions.push_back({r.racc, op});
-      else if ((o.op == ReduceOp::Max || o.op == ReduceOp::Min) && is_float(o.acc_dtype)) lanes.push_back(&r);
+      else if (is_arg(o.op) || ((o.op == ReduceOp::Max || o.op == ReduceOp::Min) && is_float(o.acc_dtype)))
+        lanes.push_back(&r);
       else f->tag = Stmt::Tag::Serial;
     }
     // A tile accumulator indexed only by outer loops is a loop-carried
@@ -236,56 +237,71 @@ void Lowerer::emit_loops_level(std::vector<StmtP>& out, int i, bool full) {
   else out.push_back(f);
 }
 
-// Lanes for floating-point max/min. The register's combine keeps a NaN once
-// it has seen one ((acc != acc || acc > v) ? acc : v), which no simd clause
-// expresses, so the loop would run as one serial compare chain. Instead it
-// runs in blocks of kLanes points: point l of a block combines into lane l
-// (an element of a local array, shadowing the register inside the lane
-// loop), the lanes are independent, so the lane loop is vectorized; the
-// lanes are then combined into the register in order and the last
-// (hi - lo) % kLanes points run serially. The result is exact: max and min
-// do not round, and a NaN in any lane wins the final combine as it wins the
-// chain. (Only which of -0.0 and +0.0 is returned for a tie between them can
-// differ from a serial order; NumPy's own SIMD loops differ there too.)
-StmtP Lowerer::lane_split(StmtP f, const std::vector<const RedPlan*>& lanes) const {
+// Lanes for floating-point max/min and for arg-reductions. The register's
+// combine keeps a NaN once it has seen one ((acc != acc || acc > v) ? acc : v)
+// and an arg-reduction carries the index of its best point, which no simd
+// clause expresses, so the loop would run as one serial compare chain.
+// Instead it runs in blocks of kLanes points: point l of a block combines
+// into lane l (elements of local arrays, shadowing the registers inside the
+// lane loop), the lanes are independent, so the lane loop is vectorized; the
+// lanes are then folded into the registers and the last (hi - lo) % kLanes
+// points run serially. The result is exact: max and min do not round, a NaN
+// in any lane wins the fold as it wins the chain, and the arg combine is a
+// total order on (value, index) (ties and NaNs go to the smaller index), so
+// any order of folding finds the first best point. (Only which of -0.0 and
+// +0.0 a max returns for a tie between them can differ from a serial order;
+// NumPy's own SIMD loops differ there too.)
+StmtP Lowerer::lane_split(StmtP f, const std::vector<const RedPlan*>& lanes) {
   StmtP outer = block();
-  const std::string v = f->name;
-  // 512 bytes of lanes: eight vector registers of independent compare
-  // chains, so the loop is bound by its loads rather than by the latency of
-  // one chain.
+  const std::string v = f->name, lv = f->name + "_l";
+  // 512 bytes of values per lane array (eight vector registers of
+  // independent compare chains: the loop is bound by its loads, not by the
+  // latency of one chain), at most 64 lanes when an index rides along.
   int64_t kLanes = 16;
-  for (const RedPlan* r : lanes) kLanes = std::max<int64_t>(kLanes, 512 / itemsize(h_.outputs[r->out].acc_dtype));
+  for (const RedPlan* r : lanes) {
+    const mdh::Output& o = h_.outputs[r->out];
+    kLanes = std::max<int64_t>(kLanes, (is_arg(o.op) ? 256 / 8 : 512 / itemsize(o.acc_dtype)));
+  }
+  auto lane_of = [&](const std::string& name, DType t) { return load(name + "_l", var(lv), t); };
   for (const RedPlan* r : lanes) {
     const mdh::Output& o = h_.outputs[r->out];
     outer->body.push_back(local_array(o.acc_dtype, r->racc + "_l", kLanes));
-    StmtP init = for_loop(v + "_l", lit(0), lit(kLanes), lit(1));
-    init->body.push_back(assign(load(r->racc + "_l", var(v + "_l"), o.acc_dtype), identity(o)));
+    if (is_arg(o.op)) outer->body.push_back(local_array(DType::Int64, r->ridx + "_l", kLanes));
+    StmtP init = for_loop(lv, lit(0), lit(kLanes), lit(1));
+    init->body.push_back(assign(lane_of(r->racc, o.acc_dtype), identity(o)));
+    if (is_arg(o.op)) init->body.push_back(assign(lane_of(r->ridx, DType::Int64), lit(INT64_MAX)));
     outer->body.push_back(init);
   }
   outer->body.push_back(
       decl(DType::Int64, v + "_end", add(f->lo, mul(arith('/', sub(f->hi, f->lo), lit(kLanes)), lit(kLanes)))));
   StmtP blocks = for_loop(v + "_b", f->lo, var(v + "_end"), lit(kLanes));
-  StmtP lane = for_loop(v + "_l", lit(0), lit(kLanes), lit(1));
+  StmtP lane = for_loop(lv, lit(0), lit(kLanes), lit(1));
   lane->tag = Stmt::Tag::Simd;
   lane->simd_reductions = f->simd_reductions;
-  lane->body.push_back(decl(DType::Int64, v, add(var(v + "_b"), var(v + "_l"))));
+  lane->body.push_back(decl(DType::Int64, v, add(var(v + "_b"), var(lv))));
   for (const RedPlan* r : lanes) {
-    const DType t = h_.outputs[r->out].acc_dtype;
-    lane->body.push_back(decl(t, r->racc, load(r->racc + "_l", var(v + "_l"), t)));
+    const mdh::Output& o = h_.outputs[r->out];
+    lane->body.push_back(decl(o.acc_dtype, r->racc, lane_of(r->racc, o.acc_dtype)));
+    if (is_arg(o.op)) lane->body.push_back(decl(DType::Int64, r->ridx, lane_of(r->ridx, DType::Int64)));
   }
   for (const StmtP& b : f->body) lane->body.push_back(b);
   for (const RedPlan* r : lanes) {
-    const DType t = h_.outputs[r->out].acc_dtype;
-    lane->body.push_back(assign(load(r->racc + "_l", var(v + "_l"), t), var(r->racc, t)));
+    const mdh::Output& o = h_.outputs[r->out];
+    lane->body.push_back(assign(lane_of(r->racc, o.acc_dtype), var(r->racc, o.acc_dtype)));
+    if (is_arg(o.op)) lane->body.push_back(assign(lane_of(r->ridx, DType::Int64), var(r->ridx, DType::Int64)));
   }
   blocks->body.push_back(lane);
   outer->body.push_back(blocks);
   for (const RedPlan* r : lanes) {
     const mdh::Output& o = h_.outputs[r->out];
-    StmtP fold = for_loop(v + "_l", lit(0), lit(kLanes), lit(1));
-    fold->body.push_back(assign(var(r->racc, o.acc_dtype),
-                                combine(o.op, o.acc_dtype, var(r->racc, o.acc_dtype),
-                                        load(r->racc + "_l", var(v + "_l"), o.acc_dtype))));
+    StmtP fold = for_loop(lv, lit(0), lit(kLanes), lit(1));
+    if (is_arg(o.op)) {
+      update(fold->body, o, 2000 + r->out, var(r->racc, o.acc_dtype), var(r->ridx, DType::Int64),
+             lane_of(r->racc, o.acc_dtype), lane_of(r->ridx, DType::Int64));
+    } else {
+      fold->body.push_back(assign(var(r->racc, o.acc_dtype), combine(o.op, o.acc_dtype, var(r->racc, o.acc_dtype),
+                                                                     lane_of(r->racc, o.acc_dtype))));
+    }
     outer->body.push_back(fold);
   }
   StmtP rest = std::make_shared<Stmt>(*f);

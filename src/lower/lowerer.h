@@ -99,7 +99,7 @@ class Lowerer {
   void emit_body(std::vector<StmtP>& out, int i, bool full);
   void emit_point(std::vector<StmtP>& out);
   StmtP blocked_sums(StmtP simd_loop) const;
-  StmtP lane_split(StmtP simd_loop, const std::vector<const RedPlan*>& lanes) const;
+  StmtP lane_split(StmtP simd_loop, const std::vector<const RedPlan*>& lanes);
 
   // pairwise.cc: NumPy's pairwise summation for the innermost loop.
   std::vector<const RedPlan*> pairwise_sums(int i, bool full) const;

@@ -259,14 +259,12 @@ Schedule generic_default(const mdh::MdHom& h, const mdh::Bindings& b, const Asm&
   }
   // Size of the largest reduction output (elements), for private partials.
   int64_t reduced_out = 0;
-  bool arg = false;
   for (const mdh::Output& o : h.outputs) {
     if (!o.reduces) continue;
     int64_t n = 1;
     for (int d = 0; d < h.ndim; ++d)
       if (!h.pointwise(o, d)) n *= b.extent(h, d);
     reduced_out = std::max(reduced_out, n);
-    arg |= o.op == ReduceOp::ArgMax || o.op == ReduceOp::ArgMin;
   }
   const int threads = target.cores;
   if (threads > 1) {
@@ -294,8 +292,9 @@ Schedule generic_default(const mdh::MdHom& h, const mdh::Bindings& b, const Asm&
       s.parallel = true;  // point-wise outer dimension with private partials
     }
   }
-  // Arg-reductions combine (value, index) pairs: no SIMD reduction clause.
-  s.vectorize = !arg;
+  // Arg-reductions combine (value, index) pairs on lanes of their own
+  // (lower/ lane_split).
+  s.vectorize = true;
   if (s.parallel && h.is_scan(s.order[0].dim)) s.parallel = false;
   if (s.parallel && !s.legal(h)) s.parallel = false;  // e.g. an ordered product's partials
   return s;
