@@ -352,3 +352,60 @@ def test_memo_is_sound_for_random_aliasing(lazy, seed):
         assert_same(a, e)
         for g, w in zip(got, want):
             assert_same(g, w)
+
+
+# Quick compiles and their upgrade. A kernel a flush waits for is compiled
+# with LLVM's fast code generation; once it has run long enough it is
+# recompiled with full optimization in the background and its entry point
+# swapped, and the disk cache keeps the better object.
+UPGRADE_PROGRAM = r"""
+import json, sys, numpy
+import numfuse as np
+n = int(sys.argv[1]); runs = int(sys.argv[2])
+xn = numpy.linspace(-3.0, 3.0, n)
+x = np.array(xn)
+ref = numpy.tanh(xn) * 0.75 - numpy.cos(xn * 1.5) / 3.25
+# Quick and Full code compute the same bits (same optimized module; the
+# code generator does not change floating-point semantics).
+outs = []
+for _ in range(runs):
+    outs.append(numpy.asarray(np.tanh(x) * 0.75 - np.cos(x * 1.5) / 3.25).copy())
+np.wait_background()
+outs.append(numpy.asarray(np.tanh(x) * 0.75 - np.cos(x * 1.5) / 3.25))
+res = [numpy.allclose(outs[0], ref, rtol=1e-12, atol=1e-15)] + [o.tobytes() == outs[0].tobytes() for o in outs]
+s = np._core.profile()
+print(json.dumps({"ok": all(res), "compiles": s["compiles_total"], "quick": s["quick_compiles_total"],
+                  "upgrades": s["upgrades_total"], "disk": s["disk_hits_total"]}))
+"""
+
+
+def run_upgrade_program(cache_dir, n, runs, extra_env=None):
+    env = dict(os.environ, NUMFUSE_CACHE_DIR=str(cache_dir), NUMFUSE_TIER="lazy")
+    env.update(extra_env or {})
+    out = subprocess.run([sys.executable, "-c", UPGRADE_PROGRAM, str(n), str(runs)], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_quick_kernels_are_upgraded_once_hot_and_the_disk_keeps_the_upgrade(tmp_path):
+    cache = tmp_path / "cache"
+    # Run once on a small array: compiled quick, never hot enough to upgrade.
+    first = run_upgrade_program(cache, 1000, 1)
+    assert first["ok"] and first["compiles"] == 1 and first["quick"] == 1 and first["upgrades"] == 0, first
+    # A new process loads the quick object (and its source) from disk, runs
+    # it long enough, and upgrades it from the source on disk.
+    second = run_upgrade_program(cache, 400_000, 40)
+    assert second["ok"] and second["compiles"] == 0 and second["disk"] == 1 and second["upgrades"] == 1, second
+    # The third finds the upgraded object: nothing compiled, nothing to upgrade.
+    third = run_upgrade_program(cache, 400_000, 40)
+    assert third["ok"] and third["compiles"] == 0 and third["disk"] == 1 and third["upgrades"] == 0, third
+
+
+def test_quick_compile_can_be_turned_off(tmp_path):
+    r = run_upgrade_program(tmp_path / "cache", 1000, 1, {"NUMFUSE_QUICK_COMPILE": "0"})
+    assert r["ok"] and r["compiles"] == 1 and r["quick"] == 0 and r["upgrades"] == 0, r
+    assert nf.get_option("quick_compile") is True
+    with nf.config(quick_compile=False):
+        assert nf.options()["quick_compile"] is False
+    assert nf.get_option("quick_compile") is True

@@ -20,6 +20,7 @@ _ENV = {
     "NUMFUSE_RANDOM_SCHEDULES": "random_schedules",
     "NUMFUSE_TIER": "tier",
     "NUMFUSE_EAGER_MAX_ELEMENTS": "eager_max_elements",
+    "NUMFUSE_QUICK_COMPILE": "quick_compile",
 }
 # NUMFUSE_CACHE_DIR is read by the C++ core when it starts.
 
@@ -42,6 +43,7 @@ _SETTERS = {
     "random_schedules": (lambda v: _core.set_random_schedules(_seed(v)), _core.get_random_schedules),
     "tier": (lambda v: _core.set_tier(str(v)), _core.get_tier),
     "eager_max_elements": (lambda v: _core.set_eager_max_elements(int(v)), _core.get_eager_max_elements),
+    "quick_compile": (lambda v: _core.set_quick_compile(_truthy(v)), _core.get_quick_compile),
 }
 
 
@@ -96,7 +98,10 @@ def config(**opts):
     eager_max_elements points whose inputs are computed run at once, without
     compiling, everything else is recorded and fused; 'eager': at once
     whenever the inputs are computed; 'lazy': always recorded),
-    eager_max_elements (the 'auto' size limit; NUMFUSE_EAGER_MAX_ELEMENTS).
+    eager_max_elements (the 'auto' size limit; NUMFUSE_EAGER_MAX_ELEMENTS),
+    quick_compile (True: a kernel a flush waits for is compiled with fast
+    code generation and recompiled fully optimized in the background once it
+    has run 2 ms; False: always fully optimized; NUMFUSE_QUICK_COMPILE).
     Pending work is flushed on entry and exit so options apply cleanly.
     """
     _core.flush("config")

@@ -94,34 +94,43 @@ class PooledIRCompiler : public llvm::orc::IRCompileLayer::IRCompiler {
         jtmb_(std::move(jtmb)),
         cache_(cache) {}
   llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> operator()(llvm::Module& m) override {
+    // A Quick module (flag set by compile_with) takes a machine of the -O0
+    // pool: code generation sets fast instruction selection on the machine
+    // it runs with, so the two levels never share one.
+    const bool quick = m.getModuleFlag(kQuickFlag) != nullptr;
+    auto& pool = free_[quick ? 1 : 0];
     std::unique_ptr<llvm::TargetMachine> tm;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (!free_.empty()) {
-        tm = std::move(free_.back());
-        free_.pop_back();
+      if (!pool.empty()) {
+        tm = std::move(pool.back());
+        pool.pop_back();
       }
     }
     if (!tm) {
       auto made = jtmb_.createTargetMachine();
       if (!made) return made.takeError();
       tm = std::move(*made);
+      if (quick) tm->setOptLevel(llvm::CodeGenOptLevel::None);
     }
     auto t0 = std::chrono::steady_clock::now();
     auto obj = llvm::orc::SimpleCompiler(*tm, cache_)(m);
     if (std::getenv("NUMFUSE_COMPILE_TIMES"))
-      std::fprintf(stderr, "numfuse codegen %s: %.1f ms\n", m.getModuleIdentifier().c_str(),
+      std::fprintf(stderr, "numfuse codegen %s (%s): %.1f ms\n", m.getModuleIdentifier().c_str(),
+                   quick ? "quick" : "full",
                    std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     std::lock_guard<std::mutex> lock(mu_);
-    free_.push_back(std::move(tm));
+    pool.push_back(std::move(tm));
     return obj;
   }
+
+  static constexpr const char* kQuickFlag = "numfuse.quick";
 
  private:
   llvm::orc::JITTargetMachineBuilder jtmb_;
   llvm::ObjectCache* cache_;
   std::mutex mu_;
-  std::vector<std::unique_ptr<llvm::TargetMachine>> free_;
+  std::vector<std::unique_ptr<llvm::TargetMachine>> free_[2];  // Full, Quick
 };
 
 struct CpuCompiler::Impl {
@@ -332,16 +341,16 @@ KernelFn CpuCompiler::load_object(const std::string& object, const std::string& 
   return sym->toPtr<KernelFn>();
 }
 
-KernelFn CpuCompiler::compile(const codegen::Source& src, const std::string& symbol, std::string* object) {
-  return compile_with(src, symbol, object, false);
+KernelFn CpuCompiler::compile(const codegen::Source& src, const std::string& symbol, std::string* object, Opt opt) {
+  return compile_with(src, symbol, object, false, opt);
 }
 
 KernelFn CpuCompiler::compile_openmp_c(const std::string& source, const std::string& symbol) {
-  return compile_with(codegen::Source{source, symbol}, symbol + "_ref", nullptr, true);
+  return compile_with(codegen::Source{source, symbol}, symbol + "_ref", nullptr, true, Opt::Full);
 }
 
 KernelFn CpuCompiler::compile_with(const codegen::Source& src, const std::string& symbol, std::string* object,
-                                   bool openmp) {
+                                   bool openmp, Opt opt) {
   const std::string file = symbol + ".c";
   std::vector<const char*> argv;
   for (const std::string& a : impl_->args) argv.push_back(a == "-fopenmp-simd" && openmp ? "-fopenmp" : a.c_str());
@@ -384,6 +393,7 @@ KernelFn CpuCompiler::compile_with(const codegen::Source& src, const std::string
   if (!mod) throw CompileError("clang produced no module");
 
   mod->setModuleIdentifier(symbol);
+  if (opt == Opt::Quick) mod->addModuleFlag(llvm::Module::Warning, PooledIRCompiler::kQuickFlag, 1);
   // NUMFUSE_KEEP_IR=DIR: the optimized module of every compile as DIR/SYMBOL.ll.
   if (const char* dir = std::getenv("NUMFUSE_KEEP_IR"); dir && *dir) {
     std::error_code ec;

@@ -46,7 +46,30 @@ struct CompileStats {
   std::atomic<int64_t> disk_hits{0};
   std::atomic<int64_t> compile_ns{0};   // frontend + JIT code generation
   std::atomic<int64_t> disk_load_ns{0};
+  std::atomic<int64_t> quick_compiles{0};  // of `compiles`, compiled Opt::Quick
+  std::atomic<int64_t> upgrades{0};        // quick kernels recompiled Opt::Full
+  std::atomic<int64_t> upgrade_ns{0};
 };
+
+// How much the code generator optimizes. Both run the same optimization
+// pipeline over the module (clang -O3: vectorized, libmvec); Quick then
+// selects instructions and allocates registers the fast way (LLVM's -O0
+// code generation: about a quarter of -O3's time, code 10-25% slower),
+// Full generates code at -O3. A kernel compiled Quick is recompiled Full
+// once it has run long enough to pay for it (KernelCache::upgrade).
+enum class Opt : uint8_t { Quick, Full };
+
+// A kernel in the cache. Its entry point can be replaced by a better one
+// while it is in use (an upgrade from Quick to Full): callers read `fn` for
+// every launch.
+struct Kernel {
+  std::atomic<KernelFn> fn{nullptr};
+  std::atomic<bool> quick{false};     // compiled Opt::Quick, not yet upgraded
+  std::atomic<int64_t> quick_ns{0};   // time its quick code has run
+  std::atomic<bool> upgrading{false}; // an upgrade was asked for (once)
+  std::string key;
+};
+using KernelRef = std::shared_ptr<Kernel>;
 
 class CpuCompiler {
  public:
@@ -54,7 +77,8 @@ class CpuCompiler {
   // Compiles `src` and returns its entry point. Thread-safe. Throws CompileError.
   // `symbol` must be unique per distinct source. If `object` is given it
   // receives the relocatable object file (for the disk cache).
-  KernelFn compile(const codegen::Source& src, const std::string& symbol, std::string* object = nullptr);
+  KernelFn compile(const codegen::Source& src, const std::string& symbol, std::string* object = nullptr,
+                   Opt opt = Opt::Full);
   // Compiles hand-written C with OpenMP's own code generation (`#pragma omp
   // parallel for` and libomp calls): the reference loops of the benchmarks
   // and tests. Returns the function `symbol` of `source`.
@@ -72,7 +96,8 @@ class CpuCompiler {
  private:
   CpuCompiler();
   llvm::orc::JITDylib& new_dylib(const std::string& symbol, bool openmp = false);
-  KernelFn compile_with(const codegen::Source& src, const std::string& symbol, std::string* object, bool openmp);
+  KernelFn compile_with(const codegen::Source& src, const std::string& symbol, std::string* object, bool openmp,
+                        Opt opt);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
@@ -110,14 +135,20 @@ class KernelCache {
  public:
   static KernelCache& instance();
   // Returns the kernel for `key`, calling `make` (once per key, even with
-  // concurrent callers) to produce its source on a miss.
+  // concurrent callers) to produce its source on a miss, compiled at `opt`.
   // `hit`: found in memory; `disk_hit`: loaded from the disk cache (no compile).
-  KernelFn get(const std::string& key, const std::function<codegen::Source()>& make, bool* hit = nullptr,
-               bool* disk_hit = nullptr);
+  // The disk cache keeps a Full object over a Quick one.
+  KernelRef get(const std::string& key, const std::function<codegen::Source()>& make, Opt opt = Opt::Full,
+                bool* hit = nullptr, bool* disk_hit = nullptr);
   // The kernel for `key` if it is ready without compiling: compiled before
   // (in this process), or loaded now from the disk cache; else nullptr (a
   // compile of it may be under way on another thread).
-  KernelFn try_get(const std::string& key, bool* disk_hit = nullptr);
+  KernelRef try_get(const std::string& key, bool* disk_hit = nullptr);
+  // Recompiles a Quick kernel Opt::Full from its source (kept in memory, or
+  // in the disk cache for a kernel loaded from there), swaps its entry point
+  // and stores the Full object on disk. Blocking; a no-op for a Full kernel.
+  // The Quick code stays loaded (a launch may still be running it).
+  void upgrade(const KernelRef& k);
   // The source a cached kernel was compiled from ("" if unknown).
   std::string source_of(const std::string& key) const;
   void clear();

@@ -24,10 +24,10 @@ int64_t elapsed_ns(std::chrono::steady_clock::time_point t0) {
 
 struct Entry {
   std::once_flag once;
-  KernelFn fn = nullptr;
-  std::atomic<KernelFn> ready{nullptr};  // fn, once the once has completed
-  std::string source;
+  KernelRef k = std::make_shared<Kernel>();
+  codegen::Source source;  // what it was compiled from (empty when loaded from disk)
   std::exception_ptr error;
+  std::mutex upgrade_mu;   // one upgrade at a time
 };
 }  // namespace
 
@@ -52,7 +52,7 @@ void KernelCache::clear() { impl_->map.clear(); }
 std::string KernelCache::source_of(const std::string& key) const {
   decltype(impl_->map)::const_accessor acc;
   if (!impl_->map.find(acc, key)) return "";
-  return acc->second->source;
+  return acc->second->source.code;
 }
 
 namespace {
@@ -61,26 +61,43 @@ std::string full_key_of(const std::string& key) {
   return std::string(kCacheVersion) + "|" + CpuCompiler::instance().flags_id() + "|" + codegen::nan_rules_id() + "|" +
          key;
 }
+// The disk cache's names for a kernel: its Full object, its Quick object
+// (kept until a Full one exists), and its source (so a Quick kernel loaded
+// from disk can still be upgraded).
+std::string quick_key_of(const std::string& full_key) { return full_key + "|quick"; }
+std::string source_key_of(const std::string& full_key) { return full_key + "|source"; }
+std::string symbol_of(const std::string& disk_key) { return "nf_k" + std::to_string(hash64(disk_key)); }
+
+// Loads the best object the disk cache has for `full_key` into `k`.
+bool load_from_disk(const std::string& full_key, Kernel& k) {
+  std::string object;
+  for (bool quick : {false, true}) {
+    const std::string disk_key = quick ? quick_key_of(full_key) : full_key;
+    if (!DiskCache::instance().load(disk_key, &object)) continue;
+    try {
+      k.fn.store(CpuCompiler::instance().load_object(object, symbol_of(disk_key)), std::memory_order_release);
+      k.quick.store(quick);
+      return true;
+    } catch (const CompileError&) {
+      // An entry that verifies but does not link (e.g. from another libm).
+    }
+  }
+  return false;
+}
 }  // namespace
 
-KernelFn KernelCache::try_get(const std::string& key, bool* disk_hit) {
+KernelRef KernelCache::try_get(const std::string& key, bool* disk_hit) {
   if (disk_hit) *disk_hit = false;
   std::shared_ptr<Entry> e;
   {
     decltype(impl_->map)::const_accessor acc;
     if (impl_->map.find(acc, key)) e = acc->second;
   }
-  if (e) return e->ready.load(std::memory_order_acquire);  // (nullptr while it compiles)
-  const std::string full_key = full_key_of(key);
-  std::string object;
-  if (!DiskCache::instance().load(full_key, &object)) return nullptr;
+  if (e) return e->k->fn.load(std::memory_order_acquire) ? e->k : nullptr;  // (not while it compiles)
   auto t0 = std::chrono::steady_clock::now();
-  KernelFn fn = nullptr;
-  try {
-    fn = CpuCompiler::instance().load_object(object, "nf_k" + std::to_string(hash64(full_key)));
-  } catch (const CompileError&) {
-    return nullptr;
-  }
+  auto k = std::make_shared<Kernel>();
+  k->key = key;
+  if (!load_from_disk(full_key_of(key), *k)) return nullptr;
   {
     decltype(impl_->map)::accessor acc;
     if (impl_->map.insert(acc, key)) acc->second = std::make_shared<Entry>();
@@ -88,8 +105,7 @@ KernelFn KernelCache::try_get(const std::string& key, bool* disk_hit) {
   }
   bool mine = false;
   std::call_once(e->once, [&] {
-    e->fn = fn;
-    e->ready.store(fn, std::memory_order_release);
+    e->k = k;
     mine = true;
   });
   if (mine) {
@@ -97,45 +113,45 @@ KernelFn KernelCache::try_get(const std::string& key, bool* disk_hit) {
     impl_->stats.disk_load_ns += elapsed_ns(t0);
     if (disk_hit) *disk_hit = true;
   }
-  return e->ready.load(std::memory_order_acquire);
+  return e->k->fn.load(std::memory_order_acquire) ? e->k : nullptr;
 }
 
-KernelFn KernelCache::get(const std::string& key, const std::function<codegen::Source()>& make, bool* hit,
-                         bool* disk_hit) {
+KernelRef KernelCache::get(const std::string& key, const std::function<codegen::Source()>& make, Opt opt, bool* hit,
+                           bool* disk_hit) {
   std::shared_ptr<Entry> e;
   {
     decltype(impl_->map)::accessor acc;
     if (impl_->map.insert(acc, key)) acc->second = std::make_shared<Entry>();
     e = acc->second;
   }
-  bool compiled_here = false;
+  bool compiled_here = false, loaded = false;
   std::call_once(e->once, [&] {
     compiled_here = true;
     try {
-      CpuCompiler& cc = CpuCompiler::instance();
+      Kernel& k = *e->k;
+      k.key = key;
       const std::string full_key = full_key_of(key);
-      const std::string symbol = "nf_k" + std::to_string(hash64(full_key));
       auto t0 = std::chrono::steady_clock::now();
-      std::string object;
-      if (DiskCache::instance().load(full_key, &object)) {
-        try {
-          e->fn = cc.load_object(object, symbol);
-          e->ready.store(e->fn, std::memory_order_release);
-          impl_->stats.disk_hits++;
-          impl_->stats.disk_load_ns += elapsed_ns(t0);
-          return;
-        } catch (const CompileError&) {
-          // An entry that verifies but does not link (e.g. from another
-          // libm): compile instead.
-        }
+      if (load_from_disk(full_key, k)) {
+        loaded = true;
+        impl_->stats.disk_hits++;
+        impl_->stats.disk_load_ns += elapsed_ns(t0);
+        return;
       }
-      codegen::Source src = make();
-      e->source = src.code;
-      e->fn = cc.compile(src, symbol, &object);
-      e->ready.store(e->fn, std::memory_order_release);
+      e->source = make();
+      const bool quick = opt == Opt::Quick;
+      const std::string disk_key = quick ? quick_key_of(full_key) : full_key;
+      std::string object;
+      k.quick.store(quick);
+      k.fn.store(CpuCompiler::instance().compile(e->source, symbol_of(disk_key), &object, opt),
+                 std::memory_order_release);
       impl_->stats.compiles++;
+      if (quick) impl_->stats.quick_compiles++;
       impl_->stats.compile_ns += elapsed_ns(t0);
-      if (!object.empty()) DiskCache::instance().store(full_key, object);
+      if (!object.empty()) {
+        DiskCache::instance().store(disk_key, object);
+        if (quick) DiskCache::instance().store(source_key_of(full_key), e->source.entry + "\n" + e->source.code);
+      }
     } catch (...) {
       e->error = std::current_exception();
     }
@@ -148,8 +164,40 @@ KernelFn KernelCache::get(const std::string& key, const std::function<codegen::S
   }
   if (!compiled_here) impl_->stats.memory_hits++;
   if (hit) *hit = !compiled_here;
-  if (disk_hit) *disk_hit = compiled_here && e->source.empty();
-  return e->fn;
+  if (disk_hit) *disk_hit = compiled_here && loaded;
+  return e->k;
+}
+
+void KernelCache::upgrade(const KernelRef& k) {
+  if (!k || !k->quick.load()) return;
+  std::shared_ptr<Entry> e;
+  {
+    decltype(impl_->map)::const_accessor acc;
+    if (impl_->map.find(acc, k->key)) e = acc->second;
+  }
+  if (!e || e->k != k) return;  // the cache was cleared since
+  std::lock_guard<std::mutex> lock(e->upgrade_mu);
+  if (!k->quick.load()) return;
+  const std::string full_key = full_key_of(k->key);
+  codegen::Source src = e->source;
+  if (src.code.empty()) {
+    std::string text;
+    const size_t nl = DiskCache::instance().load(source_key_of(full_key), &text) ? text.find('\n') : std::string::npos;
+    if (nl == std::string::npos) {
+      k->quick.store(false);  // no source to recompile: it stays as it is
+      return;
+    }
+    src.entry = text.substr(0, nl);
+    src.code = text.substr(nl + 1);
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  std::string object;
+  KernelFn fn = CpuCompiler::instance().compile(src, symbol_of(full_key), &object, Opt::Full);
+  k->fn.store(fn, std::memory_order_release);
+  k->quick.store(false);
+  impl_->stats.upgrades++;
+  impl_->stats.upgrade_ns += elapsed_ns(t0);
+  if (!object.empty()) DiskCache::instance().store(full_key, object);
 }
 
 }  // namespace nf::jit

@@ -13,10 +13,15 @@ namespace {
 struct CompileJob {
   std::shared_ptr<const mdh::MdHom> hom;
   tune::Schedule schedule;
+  jit::KernelRef upgrade;  // set: recompile this Quick kernel Full instead
 };
 
 // A compile is not interrupted (abort is ignored): pause() waits for it.
-void compile_job(CompileJob& job, const std::atomic<bool>&) { compile_kernel(*job.hom, job.schedule); }
+// Nobody waits for a background compile: it compiles Full.
+void compile_job(CompileJob& job, const std::atomic<bool>&) {
+  if (job.upgrade) jit::KernelCache::instance().upgrade(job.upgrade);
+  else compile_kernel(*job.hom, job.schedule, jit::Opt::Full);
+}
 
 Worker<CompileJob>& queue() {
   static auto* q = new Worker<CompileJob>(compile_job);  // never destroyed: stopped at exit
@@ -28,6 +33,11 @@ Worker<CompileJob>& queue() {
 void compile_in_background(std::shared_ptr<const mdh::MdHom> hom, const tune::Schedule& s) {
   std::string key = kernel_key(*hom, s);
   queue().enqueue(std::move(key), CompileJob{std::move(hom), s});
+}
+void upgrade_in_background(jit::KernelRef k) {
+  if (!k) return;
+  std::string key = "upgrade|" + std::to_string(reinterpret_cast<uintptr_t>(k.get())) + "|" + k->key;
+  queue().enqueue(std::move(key), CompileJob{nullptr, {}, std::move(k)});
 }
 void compile_queue_wait() { queue().wait(); }
 void compile_queue_pause() { queue().pause(); }

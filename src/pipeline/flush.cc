@@ -53,7 +53,9 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 // What a memoized group learns as its plan is reused: the kernel compiled in
 // the background for it, and how often tier 0 ran it meanwhile.
 struct GroupState {
-  std::atomic<jit::KernelFn> fn{nullptr};
+  std::atomic<jit::Kernel*> fn{nullptr};  // kept alive by `kernel`
+  std::mutex mu;
+  jit::KernelRef kernel;  // set once, under mu
   std::atomic<int> interpreted{0};
   std::atomic<bool> queued{false};
 };
@@ -75,7 +77,7 @@ struct PlanGroup {
   tune::Schedule schedule;
   bool tuned = false;
   std::string key;
-  jit::KernelFn fn = nullptr;
+  jit::KernelRef fn;
 };
 
 struct Plan {
@@ -184,7 +186,7 @@ struct Prepared {
   tune::Schedule schedule;
   bool tuned = false;
   std::string key;
-  jit::KernelFn fn = nullptr;
+  jit::KernelRef fn;
   bool hit = false, disk_hit = false;
   std::string error;
 };
@@ -210,8 +212,8 @@ void choose_tier(const std::vector<Task>& window, Prepared& p, const Config& cfg
                  const std::unordered_map<std::string, double>& interp_ms) {
   if (!p.built || p.built->tasks.empty() || p.schedule.routine != tune::Routine::None) return;
   bool disk = false;
-  if (jit::KernelFn f = jit::KernelCache::instance().try_get(p.key, &disk)) {
-    p.fn = f;
+  if (jit::KernelRef f = jit::KernelCache::instance().try_get(p.key, &disk)) {
+    p.fn = std::move(f);
     p.hit = !disk;
     p.disk_hit = disk;
     return;
@@ -233,7 +235,8 @@ void compile_one(Prepared& p) {
   if (!p.built || p.built->tasks.empty() || p.schedule.routine != tune::Routine::None || p.interpret || p.fn) return;
   try {
     auto t0 = std::chrono::steady_clock::now();
-    p.fn = detail::compile_kernel(p.built->hom, p.schedule, &p.hit, &p.disk_hit);
+    p.fn = detail::compile_kernel(p.built->hom, p.schedule, config().quick_compile ? jit::Opt::Quick : jit::Opt::Full,
+                                  &p.hit, &p.disk_hit);
     if (!p.hit && !p.disk_hit) detail::note_compile_ms(ms_since(t0));
   } catch (const std::exception& e) {
     p.error = e.what();
@@ -286,13 +289,17 @@ bool runs(const PlanGroup& g) {
 // The kernel a group runs: compiled with its plan, or (a group tier 0 has
 // been running) compiled in the background since. A group whose window keeps
 // coming back gets its kernel compiled in the background.
-jit::KernelFn kernel_of(const PlanGroup& g) {
-  if (g.fn) return g.fn;
+jit::Kernel* kernel_of(const PlanGroup& g) {
+  if (g.fn) return g.fn.get();
   if (!g.interpret) return nullptr;
-  if (jit::KernelFn f = g.state->fn.load(std::memory_order_acquire)) return f;
-  if (jit::KernelFn f = jit::KernelCache::instance().try_get(g.key)) {
-    g.state->fn.store(f, std::memory_order_release);
-    return f;
+  if (jit::Kernel* f = g.state->fn.load(std::memory_order_acquire)) return f;
+  if (jit::KernelRef f = jit::KernelCache::instance().try_get(g.key)) {
+    std::lock_guard<std::mutex> lock(g.state->mu);
+    if (!g.state->kernel) {
+      g.state->kernel = std::move(f);
+      g.state->fn.store(g.state->kernel.get(), std::memory_order_release);
+    }
+    return g.state->kernel.get();
   }
   if (config().tier != Tier::Eager && g.state->interpreted.fetch_add(1) >= 1 && !g.state->queued.exchange(true))
     detail::compile_in_background(std::shared_ptr<const mdh::MdHom>(g.tmpl, &g.tmpl->hom), g.schedule);
@@ -324,7 +331,7 @@ GroupReport run_group(const std::vector<Task>& window, const std::shared_ptr<con
     }
   } let_go;
   if (runs(g)) {
-    const jit::KernelFn fn = kernel_of(g);
+    jit::Kernel* const fn = kernel_of(g);
     if (fn || g.schedule.routine != tune::Routine::None) {
       if (!bind) {
         mdh::rebind(window, *g.tmpl, local);

@@ -42,6 +42,9 @@ struct Config {
   double tune_seconds = 0;
   // Accesses to Python-visible memory per fused kernel at most (fusion::partition).
   int max_kernel_ops = fusion::kDefaultMaxGroupAccesses;
+  // Kernels a flush waits for are compiled jit::Opt::Quick and upgraded to
+  // Full once they have run kUpgradeAfterNs (false: always Full).
+  bool quick_compile = true;
 };
 Config& config();
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "fusion/fusion.h"
+#include "jit/jit.h"
 #include "mdh/mdh.h"
 #include "stream/stream.h"
 #include "tune/tune.h"
@@ -37,6 +38,8 @@ void note_compile_ms(double ms);
 
 // The background compiler.
 void compile_in_background(std::shared_ptr<const mdh::MdHom> hom, const tune::Schedule& s);
+// Recompiles a Quick kernel Full on the background compiler (once per kernel).
+void upgrade_in_background(jit::KernelRef k);
 void compile_queue_wait();
 void compile_queue_pause();
 void compile_queue_resume();

@@ -33,19 +33,27 @@ namespace detail {
 
 std::string kernel_key(const mdh::MdHom& h, const tune::Schedule& s) { return "cpu|" + h.key() + "|" + s.key(); }
 
-jit::KernelFn compile_kernel(const mdh::MdHom& h, const tune::Schedule& s, bool* hit, bool* disk_hit) {
+jit::KernelRef compile_kernel(const mdh::MdHom& h, const tune::Schedule& s, jit::Opt opt, bool* hit,
+                              bool* disk_hit) {
   return jit::KernelCache::instance().get(
       kernel_key(h, s),
       [&] {
         lower::LoopNest nest = lower::lower(h, s, "kernel");
         return codegen::render_c(nest);
       },
-      hit, disk_hit);
+      opt, hit, disk_hit);
 }
 
-void run_scheduled(const mdh::MdHom& h, const tune::Schedule& s, jit::KernelFn fn, const mdh::Bindings& b) {
-  if (s.routine == tune::Routine::Blas) ext::run_contraction(h, b);
-  else runtime::run_kernel(fn, h, b);
+void run_scheduled(const mdh::MdHom& h, const tune::Schedule& s, jit::Kernel* k, const mdh::Bindings& b) {
+  if (s.routine == tune::Routine::Blas) return ext::run_contraction(h, b);
+  if (!k->quick.load(std::memory_order_relaxed)) return runtime::run_kernel(k->fn.load(std::memory_order_acquire), h, b);
+  const auto t0 = std::chrono::steady_clock::now();
+  runtime::run_kernel(k->fn.load(std::memory_order_acquire), h, b);
+  const int64_t ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+  if (k->quick_ns.fetch_add(ns, std::memory_order_relaxed) + ns >= kUpgradeAfterNs &&
+      !k->upgrading.exchange(true))
+    upgrade_in_background(jit::KernelCache::instance().try_get(k->key));
 }
 
 int64_t SynthSpec::total_bytes() const {
@@ -173,7 +181,8 @@ class Bench {
   // Seconds per run of h under s; throws if it fails or disagrees with the
   // first schedule measured (the reference).
   double measure(const tune::Schedule& s, double best_s) {
-    jit::KernelFn fn = s.routine == tune::Routine::None ? compile_kernel(h_, s) : nullptr;
+    jit::KernelRef kernel = s.routine == tune::Routine::None ? compile_kernel(h_, s) : nullptr;
+    jit::Kernel* fn = kernel.get();
     restore();
     const double w0 = now_s();
     run_scheduled(h_, s, fn, b_);

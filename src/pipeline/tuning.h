@@ -15,11 +15,14 @@
 namespace nf::pipeline::detail {
 
 std::string kernel_key(const mdh::MdHom& h, const tune::Schedule& s);
-// The compiled kernel of (h, s), from the kernel caches or compiled now.
-jit::KernelFn compile_kernel(const mdh::MdHom& h, const tune::Schedule& s, bool* hit = nullptr,
-                             bool* disk_hit = nullptr);
-// Runs h under s on b (a kernel, or the library routine).
-void run_scheduled(const mdh::MdHom& h, const tune::Schedule& s, jit::KernelFn fn, const mdh::Bindings& b);
+// The compiled kernel of (h, s), from the kernel caches or compiled now at `opt`.
+jit::KernelRef compile_kernel(const mdh::MdHom& h, const tune::Schedule& s, jit::Opt opt = jit::Opt::Full,
+                              bool* hit = nullptr, bool* disk_hit = nullptr);
+// Runs h under s on b (the kernel k, or the library routine). A Quick kernel
+// is timed; once its runs add up to kUpgradeAfterNs it is recompiled Full in
+// the background (the upgrade pays for itself when the kernel keeps running).
+void run_scheduled(const mdh::MdHom& h, const tune::Schedule& s, jit::Kernel* k, const mdh::Bindings& b);
+constexpr int64_t kUpgradeAfterNs = 2'000'000;
 
 // The schedule a new plan uses for h; `tuned` tells whether it came from the
 // store. May queue h for background tuning (Config::tune_seconds).

@@ -309,6 +309,9 @@ void bind_functions(py::module_& m) {
     d["disk_load_ns_total"] = s.disk_load_ns.load();
     d["compile_ns_total"] = s.compile_ns.load();
     d["compiles_total"] = s.compiles.load();
+    d["quick_compiles_total"] = s.quick_compiles.load();
+    d["upgrades_total"] = s.upgrades.load();
+    d["upgrade_ns_total"] = s.upgrade_ns.load();
     return d;
   });
   m.def("reset_profile", []() { pipeline::reset_profile(); });
@@ -500,6 +503,8 @@ void bind_functions(py::module_& m) {
     pipeline::config().eager_max_elements = n;
   });
   m.def("get_eager_max_elements", []() { return pipeline::config().eager_max_elements; });
+  m.def("set_quick_compile", [](bool on) { pipeline::config().quick_compile = on; });
+  m.def("get_quick_compile", []() { return pipeline::config().quick_compile; });
   m.def("set_num_threads", [](int n) { runtime::set_num_threads(n); });
   m.def("get_num_threads", []() { return runtime::num_threads(); });
 }
