@@ -99,9 +99,9 @@ def config(**opts):
     compiling, everything else is recorded and fused; 'eager': at once
     whenever the inputs are computed; 'lazy': always recorded),
     eager_max_elements (the 'auto' size limit; NUMFUSE_EAGER_MAX_ELEMENTS),
-    quick_compile (True: a kernel a flush waits for is compiled with fast
-    code generation and recompiled fully optimized in the background once it
-    has run 2 ms; False: always fully optimized; NUMFUSE_QUICK_COMPILE).
+    quick_compile (True: a kernel a flush waits for is compiled with a short
+    pass pipeline and fast code generation, and recompiled at -O3 in the
+    background once it has run 2 ms; False: always -O3; NUMFUSE_QUICK_COMPILE).
     Pending work is flushed on entry and exit so options apply cleanly.
     """
     _core.flush("config")

@@ -51,12 +51,13 @@ struct CompileStats {
   std::atomic<int64_t> upgrade_ns{0};
 };
 
-// How much the code generator optimizes. Both run the same optimization
-// pipeline over the module (clang -O3: vectorized, libmvec); Quick then
-// selects instructions and allocates registers the fast way (LLVM's -O0
-// code generation: about a quarter of -O3's time, code 10-25% slower),
-// Full generates code at -O3. A kernel compiled Quick is recompiled Full
-// once it has run long enough to pay for it (KernelCache::upgrade).
+// How much a compile optimizes. Full: clang's -O3 pipeline and -O3 code
+// generation. Quick: a short pass pipeline of what the kernels need of -O3
+// (inlining, canonicalization, invariant hoisting, libmvec, the loop
+// vectorizer; about half the time) and LLVM's fast code generation (fast
+// instruction selection and register allocation; about a quarter of the
+// time). A kernel compiled Quick is recompiled Full once it has run long
+// enough to pay for it (KernelCache::upgrade).
 enum class Opt : uint8_t { Quick, Full };
 
 // A kernel in the cache. Its entry point can be replaced by a better one
