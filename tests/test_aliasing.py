@@ -903,3 +903,43 @@ def test_threads_concurrent_recording(fusion, fast_switching):
         nf.flush()
         rounds, wrong = _rounds(one_round, max_rounds=40)
     assert not wrong, f"round {rounds}: {len(wrong)} wrong results, e.g. {wrong[:3]}"
+
+
+def test_large_numpy_operands_are_read_in_place_at_the_call():
+    """A large NumPy operand whose memory is NumPy's is used without a copy:
+    the operation runs before the call returns (nothing stays pending), so
+    later writes to the NumPy array do not reach it. Small operands are
+    copied and recorded; NumPy views of numfuse's own memory are copied too
+    (numfuse cannot see their aliasing), as are byte-swapped arrays."""
+    rng = onp.random.default_rng(3)
+    with nf.config(tier="lazy"):
+        n = 100_000
+        xn = rng.random(n)
+        x = nf.array(xn)
+        big = rng.random(n)
+        keep = big.copy()
+        y = x * 2.0 + big
+        assert nf._core.pending() == 0  # ran at the call
+        big[:] = -1.0
+        assert_same(y, xn * 2.0 + keep)
+        small = rng.random(16)
+        s = nf.array(rng.random(16))
+        z = s + small
+        assert nf._core.pending() > 0  # copied, recorded
+        assert_same(z, onp.asarray(s) + small)
+        # A strided view of a NumPy-owned array, used in place.
+        m = rng.random((400, 300))
+        mv = m[::2, ::3]
+        w = nf.array(onp.ones(mv.shape)) - mv
+        assert nf._core.pending() == 0
+        assert_same(w, 1.0 - mv)
+        # A byte-swapped array: copied (numfuse reads native byte order only).
+        sw = big.astype(">f8")
+        assert_same(x + sw, xn + sw)
+        # NumPy views of numfuse's memory: copied, so overlap behaves as NumPy's.
+        an = onp.arange(float(n))
+        a = nf.array(an)
+        v = onp.asarray(a)
+        a[1:] += v[:-1]
+        an[1:] += an[:-1].copy()
+        assert_same(a, an)

@@ -30,6 +30,7 @@ class Buffer {
   int64_t nbytes() const { return nbytes_; }
   uint64_t id() const { return id_; }
   bool allocated() const { return data_ != nullptr; }
+  bool adopted() const { return !owned_; }  // memory from adopt()
   // Allocates on first use (64-byte aligned, uninitialized).
   void* data();
   void* data_if_allocated() const { return data_; }

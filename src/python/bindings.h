@@ -123,6 +123,9 @@ py::array to_numpy(const View& v, bool writeable);
 // Wrap a NumPy array: copy into a new buffer, or adopt its memory when the
 // caller guarantees nobody else holds it.
 View from_numpy(py::handle arr, bool adopt);
+// A NumPy array given as an operand (module.cc): copied, or used in place
+// (and the operation run at the call) when large and NumPy's own memory.
+View numpy_operand(py::handle arr);
 
 // NumPy's C API (scalars.cc): call once at import.
 void init_numpy_api();
@@ -130,6 +133,10 @@ void init_numpy_api();
 // byte order (`arr` must be a numpy.ndarray).
 PyObject* numpy_array_descr(PyObject* arr);
 bool numpy_array_native(PyObject* arr);
+int64_t numpy_array_nbytes(PyObject* arr);
+// Whether the memory behind a NumPy array is NumPy's: its base chain ends in
+// an array that owns its memory (numfuse's exports end in a capsule).
+bool numpy_owns_memory(PyObject* arr);
 // A NumPy array of dtype `descr` over `data` (shape, strides in bytes) whose
 // base is `base` (a reference this call consumes, also on failure): NumPy's
 // C API directly. New reference, or nullptr with a Python error set.

@@ -199,8 +199,27 @@ bool to_operand(py::handle h, Operand& out) {
   }
   std::optional<DType> t = to_dtype(arr.attr("dtype"));
   if (!t) return false;
-  out = Operand::array(from_numpy(arr, false));
+  out = Operand::array(numpy_operand(arr));
   return true;
+}
+
+View numpy_operand(py::handle arr) {
+  // A NumPy operand is read at the call, as NumPy reads it. A small one is
+  // copied (the operation is recorded and may fuse with what follows). A
+  // large one whose memory is NumPy's is used in place, without the copy:
+  // its buffer counts as exported, so the operation runs before the call
+  // returns (stream.cc) and a later change to the NumPy array cannot reach
+  // it. (Memory that may be numfuse's own, a view of an exported array, is
+  // copied: numfuse's alias analysis does not see through NumPy views.)
+  constexpr int64_t kInPlaceBytes = 64 * 1024;
+  if (numpy_array_nbytes(arr.ptr()) >= kInPlaceBytes && numpy_owns_memory(arr.ptr())) {
+    View v = from_numpy(arr, true);
+    if (v.buffer->adopted()) {
+      v.buffer->exports.fetch_add(1);
+      return v;
+    }
+  }
+  return from_numpy(arr, false);
 }
 
 void before_record() {

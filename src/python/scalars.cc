@@ -44,6 +44,19 @@ bool numpy_array_native(PyObject* arr) {
   return PyArray_ISNBO(PyArray_DESCR(reinterpret_cast<PyArrayObject*>(arr))->byteorder);
 }
 
+int64_t numpy_array_nbytes(PyObject* arr) { return PyArray_NBYTES(reinterpret_cast<PyArrayObject*>(arr)); }
+
+bool numpy_owns_memory(PyObject* arr) {
+  PyObject* o = arr;
+  for (int depth = 0; depth < 64; ++depth) {
+    PyObject* base = PyArray_BASE(reinterpret_cast<PyArrayObject*>(o));
+    if (!base) return true;
+    if (!PyArray_Check(base)) return false;
+    o = base;
+  }
+  return false;
+}
+
 namespace {
 template <typename T>
 T load_value(const char* p) {
