@@ -397,3 +397,23 @@ def test_concatenate_result_recorded_part_by_part(lazy):
         z = nf.concatenate([v.T, v.T])
     assert y.tolist() == [0.0, 2.0, 4.0, 6.0, 8.0, 1.0, 3.0, 5.0, 7.0, 9.0]
     assert z.tolist() == [2.5, 2.5]
+
+
+def test_missing_attributes_fail_fast_and_ndarray_methods_fall_back():
+    """Attribute lookup is the C type's: a missing dunder (NumPy probes
+    __array_struct__ / __array_interface__ on every np.asarray) raises
+    AttributeError without calling Python; other names fall back to NumPy's
+    ndarray method of that name, or raise AttributeError."""
+    import pickle
+    import warnings
+
+    a = nf.arange(6.0)
+    with pytest.raises(AttributeError, match="has no attribute '__array_interface__'"):
+        a.__array_interface__
+    with pytest.raises(AttributeError, match="has no attribute 'nonexistent'"):
+        a.nonexistent
+    assert not hasattr(a, "__array_struct__")
+    assert onp.asarray(a).tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert pickle.loads(a.dumps()).tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]

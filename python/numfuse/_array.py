@@ -267,9 +267,11 @@ def _install(ns):
     def argsort(self, axis=-1, kind=None, order=None, *, stable=None):
         return ns["argsort"](self, axis=axis, kind=kind, order=order)
 
-    def __getattr__(self, name):
-        # Any other ndarray method: run NumPy's on the flushed data.
-        if name.startswith("__") or not hasattr(np.ndarray, name):
+    def _getattr_fallback(self, name):
+        # Any other ndarray method: run NumPy's on the flushed data. (The C
+        # type's attribute lookup calls this for names it does not have,
+        # other than dunders, src/python/array.cc getattro.)
+        if not hasattr(np.ndarray, name):
             raise AttributeError(f"'numfuse.ndarray' object has no attribute '{name}'")
         meth = getattr(np.ndarray, name)
 
@@ -283,6 +285,7 @@ def _install(ns):
     # their full forms, for the call forms the C methods do not take.
     _core._set_call_fallbacks({"copy": local.pop("copy"), "astype": local.pop("astype"),
                                "reshape": local.pop("reshape")})
+    _core._set_getattr_fallback(local.pop("_getattr_fallback"))
     for name, fn in local.items():
         if callable(fn) and name not in ("ns", "U", "C"):
             setattr(C, name, fn)

@@ -20,6 +20,7 @@ PyTypeObject* g_ndarray_type = nullptr;
 
 namespace {
 
+py::handle g_getattr_fallback;
 py::handle g_fancy_warn, g_ufunc_fallback, g_operator_fallback, g_array_ufunc, g_ndarray_new,
     g_matmul, g_iter_rows, g_pow, g_rpow, g_item, g_tolist;
 // NumPy ufunc object -> (nin, numfuse op) for __array_ufunc__'s fast path.
@@ -673,12 +674,31 @@ PyObject* tp_new(PyTypeObject*, PyObject* args, PyObject* kwargs) {
   return PyObject_Call(g_ndarray_new.ptr(), args, kwargs);
 }
 
+// Attribute lookup: the type's own attributes, then (for a name that is not
+// a dunder) the Python fallback that runs NumPy's ndarray method of that
+// name (numfuse/_array.py). A missing dunder fails here, without a Python
+// call: NumPy looks for __array_struct__ and __array_interface__ on every
+// np.asarray of a numfuse array (a Python __getattr__ made that 2.5 us).
+PyObject* getattro(PyObject* self, PyObject* name) {
+  PyObject* r = _PyObject_GenericGetAttrWithDict(self, name, nullptr, 1);  // (suppresses AttributeError)
+  if (r || PyErr_Occurred()) return r;
+  Py_ssize_t n = 0;
+  const char* s = PyUnicode_AsUTF8AndSize(name, &n);
+  if (!s) return nullptr;
+  if ((n >= 2 && s[0] == '_' && s[1] == '_') || !g_getattr_fallback) {
+    PyErr_Format(PyExc_AttributeError, "'numfuse.ndarray' object has no attribute '%U'", name);
+    return nullptr;
+  }
+  return PyObject_CallFunctionObjArgs(g_getattr_fallback.ptr(), self, name, nullptr);
+}
+
 #define NF_SLOT(s, f) {s, reinterpret_cast<void*>(f)}
 PyType_Slot g_slots[] = {
     NF_SLOT(Py_tp_dealloc, dealloc),
     NF_SLOT(Py_tp_new, tp_new),
     NF_SLOT(Py_tp_hash, PyObject_HashNotImplemented),
     NF_SLOT(Py_tp_richcompare, richcompare),
+    NF_SLOT(Py_tp_getattro, getattro),
     NF_SLOT(Py_tp_getset, g_getset),
     NF_SLOT(Py_tp_iter, tp_iter),
     NF_SLOT(Py_tp_methods, g_methods),
@@ -740,6 +760,7 @@ PyTypeObject* make_ndarray_type(py::module_& m) {
   });
   m.def("_set_array_ufunc_hook", [](py::object hook) { g_array_ufunc = hook.release(); });
   m.def("_set_ndarray_new", [](py::object f) { g_ndarray_new = f.release(); });
+  m.def("_set_getattr_fallback", [](py::object f) { g_getattr_fallback = f.release(); });
   m.def("_set_matmul", [](py::object f) { g_matmul = f.release(); });
   m.def("_set_iter_rows", [](py::object f) { g_iter_rows = f.release(); });
   m.def("_set_item_tolist", [](py::object item, py::object tolist) {
