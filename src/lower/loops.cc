@@ -275,10 +275,13 @@ StmtP Lowerer::lane_split(StmtP f, const std::vector<const RedPlan*>& lanes) {
   outer->body.push_back(
       decl(DType::Int64, v + "_end", add(f->lo, mul(arith('/', sub(f->hi, f->lo), lit(kLanes)), lit(kLanes)))));
   StmtP blocks = for_loop(v + "_b", f->lo, var(v + "_end"), lit(kLanes));
-  StmtP lane = for_loop(lv, lit(0), lit(kLanes), lit(1));
+  // The lane loop runs over the points themselves (its lane is the point's
+  // offset in the block): index arithmetic on the point stays an induction
+  // the vectorizer strides, instead of a multiply per lane.
+  StmtP lane = for_loop(v, var(v + "_b"), add(var(v + "_b"), lit(kLanes)), lit(1));
   lane->tag = Stmt::Tag::Simd;
   lane->simd_reductions = f->simd_reductions;
-  lane->body.push_back(decl(DType::Int64, v, add(var(v + "_b"), var(lv))));
+  lane->body.push_back(decl(DType::Int64, lv, sub(var(v), var(v + "_b"))));
   for (const RedPlan* r : lanes) {
     const mdh::Output& o = h_.outputs[r->out];
     lane->body.push_back(decl(o.acc_dtype, r->racc, lane_of(r->racc, o.acc_dtype)));
