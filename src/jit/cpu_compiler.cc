@@ -24,7 +24,6 @@
 #include <memory>
 #include <mutex>
 #include <new>
-#include <optional>
 #include <thread>
 
 #include <tbb/blocked_range.h>
@@ -92,66 +91,86 @@ class CapturingObjectCache : public llvm::ObjectCache {
   std::map<std::string, std::string> objects_;
 };
 
-// ORC's ConcurrentIRCompiler builds a TargetMachine for every module (about a
-// millisecond: the subtarget's tables). Compiles here take one from a pool
-// and give it back, so concurrent compiles still each own one.
-class PooledIRCompiler : public llvm::orc::IRCompileLayer::IRCompiler {
+// Target machines cost about a millisecond to build (the subtarget's
+// tables): compiles take one from a pool and give it back, so concurrent
+// compiles still each own one. Code generation at -O0 switches fast
+// instruction selection on in the machine it runs with, so each level has
+// its own pool.
+class MachinePool {
  public:
-  PooledIRCompiler(llvm::orc::JITTargetMachineBuilder jtmb, llvm::ObjectCache* cache)
-      : IRCompiler(llvm::orc::irManglingOptionsFromTargetOptions(jtmb.getOptions())),
-        jtmb_(std::move(jtmb)),
-        cache_(cache) {}
-  llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> operator()(llvm::Module& m) override {
-    // A Quick module (flag set by compile_with) takes a machine of the -O0
-    // pool: code generation sets fast instruction selection on the machine
-    // it runs with, so the two levels never share one.
-    const bool quick = m.getModuleFlag(kQuickFlag) != nullptr;
-    auto& pool = free_[quick ? 1 : 0];
-    std::unique_ptr<llvm::TargetMachine> tm;
+  MachinePool(llvm::orc::JITTargetMachineBuilder jtmb, llvm::CodeGenOptLevel level)
+      : jtmb_(std::move(jtmb)), level_(level) {}
+  llvm::Expected<std::unique_ptr<llvm::TargetMachine>> take() {
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (!pool.empty()) {
-        tm = std::move(pool.back());
-        pool.pop_back();
+      if (!free_.empty()) {
+        auto tm = std::move(free_.back());
+        free_.pop_back();
+        return tm;
       }
     }
-    if (!tm) {
-      auto made = jtmb_.createTargetMachine();
-      if (!made) return made.takeError();
-      tm = std::move(*made);
-      if (quick) tm->setOptLevel(llvm::CodeGenOptLevel::None);
-    }
+    auto made = jtmb_.createTargetMachine();
+    if (made) (*made)->setOptLevel(level_);
+    return made;
+  }
+  void give(std::unique_ptr<llvm::TargetMachine> tm) {
+    std::lock_guard<std::mutex> lock(mu_);
+    free_.push_back(std::move(tm));
+  }
+
+ private:
+  llvm::orc::JITTargetMachineBuilder jtmb_;
+  llvm::CodeGenOptLevel level_;
+  std::mutex mu_;
+  std::vector<std::unique_ptr<llvm::TargetMachine>> free_;
+};
+
+// ORC's ConcurrentIRCompiler builds a TargetMachine for every module; this
+// one takes it from the pool of the module's level (the flag compile_with
+// sets on a Quick module).
+class PooledIRCompiler : public llvm::orc::IRCompileLayer::IRCompiler {
+ public:
+  PooledIRCompiler(llvm::orc::JITTargetMachineBuilder jtmb, llvm::ObjectCache* cache, MachinePool* full,
+                   MachinePool* quick)
+      : IRCompiler(llvm::orc::irManglingOptionsFromTargetOptions(jtmb.getOptions())),
+        cache_(cache),
+        full_(full),
+        quick_(quick) {}
+  llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> operator()(llvm::Module& m) override {
+    const bool quick = m.getModuleFlag(kQuickFlag) != nullptr;
+    MachinePool& pool = quick ? *quick_ : *full_;
+    auto tm = pool.take();
+    if (!tm) return tm.takeError();
     auto t0 = std::chrono::steady_clock::now();
-    auto obj = llvm::orc::SimpleCompiler(*tm, cache_)(m);
+    auto obj = llvm::orc::SimpleCompiler(**tm, cache_)(m);
     if (std::getenv("NUMFUSE_COMPILE_TIMES"))
       std::fprintf(stderr, "numfuse codegen %s (%s): %.1f ms\n", m.getModuleIdentifier().c_str(),
                    quick ? "quick" : "full",
                    std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    std::lock_guard<std::mutex> lock(mu_);
-    pool.push_back(std::move(tm));
+    pool.give(std::move(*tm));
     return obj;
   }
 
   static constexpr const char* kQuickFlag = "numfuse.quick";
 
  private:
-  llvm::orc::JITTargetMachineBuilder jtmb_;
   llvm::ObjectCache* cache_;
-  std::mutex mu_;
-  std::vector<std::unique_ptr<llvm::TargetMachine>> free_[2];  // Full, Quick
+  MachinePool* full_;
+  MachinePool* quick_;
 };
 
 struct CpuCompiler::Impl {
   CapturingObjectCache objects;
+  // Full: -O3 code generation, and the cost model of Quick pass pipelines
+  // (which only read the machine); Quick: -O0 code generation. (Before
+  // `jit`, whose compiler points at them.)
+  std::unique_ptr<MachinePool> full_machines, quick_machines;
   std::thread warm;
   std::unique_ptr<llvm::orc::LLJIT> jit;
   std::string cpu;
   std::string triple;
   std::vector<std::string> args;
   std::string flags_id;
-  std::optional<llvm::orc::JITTargetMachineBuilder> jtmb;
-  std::mutex opt_mu;  // target machines for Quick pipelines (cost models only)
-  std::vector<std::unique_ptr<llvm::TargetMachine>> opt_tms;
   std::mutex dylib_mu;
   uint64_t dylibs = 0;
 };
@@ -309,7 +328,8 @@ CpuCompiler::CpuCompiler() : impl_(new Impl) {
   if (!jtmb) throw CompileError("cannot detect host target: " + llvm::toString(jtmb.takeError()));
   jtmb->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
   impl_->triple = jtmb->getTargetTriple().str();
-  impl_->jtmb = *jtmb;
+  impl_->full_machines = std::make_unique<MachinePool>(*jtmb, llvm::CodeGenOptLevel::Aggressive);
+  impl_->quick_machines = std::make_unique<MachinePool>(*jtmb, llvm::CodeGenOptLevel::None);
   impl_->cpu = llvm::sys::getHostCPUName().str();
   // Flushes compile independent groups on several threads at once.
   auto jit = llvm::orc::LLJITBuilder()
@@ -317,7 +337,8 @@ CpuCompiler::CpuCompiler() : impl_(new Impl) {
                  .setSupportConcurrentCompilation(true)
                  .setCompileFunctionCreator([this](llvm::orc::JITTargetMachineBuilder jtmb)
                                                 -> llvm::Expected<std::unique_ptr<llvm::orc::IRCompileLayer::IRCompiler>> {
-                   return std::make_unique<PooledIRCompiler>(std::move(jtmb), &impl_->objects);
+                   return std::make_unique<PooledIRCompiler>(std::move(jtmb), &impl_->objects,
+                                                             impl_->full_machines.get(), impl_->quick_machines.get());
                  })
                  .create();
   if (!jit) throw CompileError("cannot create LLJIT: " + llvm::toString(jit.takeError()));
@@ -450,22 +471,10 @@ KernelFn CpuCompiler::compile_with(const codegen::Source& src, const std::string
   mod->setModuleIdentifier(symbol);
   if (opt == Opt::Quick) mod->addModuleFlag(llvm::Module::Warning, PooledIRCompiler::kQuickFlag, 1);
   if (own_pipeline) {
-    std::unique_ptr<llvm::TargetMachine> tm;
-    {
-      std::lock_guard<std::mutex> lock(impl_->opt_mu);
-      if (!impl_->opt_tms.empty()) {
-        tm = std::move(impl_->opt_tms.back());
-        impl_->opt_tms.pop_back();
-      }
-    }
-    if (!tm) {
-      auto made = impl_->jtmb->createTargetMachine();
-      if (!made) throw CompileError("cannot create a target machine: " + llvm::toString(made.takeError()));
-      tm = std::move(*made);
-    }
-    optimize(*mod, *tm, kQuickPipeline);
-    std::lock_guard<std::mutex> lock(impl_->opt_mu);
-    impl_->opt_tms.push_back(std::move(tm));
+    auto tm = impl_->full_machines->take();
+    if (!tm) throw CompileError("cannot create a target machine: " + llvm::toString(tm.takeError()));
+    optimize(*mod, **tm, kQuickPipeline);
+    impl_->full_machines->give(std::move(*tm));
   }
   // NUMFUSE_KEEP_IR=DIR: the optimized module of every compile as DIR/SYMBOL.ll.
   if (const char* dir = std::getenv("NUMFUSE_KEEP_IR"); dir && *dir) {

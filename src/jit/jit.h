@@ -63,7 +63,7 @@ enum class Opt : uint8_t { Quick, Full };
 // A kernel in the cache. Its entry point can be replaced by a better one
 // while it is in use (an upgrade from Quick to Full): callers read `fn` for
 // every launch.
-struct Kernel {
+struct Kernel : std::enable_shared_from_this<Kernel> {
   std::atomic<KernelFn> fn{nullptr};
   std::atomic<bool> quick{false};     // compiled Opt::Quick, not yet upgraded
   std::atomic<int64_t> quick_ns{0};   // time its quick code has run

@@ -75,8 +75,9 @@ bool load_from_disk(const std::string& full_key, Kernel& k) {
     const std::string disk_key = quick ? quick_key_of(full_key) : full_key;
     if (!DiskCache::instance().load(disk_key, &object)) continue;
     try {
-      k.fn.store(CpuCompiler::instance().load_object(object, symbol_of(disk_key)), std::memory_order_release);
-      k.quick.store(quick);
+      const KernelFn fn = CpuCompiler::instance().load_object(object, symbol_of(disk_key));
+      k.quick.store(quick);  // (before fn: a reader that sees fn sees its level)
+      k.fn.store(fn, std::memory_order_release);
       return true;
     } catch (const CompileError&) {
       // An entry that verifies but does not link (e.g. from another libm).

@@ -220,12 +220,9 @@ void Lowerer::emit_loops_level(std::vector<StmtP>& out, int i, bool full) {
     // A scan along this loop carries a dependence from one iteration to the next.
     if (h_.is_scan(d)) f->tag = Stmt::Tag::Serial;
     if (!lanes.empty() && f->tag == Stmt::Tag::Simd) {
+      // (Lanes and blocked sums do not nest: a loop with both stays scalar.)
       const bool unit_step = f->step->k == Ex::K::IntLit && f->step->ival == 1;
-      bool float_sums = false;
-      for (const auto& [name, op] : f->simd_reductions)
-        for (const RedPlan& r : plans_)
-          if (r.racc == name && op == '+' && is_float(h_.outputs[r.out].acc_dtype)) float_sums = true;
-      if (unroll_here || !unit_step || float_sums) f->tag = Stmt::Tag::Serial;
+      if (unroll_here || !unit_step || !float_sums(*f).empty()) f->tag = Stmt::Tag::Serial;
     }
     if (f->tag == Stmt::Tag::Serial && unroll_here) f->tag = Stmt::Tag::Unroll;
   } else if (unroll_here) {
@@ -324,13 +321,18 @@ StmtP Lowerer::lane_split(StmtP f, const std::vector<const RedPlan*>& lanes) {
 // blocks only, as NumPy's pairwise summation keeps it small. A float32 sum
 // still accumulates in float32 within a block (NumPy's overflow to inf); the
 // running sum reaches the register's type when the loop ends.
-StmtP Lowerer::blocked_sums(StmtP f) const {
-  constexpr int64_t kSumBlock = 1024;
+std::vector<std::pair<std::string, DType>> Lowerer::float_sums(const Stmt& simd_loop) const {
   std::vector<std::pair<std::string, DType>> sums;
-  for (const auto& [name, op] : f->simd_reductions)
+  for (const auto& [name, op] : simd_loop.simd_reductions)
     for (const RedPlan& r : plans_)
       if (r.racc == name && op == '+' && is_float(h_.outputs[r.out].acc_dtype))
         sums.push_back({name, h_.outputs[r.out].acc_dtype});
+  return sums;
+}
+
+StmtP Lowerer::blocked_sums(StmtP f) const {
+  constexpr int64_t kSumBlock = 1024;
+  const std::vector<std::pair<std::string, DType>> sums = float_sums(*f);
   if (sums.empty()) return f;
   StmtP outer = block();
   for (const auto& [name, t] : sums) outer->body.push_back(decl(DType::Float64, "nf_wide_" + name, cast(var(name, t), DType::Float64)));

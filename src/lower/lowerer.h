@@ -98,6 +98,8 @@ class Lowerer {
   void emit_loops_level(std::vector<StmtP>& out, int i, bool full);
   void emit_body(std::vector<StmtP>& out, int i, bool full);
   void emit_point(std::vector<StmtP>& out);
+  // The simd loop's floating-point sum registers (name, type).
+  std::vector<std::pair<std::string, DType>> float_sums(const Stmt& simd_loop) const;
   StmtP blocked_sums(StmtP simd_loop) const;
   StmtP lane_split(StmtP simd_loop, const std::vector<const RedPlan*>& lanes);
 

@@ -53,7 +53,7 @@ void run_scheduled(const mdh::MdHom& h, const tune::Schedule& s, jit::Kernel* k,
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
   if (k->quick_ns.fetch_add(ns, std::memory_order_relaxed) + ns >= kUpgradeAfterNs &&
       !k->upgrading.exchange(true))
-    upgrade_in_background(jit::KernelCache::instance().try_get(k->key));
+    upgrade_in_background(k->shared_from_this());
 }
 
 int64_t SynthSpec::total_bytes() const {

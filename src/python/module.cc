@@ -212,14 +212,10 @@ View numpy_operand(py::handle arr) {
   // it. (Memory that may be numfuse's own, a view of an exported array, is
   // copied: numfuse's alias analysis does not see through NumPy views.)
   constexpr int64_t kInPlaceBytes = 64 * 1024;
-  if (numpy_array_nbytes(arr.ptr()) >= kInPlaceBytes && numpy_owns_memory(arr.ptr())) {
-    View v = from_numpy(arr, true);
-    if (v.buffer->adopted()) {
-      v.buffer->exports.fetch_add(1);
-      return v;
-    }
-  }
-  return from_numpy(arr, false);
+  if (numpy_array_nbytes(arr.ptr()) < kInPlaceBytes || !numpy_owns_memory(arr.ptr())) return from_numpy(arr, false);
+  View v = from_numpy(arr, true);  // (a copy where it cannot adopt: unaligned, byte-swapped)
+  if (v.buffer->adopted()) v.buffer->exports.fetch_add(1);
+  return v;
 }
 
 void before_record() {
