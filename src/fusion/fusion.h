@@ -85,11 +85,18 @@ struct Signature {
   // iteration neither allocates nor clears memory for it.
   std::string bytes;
   size_t size = 0;
-  size_t hash = 0;
+  // Computed on first use (a memo that finds the window among its latest
+  // hits compares bytes without hashing them); 0: not yet.
+  mutable size_t hash_ = 0;
   std::string_view view() const { return {bytes.data(), size}; }
-  bool operator==(const Signature& o) const { return hash == o.hash && view() == o.view(); }
+  size_t hash() const {
+    if (hash_ == 0) hash_ = hash_of(bytes.data(), size) | 1;
+    return hash_;
+  }
+  bool operator==(const Signature& o) const { return size == o.size && hash() == o.hash() && view() == o.view(); }
   // A copy holding the signature only (a memo key).
-  Signature compact() const { return Signature{std::string(view()), size, hash}; }
+  Signature compact() const { return Signature{std::string(view()), size, hash()}; }
+  static size_t hash_of(const char* p, size_t n);
 };
 // Builds the window's signature into `out`, reusing its storage. Safe to
 // call from several threads (serialized: buffers carry its scratch).

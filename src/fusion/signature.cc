@@ -17,70 +17,83 @@ namespace {
 // signature is built at every flush (memo hits included), so a field costs a
 // store, not a std::string::append. The string keeps its size between
 // signatures (only the first `size` bytes count, see Signature): growing it
-// clears the new part once, later signatures reuse it. ensure(n) before
-// writing at most n bytes.
+// clears the new part once, later signatures reuse it. The cursor is the
+// caller's local `char*`, passed by value and returned (a cursor kept in
+// memory would be reloaded after every store, since the stores are chars and
+// may alias it). ensure(p, n) before writing at most n bytes.
 class Writer {
  public:
   explicit Writer(std::string& s) : s_(s) {
     if (s_.size() < 256) s_.resize(256);
-    p_ = s_.data();
-    end_ = p_ + s_.size();
-  }
-  void ensure(size_t n) {
-    if (static_cast<size_t>(end_ - p_) >= n) return;
-    const size_t used = p_ - s_.data();
-    s_.resize(std::max(2 * s_.size(), used + n));
-    p_ = s_.data() + used;
     end_ = s_.data() + s_.size();
   }
-  template <typename T>
-  void put(const T& v) {
-    std::memcpy(p_, &v, sizeof v);
-    p_ += sizeof v;
+  char* begin() { return s_.data(); }
+  char* ensure(char* p, size_t n) {
+    if (static_cast<size_t>(end_ - p) >= n) return p;
+    const size_t used = p - s_.data();
+    s_.resize(std::max(2 * s_.size(), used + n));
+    end_ = s_.data() + s_.size();
+    return s_.data() + used;
   }
-  void dims(const Dims& d) {
-    put(static_cast<uint8_t>(d.size()));
-    std::memcpy(p_, d.data(), d.size() * sizeof(int64_t));
-    p_ += d.size() * sizeof(int64_t);
-  }
-  // Bytes dims(d) writes.
-  static size_t dims_size(const Dims& d) { return 1 + d.size() * sizeof(int64_t); }
-  // Reserves n bytes at the cursor, to be filled in any order.
-  char* skip(size_t n) {
-    char* at = p_;
-    p_ += n;
-    return at;
-  }
-  size_t size() const { return p_ - s_.data(); }
+  size_t size(const char* p) const { return p - s_.data(); }
 
  private:
   std::string& s_;
-  char* p_;
   char* end_;
 };
 
-// A word-at-a-time hash (the memo compares the bytes on a hash match).
-size_t hash_bytes(const char* p, size_t n) {
-  uint64_t h = 0x9E3779B97F4A7C15ull ^ n;
-  auto mix = [&](uint64_t w) {
-    h ^= w;
-    h *= 0xBF58476D1CE4E5B9ull;
-    h ^= h >> 31;
+template <typename T>
+inline char* put(char* p, const T& v) {
+  std::memcpy(p, &v, sizeof v);
+  return p + sizeof v;
+}
+inline char* put_dims(char* p, const Dims& d) {
+  p = put(p, static_cast<uint8_t>(d.size()));
+  std::memcpy(p, d.data(), d.size() * sizeof(int64_t));
+  return p + d.size() * sizeof(int64_t);
+}
+// Bytes put_dims(p, d) writes.
+inline size_t dims_size(const Dims& d) { return 1 + d.size() * sizeof(int64_t); }
+
+}  // namespace
+
+// Four independent word lanes: a signature is a few kilobytes, and one
+// multiply chain over its words would be latency-bound.
+size_t Signature::hash_of(const char* p, size_t n) {
+  constexpr uint64_t kMul = 0xBF58476D1CE4E5B9ull;
+  uint64_t h[4] = {0x9E3779B97F4A7C15ull ^ n, 0xC2B2AE3D27D4EB4Full, 0x165667B19E3779F9ull, 0x27D4EB2F165667C5ull};
+  auto mix = [](uint64_t& x, uint64_t w) {
+    x ^= w;
+    x *= kMul;
+    x ^= x >> 31;
   };
   size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    uint64_t w[4];
+    std::memcpy(w, p + i, 32);
+    mix(h[0], w[0]);
+    mix(h[1], w[1]);
+    mix(h[2], w[2]);
+    mix(h[3], w[3]);
+  }
   for (; i + 8 <= n; i += 8) {
     uint64_t w;
     std::memcpy(&w, p + i, 8);
-    mix(w);
+    mix(h[0], w);
   }
   uint64_t tail = 0;
   std::memcpy(&tail, p + i, n - i);
-  mix(tail);
-  h ^= h >> 29;
-  h *= 0x94D049BB133111EBull;
-  return static_cast<size_t>(h ^ (h >> 32));
+  mix(h[1], tail);
+  uint64_t x = h[0];
+  mix(x, h[1]);
+  mix(x, h[2]);
+  mix(x, h[3]);
+  x ^= x >> 29;
+  x *= 0x94D049BB133111EBull;
+  return static_cast<size_t>(x ^ (x >> 32));
 }
 
+namespace {
 }  // namespace
 
 void window_signature(const std::vector<Task>& window, Policy policy, Signature& out) {
@@ -91,8 +104,8 @@ void window_signature(const std::vector<Task>& window, Policy policy, Signature&
   std::lock_guard<std::mutex> lock(mu);
   ++epoch;
   Writer w(out.bytes);
-  w.ensure(1);
-  w.put(static_cast<uint8_t>(policy));
+  char* p = w.begin();  // the cursor (256 bytes are there)
+  p = put(p, static_cast<uint8_t>(policy));
   auto touch = [&](Buffer* b) {
     if (b->sig_epoch == epoch) return;
     b->sig_epoch = epoch;
@@ -139,18 +152,19 @@ void window_signature(const std::vector<Task>& window, Policy policy, Signature&
   static std::vector<SeenView> views;
   buffers.clear();
   views.clear();
-  auto view = [&](const View& v) {
+  // Writes v at the cursor p; returns the cursor.
+  auto view = [&](char* p, const View& v) -> char* {
     Buffer* b = v.buffer.get();
     touch(b);
     if (b->sig_id < 0) {
       b->sig_id = static_cast<int32_t>(buffers.size());
       buffers.push_back(b);
     }
-    w.ensure(sizeof(int32_t) + sizeof(DType) + 2 * Writer::dims_size(v.shape) + 2 + 3 * sizeof(uint32_t));
-    w.put(b->sig_id);
-    w.put(v.dtype);
-    w.dims(v.shape);
-    w.dims(v.strides);
+    p = w.ensure(p, sizeof(int32_t) + sizeof(DType) + 2 * dims_size(v.shape) + 2 + 3 * sizeof(uint32_t));
+    p = put(p, b->sig_id);
+    p = put(p, v.dtype);
+    p = put_dims(p, v.shape);
+    p = put_dims(p, v.strides);
     // The same view as an earlier distinct one of this buffer: its number.
     const int last = b->sig_last_view;
     uint32_t same_start = UINT32_MAX;
@@ -158,9 +172,8 @@ void window_signature(const std::vector<Task>& window, Policy policy, Signature&
       const View& u = *views[j].view;
       if (u.offset != v.offset || u.dtype != v.dtype) continue;  // (same_as needs both)
       if (u.same_as(v)) {
-        w.put('S');
-        w.put(views[j].k);
-        return;
+        p = put(p, 'S');
+        return put(p, views[j].k);
       }
       if (same_start == UINT32_MAX) same_start = views[j].k;
     }
@@ -172,15 +185,16 @@ void window_signature(const std::vector<Task>& window, Policy policy, Signature&
     // is written, else the written ones.
     const bool wr = written(v);
     const uint32_t count = last >= 0 ? views[last].k + 1 : 0;
-    w.put('N');
-    w.put(same_start);
-    w.put(static_cast<uint8_t>(wr));
+    p = put(p, 'N');
+    p = put(p, same_start);
+    p = put(p, static_cast<uint8_t>(wr));
     const int lw = b->sig_last_written;
     const uint32_t nwritten = lw >= 0 ? views[lw].wk + 1 : 0;
     const uint32_t nrel = wr ? count : nwritten;
-    w.put(nrel);
-    w.ensure(nrel);
-    char* rel = w.skip(nrel);
+    p = put(p, nrel);
+    p = w.ensure(p, nrel);
+    char* rel = p;
+    p += nrel;
     if (wr) {
       for (int j = last; j >= 0; j = views[j].prev) rel[views[j].k] = views_overlap(*views[j].view, v) ? 'O' : 'D';
     } else {
@@ -189,43 +203,44 @@ void window_signature(const std::vector<Task>& window, Policy policy, Signature&
     views.push_back({&v, last, lw, count, wr ? nwritten : 0});
     b->sig_last_view = static_cast<int>(views.size()) - 1;
     if (wr) b->sig_last_written = b->sig_last_view;
+    return p;
   };
   for (const Task& t : window) {
     // 64: the task's fixed-size fields below (38 bytes) with room to spare.
-    size_t need = 64 + Writer::dims_size(t.domain) + t.expr.nodes.size() * 16 + t.consts.size() * sizeof(DType);
-    for (const IndexFn& f : t.indices) need += Writer::dims_size(f.strides);
-    w.ensure(need);
-    w.put(t.kind);
-    w.put(t.solo);
-    w.put(t.scan_axis);
-    w.put(reinterpret_cast<uintptr_t>(t.name));
-    w.put(t.value_node);
-    w.put(t.reduce);
-    w.put(t.acc_dtype);
-    w.put(t.arg_node);
-    w.put(t.init_const);
-    w.dims(t.domain);
-    w.put(static_cast<uint32_t>(t.expr.nodes.size()));
+    size_t need = 64 + dims_size(t.domain) + t.expr.nodes.size() * 16 + t.consts.size() * sizeof(DType);
+    for (const IndexFn& f : t.indices) need += dims_size(f.strides);
+    p = w.ensure(p, need);
+    p = put(p, t.kind);
+    p = put(p, t.solo);
+    p = put(p, t.scan_axis);
+    p = put(p, reinterpret_cast<uintptr_t>(t.name));
+    p = put(p, t.value_node);
+    p = put(p, t.reduce);
+    p = put(p, t.acc_dtype);
+    p = put(p, t.arg_node);
+    p = put(p, t.init_const);
+    p = put_dims(p, t.domain);
+    p = put(p, static_cast<uint32_t>(t.expr.nodes.size()));
     for (const ExprNode& n : t.expr.nodes) {  // field by field: no padding bytes
-      w.put(n.kind);
-      w.put(n.dtype);
-      w.put(n.op);
-      w.put(n.a);
-      w.put(n.b);
-      w.put(n.c);
+      p = put(p, n.kind);
+      p = put(p, n.dtype);
+      p = put(p, n.op);
+      p = put(p, n.a);
+      p = put(p, n.b);
+      p = put(p, n.c);
     }
-    w.put(static_cast<uint16_t>(t.consts.size()));
-    for (const Scalar& c : t.consts) w.put(c.dtype);
-    w.put(static_cast<uint16_t>(t.indices.size()));
-    for (const IndexFn& f : t.indices) w.dims(f.strides);
-    w.put(static_cast<uint16_t>(t.inputs.size()));
-    for (const View& v : t.inputs) view(v);
-    view(t.output);
+    p = put(p, static_cast<uint16_t>(t.consts.size()));
+    for (const Scalar& c : t.consts) p = put(p, c.dtype);
+    p = put(p, static_cast<uint16_t>(t.indices.size()));
+    for (const IndexFn& f : t.indices) p = put_dims(p, f.strides);
+    p = put(p, static_cast<uint16_t>(t.inputs.size()));
+    for (const View& v : t.inputs) p = view(p, v);
+    p = view(p, t.output);
   }
-  w.ensure(buffers.size());
-  for (const Buffer* b : buffers) w.put(static_cast<uint8_t>((b->py_live ? 0 : 1) | (b->allocated() ? 2 : 0)));
-  out.size = w.size();
-  out.hash = hash_bytes(out.bytes.data(), out.size);
+  p = w.ensure(p, buffers.size());
+  for (const Buffer* b : buffers) p = put(p, static_cast<uint8_t>((b->py_live ? 0 : 1) | (b->allocated() ? 2 : 0)));
+  out.size = w.size(p);
+  out.hash_ = 0;  // computed when asked for (hash())
 }
 
 }  // namespace nf::fusion

@@ -68,6 +68,7 @@ struct Kernel : std::enable_shared_from_this<Kernel> {
   std::atomic<bool> quick{false};     // compiled Opt::Quick, not yet upgraded
   std::atomic<int64_t> quick_ns{0};   // time its quick code has run
   std::atomic<bool> upgrading{false}; // an upgrade was asked for (once)
+  std::atomic<uint32_t> launches{0};  // launches of its quick code (timing samples them)
   std::string key;
 };
 using KernelRef = std::shared_ptr<Kernel>;

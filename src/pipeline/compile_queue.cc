@@ -32,7 +32,7 @@ Worker<CompileJob>& queue() {
 
 void compile_in_background(std::shared_ptr<const mdh::MdHom> hom, const tune::Schedule& s) {
   std::string key = kernel_key(*hom, s);
-  queue().enqueue(std::move(key), CompileJob{std::move(hom), s});
+  queue().enqueue(std::move(key), CompileJob{std::move(hom), s, nullptr});
 }
 void upgrade_in_background(jit::KernelRef k) {
   if (!k) return;

@@ -9,6 +9,7 @@
 // MdHom templates with binding recipes, schedules and loaded kernels. A loop
 // body is analysed and compiled once; later iterations only rebind pointers,
 // offsets and scalar constants.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <deque>
@@ -20,6 +21,7 @@
 #include <tbb/parallel_for.h>
 
 #include "codegen/codegen.h"
+#include "core/clock.h"
 #include "core/error.h"
 #include "extern/extern.h"
 #include "jit/jit.h"
@@ -46,8 +48,8 @@ std::mutex g_report_mu;  // guards g_last and g_profile
 FlushReport g_last;
 Profile g_profile;
 
-double ms_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+double ms_since(uint64_t t0) {
+  return ticks_to_ms(ticks() - t0);
 }
 
 // What a memoized group learns as its plan is reused: the kernel compiled in
@@ -113,7 +115,7 @@ void release(const std::vector<Task>& window, const std::vector<std::pair<int, i
 }
 
 struct SigHash {
-  size_t operator()(const fusion::Signature& s) const { return s.hash; }
+  size_t operator()(const fusion::Signature& s) const { return s.hash(); }
 };
 
 // What a memoized plan costs in memory, roughly: its signature and, per
@@ -140,13 +142,25 @@ size_t plan_bytes(const fusion::Signature& sig, const Plan& p) {
 class Memo {
  public:
   std::shared_ptr<const Plan> find(const fusion::Signature& s) {
+    // A loop's windows repeat: its latest hits are compared byte for byte
+    // first, without hashing the signature or probing the table.
+    for (size_t i = 0; i < kRecent; ++i) {
+      const Node* n = recent_[i];
+      if (!n || n->first.size != s.size || n->first.view() != s.view()) continue;
+      std::rotate(recent_, recent_ + i, recent_ + i + 1);  // most recent first
+      return n->second.plan;
+    }
     auto it = map_.find(s);
-    return it == map_.end() ? nullptr : it->second.plan;
+    if (it == map_.end()) return nullptr;
+    std::rotate(recent_, recent_ + kRecent - 1, recent_ + kRecent);
+    recent_[0] = &*it;
+    return it->second.plan;
   }
   void insert(fusion::Signature s, std::shared_ptr<const Plan> p) {
     const size_t b = plan_bytes(s, *p);
     if (b > kMaxBytes / 4 || map_.count(s)) return;  // one window may not crowd out the rest
     while (bytes_ + b > kMaxBytes && !order_.empty()) {
+      std::fill(recent_, recent_ + kRecent, nullptr);
       auto it = map_.find(order_.front());
       if (it != map_.end()) {
         bytes_ -= it->second.bytes;
@@ -159,6 +173,7 @@ class Memo {
     map_.emplace(std::move(s), Entry{std::move(p), b});
   }
   void clear() {
+    std::fill(recent_, recent_ + kRecent, nullptr);
     map_.clear();
     order_.clear();
     bytes_ = 0;
@@ -173,6 +188,9 @@ class Memo {
     size_t bytes;
   };
   std::unordered_map<fusion::Signature, Entry, SigHash> map_;
+  using Node = std::unordered_map<fusion::Signature, Entry, SigHash>::value_type;
+  static constexpr size_t kRecent = 4;
+  const Node* recent_[kRecent] = {};  // the latest hits (map nodes stay put until erased)
   std::deque<fusion::Signature> order_;
   size_t bytes_ = 0;
 };
@@ -234,7 +252,7 @@ void choose_tier(const std::vector<Task>& window, Prepared& p, const Config& cfg
 void compile_one(Prepared& p) {
   if (!p.built || p.built->tasks.empty() || p.schedule.routine != tune::Routine::None || p.interpret || p.fn) return;
   try {
-    auto t0 = std::chrono::steady_clock::now();
+    const uint64_t t0 = ticks();
     p.fn = detail::compile_kernel(p.built->hom, p.schedule, config().quick_compile ? jit::Opt::Quick : jit::Opt::Full,
                                   &p.hit, &p.disk_hit);
     if (!p.hit && !p.disk_hit) detail::note_compile_ms(ms_since(t0));
@@ -308,8 +326,10 @@ jit::Kernel* kernel_of(const PlanGroup& g) {
 
 // Runs one group of a plan on `window` and describes it. `bind`: the
 // group's bindings, or nullptr to rebind its template to the window.
+// `clock`: when the group started (the previous group's end), set to its end
+// (one clock read per group).
 GroupReport run_group(const std::vector<Task>& window, const std::shared_ptr<const Plan>& plan, size_t index,
-                      const mdh::Bindings* bind, bool dump) {
+                      const mdh::Bindings* bind, bool dump, uint64_t& clock) {
   const PlanGroup& g = plan->groups[index];
   GroupReport gr;
   gr.plan = plan;
@@ -321,7 +341,6 @@ GroupReport run_group(const std::vector<Task>& window, const std::shared_ptr<con
     gr.temporaries.reserve(g.temp_tasks.size());
     for (int k : g.temp_tasks) gr.temporaries.push_back(window[k].output.buffer->id());
   }
-  auto t0 = std::chrono::steady_clock::now();
   // Memo hits rebind into the same storage flush after flush (the caller
   // holds g_exec_mu); its buffers are let go on the way out, thrown or not.
   static mdh::Bindings local;
@@ -349,7 +368,9 @@ GroupReport run_group(const std::vector<Task>& window, const std::shared_ptr<con
     gr.key_ptr = &g.key;
     gr.tuned = g.tuned;
   }
-  gr.run_ms = ms_since(t0);
+  const uint64_t t1 = ticks();
+  gr.run_ms = ticks_to_ms(t1 - clock);
+  clock = t1;
   if (gr.hom && bind && detail::capturing()) {
     std::string ops;
     for (const std::string& o : gr.ops()) ops += (ops.empty() ? "" : ", ") + o;
@@ -522,7 +543,7 @@ void flush_window(std::vector<Task>& window, FlushReport* report, int& ran) {
     return;
   }
   const Config cfg = config();
-  auto t0 = std::chrono::steady_clock::now();
+  const uint64_t t0 = ticks();
   // Plans hold schedules: when the store changed (a kernel was tuned), the
   // memoized plans are rebuilt so the tuned schedules take over.
   static uint64_t store_generation = 0;
@@ -538,11 +559,12 @@ void flush_window(std::vector<Task>& window, FlushReport* report, int& ran) {
   if (plan) {
     // Memo hit: no analysis, no compile; rebind (as each group runs) and run.
     rep.memo_hit = true;
-    rep.analyse_ms = ms_since(t0);
-    auto t2 = std::chrono::steady_clock::now();
+    const uint64_t t2 = ticks();
+    rep.analyse_ms = ticks_to_ms(t2 - t0);
+    uint64_t clock = t2;
     rep.groups.reserve(plan->groups.size());
     for (size_t i = 0; i < plan->groups.size(); ++i) {
-      GroupReport gr = run_group(window, plan, i, nullptr, cfg.dump);
+      GroupReport gr = run_group(window, plan, i, nullptr, cfg.dump, clock);
       ran = plan->groups[i].end;
       release(window, plan->release_after[i]);
       gr.cache_hit = gr.hom != nullptr && !gr.is_routine() && !gr.tier0;
@@ -550,7 +572,7 @@ void flush_window(std::vector<Task>& window, FlushReport* report, int& ran) {
       if (gr.tier0) rep.tier0_groups++;
       rep.groups.push_back(std::move(gr));
     }
-    rep.run_ms = ms_since(t2);
+    rep.run_ms = ticks_to_ms(clock - t2);
   } else {
     fusion::Partition part = fusion::partition(window, cfg.policy, cfg.max_kernel_ops);
     std::vector<Prepared> prepared;
@@ -563,7 +585,7 @@ void flush_window(std::vector<Task>& window, FlushReport* report, int& ran) {
     rep.analyse_ms = ms_since(t0);
 
     // Compile (or fetch) every group's kernel; misses compile concurrently.
-    auto t1 = std::chrono::steady_clock::now();
+    const uint64_t t1 = ticks();
     // (TBB's workers do not exist in a forked child: compile there in turn.)
     if (forked_child())
       for (Prepared& p : prepared) compile_one(p);
@@ -599,10 +621,11 @@ void flush_window(std::vector<Task>& window, FlushReport* report, int& ran) {
     auto plan_new = std::make_shared<Plan>();
     for (const Prepared& p : runnable) plan_new->groups.push_back(to_plan_group(window, p));
     plan_releases(window, *plan_new);
-    auto t2 = std::chrono::steady_clock::now();
+    const uint64_t t2 = ticks();
+    uint64_t clock = t2;
     for (size_t i = 0; i < runnable.size(); ++i) {
       const Prepared& p = runnable[i];
-      GroupReport gr = run_group(window, plan_new, i, p.built ? &p.built->bind : nullptr, cfg.dump);
+      GroupReport gr = run_group(window, plan_new, i, p.built ? &p.built->bind : nullptr, cfg.dump, clock);
       ran = plan_new->groups[i].end;
       release(window, plan_new->release_after[i]);
       gr.cache_hit = p.hit;
@@ -615,7 +638,7 @@ void flush_window(std::vector<Task>& window, FlushReport* report, int& ran) {
       if (gr.tier0) rep.tier0_groups++;
       rep.groups.push_back(std::move(gr));
     }
-    rep.run_ms = ms_since(t2);
+    rep.run_ms = ticks_to_ms(clock - t2);
     if (!failed) g_memo.insert(sig.compact(), plan_new);
   }
 

@@ -54,7 +54,7 @@ struct GroupReport {
   // reason live in the plan this report keeps alive.
   const std::vector<const char*>* names_ptr = nullptr;  // the tasks in the group (in the plan)
   const std::vector<int>* dead_ptr = nullptr;          // positions in *names_ptr of dead tasks
-  std::vector<uint64_t> temporaries;                   // buffer ids never allocated
+  SmallVector<uint64_t, 4> temporaries;                // buffer ids never allocated
   int dead = 0;
   // The kernel's expression and schedule (rendered on demand by mdh_text /
   // schedule_text; no buffers are kept alive by a report).

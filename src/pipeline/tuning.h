@@ -19,7 +19,7 @@ std::string kernel_key(const mdh::MdHom& h, const tune::Schedule& s);
 jit::KernelRef compile_kernel(const mdh::MdHom& h, const tune::Schedule& s, jit::Opt opt = jit::Opt::Full,
                               bool* hit = nullptr, bool* disk_hit = nullptr);
 // Runs h under s on b (the kernel k, or the library routine). A Quick kernel
-// is timed; once its runs add up to kUpgradeAfterNs it is recompiled Full in
+// is timed (its first 8 launches, then one in 8, weighted); once its runs add up to kUpgradeAfterNs it is recompiled Full in
 // the background (the upgrade pays for itself when the kernel keeps running).
 void run_scheduled(const mdh::MdHom& h, const tune::Schedule& s, jit::Kernel* k, const mdh::Bindings& b);
 constexpr int64_t kUpgradeAfterNs = 2'000'000;

@@ -50,7 +50,7 @@ py::dict report_dict(const pipeline::FlushReport& r) {
     py::dict d;
     d["ops"] = g.ops();
     d["stop_reason"] = g.stop_reason();
-    d["temporaries"] = g.temporaries;
+    d["temporaries"] = std::vector<uint64_t>(g.temporaries.begin(), g.temporaries.end());
     d["dead"] = g.dead;
     d["routine"] = g.routine();
     d["mdh"] = g.mdh_text();
