@@ -171,6 +171,21 @@ def test_iteration(dtype):
         iter(nf.asarray(onp.float64(1.0)).reshape(()))
 
 
+@pytest.mark.parametrize("dtype", [onp.int8, onp.uint8])
+def test_byte_scalars_every_value(dtype):
+    # The 256 byte values are made once and shared (NumPy scalars are
+    # immutable): every value, its type and its arithmetic as NumPy's.
+    ref = onp.arange(256).astype(dtype)
+    a = nf.asarray(ref.copy())
+    for got, want in ((list(a), list(ref)), ([a[i] for i in range(256)], [ref[i] for i in range(256)])):
+        assert [type(x) for x in got] == [type(x) for x in want]
+        assert [int(x) for x in got] == [int(x) for x in want]
+        assert [type(x + x) for x in got] == [type(x + x) for x in want]
+        assert [int(x - 1) for x in got] == [int(x - 1) for x in want]
+    a[3] = 200 if dtype == onp.uint8 else -100  # a later write gives the new value, not a stale object
+    assert int(a[3]) == (200 if dtype == onp.uint8 else -100) and int(list(a)[3]) == int(a[3])
+
+
 def test_iteration_syncs_pending_work_and_later_writes(lazy):
     a = nf.arange(5.0)
     b = a * 2.0

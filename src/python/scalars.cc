@@ -76,6 +76,17 @@ PyObject* make(PyTypeObject* tp, const void* data) {
   std::memcpy(reinterpret_cast<char*>(o) + sizeof(PyObject), &v, sizeof v);
   return o;
 }
+
+// The 256 values of int8 and uint8 (kind 0, 1), made once: NumPy scalars are
+// immutable, and a loop over bytes (`for b in data`) then allocates nothing.
+// Returns a new reference.
+PyObject* small_scalar(PyTypeObject* tp, int kind, unsigned char byte) {
+  static PyObject* cache[2][256] = {};
+  PyObject*& slot = cache[kind][byte];
+  if (!slot) slot = make<unsigned char>(tp, &byte);  // (kept for the process's life)
+  Py_XINCREF(slot);
+  return slot;
+}
 }  // namespace
 
 py::object numpy_scalar(DType t, const void* data) {
@@ -85,11 +96,11 @@ py::object numpy_scalar(DType t, const void* data) {
       s = *static_cast<const unsigned char*>(data) ? PyArrayScalar_True : PyArrayScalar_False;
       Py_INCREF(s);
       break;
-    case DType::Int8: s = make<npy_byte>(&PyByteArrType_Type, data); break;
+    case DType::Int8: s = small_scalar(&PyByteArrType_Type, 0, *static_cast<const unsigned char*>(data)); break;
     case DType::Int16: s = make<npy_short>(&PyShortArrType_Type, data); break;
     case DType::Int32: s = make<npy_int>(&PyIntArrType_Type, data); break;
     case DType::Int64: s = make<npy_long>(&PyLongArrType_Type, data); break;
-    case DType::UInt8: s = make<npy_ubyte>(&PyUByteArrType_Type, data); break;
+    case DType::UInt8: s = small_scalar(&PyUByteArrType_Type, 1, *static_cast<const unsigned char*>(data)); break;
     case DType::UInt16: s = make<npy_ushort>(&PyUShortArrType_Type, data); break;
     case DType::UInt32: s = make<npy_uint>(&PyUIntArrType_Type, data); break;
     case DType::UInt64: s = make<npy_ulong>(&PyULongArrType_Type, data); break;

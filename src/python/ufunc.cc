@@ -47,15 +47,16 @@ PyObject* call(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* k
   auto* u = reinterpret_cast<Ufunc*>(self);
   const Py_ssize_t n = PyVectorcall_NARGS(nargsf);
   if ((!kwnames || PyTuple_GET_SIZE(kwnames) == 0) && n == u->nin && !(n == 2 && needs_power_check(u, args[1]))) {
+    // Scalars only (a loop over elements): NumPy's scalar arithmetic, as
+    // NumPy gives it, without trying to record first.
+    if (u->np && u->np != Py_None && is_scalar(args[0]) && (n == 1 || is_scalar(args[1])))
+      return PyObject_Vectorcall(u->np, args, nargsf, kwnames);
     PyObject* r = guarded([&] {
       py::handle y = n == 2 ? py::handle(args[1]) : py::handle(Py_None);
       return record_ufunc(u->nin, u->op, args[0], y, py::none()).release().ptr();
     });
     if (r != Py_NotImplemented) return r;  // a result, or an error raised at the call
     Py_DECREF(r);
-    // Scalars only: NumPy's scalar arithmetic, as NumPy gives it.
-    if (u->np && u->np != Py_None && is_scalar(args[0]) && (n == 1 || is_scalar(args[1])))
-      return PyObject_Vectorcall(u->np, args, nargsf, kwnames);
   }
   PyObject* slow = PyObject_GetAttrString(self, "_call");
   if (!slow) return nullptr;
