@@ -850,6 +850,12 @@ def test_compiled_float_max_min_on_lanes_match_numpy(op, dtype):
                     m = c[: (n // 8) * 8].reshape(8, -1)
                     check(getattr(nf, op)(nf.array(m), axis=1), getattr(onp, op)(m, axis=1))
                     check(getattr(nf, op)(nf.array(m).T, axis=0), getattr(onp, op)(m.T, axis=0))
+                    # The whole of a transposed matrix: the loop over memory
+                    # (the vectorized one) is not the flat index's innermost
+                    # dimension, so the register carries points of later
+                    # indices from one row of memory to the next.
+                    check(getattr(nf, op)(nf.array(m).T), getattr(onp, op)(m.T))
+                    check(getattr(nf, op)(nf.array(m.T.copy()).T), getattr(onp, op)(m))
     assert p["kernels_run"] > 0 and p["tier0_groups"] == 0, p
 
 
@@ -885,4 +891,10 @@ def test_compiled_arg_reductions_on_lanes_find_the_first_best(op, dtype):
                     m = c[: (n // 8) * 8].reshape(8, -1)
                     check(getattr(nf, op)(nf.array(m), axis=1), getattr(onp, op)(m, axis=1))
                     check(getattr(nf, op)(nf.array(m).T, axis=0), getattr(onp, op)(m.T, axis=0))
+                    # The whole of a transposed matrix: the loop over memory
+                    # (the vectorized one) is not the flat index's innermost
+                    # dimension, so the register carries points of later
+                    # indices from one row of memory to the next.
+                    check(getattr(nf, op)(nf.array(m).T), getattr(onp, op)(m.T))
+                    check(getattr(nf, op)(nf.array(m.T.copy()).T), getattr(onp, op)(m))
     assert p["kernels_run"] > 0 and p["tier0_groups"] == 0, p

@@ -135,7 +135,7 @@ class CRenderer {
       case Ex::K::Combine:
         if (e.args.size() == 4)
           return spell_arg_better(e.rop, e.dtype, ex(*e.args[0]), ex(*e.args[1]), ex(*e.args[2]), ex(*e.args[3]),
-                                  helpers_);
+                                  helpers_, e.ival == 1);
         return spell_combine(e.rop, e.dtype, ex(*e.args[0]), ex(*e.args[1]), helpers_);
     }
     throw std::logic_error("render_c: bad expression");

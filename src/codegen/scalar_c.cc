@@ -491,8 +491,15 @@ std::string spell_combine(ReduceOp op, DType t, const std::string& a, const std:
 }
 
 std::string spell_arg_better(ReduceOp op, DType t, const std::string& acc, const std::string& ai, const std::string& v,
-                             const std::string& vi, HelperSet& helpers) {
+                             const std::string& vi, HelperSet& helpers, bool later) {
   const char* cmp = op == ReduceOp::ArgMax ? ">" : "<";
+  if (later) {
+    // The first point wins every tie; a NaN wins once, and nothing beats it.
+    const std::string empty = "(" + ai + " == 9223372036854775807LL)";
+    if (!is_float(t)) return "(" + empty + " | (" + v + " " + cmp + " " + acc + "))";
+    return "(" + empty + " | ((" + acc + " == " + acc + ") & ((" + v + " != " + v + ") | (" + v + " " + cmp + " " +
+           acc + "))))";
+  }
   if (!is_float(t))
     return "(" + v + " " + cmp + " " + acc + " || (" + v + " == " + acc + " && " + vi + " < " + ai + "))";
   const std::string s = suffix(t);

@@ -32,9 +32,11 @@ std::string spell_scalar(const ExprNode& node, const std::vector<std::string>& a
                          const std::vector<DType>& arg_types, HelperSet& helpers);
 // The reduction combine a ⊕ b in type t.
 std::string spell_combine(ReduceOp op, DType t, const std::string& a, const std::string& b, HelperSet& helpers);
-// Arg-reductions: whether (v, vi) beats (acc, ai).
+// Arg-reductions: whether (v, vi) beats (acc, ai). `later`: vi is known to be
+// no smaller than every index already combined into (acc, ai) (ai is
+// INT64_MAX while nothing is), so ties keep acc and vi is not compared.
 std::string spell_arg_better(ReduceOp op, DType t, const std::string& acc, const std::string& ai,
-                             const std::string& v, const std::string& vi, HelperSet& helpers);
+                             const std::string& v, const std::string& vi, HelperSet& helpers, bool later = false);
 // The sign NumPy gives a NaN result, per operation and float type. NumPy's
 // math functions (its own SIMD code, or libm) differ: some propagate an
 // input NaN's sign, some return +NaN, and invalid arguments (log10(-1))

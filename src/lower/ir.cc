@@ -97,9 +97,10 @@ ExP combine(ReduceOp op, DType t, ExP a, ExP b) {
   return e;
 }
 
-ExP arg_better(ReduceOp op, DType t, ExP acc, ExP ai, ExP v, ExP vi) {
+ExP arg_better(ReduceOp op, DType t, ExP acc, ExP ai, ExP v, ExP vi, bool later) {
   auto e = std::make_shared<Ex>();
   e->k = Ex::K::Combine;
+  e->ival = later ? 1 : 0;
   e->rop = op;
   e->dtype = t;
   e->args = {std::move(acc), std::move(ai), std::move(v), std::move(vi)};

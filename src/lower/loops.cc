@@ -228,10 +228,23 @@ void Lowerer::emit_loops_level(std::vector<StmtP>& out, int i, bool full) {
   } else if (unroll_here) {
     f->tag = Stmt::Tag::Unroll;
   }
+  const bool split = f->tag == Stmt::Tag::Simd && !lanes.empty();
+  if (split) lane_regs_ = lanes;
   emit_loops(f->body, i + 1, full);
-  if (f->tag == Stmt::Tag::Simd && !lanes.empty()) out.push_back(lane_split(f, lanes));
-  else if (f->tag == Stmt::Tag::Simd && !unroll_here) out.push_back(blocked_sums(f));
-  else out.push_back(f);
+  lane_regs_.clear();
+  if (split) {
+    // The serial remainder combines into the registers themselves, which
+    // may hold points of earlier iterations of the outer loops (with larger
+    // indices, when this loop is not the index's innermost dimension): its
+    // body keeps the full arg combine.
+    std::vector<StmtP> rest_body;
+    emit_loops(rest_body, i + 1, full);
+    out.push_back(lane_split(f, lanes, std::move(rest_body)));
+  } else if (f->tag == Stmt::Tag::Simd && !unroll_here) {
+    out.push_back(blocked_sums(f));
+  } else {
+    out.push_back(f);
+  }
 }
 
 // Lanes for floating-point max/min and for arg-reductions. The register's
@@ -245,10 +258,13 @@ void Lowerer::emit_loops_level(std::vector<StmtP>& out, int i, bool full) {
 // points run serially. The result is exact: max and min do not round, a NaN
 // in any lane wins the fold as it wins the chain, and the arg combine is a
 // total order on (value, index) (ties and NaNs go to the smaller index), so
-// any order of folding finds the first best point. (Only which of -0.0 and
-// +0.0 a max returns for a tie between them can differ from a serial order;
-// NumPy's own SIMD loops differ there too.)
-StmtP Lowerer::lane_split(StmtP f, const std::vector<const RedPlan*>& lanes) {
+// any order of folding finds the first best point. Within a lane the arg
+// combine is shorter (arg_better's `later`): the lanes start empty at every
+// run of the loop, and a lane's points come in index order, so a point wins
+// by value alone (the first NaN, else a strictly better value). (Only which
+// of -0.0 and +0.0 a max returns for a tie between them can differ from a
+// serial order; NumPy's own SIMD loops differ there too.)
+StmtP Lowerer::lane_split(StmtP f, const std::vector<const RedPlan*>& lanes, std::vector<StmtP> rest_body) {
   StmtP outer = block();
   const std::string v = f->name, lv = f->name + "_l";
   // 512 bytes of values per lane array (eight vector registers of
@@ -308,6 +324,7 @@ StmtP Lowerer::lane_split(StmtP f, const std::vector<const RedPlan*>& lanes) {
   rest->tag = Stmt::Tag::Serial;
   rest->simd_reductions.clear();
   rest->lo = var(v + "_end");
+  rest->body = std::move(rest_body);
   outer->body.push_back(rest);
   return outer;
 }
@@ -434,7 +451,12 @@ void Lowerer::emit_point(std::vector<StmtP>& out) {
       const CachePlan& c = caches_[r.tile];
       update(out, o, r.out, load(c.name, tile_index(c, idx), o.acc_dtype), nullptr, v, vi);
     } else if (r.reg || r.sub_reg) {
-      update(out, o, r.out, var(r.racc, o.acc_dtype), var(r.ridx), v, vi);
+      // In a lane, points come in increasing order of the loop's variable,
+      // and an arg index never decreases along a loop (record_reduce builds
+      // it with nonnegative strides over the domain, which no later stage
+      // reorders): the tie and index comparisons are not needed there.
+      const bool later = std::find(lane_regs_.begin(), lane_regs_.end(), &r) != lane_regs_.end();
+      update(out, o, r.out, var(r.racc, o.acc_dtype), var(r.ridx), v, vi, later);
     } else {
       auto [target, itarget] = memory_target(r, idx);
       update(out, o, r.out, target, itarget, v, vi);

@@ -32,7 +32,8 @@ struct Ex {
     Load,      // name[args[0]]  (name = pointer or local array)
     Arith,     // int64 index arithmetic: args[0] op args[1]; op in "+-*/<m" (m=min, <: less)
     Scalar,    // a scalar operation of the ops vocabulary on args (node.kind Unary/Binary/Select/Cast)
-    Combine,   // the reduction operator `rop` in type dtype applied to args[0], args[1]
+    Combine,   // the reduction operator `rop` in type dtype applied to args[0], args[1]; an
+               // arg-reduction's (acc, ai, v, vi) test, with ival 1 when vi comes later (spell_arg_better)
   };
   K k;
   DType dtype = DType::Int64;

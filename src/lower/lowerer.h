@@ -24,7 +24,9 @@ ExP scalar(const ExprNode& n, std::vector<ExP> args);
 ExP cast(ExP x, DType t);
 ExP combine(ReduceOp op, DType t, ExP a, ExP b);
 // Arg-reductions: true when (v, vi) should replace (acc, ai).
-ExP arg_better(ReduceOp op, DType t, ExP acc, ExP ai, ExP v, ExP vi);
+// Whether (v, vi) beats (acc, ai) in an arg-reduction. `later`: vi is no
+// smaller than any index already in (acc, ai) (see spell_arg_better).
+ExP arg_better(ReduceOp op, DType t, ExP acc, ExP ai, ExP v, ExP vi, bool later = false);
 ExP scalar_lit(const Scalar& s, DType t);
 ExP select(ExP cond, ExP a, ExP b, DType t);
 StmtP block();
@@ -101,7 +103,11 @@ class Lowerer {
   // The simd loop's floating-point sum registers (name, type).
   std::vector<std::pair<std::string, DType>> float_sums(const Stmt& simd_loop) const;
   StmtP blocked_sums(StmtP simd_loop) const;
-  StmtP lane_split(StmtP simd_loop, const std::vector<const RedPlan*>& lanes);
+  // `rest_body`: the loop's body for its serial remainder.
+  StmtP lane_split(StmtP simd_loop, const std::vector<const RedPlan*>& lanes, std::vector<StmtP> rest_body);
+  // The registers split into lanes by the simd loop being emitted (their
+  // updates in its body see the points of each lane in index order).
+  std::vector<const RedPlan*> lane_regs_;
 
   // pairwise.cc: NumPy's pairwise summation for the innermost loop.
   std::vector<const RedPlan*> pairwise_sums(int i, bool full) const;
@@ -134,7 +140,10 @@ class Lowerer {
   void init_output(std::vector<StmtP>& out, const RedPlan& r);
   void init_dense(std::vector<StmtP>& out, const mdh::Output& o, const RedPlan& r, ExP count);
   std::pair<ExP, ExP> memory_target(const RedPlan& r, const std::vector<ExP>& idx) const;
-  void update(std::vector<StmtP>& out, const mdh::Output& o, int tag, ExP target, ExP itarget, ExP v, ExP vi);
+  // `later`: an arg-reduction's vi is no smaller than any index in (target,
+  // itarget) (a lane's points, which come in index order; arg_better).
+  void update(std::vector<StmtP>& out, const mdh::Output& o, int tag, ExP target, ExP itarget, ExP v, ExP vi,
+              bool later = false);
   void open_registers(std::vector<StmtP>& out, int i);
   void close_registers(std::vector<StmtP>& out, int i);
   void store_register(std::vector<StmtP>& out, const RedPlan& r);
