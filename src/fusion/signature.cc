@@ -49,8 +49,8 @@ inline char* put(char* p, const T& v) {
 }
 inline char* put_dims(char* p, const Dims& d) {
   p = put(p, static_cast<uint8_t>(d.size()));
-  std::memcpy(p, d.data(), d.size() * sizeof(int64_t));
-  return p + d.size() * sizeof(int64_t);
+  for (int64_t e : d) p = put(p, e);  // (a few words: stores, not a call to memcpy)
+  return p;
 }
 // Bytes put_dims(p, d) writes.
 inline size_t dims_size(const Dims& d) { return 1 + d.size() * sizeof(int64_t); }
