@@ -859,6 +859,44 @@ def test_compiled_float_max_min_on_lanes_match_numpy(op, dtype):
     assert p["kernels_run"] > 0 and p["tier0_groups"] == 0, p
 
 
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int32"])
+def test_tier0_arg_reductions_find_the_first_best(op, dtype):
+    """Tier 0 (tier eager: nothing compiled) finds a block's best point
+    before combining it (on AVX2 for contiguous floats): the first best
+    point and the first NaN win within a vector, across vectors, blocks of
+    256 and the scalar rest, for contiguous, strided and reversed operands
+    and along rows and columns."""
+    rng = onp.random.default_rng(21)
+    with nf.config(tier="eager"), nf.profile() as p:
+        for n in (1, 3, 16, 17, 255, 256, 257, 1000, 4099):
+            if dtype.startswith("float"):
+                e = (rng.random(n) * 200 - 100).astype(dtype)
+            else:
+                e = rng.integers(0, 50, n).astype(dtype)
+            best = e.max() if op == "argmax" else e.min()
+            cases = [e]
+            for ks in ({n - 1}, {n // 2, n - 1}, {0, n // 3, n - 1}, {n // 4, min(n // 4 + 1, n - 1)}):
+                t = e.copy()
+                t[list(ks)] = best
+                cases.append(t)
+                if dtype.startswith("float"):
+                    w = e.copy()
+                    w[list(ks)] = onp.nan
+                    cases.append(w)
+            for c in cases:
+                x = nf.array(c)
+                check(getattr(nf, op)(x), getattr(onp, op)(c))
+                check(getattr(nf, op)(x[::-1]), getattr(onp, op)(c[::-1]))
+                check(getattr(nf, op)(x[::2]), getattr(onp, op)(c[::2]))
+                if n >= 256:
+                    m = c[: (n // 8) * 8].reshape(8, -1)
+                    check(getattr(nf, op)(nf.array(m), axis=1), getattr(onp, op)(m, axis=1))
+                    check(getattr(nf, op)(nf.array(m).T, axis=0), getattr(onp, op)(m.T, axis=0))
+                    check(getattr(nf, op)(nf.array(m).T), getattr(onp, op)(m.T))
+    assert p["kernels_run"] == 0 and p["kernels_compiled"] == 0, p
+
+
 @pytest.mark.parametrize("dtype", ["float64", "float32", "int64", "uint8"])
 @pytest.mark.parametrize("op", ["argmax", "argmin"])
 def test_compiled_arg_reductions_on_lanes_find_the_first_best(op, dtype):

@@ -21,6 +21,10 @@
 #include <type_traits>
 #include <vector>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include "codegen/codegen.h"
 #include "core/coalesce.h"
 #include "runtime/tier0_abi.h"
@@ -240,9 +244,109 @@ struct BoolByte {
   operator bool() const { return b != 0; }
 };
 
+// The position of a block's best point by the same rule (the first NaN;
+// else the best value, ties to the smallest index), found without a combine
+// per point: the best value over four independent branchless chains
+// (maxsd/minsd for floats: a NaN never enters them, it only sets `nan`),
+// then the smallest index holding it. n >= 1.
+#if defined(__x86_64__)
+// best_in_block's passes on AVX2 for contiguous floats whose indices grow
+// with their position: the best value over four vector chains (max/min
+// return their second operand, the chain, for a NaN point: a NaN only sets
+// the flag), then the first position holding it, or the first NaN. One
+// function per type (X: pd / ps, W lanes), spelled by the macro.
+#define NF_BEST_IN_BLOCK_AVX2(T, V, X, W)                                                       \
+  template <bool kMax>                                                                          \
+  __attribute__((target("avx2"))) int64_t best_in_block_avx2(const T* v, int64_t n) {           \
+    V m[4];                                                                                     \
+    for (V& x : m) x = _mm256_set1_##X(v[0]);                                                   \
+    V nan = _mm256_setzero_##X();                                                               \
+    int64_t i = 0;                                                                              \
+    for (; i + 4 * W <= n; i += 4 * W)                                                          \
+      for (int j = 0; j < 4; ++j) {                                                             \
+        const V x = _mm256_loadu_##X(v + i + j * W);                                            \
+        nan = _mm256_or_##X(nan, _mm256_cmp_##X(x, x, _CMP_UNORD_Q));                           \
+        m[j] = kMax ? _mm256_max_##X(x, m[j]) : _mm256_min_##X(x, m[j]);                        \
+      }                                                                                         \
+    bool any_nan = _mm256_movemask_##X(nan) != 0;                                               \
+    alignas(32) T lanes[4 * W];                                                                 \
+    for (int j = 0; j < 4; ++j) _mm256_store_##X(lanes + j * W, m[j]);                          \
+    T mm = v[0];                                                                                \
+    for (T x : lanes) mm = (kMax ? x > mm : x < mm) ? x : mm;                                   \
+    for (; i < n; ++i) {                                                                        \
+      any_nan |= v[i] != v[i];                                                                  \
+      mm = (kMax ? v[i] > mm : v[i] < mm) ? v[i] : mm;                                          \
+    }                                                                                           \
+    const V target = _mm256_set1_##X(mm);                                                       \
+    for (i = 0; i + W <= n; i += W) {                                                           \
+      const V x = _mm256_loadu_##X(v + i);                                                      \
+      const int hit = _mm256_movemask_##X(any_nan ? _mm256_cmp_##X(x, x, _CMP_UNORD_Q)          \
+                                                  : _mm256_cmp_##X(x, target, _CMP_EQ_OQ));     \
+      if (hit) return i + __builtin_ctz(static_cast<unsigned>(hit));                            \
+    }                                                                                           \
+    for (; i < n; ++i)                                                                          \
+      if (any_nan ? v[i] != v[i] : v[i] == mm) return i;                                        \
+    return 0; /* (unreachable: the best value is in the block) */                               \
+  }
+NF_BEST_IN_BLOCK_AVX2(double, __m256d, pd, 4)
+NF_BEST_IN_BLOCK_AVX2(float, __m256, ps, 8)
+#undef NF_BEST_IN_BLOCK_AVX2
+#endif
+
+template <bool kMax, typename T>
+int64_t best_in_block(const char* v, int64_t sv, const char* vi, int64_t svi, int64_t n) {
+#if defined(__x86_64__)
+  if constexpr (std::is_floating_point_v<T>) {
+    static const bool avx2 = __builtin_cpu_supports("avx2");
+    // Contiguous values, indices growing evenly with the position (as the
+    // callers' are): the first position with the best value has the
+    // smallest index.
+    const int64_t i0 = load<int64_t>(vi), i1 = load<int64_t>(vi + svi), il = load<int64_t>(vi + (n - 1) * svi);
+    if (avx2 && sv == static_cast<int64_t>(sizeof(T)) && i1 >= i0 && il - i0 == (n - 1) * (i1 - i0))
+      return best_in_block_avx2<kMax>(reinterpret_cast<const T*>(v), n);
+  }
+#endif
+  bool nan = false;
+  T m[4];
+  for (T& x : m) x = load<T>(v);
+  if constexpr (std::is_floating_point_v<T>) nan = m[0] != m[0];
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4)
+    for (int j = 0; j < 4; ++j) {
+      const T x = load<T>(v + (i + j) * sv);
+      if constexpr (std::is_floating_point_v<T>) nan |= x != x;
+      m[j] = (kMax ? x > m[j] : x < m[j]) ? x : m[j];
+    }
+  for (; i < n; ++i) {
+    const T x = load<T>(v + i * sv);
+    if constexpr (std::is_floating_point_v<T>) nan |= x != x;
+    m[0] = (kMax ? x > m[0] : x < m[0]) ? x : m[0];
+  }
+  for (int j = 1; j < 4; ++j) m[0] = (kMax ? m[j] > m[0] : m[j] < m[0]) ? m[j] : m[0];
+  int64_t best = -1, bi = 0;
+  for (i = 0; i < n; ++i) {
+    const T x = load<T>(v + i * sv);
+    bool hit = x == m[0];
+    if constexpr (std::is_floating_point_v<T>) hit = nan ? x != x : hit;
+    if (!hit) continue;
+    const int64_t ix = load<int64_t>(vi + i * svi);
+    if (best < 0 || ix < bi) best = i, bi = ix;
+  }
+  return best;
+}
+
 template <typename T>
 void arg_combine(bool max, char* acc, int64_t sa, char* ai, int64_t si, const char* v, int64_t sv, const char* vi,
                  int64_t svi, int64_t n) {
+  if constexpr (!std::is_same_v<T, BoolByte>) {
+    // One accumulator for the whole block (a reduction along the line): the
+    // block's best point first, then one combine (a combine per point waits
+    // on the accumulator's store at every point).
+    if (sa == 0 && si == 0 && n > 1) {
+      const int64_t k = max ? best_in_block<true, T>(v, sv, vi, svi, n) : best_in_block<false, T>(v, sv, vi, svi, n);
+      return arg_combine<T>(max, acc, 0, ai, 0, v + k * sv, 0, vi + k * svi, 0, 1);
+    }
+  }
   for (int64_t i = 0; i < n; ++i) {
     using V = std::conditional_t<std::is_same_v<T, BoolByte>, bool, T>;
     const V a = load<T>(acc + i * sa), x = load<T>(v + i * sv);
@@ -458,8 +562,8 @@ class Evaluator {
         case ExprNode::Kind::Index: {
           auto* d = reinterpret_cast<int64_t*>(temp_ + static_cast<size_t>(k) * kBlock * 8);
           const int64_t s = p_.idx[x.a].step[in];
-          const int64_t b = ioff[x.a] + j0 * s;
-          for (int64_t i = 0; i < n; ++i) d[i] = b + i * s;
+          int64_t at = ioff[x.a] + j0 * s;
+          for (int64_t i = 0; i < n; ++i, at += s) d[i] = at;  // (an induction: no 64-bit multiply per point)
           ptr_[k] = reinterpret_cast<char*>(d);
           step_[k] = 8;
           break;
@@ -859,8 +963,6 @@ void tier0_reduce_all(const View& in, const View* in2, ReduceOp op, DType acc, D
   // The value combined at each point: in cast to acc (any/all: to bool), or
   // the product of the two vectors' elements in acc.
   const DType vt = (op == ReduceOp::Any || op == ReduceOp::All) && !in2 ? DType::Bool : acc;
-  const Loop cast1 = T.cast[ti(in.dtype)][ti(vt)];
-  const Loop cast2 = in2 ? T.cast[ti(in2->dtype)][ti(vt)] : nullptr;
   const Loop mul = in2 ? (vt == DType::Bool ? T.binary[static_cast<int>(BinaryOp::LogicalAnd)][0][0]
                                            : T.binary[static_cast<int>(BinaryOp::Multiply)][ti(vt)][ti(vt)])
                        : nullptr;
