@@ -859,6 +859,40 @@ def test_compiled_float_max_min_on_lanes_match_numpy(op, dtype):
     assert p["kernels_run"] > 0 and p["tier0_groups"] == 0, p
 
 
+@pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"])
+def test_tier0_integer_sums_products_any_all_in_registers(dtype):
+    """Tier 0 (tier eager) sums and multiplies integers and combines any/all
+    in registers, in four chains: wrapping arithmetic in the accumulator's
+    type as NumPy's (dtype= forces a narrow accumulator), contiguous,
+    strided and reversed, across blocks of 256 and the rest, along rows and
+    columns."""
+    rng = onp.random.default_rng(5)
+    with nf.config(tier="eager"), nf.profile() as p:
+        for n in (1, 5, 255, 256, 257, 1031):
+            e = rng.integers(0, 120, n).astype(dtype)
+            x = nf.array(e)
+            for view, ref in ((x, e), (x[::-1], e[::-1]), (x[::3], e[::3])):
+                check(nf.sum(view), onp.sum(ref))
+                check(nf.sum(view, dtype=dtype), onp.sum(ref, dtype=dtype))      # wraps in the narrow type
+                check(nf.prod(view % 7 + 1, dtype=dtype), onp.prod(ref % 7 + 1, dtype=dtype))
+                check(nf.prod(view), onp.prod(ref))
+                for k in (0, n // 2, n - 1):
+                    b = onp.zeros(len(ref), bool)
+                    b[min(k, len(ref) - 1)] = True
+                    check(nf.any(nf.array(b)), onp.any(b))
+                    check(nf.all(nf.array(~b)), onp.all(~b))
+                    check(nf.any(view > 119), onp.any(ref > 119))
+                    check(nf.all(view >= 0), onp.all(ref >= 0))
+            if n >= 256:
+                m = e[: (n // 8) * 8].reshape(8, -1)
+                for axis in (0, 1, None):
+                    check(nf.sum(nf.array(m), axis=axis, dtype=dtype), onp.sum(m, axis=axis, dtype=dtype))
+                    check(nf.prod(nf.array(m) % 5 + 1, axis=axis), onp.prod(m % 5 + 1, axis=axis))
+                    check(nf.any(nf.array(m) > 110, axis=axis), onp.any(m > 110, axis=axis))
+                    check(nf.all(nf.array(m) < 110, axis=axis), onp.all(m < 110, axis=axis))
+    assert p["kernels_run"] == 0 and p["kernels_compiled"] == 0, p
+
+
 @pytest.mark.parametrize("op", ["argmax", "argmin"])
 @pytest.mark.parametrize("dtype", ["float64", "float32", "int32"])
 def test_tier0_arg_reductions_find_the_first_best(op, dtype):
@@ -936,3 +970,20 @@ def test_compiled_arg_reductions_on_lanes_find_the_first_best(op, dtype):
                     check(getattr(nf, op)(nf.array(m).T), getattr(onp, op)(m.T))
                     check(getattr(nf, op)(nf.array(m.T.copy()).T), getattr(onp, op)(m))
     assert p["kernels_run"] > 0 and p["tier0_groups"] == 0, p
+
+
+def test_eager_tier_runs_recorded_forms_at_the_call():
+    """Tier eager computes every operation at the call, also a form tier 0
+    has no direct loop for (an int8 array compared with a Python int beyond
+    int8): nothing stays pending, and a full reduction of it is a NumPy
+    scalar, as NumPy gives it."""
+    e = onp.arange(5).astype("int8")
+    with nf.config(tier="eager"):
+        x = nf.array(e)
+        y = x > 1000
+        assert nf._core.pending() == 0
+        r = nf.any(y)
+        assert type(r) is type(onp.any(e > 1000)) and not r
+        s = nf.sum(x < -1000)
+        assert type(s) is type(onp.sum(e < -1000)) and s == 0
+        assert nf._core.pending() == 0

@@ -84,11 +84,17 @@ RecordGuard::~RecordGuard() noexcept(false) {
   global_stream().gate().unlock();
   // The result of the outermost operation is wrapped by now (it was built
   // before the guard's scope ended), so it counts as live.
-  if (--t_guard_depth == 0 && global_stream().take_sync_request() && std::uncaught_exceptions() == 0)
-    flush_all("operation on memory shared with NumPy");
+  if (--t_guard_depth != 0 || std::uncaught_exceptions() != 0) return;
+  if (global_stream().take_sync_request()) flush_all("operation on memory shared with NumPy");
+  // Tier eager runs every operation at the call: one that was recorded (a
+  // form tier 0 has no direct loop for) is flushed here.
+  else if (pipeline::config().tier == pipeline::Tier::Eager && global_stream().size() > 0) flush_all("tier eager");
 }
 
 py::object scalar_result(View v) {
+  if (v.ndim() == 0 && pipeline::config().tier == pipeline::Tier::Eager &&
+      v.buffer->pending_writes.load(std::memory_order_acquire) > 0)
+    flush_all("tier eager");  // (a scalar, as tier 0 gives it)
   if (v.ndim() != 0 || v.buffer->pending_writes.load(std::memory_order_acquire) > 0) return wrap(std::move(v));
   return numpy_scalar(v.dtype, static_cast<const char*>(v.buffer->data()) + v.offset * itemsize(v.dtype));
 }

@@ -674,11 +674,83 @@ bool minmax_line(DType t, char* acc, const char* v, int64_t sv, int64_t n) {
   }
 }
 
-// combine() of a reduction: max / min into one accumulator in registers
-// when exact (minmax_run), else the binary loop.
+// Integer sums and products, any and all, of n values into one accumulator
+// in registers (four independent chains; the binary loop with a stride-0
+// accumulator chains every element through memory). Exact in any order:
+// integers wrap modulo 2^bits (computed unsigned), or/and are associative.
+// A bool element is any byte, nonzero true; the accumulator gets 0 or 1.
+template <typename T, ReduceOp kOp>
+void assoc_run(char* accp, const char* p, int64_t sv, int64_t n) {
+  using U = typename std::conditional_t<std::is_same_v<T, bool>, std::type_identity<uint8_t>, std::make_unsigned<T>>::type;
+  using W = std::common_type_t<U, unsigned>;  // (no promotion to a signed int)
+  auto comb = [](U a, U b) -> U {
+    if constexpr (kOp == ReduceOp::Sum) return static_cast<U>(static_cast<W>(a) + b);
+    else if constexpr (kOp == ReduceOp::Prod) return static_cast<U>(static_cast<W>(a) * b);
+    else if constexpr (kOp == ReduceOp::Any) return static_cast<U>(a | (b != 0));
+    else return static_cast<U>(a & (b != 0));
+  };
+  constexpr U id = kOp == ReduceOp::Prod || kOp == ReduceOp::All ? 1 : 0;
+  U m[4] = {load<U>(accp), id, id, id};
+  if constexpr (kOp == ReduceOp::Any || kOp == ReduceOp::All) m[0] = m[0] != 0;
+  int64_t i = 0;
+  if (sv == static_cast<int64_t>(sizeof(U))) {
+    const U* x = reinterpret_cast<const U*>(p);
+    for (; i + 4 <= n; i += 4)
+      for (int l = 0; l < 4; ++l) m[l] = comb(m[l], x[i + l]);
+  }
+  for (; i < n; ++i) m[0] = comb(m[0], load<U>(p + i * sv));
+  U r = m[0];
+  for (int l = 1; l < 4; ++l) r = comb(r, m[l]);
+  std::memcpy(accp, &r, sizeof r);
+}
+
+template <ReduceOp kOp>
+bool assoc_line(DType t, char* acc, const char* v, int64_t sv, int64_t n) {
+  if constexpr (kOp == ReduceOp::Any || kOp == ReduceOp::All) {
+    if (t != DType::Bool) return false;
+    assoc_run<bool, kOp>(acc, v, sv, n);
+    return true;
+  } else {
+    switch (t) {
+      case DType::Int64: assoc_run<int64_t, kOp>(acc, v, sv, n); return true;
+      case DType::Int32: assoc_run<int32_t, kOp>(acc, v, sv, n); return true;
+      case DType::Int16: assoc_run<int16_t, kOp>(acc, v, sv, n); return true;
+      case DType::Int8: assoc_run<int8_t, kOp>(acc, v, sv, n); return true;
+      case DType::UInt64: assoc_run<uint64_t, kOp>(acc, v, sv, n); return true;
+      case DType::UInt32: assoc_run<uint32_t, kOp>(acc, v, sv, n); return true;
+      case DType::UInt16: assoc_run<uint16_t, kOp>(acc, v, sv, n); return true;
+      case DType::UInt8: assoc_run<uint8_t, kOp>(acc, v, sv, n); return true;
+      default: return false;
+    }
+  }
+}
+
+// combine() of a reduction: into one accumulator in registers where that is
+// exact (minmax_run, assoc_run), else the binary loop.
 void reduce_combine(ReduceOp op, DType t, Loop f, char* acc, int64_t sa, const char* v, int64_t sv, int64_t n) {
-  if (sa == 0 && op == ReduceOp::Max && minmax_line<true>(t, acc, v, sv, n)) return;
-  if (sa == 0 && op == ReduceOp::Min && minmax_line<false>(t, acc, v, sv, n)) return;
+  if (sa == 0) {
+    switch (op) {
+      case ReduceOp::Max:
+        if (minmax_line<true>(t, acc, v, sv, n)) return;
+        break;
+      case ReduceOp::Min:
+        if (minmax_line<false>(t, acc, v, sv, n)) return;
+        break;
+      case ReduceOp::Sum:
+        if (assoc_line<ReduceOp::Sum>(t, acc, v, sv, n)) return;
+        break;
+      case ReduceOp::Prod:
+        if (assoc_line<ReduceOp::Prod>(t, acc, v, sv, n)) return;
+        break;
+      case ReduceOp::Any:
+        if (assoc_line<ReduceOp::Any>(t, acc, v, sv, n)) return;
+        break;
+      case ReduceOp::All:
+        if (assoc_line<ReduceOp::All>(t, acc, v, sv, n)) return;
+        break;
+      default: break;
+    }
+  }
   combine(f, acc, sa, v, sv, n);
 }
 
