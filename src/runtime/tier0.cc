@@ -626,6 +626,38 @@ void combine(Loop f, char* acc, int64_t sa, const char* v, int64_t sv, int64_t n
 // maximum has one bit pattern, while which of -0.0 and +0.0 wins depends on
 // the order of comparisons). Otherwise false, the accumulator untouched: the
 // caller combines in order.
+#if defined(__x86_64__)
+// minmax_run's chains on AVX2 for contiguous floats: max/min over four
+// vector chains (a NaN point never enters them: max/min return their second
+// operand, the chain; it sets the flag). Returns the chains' best of
+// v[0, n - n % (4W)) and whether a NaN was there; *done: points covered.
+#define NF_MINMAX_AVX2(T, V, X, W)                                                               \
+  template <bool kMax>                                                                           \
+  __attribute__((target("avx2"))) T minmax_avx2(const T* v, int64_t n, T start, bool* nan_out,   \
+                                                int64_t* done) {                                 \
+    V m[4];                                                                                      \
+    for (V& x : m) x = _mm256_set1_##X(start);                                                   \
+    V nan = _mm256_setzero_##X();                                                                \
+    int64_t i = 0;                                                                               \
+    for (; i + 4 * W <= n; i += 4 * W)                                                           \
+      for (int j = 0; j < 4; ++j) {                                                              \
+        const V x = _mm256_loadu_##X(v + i + j * W);                                             \
+        nan = _mm256_or_##X(nan, _mm256_cmp_##X(x, x, _CMP_UNORD_Q));                            \
+        m[j] = kMax ? _mm256_max_##X(x, m[j]) : _mm256_min_##X(x, m[j]);                         \
+      }                                                                                          \
+    *nan_out = _mm256_movemask_##X(nan) != 0;                                                    \
+    *done = i;                                                                                   \
+    alignas(32) T lanes[4 * W];                                                                  \
+    for (int j = 0; j < 4; ++j) _mm256_store_##X(lanes + j * W, m[j]);                           \
+    T r = start;                                                                                 \
+    for (T x : lanes) r = (kMax ? x > r : x < r) ? x : r;                                        \
+    return r;                                                                                    \
+  }
+NF_MINMAX_AVX2(double, __m256d, pd, 4)
+NF_MINMAX_AVX2(float, __m256, ps, 8)
+#undef NF_MINMAX_AVX2
+#endif
+
 template <typename T, bool kMax>
 bool minmax_run(char* accp, const char* p, int64_t sv, int64_t n) {
   T acc;
@@ -634,6 +666,12 @@ bool minmax_run(char* accp, const char* p, int64_t sv, int64_t n) {
   T m[4] = {acc, acc, acc, acc};
   bool nan = false;
   int64_t i = 0;
+#if defined(__x86_64__)
+  if constexpr (std::is_floating_point_v<T>) {
+    static const bool avx2 = __builtin_cpu_supports("avx2");
+    if (avx2 && sv == static_cast<int64_t>(sizeof(T))) m[0] = minmax_avx2<kMax>(reinterpret_cast<const T*>(p), n, acc, &nan, &i);
+  }
+#endif
   if (sv == static_cast<int64_t>(sizeof(T))) {
     const T* x = reinterpret_cast<const T*>(p);
     for (; i + 4 <= n; i += 4)
