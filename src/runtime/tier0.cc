@@ -250,29 +250,48 @@ struct BoolByte {
 // (maxsd/minsd for floats: a NaN never enters them, it only sets `nan`),
 // then the smallest index holding it. n >= 1.
 #if defined(__x86_64__)
+// minmax_run's chains on AVX2 for contiguous floats: max/min over four
+// vector chains (a NaN point never enters them: max/min return their second
+// operand, the chain; it sets the flag). Returns the chains' best of
+// v[0, n - n % (4W)) and whether a NaN was there; *done: points covered.
+#define NF_MINMAX_AVX2(T, V, X, W)                                                               \
+  template <bool kMax>                                                                           \
+  __attribute__((target("avx2"))) T minmax_avx2(const T* v, int64_t n, T start, bool* nan_out,   \
+                                                int64_t* done) {                                 \
+    V m[4];                                                                                      \
+    for (V& x : m) x = _mm256_set1_##X(start);                                                   \
+    V nan = _mm256_setzero_##X();                                                                \
+    int64_t i = 0;                                                                               \
+    for (; i + 4 * W <= n; i += 4 * W)                                                           \
+      for (int j = 0; j < 4; ++j) {                                                              \
+        const V x = _mm256_loadu_##X(v + i + j * W);                                             \
+        nan = _mm256_or_##X(nan, _mm256_cmp_##X(x, x, _CMP_UNORD_Q));                            \
+        m[j] = kMax ? _mm256_max_##X(x, m[j]) : _mm256_min_##X(x, m[j]);                         \
+      }                                                                                          \
+    *nan_out = _mm256_movemask_##X(nan) != 0;                                                    \
+    *done = i;                                                                                   \
+    alignas(32) T lanes[4 * W];                                                                  \
+    for (int j = 0; j < 4; ++j) _mm256_store_##X(lanes + j * W, m[j]);                           \
+    T r = start;                                                                                 \
+    for (T x : lanes) r = (kMax ? x > r : x < r) ? x : r;                                        \
+    return r;                                                                                    \
+  }
+NF_MINMAX_AVX2(double, __m256d, pd, 4)
+NF_MINMAX_AVX2(float, __m256, ps, 8)
+#undef NF_MINMAX_AVX2
+#endif
+
+#if defined(__x86_64__)
 // best_in_block's passes on AVX2 for contiguous floats whose indices grow
-// with their position: the best value over four vector chains (max/min
-// return their second operand, the chain, for a NaN point: a NaN only sets
-// the flag), then the first position holding it, or the first NaN. One
-// function per type (X: pd / ps, W lanes), spelled by the macro.
+// with their position: the best value (minmax_avx2 and the rest), then the
+// first position holding it, or the first NaN. One function per type (X:
+// pd / ps, W lanes), spelled by the macro.
 #define NF_BEST_IN_BLOCK_AVX2(T, V, X, W)                                                       \
   template <bool kMax>                                                                          \
   __attribute__((target("avx2"))) int64_t best_in_block_avx2(const T* v, int64_t n) {           \
-    V m[4];                                                                                     \
-    for (V& x : m) x = _mm256_set1_##X(v[0]);                                                   \
-    V nan = _mm256_setzero_##X();                                                               \
-    int64_t i = 0;                                                                              \
-    for (; i + 4 * W <= n; i += 4 * W)                                                          \
-      for (int j = 0; j < 4; ++j) {                                                             \
-        const V x = _mm256_loadu_##X(v + i + j * W);                                            \
-        nan = _mm256_or_##X(nan, _mm256_cmp_##X(x, x, _CMP_UNORD_Q));                           \
-        m[j] = kMax ? _mm256_max_##X(x, m[j]) : _mm256_min_##X(x, m[j]);                        \
-      }                                                                                         \
-    bool any_nan = _mm256_movemask_##X(nan) != 0;                                               \
-    alignas(32) T lanes[4 * W];                                                                 \
-    for (int j = 0; j < 4; ++j) _mm256_store_##X(lanes + j * W, m[j]);                          \
-    T mm = v[0];                                                                                \
-    for (T x : lanes) mm = (kMax ? x > mm : x < mm) ? x : mm;                                   \
+    bool any_nan;                                                                               \
+    int64_t i;                                                                                  \
+    T mm = minmax_avx2<kMax>(v, n, v[0], &any_nan, &i);                                         \
     for (; i < n; ++i) {                                                                        \
       any_nan |= v[i] != v[i];                                                                  \
       mm = (kMax ? v[i] > mm : v[i] < mm) ? v[i] : mm;                                          \
@@ -626,37 +645,6 @@ void combine(Loop f, char* acc, int64_t sa, const char* v, int64_t sv, int64_t n
 // maximum has one bit pattern, while which of -0.0 and +0.0 wins depends on
 // the order of comparisons). Otherwise false, the accumulator untouched: the
 // caller combines in order.
-#if defined(__x86_64__)
-// minmax_run's chains on AVX2 for contiguous floats: max/min over four
-// vector chains (a NaN point never enters them: max/min return their second
-// operand, the chain; it sets the flag). Returns the chains' best of
-// v[0, n - n % (4W)) and whether a NaN was there; *done: points covered.
-#define NF_MINMAX_AVX2(T, V, X, W)                                                               \
-  template <bool kMax>                                                                           \
-  __attribute__((target("avx2"))) T minmax_avx2(const T* v, int64_t n, T start, bool* nan_out,   \
-                                                int64_t* done) {                                 \
-    V m[4];                                                                                      \
-    for (V& x : m) x = _mm256_set1_##X(start);                                                   \
-    V nan = _mm256_setzero_##X();                                                                \
-    int64_t i = 0;                                                                               \
-    for (; i + 4 * W <= n; i += 4 * W)                                                           \
-      for (int j = 0; j < 4; ++j) {                                                              \
-        const V x = _mm256_loadu_##X(v + i + j * W);                                             \
-        nan = _mm256_or_##X(nan, _mm256_cmp_##X(x, x, _CMP_UNORD_Q));                            \
-        m[j] = kMax ? _mm256_max_##X(x, m[j]) : _mm256_min_##X(x, m[j]);                         \
-      }                                                                                          \
-    *nan_out = _mm256_movemask_##X(nan) != 0;                                                    \
-    *done = i;                                                                                   \
-    alignas(32) T lanes[4 * W];                                                                  \
-    for (int j = 0; j < 4; ++j) _mm256_store_##X(lanes + j * W, m[j]);                           \
-    T r = start;                                                                                 \
-    for (T x : lanes) r = (kMax ? x > r : x < r) ? x : r;                                        \
-    return r;                                                                                    \
-  }
-NF_MINMAX_AVX2(double, __m256d, pd, 4)
-NF_MINMAX_AVX2(float, __m256, ps, 8)
-#undef NF_MINMAX_AVX2
-#endif
 
 template <typename T, bool kMax>
 bool minmax_run(char* accp, const char* p, int64_t sv, int64_t n) {
@@ -669,7 +657,8 @@ bool minmax_run(char* accp, const char* p, int64_t sv, int64_t n) {
 #if defined(__x86_64__)
   if constexpr (std::is_floating_point_v<T>) {
     static const bool avx2 = __builtin_cpu_supports("avx2");
-    if (avx2 && sv == static_cast<int64_t>(sizeof(T))) m[0] = minmax_avx2<kMax>(reinterpret_cast<const T*>(p), n, acc, &nan, &i);
+    if (avx2 && sv == static_cast<int64_t>(sizeof(T)))
+      m[0] = minmax_avx2<kMax>(reinterpret_cast<const T*>(p), n, acc, &nan, &i);
   }
 #endif
   if (sv == static_cast<int64_t>(sizeof(T))) {
