@@ -823,6 +823,19 @@ def test_max_min_in_registers_match_numpy_bits(op, dtype):
                 assert g[nz].tobytes() == x[nz].tobytes(), (c, g, x)
 
 
+def check_rows_and_columns(op, c):
+    """`op` (a reduction's name) of c's first len(c) // 8 * 8 values as 8
+    rows: along rows, along the columns of the transpose, and the whole of a
+    transposed matrix both ways (there the loop over memory, the vectorized
+    one, is not the flat index's innermost dimension, so a register carries
+    points of later indices from one row of memory to the next)."""
+    m = c[: (len(c) // 8) * 8].reshape(8, -1)
+    check(getattr(nf, op)(nf.array(m), axis=1), getattr(onp, op)(m, axis=1))
+    check(getattr(nf, op)(nf.array(m).T, axis=0), getattr(onp, op)(m.T, axis=0))
+    check(getattr(nf, op)(nf.array(m).T), getattr(onp, op)(m.T))
+    check(getattr(nf, op)(nf.array(m.T.copy()).T), getattr(onp, op)(m))
+
+
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 @pytest.mark.parametrize("op", ["max", "min"])
 def test_compiled_float_max_min_on_lanes_match_numpy(op, dtype):
@@ -847,15 +860,7 @@ def test_compiled_float_max_min_on_lanes_match_numpy(op, dtype):
                 check(getattr(nf, op)(x * 2 - 1), getattr(onp, op)(c * 2 - 1))
                 check(getattr(x, op)(initial=50.0), getattr(c, op)(initial=50.0))
                 if n >= 64:
-                    m = c[: (n // 8) * 8].reshape(8, -1)
-                    check(getattr(nf, op)(nf.array(m), axis=1), getattr(onp, op)(m, axis=1))
-                    check(getattr(nf, op)(nf.array(m).T, axis=0), getattr(onp, op)(m.T, axis=0))
-                    # The whole of a transposed matrix: the loop over memory
-                    # (the vectorized one) is not the flat index's innermost
-                    # dimension, so the register carries points of later
-                    # indices from one row of memory to the next.
-                    check(getattr(nf, op)(nf.array(m).T), getattr(onp, op)(m.T))
-                    check(getattr(nf, op)(nf.array(m.T.copy()).T), getattr(onp, op)(m))
+                    check_rows_and_columns(op, c)
     assert p["kernels_run"] > 0 and p["tier0_groups"] == 0, p
 
 
@@ -924,10 +929,7 @@ def test_tier0_arg_reductions_find_the_first_best(op, dtype):
                 check(getattr(nf, op)(x[::-1]), getattr(onp, op)(c[::-1]))
                 check(getattr(nf, op)(x[::2]), getattr(onp, op)(c[::2]))
                 if n >= 256:
-                    m = c[: (n // 8) * 8].reshape(8, -1)
-                    check(getattr(nf, op)(nf.array(m), axis=1), getattr(onp, op)(m, axis=1))
-                    check(getattr(nf, op)(nf.array(m).T, axis=0), getattr(onp, op)(m.T, axis=0))
-                    check(getattr(nf, op)(nf.array(m).T), getattr(onp, op)(m.T))
+                    check_rows_and_columns(op, c)
     assert p["kernels_run"] == 0 and p["kernels_compiled"] == 0, p
 
 
@@ -960,15 +962,7 @@ def test_compiled_arg_reductions_on_lanes_find_the_first_best(op, dtype):
                 check(getattr(nf, op)(x), getattr(onp, op)(c))
                 check(getattr(nf, op)(x[::-1]), getattr(onp, op)(c[::-1]))
                 if n >= 64:
-                    m = c[: (n // 8) * 8].reshape(8, -1)
-                    check(getattr(nf, op)(nf.array(m), axis=1), getattr(onp, op)(m, axis=1))
-                    check(getattr(nf, op)(nf.array(m).T, axis=0), getattr(onp, op)(m.T, axis=0))
-                    # The whole of a transposed matrix: the loop over memory
-                    # (the vectorized one) is not the flat index's innermost
-                    # dimension, so the register carries points of later
-                    # indices from one row of memory to the next.
-                    check(getattr(nf, op)(nf.array(m).T), getattr(onp, op)(m.T))
-                    check(getattr(nf, op)(nf.array(m.T.copy()).T), getattr(onp, op)(m))
+                    check_rows_and_columns(op, c)
     assert p["kernels_run"] > 0 and p["tier0_groups"] == 0, p
 
 

@@ -70,16 +70,6 @@ DType unsigned_of(DType t) {
   }
 }
 
-std::string int_min(DType t) {
-  switch (t) {
-    case DType::Int8: return "(-128)";
-    case DType::Int16: return "(-32768)";
-    case DType::Int32: return "(-2147483647 - 1)";
-    case DType::Int64: return "(-9223372036854775807LL - 1)";
-    default: return "0";
-  }
-}
-
 // libm function name for type t ("exp" / "expf"), declared on first use.
 std::string libm(Reg& reg, const std::string& fn, DType t, int nargs) {
   const bool f32 = t == DType::Float32;

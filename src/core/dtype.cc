@@ -37,14 +37,6 @@ DType signed_of_bits(int bits) {
     default: return DType::Int64;
   }
 }
-DType unsigned_of_bits(int bits) {
-  switch (bits) {
-    case 8: return DType::UInt8;
-    case 16: return DType::UInt16;
-    case 32: return DType::UInt32;
-    default: return DType::UInt64;
-  }
-}
 int bits(DType t) { return itemsize(t) * 8; }
 }  // namespace
 

@@ -250,6 +250,11 @@ struct BoolByte {
 // (maxsd/minsd for floats: a NaN never enters them, it only sets `nan`),
 // then the smallest index holding it. n >= 1.
 #if defined(__x86_64__)
+bool has_avx2() {
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  return avx2;
+}
+
 // minmax_run's chains on AVX2 for contiguous floats: max/min over four
 // vector chains (a NaN point never enters them: max/min return their second
 // operand, the chain; it sets the flag). Returns the chains' best of
@@ -316,12 +321,11 @@ template <bool kMax, typename T>
 int64_t best_in_block(const char* v, int64_t sv, const char* vi, int64_t svi, int64_t n) {
 #if defined(__x86_64__)
   if constexpr (std::is_floating_point_v<T>) {
-    static const bool avx2 = __builtin_cpu_supports("avx2");
     // Contiguous values, indices growing evenly with the position (as the
     // callers' are): the first position with the best value has the
     // smallest index.
     const int64_t i0 = load<int64_t>(vi), i1 = load<int64_t>(vi + svi), il = load<int64_t>(vi + (n - 1) * svi);
-    if (avx2 && sv == static_cast<int64_t>(sizeof(T)) && i1 >= i0 && il - i0 == (n - 1) * (i1 - i0))
+    if (has_avx2() && sv == static_cast<int64_t>(sizeof(T)) && i1 >= i0 && il - i0 == (n - 1) * (i1 - i0))
       return best_in_block_avx2<kMax>(reinterpret_cast<const T*>(v), n);
   }
 #endif
@@ -656,8 +660,7 @@ bool minmax_run(char* accp, const char* p, int64_t sv, int64_t n) {
   int64_t i = 0;
 #if defined(__x86_64__)
   if constexpr (std::is_floating_point_v<T>) {
-    static const bool avx2 = __builtin_cpu_supports("avx2");
-    if (avx2 && sv == static_cast<int64_t>(sizeof(T)))
+    if (has_avx2() && sv == static_cast<int64_t>(sizeof(T)))
       m[0] = minmax_avx2<kMax>(reinterpret_cast<const T*>(p), n, acc, &nan, &i);
   }
 #endif
@@ -756,27 +759,17 @@ bool assoc_line(DType t, char* acc, const char* v, int64_t sv, int64_t n) {
 // exact (minmax_run, assoc_run), else the binary loop.
 void reduce_combine(ReduceOp op, DType t, Loop f, char* acc, int64_t sa, const char* v, int64_t sv, int64_t n) {
   if (sa == 0) {
+    bool done = false;
     switch (op) {
-      case ReduceOp::Max:
-        if (minmax_line<true>(t, acc, v, sv, n)) return;
-        break;
-      case ReduceOp::Min:
-        if (minmax_line<false>(t, acc, v, sv, n)) return;
-        break;
-      case ReduceOp::Sum:
-        if (assoc_line<ReduceOp::Sum>(t, acc, v, sv, n)) return;
-        break;
-      case ReduceOp::Prod:
-        if (assoc_line<ReduceOp::Prod>(t, acc, v, sv, n)) return;
-        break;
-      case ReduceOp::Any:
-        if (assoc_line<ReduceOp::Any>(t, acc, v, sv, n)) return;
-        break;
-      case ReduceOp::All:
-        if (assoc_line<ReduceOp::All>(t, acc, v, sv, n)) return;
-        break;
+      case ReduceOp::Max: done = minmax_line<true>(t, acc, v, sv, n); break;
+      case ReduceOp::Min: done = minmax_line<false>(t, acc, v, sv, n); break;
+      case ReduceOp::Sum: done = assoc_line<ReduceOp::Sum>(t, acc, v, sv, n); break;
+      case ReduceOp::Prod: done = assoc_line<ReduceOp::Prod>(t, acc, v, sv, n); break;
+      case ReduceOp::Any: done = assoc_line<ReduceOp::Any>(t, acc, v, sv, n); break;
+      case ReduceOp::All: done = assoc_line<ReduceOp::All>(t, acc, v, sv, n); break;
       default: break;
     }
+    if (done) return;
   }
   combine(f, acc, sa, v, sv, n);
 }
