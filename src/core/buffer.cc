@@ -133,7 +133,101 @@ void note_alloc(int64_t n) {
 }
 }  // namespace
 
-Buffer::Buffer(int64_t nbytes) : nbytes_(nbytes), id_(g_next_id.fetch_add(1)) {}
+namespace {
+// Ids are taken from the shared counter in batches (an atomic increment per
+// buffer costs as much as the rest of recording a small operation).
+
+// Buffer objects (with their shared_ptr control blocks) come and go once per
+// recorded operation and die by the window at a flush: malloc serves them
+// from its slow bins (a window frees more than its per-thread cache holds).
+// Each thread keeps a LIFO of freed blocks instead. The list is trivially
+// destructible, so a buffer freed during thread teardown can still consult
+// it; its closer (constructed with the first kept block) drains it first.
+struct FreeBlocks {
+  void* head;
+  size_t size;  // the block size kept (one control-block type uses this)
+  int count;
+  bool closed;
+  uint64_t next_id, end_id;  // this thread's batch of buffer ids
+};
+// (initial-exec: an address relative to the thread pointer, not a call to
+// __tls_get_addr per access; a few bytes of the static TLS reserve.)
+[[gnu::tls_model("initial-exec")]] thread_local FreeBlocks t_blocks{nullptr, 0, 0, false, 0, 0};
+
+uint64_t next_id() {
+  constexpr uint64_t kBatch = 1024;
+  FreeBlocks& f = t_blocks;
+  if (f.next_id == f.end_id) {
+    f.next_id = g_next_id.fetch_add(kBatch);
+    f.end_id = f.next_id + kBatch;
+  }
+  return f.next_id++;
+}
+
+void drain(FreeBlocks& f) {
+  while (f.head) {
+    void* next = *static_cast<void**>(f.head);
+    ::operator delete(f.head);
+    f.head = next;
+  }
+  f.count = 0;
+}
+struct FreeBlocksCloser {
+  ~FreeBlocksCloser() {
+    t_blocks.closed = true;
+    drain(t_blocks);
+  }
+};
+thread_local FreeBlocksCloser t_blocks_closer;
+constexpr int kKeepBlocks = 4096;
+
+void* take_block(size_t size) {
+  FreeBlocks& f = t_blocks;
+  if (!f.head || f.size != size) return ::operator new(size);
+  void* p = f.head;
+  f.head = *static_cast<void**>(p);
+  --f.count;
+  return p;
+}
+
+void give_block(void* p, size_t size) {
+  FreeBlocks& f = t_blocks;
+  if (f.closed || f.count >= kKeepBlocks || (f.size != size && f.count > 0)) {
+    ::operator delete(p);
+    return;
+  }
+  if (f.size != size) {
+    (void)&t_blocks_closer;  // (constructs it in this thread: drains at exit)
+    f.size = size;
+  }
+  *static_cast<void**>(p) = f.head;
+  f.head = p;
+  ++f.count;
+}
+
+template <class T>
+struct BlockAlloc {
+  using value_type = T;
+  BlockAlloc() = default;
+  template <class U>
+  BlockAlloc(const BlockAlloc<U>&) {}
+  T* allocate(size_t n) {
+    return static_cast<T*>(n == 1 ? take_block(sizeof(T)) : ::operator new(n * sizeof(T)));
+  }
+  void deallocate(T* p, size_t n) {
+    if (n == 1) give_block(p, sizeof(T));
+    else ::operator delete(p);
+  }
+  template <class U>
+  bool operator==(const BlockAlloc<U>&) const { return true; }
+};
+}  // namespace
+
+Buffer::Buffer(int64_t nbytes) : nbytes_(nbytes), id_(next_id()) {}
+
+int Buffer::kept_objects() { return t_blocks.count; }
+
+BufferPtr Buffer::make(int64_t nbytes) { return std::allocate_shared<Buffer>(BlockAlloc<Buffer>(), nbytes); }
 
 Buffer::~Buffer() {
   if (owned_) {
@@ -147,7 +241,7 @@ Buffer::~Buffer() {
 }
 
 std::shared_ptr<Buffer> Buffer::adopt(void* data, int64_t nbytes, std::function<void()> release) {
-  auto b = std::make_shared<Buffer>(nbytes);
+  auto b = make(nbytes);
   b->data_ = data;
   b->owned_ = false;
   b->release_ = std::move(release);

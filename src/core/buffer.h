@@ -23,6 +23,11 @@ class Buffer {
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
 
+  // A new buffer (memory allocated on first use). Buffers are made and
+  // freed once per recorded operation: their objects are recycled per thread.
+  static std::shared_ptr<Buffer> make(int64_t nbytes);
+  // Freed buffer objects this thread keeps for make (diagnostics, tests).
+  static int kept_objects();
   // Wrap memory owned by someone else (a NumPy array); `release` runs when
   // the buffer dies.
   static std::shared_ptr<Buffer> adopt(void* data, int64_t nbytes, std::function<void()> release);

@@ -103,7 +103,7 @@ View View::fresh(DType dtype, const Dims& shape) {
   // of the memory-order decisions of later operations).
   v.strides = shape_size(shape) == 0 ? Dims(shape.size(), 0) : c_strides(shape);
   v.offset = 0;
-  v.buffer = std::make_shared<Buffer>(nbytes);
+  v.buffer = Buffer::make(nbytes);
   return v;
 }
 

@@ -120,13 +120,15 @@ py::object binary(BinaryOp op, py::handle self, py::handle other, bool reflected
     return operator_fallback(op, self, other, reflected, false);
   }
   try {
-    const Operand a = Operand::array(view_of(self.ptr()));
+    const Operand a = Operand::borrow(view_of(self.ptr()));
     const Operand& x = reflected ? b : a;
     const Operand& y = reflected ? a : b;
     View r;
-    if (binary_now(op, x, y, nullptr, &r)) return scalar_result(std::move(r));
+    SimpleOp plain;
+    if (binary_now(op, x, y, nullptr, &r, &plain)) return scalar_result(std::move(r));
     before_record();
     RecordGuard guard;
+    if ((plain.view[0] || plain.view[1]) && record_simple(plain, &r)) return scalar_result(std::move(r));
     return scalar_result(record_binary(op, x, y, nullptr));
   } catch (const FallbackRequired&) {
     return operator_fallback(op, self, other, reflected, false);
@@ -141,12 +143,13 @@ py::object inplace(BinaryOp op, py::handle self, py::handle other) {
   }
   const View& v = view_of(self.ptr());
   try {
-    const Operand a = Operand::array(v);
+    const Operand a = Operand::borrow(v);
     View r;
-    if (!binary_now(op, a, b, &v, &r)) {
+    SimpleOp plain;
+    if (!binary_now(op, a, b, &v, &r, &plain)) {
       before_record();
       RecordGuard guard;
-      record_binary(op, a, b, &v);
+      if (!(plain.view[0] || plain.view[1]) || !record_simple(plain, &r)) record_binary(op, a, b, &v);
     }
   } catch (const FallbackRequired&) {
     return operator_fallback(op, self, other, false, true);
@@ -156,11 +159,13 @@ py::object inplace(BinaryOp op, py::handle self, py::handle other) {
 
 py::object unary(UnaryOp op, py::handle self) {
   try {
-    const Operand x = Operand::array(view_of(self.ptr()));
+    const Operand x = Operand::borrow(view_of(self.ptr()));
     View r;
-    if (unary_now(op, x, nullptr, &r)) return scalar_result(std::move(r));
+    SimpleOp plain;
+    if (unary_now(op, x, nullptr, &r, &plain)) return scalar_result(std::move(r));
     before_record();
     RecordGuard guard;
+    if (plain.view[0] && record_simple(plain, &r)) return scalar_result(std::move(r));
     return scalar_result(record_unary(op, x, nullptr));
   } catch (const FallbackRequired&) {
     return fallback(unary_name(op), self);
@@ -444,7 +449,7 @@ void setitem(PyObject* self, PyObject* key, PyObject* value) {
   // An element (one integer per dimension) takes a scalar or a 0-d array,
   // never a sequence (NumPy 2.4, even of one element).
   const bool element = selects_element(v, items);
-  if (element && src.kind == Operand::Kind::Array && src.view.ndim() > 0) {
+  if (element && src.kind == Operand::Kind::Array && src.view().ndim() > 0) {
     element_offset(v, list);  // an out-of-bounds index is reported first
     throw ValueError("setting an array element with a sequence.");
   }

@@ -100,7 +100,8 @@ PyObject* guarded(F&& f) noexcept {
   return nullptr;
 }
 // Converts a Python value to an operand; false if numfuse cannot take it
-// (caller returns NotImplemented or falls back to NumPy).
+// (caller returns NotImplemented or falls back to NumPy). A numfuse array
+// is borrowed (Operand::borrow): `h` must outlive `out`.
 bool to_operand(py::handle h, Operand& out);
 // Records ufunc op (UnaryOp for nin 1, BinaryOp for nin 2) on operands x, y
 // with optional out=; NotImplemented when numfuse cannot take the operands

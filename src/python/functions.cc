@@ -13,23 +13,21 @@
 
 namespace nf::py_bind {
 
-namespace {
-
-}  // namespace
-
 py::object record_ufunc(int nin, int op, py::handle x, py::handle y, py::handle out) {
   Operand a, b;
   if (!to_operand(x, a) || (nin == 2 && !to_operand(y, b))) return not_implemented();
   if (a.kind != Operand::Kind::Array && (nin == 1 || b.kind != Operand::Kind::Array)) return not_implemented();
   try {
-    View now;
-    if (nin == 1 ? unary_now(static_cast<UnaryOp>(op), a, out_view(out), &now)
-                 : binary_now(static_cast<BinaryOp>(op), a, b, out_view(out), &now))
-      return out.is_none() ? scalar_result(std::move(now)) : py::reinterpret_borrow<py::object>(out);
+    View r;
+    SimpleOp plain;
+    const View* o = out_view(out);
+    if (nin == 1 ? unary_now(static_cast<UnaryOp>(op), a, o, &r, &plain)
+                 : binary_now(static_cast<BinaryOp>(op), a, b, o, &r, &plain))
+      return out.is_none() ? scalar_result(std::move(r)) : py::reinterpret_borrow<py::object>(out);
     before_record();
     RecordGuard guard;
-    View r = nin == 1 ? record_unary(static_cast<UnaryOp>(op), a, out_view(out))
-                      : record_binary(static_cast<BinaryOp>(op), a, b, out_view(out));
+    if (!((plain.view[0] || plain.view[1]) && record_simple(plain, &r)))
+      r = nin == 1 ? record_unary(static_cast<UnaryOp>(op), a, o) : record_binary(static_cast<BinaryOp>(op), a, b, o);
     return out.is_none() ? scalar_result(std::move(r)) : py::reinterpret_borrow<py::object>(out);
   } catch (const FallbackRequired&) {
     return not_implemented();
@@ -242,7 +240,7 @@ void bind_functions(py::module_& m) {
         View dst = res;
         dst.offset += pos * dst.strides[ax];
         dst.shape[ax] = n;
-        const Operand src = Operand::array(v);
+        const Operand src = Operand::borrow(v);
         if (!assign_now(dst, src)) {
           before_record();
           RecordGuard guard;

@@ -32,7 +32,7 @@ py::handle g_sync_site, g_warn, g_dump;
 }  // namespace
 
 namespace {
-thread_local int t_guard_depth = 0;
+[[gnu::tls_model("initial-exec")]] thread_local int t_guard_depth = 0;  // (no __tls_get_addr call)
 
 std::atomic<bool> g_exiting{false};
 std::thread::id g_exit_thread;
@@ -84,11 +84,14 @@ RecordGuard::~RecordGuard() noexcept(false) {
   global_stream().gate().unlock();
   // The result of the outermost operation is wrapped by now (it was built
   // before the guard's scope ended), so it counts as live.
-  if (--t_guard_depth != 0 || std::uncaught_exceptions() != 0) return;
-  if (global_stream().take_sync_request()) flush_all("operation on memory shared with NumPy");
+  if (--t_guard_depth != 0) return;
+  Stream& s = global_stream();
   // Tier eager runs every operation at the call: one that was recorded (a
   // form tier 0 has no direct loop for) is flushed here.
-  else if (pipeline::config().tier == pipeline::Tier::Eager && global_stream().size() > 0) flush_all("tier eager");
+  const bool eager = pipeline::config().tier == pipeline::Tier::Eager && s.size() > 0;
+  if (!(s.sync_requested() || eager) || std::uncaught_exceptions() != 0) return;
+  if (s.take_sync_request()) flush_all("operation on memory shared with NumPy");
+  else if (eager) flush_all("tier eager");
 }
 
 py::object scalar_result(View v) {
@@ -150,7 +153,7 @@ std::optional<DType> to_dtype(py::handle h) {
 bool to_operand(py::handle h, Operand& out) {
   PyObject* o = h.ptr();
   if (Py_TYPE(o) == g_ndarray_type) {
-    out = Operand::array(reinterpret_cast<PyNdArray*>(o)->arr.v);
+    out = Operand::borrow(reinterpret_cast<PyNdArray*>(o)->arr.v);
     return true;
   }
   if (PyFloat_CheckExact(o)) {

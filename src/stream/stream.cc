@@ -76,12 +76,14 @@ void Stream::Slot::commit() {
   bool exported = t.output.buffer->exports.load(std::memory_order_relaxed) > 0;
   for (const View& v : t.inputs) exported |= v.buffer->exports.load(std::memory_order_relaxed) > 0;
   if (exported) s_.sync_request_.store(true);
-  std::lock_guard<std::mutex> lock(s_.mu_);
-  s_.slot_open_ = false;
-  open_ = false;
+  // Without mu_: while the slot is open no other thread touches the window's
+  // end or codes_ (see slot_open_).
   s_.note_code(t);
   s_.size_.store(s_.window_.size(), std::memory_order_release);
-  s_.recorded_total_.fetch_add(1, std::memory_order_release);
+  // (Its writers are serialized: this commit, restore under mu_ with no slot open.)
+  s_.recorded_total_.store(s_.recorded_total_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+  open_ = false;
+  s_.slot_open_.store(false, std::memory_order_release);
 }
 
 void Stream::note_code(const Task& t) {
@@ -154,7 +156,7 @@ void Stream::restore(std::vector<Task> tasks) {
   // Inserting in front moves the window's tasks: wait out a Slot another
   // thread is building (it never blocks, syncs or records while open; the
   // gate is not taken here, as its holder may be waiting for this flush).
-  while (slot_open_) {
+  while (slot_open_.load(std::memory_order_acquire)) {
     lock.unlock();
     std::this_thread::yield();
     lock.lock();

@@ -165,7 +165,10 @@ class Stream {
   // Whether a task recorded since the last call touches exported memory
   // (Buffer::exports): the bindings then flush as soon as the operation's
   // result exists, so NumPy views of that memory see it in program order.
-  bool take_sync_request() { return sync_request_.exchange(false); }
+  bool sync_requested() const { return sync_request_.load(std::memory_order_relaxed); }
+  bool take_sync_request() {
+    return sync_request_.load(std::memory_order_relaxed) && sync_request_.exchange(false);
+  }
   // In a forked child: a thread that held the gate (mid-recording, waiting
   // for the GIL) does not exist there; the gate starts free.
   void reset_gate_in_child() { new (&gate_) std::recursive_mutex(); }
@@ -196,11 +199,16 @@ class Stream {
   std::vector<Task> spare_;      // empty; storage for the next window (recycle)
   std::vector<uint32_t> codes_;  // per task of window_: its operation (kind, name, dtype, rank)
   std::atomic<size_t> cut_{512};
-  void note_code(const Task& t);  // under mu_
+  // Under mu_, or by the thread whose Slot is open (no one else touches
+  // codes_ then: restore waits for slot_open_ to clear, take holds the gate).
+  void note_code(const Task& t);
   std::atomic<uint64_t> recorded_total_{0};
   std::atomic<size_t> size_{0};
   std::atomic<bool> sync_request_{false};
-  bool slot_open_ = false;  // a Slot is being built at window_.back() (under mu_)
+  // A Slot is being built at window_.back(): set under mu_; cleared by the
+  // Slot's commit (release: the task and codes_ are complete) or, dropping
+  // the slot, under mu_.
+  std::atomic<bool> slot_open_{false};
   RunNow run_now_ = nullptr;
   RunSimpleNow run_simple_ = nullptr;
   RunReduceNow run_reduce_ = nullptr;
@@ -306,12 +314,21 @@ View copy_if_overlapping(const View& src, const View& dst);
 struct Operand {
   enum class Kind : uint8_t { Array, Strong, Weak };
   Kind kind = Kind::Array;
-  View view;
   Scalar value;                 // Strong/Weak; Weak ints are Int64 or UInt64 (big) typed
   WeakKind weak = WeakKind::Float;
   bool huge = false;            // Weak int outside [-2^63, 2^64): value.f holds it
-  static Operand array(const View& v) { Operand o; o.kind = Kind::Array; o.view = v; return o; }
-  DType strong_dtype() const { return kind == Kind::Array ? view.dtype : value.dtype; }
+  // An array operand: a copy of the view, or (borrow) the caller's own view,
+  // which must outlive every use of the operand and its copies (an array's
+  // view while its Python object is an argument of the call: no copy, no
+  // reference count touched, on the per-operation path).
+  static Operand array(const View& v) { Operand o; o.kind = Kind::Array; o.own_ = v; return o; }
+  static Operand borrow(const View& v) { Operand o; o.kind = Kind::Array; o.ref_ = &v; return o; }
+  const View& view() const { return ref_ ? *ref_ : own_; }
+  DType strong_dtype() const { return kind == Kind::Array ? view().dtype : value.dtype; }
+
+ private:
+  View own_;
+  const View* ref_ = nullptr;
 };
 
 // The loop NumPy selects for a ufunc call: operand and result types.
@@ -330,8 +347,13 @@ View record_binary(BinaryOp op, const Operand& a, const Operand& b, const View* 
 // The same operations computed at once by tier 0 when it takes them (the
 // plain cases: no scalar power exponents, no out-of-range comparisons):
 // true with *result set. Nothing is recorded, so no RecordGuard is needed.
-bool unary_now(UnaryOp op, const Operand& x, const View* out, View* result);
-bool binary_now(BinaryOp op, const Operand& a, const Operand& b, const View* out, View* result);
+// When tier 0 declines a plain case, it is left in *recordable (if given;
+// untouched otherwise, so an operand view set there means a plain case) for
+// record_simple, which records it without resolving the loop again
+// (record_unary/record_binary: every case).
+bool unary_now(UnaryOp op, const Operand& x, const View* out, View* result, SimpleOp* recordable = nullptr);
+bool binary_now(BinaryOp op, const Operand& a, const Operand& b, const View* out, View* result,
+                SimpleOp* recordable = nullptr);
 // numpy.where(cond, x, y).
 View record_where(const Operand& cond, const Operand& x, const Operand& y);
 // dst[...] = src, cast unsafely (assignment semantics). Checks Python scalars

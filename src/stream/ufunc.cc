@@ -82,14 +82,14 @@ Scalar scalar_in(const Operand& o, DType t) {
   return o.value.cast(t);
 }
 
-Dims operand_shape(const Operand& o) { return o.kind == Operand::Kind::Array ? o.view.shape : Dims(); }
+Dims operand_shape(const Operand& o) { return o.kind == Operand::Kind::Array ? o.view().shape : Dims(); }
 
 // Adds operand o to the map as a value of type t; returns its node.
 int operand_node(MapSpec& spec, const Operand& o, DType t) {
   if (o.kind == Operand::Kind::Array) {
     int slot = static_cast<int>(spec.inputs.size());
-    spec.inputs.push_back(o.view);
-    return spec.expr.cast(spec.expr.input(slot, o.view.dtype), t);
+    spec.inputs.push_back(o.view());
+    return spec.expr.cast(spec.expr.input(slot, o.view().dtype), t);
   }
   int slot = static_cast<int>(spec.consts.size());
   spec.consts.push_back(scalar_in(o, t));
@@ -187,17 +187,19 @@ void set_loop_resolver(LoopResolver r) {
       for (auto& c : row) c.valid.store(false);
 }
 
-bool unary_now(UnaryOp op, const Operand& x, const View* out, View* result) {
+bool unary_now(UnaryOp op, const Operand& x, const View* out, View* result, SimpleOp* recordable) {
   int d = desc_of(x);
   Loop l = resolve(g_unary[static_cast<int>(op)][d], unary_name(op), 1, &d);
   check_out(out, l.out, unary_name(op));
-  if (x.kind != Operand::Kind::Array || x.view.dtype != l.in[0] || (out && out->dtype != l.out)) return false;
+  if (x.kind != Operand::Kind::Array || x.view().dtype != l.in[0] || (out && out->dtype != l.out)) return false;
   SimpleOp s;
   s.node = {ExprNode::Kind::Unary, l.out, static_cast<uint8_t>(op), 0};
-  s.view[0] = &x.view;
+  s.view[0] = &x.view();
   s.type[0] = l.in[0];
   s.out = out;
-  return global_stream().run_simple(s, result);
+  if (global_stream().run_simple(s, result)) return true;
+  if (recordable) *recordable = s;
+  return false;
 }
 
 View record_unary(UnaryOp op, const Operand& x, const View* out) {
@@ -205,10 +207,10 @@ View record_unary(UnaryOp op, const Operand& x, const View* out) {
   if (unary_now(op, x, out, &now)) return now;
   int d = desc_of(x);
   Loop l = resolve(g_unary[static_cast<int>(op)][d], unary_name(op), 1, &d);
-  if (x.kind == Operand::Kind::Array && x.view.dtype == l.in[0] && (!out || out->dtype == l.out)) {
+  if (x.kind == Operand::Kind::Array && x.view().dtype == l.in[0] && (!out || out->dtype == l.out)) {
     SimpleOp s;
     s.node = {ExprNode::Kind::Unary, l.out, static_cast<uint8_t>(op), 0};
-    s.view[0] = &x.view;
+    s.view[0] = &x.view();
     s.type[0] = l.in[0];
     s.out = out;
     if (record_simple(s, &now)) return now;
@@ -222,7 +224,7 @@ View record_unary(UnaryOp op, const Operand& x, const View* out) {
   return record_map(std::move(spec));
 }
 
-bool binary_now(BinaryOp op, const Operand& a, const Operand& b, const View* out, View* result) {
+bool binary_now(BinaryOp op, const Operand& a, const Operand& b, const View* out, View* result, SimpleOp* recordable) {
   int d[2] = {desc_of(a), desc_of(b)};
   Loop l = resolve(g_binary[static_cast<int>(op)][d[0]][d[1]], binary_name(op), 2, d);
   // Power's scalar exponents: NumPy's float loop special-cases 2, 0.5, -1
@@ -230,7 +232,7 @@ bool binary_now(BinaryOp op, const Operand& a, const Operand& b, const View* out
   // exponents (record_binary's path). Comparisons with out-of-range Python
   // ints take record_binary's path too.
   if (op == BinaryOp::Power && b.kind != Operand::Kind::Array) {
-    if (!is_float(l.in[0]) || l.in[0] != l.out || a.kind != Operand::Kind::Array || a.view.dtype != l.in[0] || out)
+    if (!is_float(l.in[0]) || l.in[0] != l.out || a.kind != Operand::Kind::Array || a.view().dtype != l.in[0] || out)
       return false;
     const double e = scalar_in(b, DType::Float64).f;
     if (e == 2.0) return unary_now(UnaryOp::Square, a, nullptr, result);
@@ -246,8 +248,8 @@ bool binary_now(BinaryOp op, const Operand& a, const Operand& b, const View* out
     const Operand& o = k ? b : a;
     s.type[k] = l.in[k];
     if (o.kind == Operand::Kind::Array) {
-      if (o.view.dtype != l.in[k]) return false;
-      s.view[k] = &o.view;
+      if (o.view().dtype != l.in[k]) return false;
+      s.view[k] = &o.view();
     } else {
       if (is_ordering(op) && o.kind == Operand::Kind::Weak && o.weak == WeakKind::Int && is_integer(l.in[k]) &&
           !weak_int_fits(o, l.in[k]))
@@ -259,7 +261,9 @@ bool binary_now(BinaryOp op, const Operand& a, const Operand& b, const View* out
   check_out(out, l.out, binary_name(op));
   s.node = {ExprNode::Kind::Binary, l.out, static_cast<uint8_t>(op), 0, 1};
   s.out = out;
-  return global_stream().run_simple(s, result);
+  if (global_stream().run_simple(s, result)) return true;
+  if (recordable) *recordable = s;
+  return false;
 }
 
 View record_binary(BinaryOp op, const Operand& a, const Operand& b, const View* out) {
@@ -267,7 +271,7 @@ View record_binary(BinaryOp op, const Operand& a, const Operand& b, const View* 
   Loop l = resolve(g_binary[static_cast<int>(op)][d[0]][d[1]], binary_name(op), 2, d);
   // (NumPy's loop raises only when it runs, so not for an empty result.)
   if (op == BinaryOp::Power && is_integer(l.in[1]) && b.kind != Operand::Kind::Array &&
-      !(a.kind == Operand::Kind::Array && a.view.size() == 0)) {
+      !(a.kind == Operand::Kind::Array && a.view().size() == 0)) {
     Scalar e = scalar_in(b, l.in[1]);
     if (kind(l.in[1]) == Kind::Signed && e.i < 0)
       throw ValueError("Integers to negative integer powers are not allowed.");
@@ -330,8 +334,8 @@ View record_binary(BinaryOp op, const Operand& a, const Operand& b, const View* 
       const Operand& o = k ? *pb : *pa;
       s.type[k] = l.in[k];
       if (o.kind == Operand::Kind::Array) {
-        simple = o.view.dtype == l.in[k];
-        s.view[k] = &o.view;
+        simple = o.view().dtype == l.in[k];
+        s.view[k] = &o.view();
       } else {
         s.value[k] = scalar_in(o, l.in[k]);
       }
@@ -394,7 +398,7 @@ SimpleOp assign_op(const View& dst, const Operand& src, View& value) {
   s.out = &dst;
   if (src.kind == Operand::Kind::Array) {
     // NumPy drops leading length-1 axes of the value (a[1] = ones((1, 4))).
-    value = src.view;
+    value = src.view();
     while (value.ndim() > dst.ndim() && value.shape[0] == 1) {
       value.shape.erase(0);
       value.strides.erase(0);
@@ -403,7 +407,7 @@ SimpleOp assign_op(const View& dst, const Operand& src, View& value) {
     try {
       broadcast_view(value, dst.shape);
     } catch (const ValueError&) {
-      throw ValueError("could not broadcast input array from shape " + shape_str(src.view.shape) +
+      throw ValueError("could not broadcast input array from shape " + shape_str(src.view().shape) +
                        " into shape " + shape_str(dst.shape));
     }
     s.view[0] = &value;

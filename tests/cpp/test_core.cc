@@ -1,5 +1,7 @@
 // core/: dtypes and promotion, scalars, views, exact overlap, view transforms.
 #include <set>
+#include <thread>
+#include <vector>
 #include <algorithm>
 #include <gtest/gtest.h>
 
@@ -163,4 +165,46 @@ TEST(View, IndexReshapeTranspose) {
   EXPECT_FALSE(reshape_view(t, {24}, false, &out));  // a transposed array needs a copy
   EXPECT_EQ(resolve_shape({-1, 3}, 24), Dims({8, 3}));
   EXPECT_THROW(resolve_shape({5, -1}, 24), ValueError);
+}
+
+// Buffer objects are recycled per thread (Buffer::make): a freed one is
+// handed out again, ids stay unique across threads and reuse, and a thread
+// that exits with kept blocks gives them back (no crash, no reuse after).
+TEST(Buffer, ObjectsRecycledPerThreadWithUniqueIds) {
+  std::set<uint64_t> ids;
+  std::vector<nf::BufferPtr> some;
+  for (int i = 0; i < 10; ++i) some.push_back(nf::Buffer::make(16));
+  const nf::Buffer* last = some.back().get();
+  for (nf::BufferPtr& b : some) ids.insert(b->id());
+  const int kept = nf::Buffer::kept_objects();
+  some.clear();
+  EXPECT_EQ(nf::Buffer::kept_objects(), kept + 10);  // kept by this thread, not freed
+  nf::BufferPtr again = nf::Buffer::make(32);
+  EXPECT_EQ(nf::Buffer::kept_objects(), kept + 9);
+  EXPECT_EQ(again.get(), last);  // (some.clear() frees front to back: the last freed is reused first)
+  EXPECT_TRUE(ids.insert(again->id()).second);
+  EXPECT_EQ(again->nbytes(), 32);
+  EXPECT_FALSE(again->allocated());
+  std::vector<nf::BufferPtr> from_threads(4);
+  std::vector<std::vector<uint64_t>> thread_ids(4);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      std::vector<nf::BufferPtr> held;
+      for (int i = 0; i < 5000; ++i) {
+        held.push_back(nf::Buffer::make(8));
+        thread_ids[t].push_back(held.back()->id());
+      }
+      from_threads[t] = held.back();  // outlives its thread
+      held.clear();  // more than a thread keeps: the rest go back to the allocator
+      EXPECT_LE(nf::Buffer::kept_objects(), 4096);
+      EXPECT_GT(nf::Buffer::kept_objects(), 0);
+    });  // (the thread exits holding blocks: they are drained)
+  for (std::thread& th : threads) th.join();
+  for (auto& v : thread_ids)
+    for (uint64_t id : v) EXPECT_TRUE(ids.insert(id).second) << "id " << id << " handed out twice";
+  for (nf::BufferPtr& b : from_threads) {
+    EXPECT_EQ(b->nbytes(), 8);
+    b.reset();  // freed on this thread, into this thread's list
+  }
 }
