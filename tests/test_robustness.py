@@ -31,11 +31,13 @@ BINARY = ["power", "divide", "remainder", "fmod", "floor_divide", "arctan2", "hy
           "float_power", "true_divide"]
 
 
-def same_nan_signs(expected, got):
+def same_nan_signs(expected, got, unsettled=None):
+    """NaN where NumPy has NaN, with NumPy's sign bit; `unsettled` masks the
+    elements where NumPy's own loops disagree on the sign (those are not checked)."""
     e, g = onp.asarray(expected), onp.asarray(got)
     assert e.shape == g.shape
     assert (onp.isnan(e) == onp.isnan(g)).all()
-    m = onp.isnan(e)
+    m = onp.isnan(e) if unsettled is None else onp.isnan(e) & ~unsettled
     assert (onp.signbit(e[m]) == onp.signbit(g[m])).all(), (e, g)
 
 
@@ -62,7 +64,13 @@ def test_nan_signs_of_binary_functions(name, dtype):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         e = getattr(onp, name)(X, Y)
-    same_nan_signs(e, getattr(nf, name)(nf.array(X), nf.array(Y)))
+        # NumPy's array loop and its 0-d loop do not always agree on the sign of
+        # a NaN (NumPy 2.4: power(-nan, 1.0) is +nan in the array loop, -nan on
+        # 0-d operands); there neither sign is wrong.
+        f = getattr(onp, name)
+        e0 = onp.array([[f(X.dtype.type(a), Y.dtype.type(b)) for a, b in zip(r, s)] for r, s in zip(X, Y)], dtype=e.dtype)
+    unsettled = onp.isnan(e) & (onp.signbit(e) != onp.signbit(e0))
+    same_nan_signs(e, getattr(nf, name)(nf.array(X), nf.array(Y)), unsettled)
 
 
 def test_signbit_of_log10_of_negative():

@@ -71,9 +71,16 @@ int64_t View::hi() const {
 }
 
 bool View::same_as(const View& o) const {
-  if (buffer != o.buffer || dtype != o.dtype || offset != o.offset || shape != o.shape) return false;
-  for (size_t k = 0; k < shape.size(); ++k)
-    if (shape[k] > 1 && strides[k] != o.strides[k]) return false;
+  // (Called for every pair of views of one buffer by the window signature:
+  // one pass over raw words, no vector comparison.)
+  const size_t n = shape.size();
+  if (buffer != o.buffer || dtype != o.dtype || offset != o.offset || n != o.shape.size()) return false;
+  const int64_t* s = shape.data();
+  const int64_t* os = o.shape.data();
+  const int64_t* t = strides.data();
+  const int64_t* ot = o.strides.data();
+  for (size_t k = 0; k < n; ++k)
+    if (s[k] != os[k] || (s[k] > 1 && t[k] != ot[k])) return false;
   return true;
 }
 
