@@ -61,11 +61,14 @@ class Buffer {
   // until the next operation: tier 0 may read it, or write it in place, at once.
   std::atomic<int32_t> pending_reads{0};
   std::atomic<int32_t> pending_writes{0};
-  // Scratch of fusion::window_signature (written under its lock): the
-  // signature that last saw this buffer (an epoch), the number it got there
-  // (-1: not yet), its latest distinct view, latest distinct written view and
-  // latest task output. Saves a map from buffers to numbers at every flush.
+  // Scratch of fusion::window_signature and fusion::window_matches (written
+  // under their lock): the signature that last saw this buffer (an epoch),
+  // the number it got there (-1: not yet), its latest distinct view, latest
+  // distinct written view and latest task output, and (matching) how far its
+  // views lie from those of the signature's window, in bytes. Saves a map
+  // from buffers to numbers at every flush.
   uint64_t sig_epoch = 0;
+  int64_t sig_delta = 0;
   int32_t sig_id = 0;
   int32_t sig_last_view = -1;
   int32_t sig_last_written = -1;

@@ -85,6 +85,10 @@ struct Signature {
   // iteration neither allocates nor clears memory for it.
   std::string bytes;
   size_t size = 0;
+  // The byte offset of every view the signature describes, in its order
+  // (not part of the signature: what window_matches compares a later
+  // window's offsets with).
+  std::vector<int64_t> offsets;
   // Computed on first use (a memo that finds the window among its latest
   // hits compares bytes without hashing them); 0: not yet.
   mutable size_t hash_ = 0;
@@ -95,11 +99,22 @@ struct Signature {
   }
   bool operator==(const Signature& o) const { return size == o.size && hash() == o.hash() && view() == o.view(); }
   // A copy holding the signature only (a memo key).
-  Signature compact() const { return Signature{std::string(view()), size, hash()}; }
+  Signature compact() const { return Signature{std::string(view()), size, offsets, hash()}; }
   static size_t hash_of(const char* p, size_t n);
 };
 // Builds the window's signature into `out`, reusing its storage. Safe to
 // call from several threads (serialized: buffers carry its scratch).
 void window_signature(const std::vector<Task>& window, Policy policy, Signature& out);
+// Whether `window` has the signature `sig` (built by window_signature from
+// some window), decided without building it: the same walk compares every
+// field with sig's bytes instead of writing it, and where the signature
+// holds the relations between views of one buffer (which views are the
+// same, start together, overlap) it checks instead that each buffer's views
+// lie at one common distance from those of sig's window -- those relations
+// are invariant under such a shift. A false answer proves nothing (a window
+// whose views moved by different amounts may still have the signature):
+// the caller then builds the signature. This is how a loop that flushes
+// every iteration finds its plan without paying for the relations.
+bool window_matches(const std::vector<Task>& window, Policy policy, const Signature& sig);
 
 }  // namespace nf::fusion

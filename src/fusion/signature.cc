@@ -13,47 +13,141 @@ namespace nf::fusion {
 
 namespace {
 
-// Appends fixed-size fields at a cursor into the string's storage: the
-// signature is built at every flush (memo hits included), so a field costs a
-// store, not a std::string::append. The string keeps its size between
-// signatures (only the first `size` bytes count, see Signature): growing it
-// clears the new part once, later signatures reuse it. The cursor is the
-// caller's local `char*`, passed by value and returned (a cursor kept in
-// memory would be reloaded after every store, since the stores are chars and
-// may alias it). ensure(p, n) before writing at most n bytes.
-class Writer {
+// The walk over a window's fields is written once (task_fields,
+// view_fields) for two cursors, Count (how many bytes they take) and Put
+// (window_signature, and window_matches into a scratch string). Both are
+// values passed in and returned, so the cursor stays in a register while a
+// task's fields are stored (a cursor kept in memory would be reloaded after
+// every store, since the stores are chars and may alias it): a field costs
+// a store, not a std::string::append.
+struct Count {
+  size_t n = 0;
+  template <typename T>
+  void put(const T&) {
+    n += sizeof(T);
+  }
+  void dims(const Dims& d) { n += 1 + d.size() * sizeof(int64_t); }
+};
+
+struct Put {
+  char* p;
+  template <typename T>
+  void put(const T& v) {
+    std::memcpy(p, &v, sizeof v);
+    p += sizeof v;
+  }
+  void dims(const Dims& d) {
+    put(static_cast<uint8_t>(d.size()));
+    for (int64_t e : d) put(e);  // (a few words: stores, not a call to memcpy)
+  }
+};
+
+// The signature's storage: its string keeps its size between signatures
+// (only the first `size` bytes count, see Signature): growing it clears the
+// new part once, later signatures reuse it. ensure(n) before writing at
+// most n bytes.
+class Write {
  public:
-  explicit Writer(std::string& s) : s_(s) {
+  explicit Write(std::string& s) : s_(s) {
     if (s_.size() < 256) s_.resize(256);
-    end_ = s_.data() + s_.size();
+    p_ = s_.data();
+    end_ = p_ + s_.size();
   }
-  char* begin() { return s_.data(); }
-  char* ensure(char* p, size_t n) {
-    if (static_cast<size_t>(end_ - p) >= n) return p;
-    const size_t used = p - s_.data();
+  void ensure(size_t n) {
+    if (static_cast<size_t>(end_ - p_) >= n) return;
+    const size_t used = p_ - s_.data();
     s_.resize(std::max(2 * s_.size(), used + n));
+    p_ = s_.data() + used;
     end_ = s_.data() + s_.size();
-    return s_.data() + used;
   }
-  size_t size(const char* p) const { return p - s_.data(); }
+  template <typename T>
+  void put(const T& v) {
+    std::memcpy(p_, &v, sizeof v);
+    p_ += sizeof v;
+  }
+  Put cursor() const { return Put{p_}; }
+  void advance(Put c) { p_ = c.p; }
+  char* skip(size_t n) {  // room for n bytes written later
+    char* at = p_;
+    p_ += n;
+    return at;
+  }
+  size_t size() const { return p_ - s_.data(); }
 
  private:
   std::string& s_;
+  char* p_;
   char* end_;
 };
 
-template <typename T>
-inline char* put(char* p, const T& v) {
-  std::memcpy(p, &v, sizeof v);
-  return p + sizeof v;
+// A task's own fields, everything but its views.
+template <class C>
+inline C task_fields(C c, const Task& t) {
+  c.put(t.kind);
+  c.put(t.solo);
+  c.put(t.scan_axis);
+  c.put(reinterpret_cast<uintptr_t>(t.name));
+  c.put(t.value_node);
+  c.put(t.reduce);
+  c.put(t.acc_dtype);
+  c.put(t.arg_node);
+  c.put(t.init_const);
+  c.dims(t.domain);
+  c.put(static_cast<uint32_t>(t.expr.nodes.size()));
+  for (const ExprNode& n : t.expr.nodes) {  // field by field: no padding bytes
+    c.put(n.kind);
+    c.put(n.dtype);
+    c.put(n.op);
+    c.put(n.a);
+    c.put(n.b);
+    c.put(n.c);
+  }
+  c.put(static_cast<uint16_t>(t.consts.size()));
+  for (const Scalar& k : t.consts) c.put(k.dtype);
+  c.put(static_cast<uint16_t>(t.indices.size()));
+  for (const IndexFn& f : t.indices) c.dims(f.strides);
+  c.put(static_cast<uint16_t>(t.inputs.size()));
+  return c;
 }
-inline char* put_dims(char* p, const Dims& d) {
-  p = put(p, static_cast<uint8_t>(d.size()));
-  for (int64_t e : d) p = put(p, e);  // (a few words: stores, not a call to memcpy)
-  return p;
+
+// A view's fields before its relations: its buffer's number, dtype, extents, strides.
+template <class C>
+inline C view_fields(C c, int32_t id, const View& v) {
+  c.put(id);
+  c.put(v.dtype);
+  c.dims(v.shape);
+  c.dims(v.strides);
+  return c;
 }
-// Bytes put_dims(p, d) writes.
-inline size_t dims_size(const Dims& d) { return 1 + d.size() * sizeof(int64_t); }
+
+inline size_t view_fields_size(const View& v) { return view_fields(Count{}, 0, v).n; }
+
+// Writes a task's fields at w's cursor.
+inline void write_task_fields(Write& w, const Task& t) {
+  w.ensure(task_fields(Count{}, t).n);
+  w.advance(task_fields(w.cursor(), t));
+}
+
+inline void write_view_fields(Write& w, int32_t id, const View& v) {
+  w.ensure(view_fields_size(v));
+  w.advance(view_fields(w.cursor(), id, v));
+}
+
+inline uint8_t buffer_flags(const Buffer* b) { return static_cast<uint8_t>((b->py_live ? 0 : 1) | (b->allocated() ? 2 : 0)); }
+
+// Buffers carry the scratch of both walks (their number and latest views in
+// the signature being built or matched, tagged by an epoch): one walk at a time.
+std::mutex g_mu;
+uint64_t g_epoch = 0;
+
+inline void touch(Buffer* b) {
+  if (b->sig_epoch == g_epoch) return;
+  b->sig_epoch = g_epoch;
+  b->sig_id = -1;
+  b->sig_last_view = -1;
+  b->sig_last_written = -1;
+  b->sig_last_output = -1;
+}
 
 }  // namespace
 
@@ -93,27 +187,12 @@ size_t Signature::hash_of(const char* p, size_t n) {
   return static_cast<size_t>(x ^ (x >> 32));
 }
 
-namespace {
-}  // namespace
-
 void window_signature(const std::vector<Task>& window, Policy policy, Signature& out) {
-  // Buffers carry this function's scratch (their number and latest views in
-  // the signature being built, tagged by an epoch): one signature at a time.
-  static std::mutex mu;
-  static uint64_t epoch = 0;
-  std::lock_guard<std::mutex> lock(mu);
-  ++epoch;
-  Writer w(out.bytes);
-  char* p = w.begin();  // the cursor (256 bytes are there)
-  p = put(p, static_cast<uint8_t>(policy));
-  auto touch = [&](Buffer* b) {
-    if (b->sig_epoch == epoch) return;
-    b->sig_epoch = epoch;
-    b->sig_id = -1;
-    b->sig_last_view = -1;
-    b->sig_last_written = -1;
-    b->sig_last_output = -1;
-  };
+  std::lock_guard<std::mutex> lock(g_mu);
+  ++g_epoch;
+  Write w(out.bytes);  // (256 bytes are there)
+  out.offsets.clear();
+  w.put(static_cast<uint8_t>(policy));
   // Partitioning and expressing a window decide on the relation of two views
   // of one buffer only where one of them is written (producer-consumer and
   // anti-dependences; reads that overlap reads are harmless), so relations
@@ -152,19 +231,16 @@ void window_signature(const std::vector<Task>& window, Policy policy, Signature&
   static std::vector<SeenView> views;
   buffers.clear();
   views.clear();
-  // Writes v at the cursor p; returns the cursor.
-  auto view = [&](char* p, const View& v) -> char* {
+  auto view = [&](const View& v) {
     Buffer* b = v.buffer.get();
     touch(b);
     if (b->sig_id < 0) {
       b->sig_id = static_cast<int32_t>(buffers.size());
       buffers.push_back(b);
     }
-    p = w.ensure(p, sizeof(int32_t) + sizeof(DType) + 2 * dims_size(v.shape) + 2 + 3 * sizeof(uint32_t));
-    p = put(p, b->sig_id);
-    p = put(p, v.dtype);
-    p = put_dims(p, v.shape);
-    p = put_dims(p, v.strides);
+    out.offsets.push_back(v.offset * itemsize(v.dtype));
+    write_view_fields(w, b->sig_id, v);
+    w.ensure(2 + 3 * sizeof(uint32_t));
     // The same view as an earlier distinct one of this buffer: its number.
     const int last = b->sig_last_view;
     uint32_t same_start = UINT32_MAX;
@@ -172,8 +248,9 @@ void window_signature(const std::vector<Task>& window, Policy policy, Signature&
       const View& u = *views[j].view;
       if (u.offset != v.offset || u.dtype != v.dtype) continue;  // (same_as needs both)
       if (u.same_as(v)) {
-        p = put(p, 'S');
-        return put(p, views[j].k);
+        w.put('S');
+        w.put(views[j].k);
+        return;
       }
       if (same_start == UINT32_MAX) same_start = views[j].k;
     }
@@ -185,16 +262,15 @@ void window_signature(const std::vector<Task>& window, Policy policy, Signature&
     // is written, else the written ones.
     const bool wr = written(v);
     const uint32_t count = last >= 0 ? views[last].k + 1 : 0;
-    p = put(p, 'N');
-    p = put(p, same_start);
-    p = put(p, static_cast<uint8_t>(wr));
+    w.put('N');
+    w.put(same_start);
+    w.put(static_cast<uint8_t>(wr));
     const int lw = b->sig_last_written;
     const uint32_t nwritten = lw >= 0 ? views[lw].wk + 1 : 0;
     const uint32_t nrel = wr ? count : nwritten;
-    p = put(p, nrel);
-    p = w.ensure(p, nrel);
-    char* rel = p;
-    p += nrel;
+    w.put(nrel);
+    w.ensure(nrel);
+    char* rel = w.skip(nrel);
     if (wr) {
       for (int j = last; j >= 0; j = views[j].prev) rel[views[j].k] = views_overlap(*views[j].view, v) ? 'O' : 'D';
     } else {
@@ -203,44 +279,98 @@ void window_signature(const std::vector<Task>& window, Policy policy, Signature&
     views.push_back({&v, last, lw, count, wr ? nwritten : 0});
     b->sig_last_view = static_cast<int>(views.size()) - 1;
     if (wr) b->sig_last_written = b->sig_last_view;
-    return p;
   };
   for (const Task& t : window) {
-    // 64: the task's fixed-size fields below (38 bytes) with room to spare.
-    size_t need = 64 + dims_size(t.domain) + t.expr.nodes.size() * 16 + t.consts.size() * sizeof(DType);
-    for (const IndexFn& f : t.indices) need += dims_size(f.strides);
-    p = w.ensure(p, need);
-    p = put(p, t.kind);
-    p = put(p, t.solo);
-    p = put(p, t.scan_axis);
-    p = put(p, reinterpret_cast<uintptr_t>(t.name));
-    p = put(p, t.value_node);
-    p = put(p, t.reduce);
-    p = put(p, t.acc_dtype);
-    p = put(p, t.arg_node);
-    p = put(p, t.init_const);
-    p = put_dims(p, t.domain);
-    p = put(p, static_cast<uint32_t>(t.expr.nodes.size()));
-    for (const ExprNode& n : t.expr.nodes) {  // field by field: no padding bytes
-      p = put(p, n.kind);
-      p = put(p, n.dtype);
-      p = put(p, n.op);
-      p = put(p, n.a);
-      p = put(p, n.b);
-      p = put(p, n.c);
-    }
-    p = put(p, static_cast<uint16_t>(t.consts.size()));
-    for (const Scalar& c : t.consts) p = put(p, c.dtype);
-    p = put(p, static_cast<uint16_t>(t.indices.size()));
-    for (const IndexFn& f : t.indices) p = put_dims(p, f.strides);
-    p = put(p, static_cast<uint16_t>(t.inputs.size()));
-    for (const View& v : t.inputs) p = view(p, v);
-    p = view(p, t.output);
+    write_task_fields(w, t);
+    for (const View& v : t.inputs) view(v);
+    view(t.output);
   }
-  p = w.ensure(p, buffers.size());
-  for (const Buffer* b : buffers) p = put(p, static_cast<uint8_t>((b->py_live ? 0 : 1) | (b->allocated() ? 2 : 0)));
-  out.size = w.size(p);
+  w.ensure(buffers.size());
+  for (const Buffer* b : buffers) w.put(buffer_flags(b));
+  out.size = w.size();
   out.hash_ = 0;  // computed when asked for (hash())
+}
+
+bool window_matches(const std::vector<Task>& window, Policy policy, const Signature& sig) {
+  // Views, one per input and output: their number must be sig's.
+  size_t count = 0;
+  for (const Task& t : window) count += t.inputs.size() + 1;
+  if (count != sig.offsets.size()) return false;
+  std::lock_guard<std::mutex> lock(g_mu);
+  ++g_epoch;
+  // The window's fields are written as window_signature writes them, into
+  // scratch, and compared with sig (a memcmp per task); where sig
+  // holds a view's relations, they are copied from sig instead (so the
+  // comparison passes over them) once the view's buffer is found at its
+  // common distance from sig's window. By induction over the walk, equal
+  // bytes before a relation put it at the same place as in sig.
+  static std::string scratch;
+  Write w(scratch);
+  const char* const s = sig.bytes.data();
+  const size_t n = sig.size;
+  w.put(static_cast<uint8_t>(policy));
+  static std::vector<Buffer*> buffers;
+  buffers.clear();
+  const int64_t* const offsets = sig.offsets.data();
+  const size_t nviews = sig.offsets.size();
+  size_t iv = 0;
+  auto view = [&](const View& v) {
+    if (iv == nviews) return false;
+    Buffer* b = v.buffer.get();
+    touch(b);
+    const int64_t delta = v.offset * itemsize(v.dtype) - offsets[iv++];
+    if (b->sig_id < 0) {
+      b->sig_id = static_cast<int32_t>(buffers.size());
+      b->sig_delta = delta;
+      buffers.push_back(b);
+    } else if (b->sig_delta != delta) {
+      return false;
+    }
+    write_view_fields(w, b->sig_id, v);
+    // The relations: 'S' and a view number, or 'N', a view number, a flag,
+    // a count and that many bytes.
+    const size_t at = w.size();
+    constexpr size_t kHead = 1 + sizeof(uint32_t) + 1 + sizeof(uint32_t);
+    size_t len = 1 + sizeof(uint32_t);
+    if (at + len > n) return false;
+    if (s[at] == 'N') {
+      if (at + kHead > n) return false;
+      uint32_t nrel;
+      std::memcpy(&nrel, s + at + kHead - sizeof(uint32_t), sizeof nrel);
+      len = kHead + nrel;
+      if (at + len > n) return false;
+    } else if (s[at] != 'S') {
+      return false;
+    }
+    w.ensure(len);
+    char* to = w.skip(len);
+    if (len == 1 + sizeof(uint32_t)) {  // (the common 'S': no call to memcpy)
+      std::memcpy(to, s + at, sizeof(uint32_t));
+      to[sizeof(uint32_t)] = s[at + sizeof(uint32_t)];
+    } else {
+      std::memcpy(to, s + at, len);
+    }
+    return true;
+  };
+  size_t checked = 0;  // bytes of scratch compared with sig
+  auto same_so_far = [&] {
+    const size_t end = w.size();
+    if (end > n || std::memcmp(scratch.data() + checked, s + checked, end - checked) != 0) return false;
+    checked = end;
+    return true;
+  };
+  // Compared task by task: a window of another iteration (other shapes)
+  // fails at its first differing task.
+  for (const Task& t : window) {
+    write_task_fields(w, t);
+    for (const View& v : t.inputs)
+      if (!view(v)) return false;
+    if (!view(t.output) || !same_so_far()) return false;
+  }
+  if (iv != nviews) return false;
+  w.ensure(buffers.size());
+  for (const Buffer* b : buffers) w.put(buffer_flags(b));
+  return same_so_far() && checked == n;
 }
 
 }  // namespace nf::fusion

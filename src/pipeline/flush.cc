@@ -141,6 +141,19 @@ size_t plan_bytes(const fusion::Signature& sig, const Plan& p) {
 // plans that are never hit). When full, the oldest plans go first.
 class Memo {
  public:
+  // A loop's windows repeat: a window is first matched against the two
+  // latest hits' signatures without building its own (fusion::window_matches;
+  // a loop body that syncs once or twice). A miss costs at most two walks
+  // over the window, each ending at its first task that differs.
+  std::shared_ptr<const Plan> find(const std::vector<Task>& window, fusion::Policy policy) {
+    for (size_t i = 0; i < kMatched; ++i) {
+      const Node* n = recent_[i];
+      if (!n || !fusion::window_matches(window, policy, n->first)) continue;
+      std::rotate(recent_, recent_ + i, recent_ + i + 1);  // most recent first
+      return n->second.plan;
+    }
+    return nullptr;
+  }
   std::shared_ptr<const Plan> find(const fusion::Signature& s) {
     // A loop's windows repeat: its latest hits are compared byte for byte
     // first, without hashing the signature or probing the table.
@@ -170,7 +183,9 @@ class Memo {
     }
     order_.push_back(s);
     bytes_ += b;
-    map_.emplace(std::move(s), Entry{std::move(p), b});
+    auto it = map_.emplace(std::move(s), Entry{std::move(p), b}).first;
+    std::rotate(recent_, recent_ + kRecent - 1, recent_ + kRecent);
+    recent_[0] = &*it;
   }
   void clear() {
     std::fill(recent_, recent_ + kRecent, nullptr);
@@ -190,6 +205,7 @@ class Memo {
   std::unordered_map<fusion::Signature, Entry, SigHash> map_;
   using Node = std::unordered_map<fusion::Signature, Entry, SigHash>::value_type;
   static constexpr size_t kRecent = 4;
+  static constexpr size_t kMatched = 2;  // of them, tried by find(window)
   const Node* recent_[kRecent] = {};  // the latest hits (map nodes stay put until erased)
   std::deque<fusion::Signature> order_;
   size_t bytes_ = 0;
@@ -332,7 +348,6 @@ GroupReport run_group(const std::vector<Task>& window, const std::shared_ptr<con
                       const mdh::Bindings* bind, bool dump, uint64_t& clock) {
   const PlanGroup& g = plan->groups[index];
   GroupReport gr;
-  gr.plan = plan;
   gr.stop_ptr = &g.stop_reason;
   gr.dead = static_cast<int>(g.dead.size());
   gr.names_ptr = &g.op_names;
@@ -362,7 +377,7 @@ GroupReport run_group(const std::vector<Task>& window, const std::shared_ptr<con
       detail::interpret(window, g.begin, g.end, g.dead);
       gr.tier0 = true;
     }
-    gr.hom = std::shared_ptr<const mdh::MdHom>(g.tmpl, &g.tmpl->hom);
+    gr.hom = &g.tmpl->hom;
     if (bind) gr.ints = SmallVector<int64_t, 16>(bind->ints.begin(), bind->ints.end());
     gr.schedule_ptr = &g.schedule;
     gr.key_ptr = &g.key;
@@ -374,7 +389,7 @@ GroupReport run_group(const std::vector<Task>& window, const std::shared_ptr<con
   if (gr.hom && bind && detail::capturing()) {
     std::string ops;
     for (const std::string& o : gr.ops()) ops += (ops.empty() ? "" : ", ") + o;
-    detail::capture_group(gr.hom, *bind, ops, gr.run_ms);
+    detail::capture_group(std::shared_ptr<const mdh::MdHom>(g.tmpl, gr.hom), *bind, ops, gr.run_ms);
   }
   return gr;
 }
@@ -552,13 +567,22 @@ void flush_window(std::vector<Task>& window, FlushReport* report, int& ran) {
     g_memo.clear();
     store_generation = gen;
   }
+  // The latest plans are tried first, by matching the window against their
+  // signatures; else the window's own signature is built and looked up.
   static fusion::Signature sig;  // guarded by g_exec_mu; its storage is reused flush after flush
-  fusion::window_signature(window, cfg.policy, sig);
-  std::shared_ptr<const Plan> plan = cfg.memo ? g_memo.find(sig) : nullptr;
+  std::shared_ptr<const Plan> plan = cfg.memo ? g_memo.find(window, cfg.policy) : nullptr;
+  if (!plan) {
+    fusion::window_signature(window, cfg.policy, sig);
+    if (cfg.memo) plan = g_memo.find(sig);
+  }
 
+  // The groups' reports reuse the storage of the report before last.
+  static std::vector<GroupReport> spare_groups;  // guarded by g_exec_mu
+  rep.groups.swap(spare_groups);
   if (plan) {
     // Memo hit: no analysis, no compile; rebind (as each group runs) and run.
     rep.memo_hit = true;
+    rep.plan = plan;
     const uint64_t t2 = ticks();
     rep.analyse_ms = ticks_to_ms(t2 - t0);
     uint64_t clock = t2;
@@ -619,6 +643,7 @@ void flush_window(std::vector<Task>& window, FlushReport* report, int& ran) {
     rep.compile_ms = ms_since(t1);
 
     auto plan_new = std::make_shared<Plan>();
+    rep.plan = plan_new;
     for (const Prepared& p : runnable) plan_new->groups.push_back(to_plan_group(window, p));
     plan_releases(window, *plan_new);
     const uint64_t t2 = ticks();
@@ -664,8 +689,10 @@ void flush_window(std::vector<Task>& window, FlushReport* report, int& ran) {
       rep.groups = std::move(groups);
       if (cfg.dump) report->groups = rep.groups;
     }
-    g_last = std::move(rep);
+    std::swap(g_last, rep);
   }
+  rep.groups.clear();  // (the previous report's)
+  spare_groups.swap(rep.groups);
   for (std::string& w : tune::ScheduleStore::instance().take_warnings())
     if (report) report->warnings.push_back(std::move(w));
 }

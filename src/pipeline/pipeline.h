@@ -50,17 +50,17 @@ Config& config();
 
 struct GroupReport {
   // Built on every flush, so nothing here is formatted or copied until asked
-  // for: names are the tasks' static strings, the schedule, key and stop
-  // reason live in the plan this report keeps alive.
+  // for: names are the tasks' static strings; the expression, schedule, key
+  // and stop reason live in the plan that the FlushReport holding this
+  // report keeps alive (a GroupReport is valid as long as that FlushReport).
   const std::vector<const char*>* names_ptr = nullptr;  // the tasks in the group (in the plan)
   const std::vector<int>* dead_ptr = nullptr;          // positions in *names_ptr of dead tasks
   SmallVector<uint64_t, 4> temporaries;                // buffer ids never allocated
   int dead = 0;
   // The kernel's expression and schedule (rendered on demand by mdh_text /
   // schedule_text; no buffers are kept alive by a report).
-  std::shared_ptr<const mdh::MdHom> hom;
+  const mdh::MdHom* hom = nullptr;
   SmallVector<int64_t, 16> ints;
-  std::shared_ptr<const void> plan;   // owns what the pointers below point to
   const tune::Schedule* schedule_ptr = nullptr;
   const std::string* key_ptr = nullptr;
   const std::string* stop_ptr = nullptr;
@@ -82,6 +82,7 @@ struct GroupReport {
 
 struct FlushReport {
   std::vector<GroupReport> groups;
+  std::shared_ptr<const void> plan;  // owns what the groups point to
   std::string sync_site;    // source line that forced the flush (set by the caller)
   std::string sync_reason;  // "print", "flush()", ...
   int tasks = 0;

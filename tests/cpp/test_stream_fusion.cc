@@ -201,3 +201,65 @@ TEST(Fusion, DeadTasksAreSkipped) {
   ASSERT_EQ(p.groups.size(), 1u);
   EXPECT_EQ(p.groups[0].dead.size(), 1u);
 }
+
+namespace {
+
+View slice1d(const View& v, int64_t lo, int64_t hi) {
+  IndexItem a;
+  a.kind = IndexItem::Kind::Slice;
+  a.start = lo, a.stop = hi, a.has_start = a.has_stop = true;
+  return index_view(v, {a});
+}
+
+// y = a[o1:o1+4] + b[o2:o2+4]; a[o3:o3+4] = y * 2 (b: a itself or another buffer).
+std::vector<Task> moving_window(const View& a, const View& b, int64_t o1, int64_t o2, int64_t o3) {
+  global_stream().take();
+  View y = add(slice1d(a, o1, o1 + 4), slice1d(b, o2, o2 + 4));
+  y.buffer->py_refs = 1;
+  View dst = slice1d(a, o3, o3 + 4);
+  scale(y, 2.0, &dst);
+  return global_stream().take();
+}
+
+}  // namespace
+
+TEST(Signature, WindowMatchesItsShiftsAndNothingElse) {
+  global_stream().take();
+  View a = View::fresh(DType::Float64, {40}), b = View::fresh(DType::Float64, {40});
+  a.buffer->py_refs = b.buffer->py_refs = 1;
+  const auto policy = fusion::Policy::Diffuse;
+  std::vector<Task> w1 = moving_window(a, a, 0, 2, 3);
+  fusion::Signature s1;
+  fusion::window_signature(w1, policy, s1);
+  EXPECT_TRUE(fusion::window_matches(w1, policy, s1));
+  EXPECT_TRUE(fusion::window_matches(w1, policy, s1.compact()));  // the memo's copy carries the offsets
+  // Every view of `a` moved by 5: the same signature, proved without building it.
+  std::vector<Task> w2 = moving_window(a, a, 5, 7, 8);
+  EXPECT_TRUE(fusion::window_matches(w2, policy, s1));
+  fusion::Signature s2;
+  fusion::window_signature(w2, policy, s2);
+  EXPECT_TRUE(s2 == s1);
+  // The write no longer overlaps the reads the same way: views moved by
+  // different amounts are not matched (and the signature differs).
+  std::vector<Task> w3 = moving_window(a, a, 0, 2, 20);
+  EXPECT_FALSE(fusion::window_matches(w3, policy, s1));
+  fusion::Signature s3;
+  fusion::window_signature(w3, policy, s3);
+  EXPECT_FALSE(s3 == s1);
+  // The second read from another buffer: its own number, no match.
+  std::vector<Task> w4 = moving_window(a, b, 0, 2, 3);
+  EXPECT_FALSE(fusion::window_matches(w4, policy, s1));
+  // Another policy, a shorter or a longer window: no match.
+  EXPECT_FALSE(fusion::window_matches(w1, fusion::Policy::None, s1));
+  std::vector<Task> shorter(std::make_move_iterator(w2.begin()), std::make_move_iterator(w2.begin() + 1));
+  EXPECT_FALSE(fusion::window_matches(shorter, policy, s1));
+  std::vector<Task> longer = moving_window(a, a, 0, 2, 3);
+  std::vector<Task> more = moving_window(a, a, 0, 2, 3);
+  for (Task& t : more) longer.push_back(std::move(t));
+  EXPECT_FALSE(fusion::window_matches(longer, policy, s1));
+  // A result no longer reachable from Python: the buffer flags differ.
+  std::vector<Task> w5 = moving_window(a, a, 0, 2, 3);
+  w5[0].output.buffer->py_refs = 0;
+  w5[0].output.buffer->py_live = false;
+  EXPECT_FALSE(fusion::window_matches(w5, policy, s1));
+}
