@@ -33,6 +33,49 @@ size_t size_class(size_t bytes) {
   return (bytes + (2 << 20) - 1) / (2 << 20) * (2 << 20);
 }
 
+// Blocks of the smallest classes, freed and taken again by one thread
+// without the pool's lock (a loop over small arrays allocates and frees a
+// few per operation): per thread and class, a LIFO list threaded through
+// the blocks, at most ~8 KiB per class. What a thread keeps goes back to
+// the pool when it exits.
+constexpr size_t kThreadMax = 8 << 10;
+struct ThreadCache {
+  static constexpr size_t kClasses = kThreadMax / 64;
+  void* head[kClasses + 1];
+  uint16_t count[kClasses + 1];
+  bool closed;  // the thread is exiting: blocks go to the pool
+  void* take(size_t cls) {
+    void*& h = head[cls / 64];
+    void* p = h;
+    if (!p) return nullptr;
+    h = *static_cast<void**>(p);
+    --count[cls / 64];
+    return p;
+  }
+  bool give(void* p, size_t cls);
+};
+// (Trivially destructible and zero-initialized: no guard on access. Its
+// closer, constructed by the first give(), drains it at thread exit.)
+thread_local ThreadCache t_cache{};
+void drain(ThreadCache& c);
+struct ThreadCacheCloser {
+  ~ThreadCacheCloser() {
+    t_cache.closed = true;
+    drain(t_cache);
+  }
+};
+thread_local ThreadCacheCloser t_cache_closer;
+
+bool ThreadCache::give(void* p, size_t cls) {
+  const size_t k = cls / 64;
+  if (closed || count[k] >= std::max<size_t>(2, kThreadMax / cls)) return false;
+  (void)&t_cache_closer;  // (constructs it in this thread: drains at exit)
+  *static_cast<void**>(p) = head[k];
+  head[k] = p;
+  ++count[k];
+  return true;
+}
+
 struct Pool {
   std::mutex mu;
   std::multimap<size_t, void*> free_blocks;
@@ -52,6 +95,9 @@ struct Pool {
   }
 
   void* get(size_t cls) {
+    if (cls <= kThreadMax) {
+      if (void* p = t_cache.take(cls)) return p;
+    }
     if (cls < kCacheMin) {
       std::lock_guard<std::mutex> lock(mu);
       std::vector<void*>& list = small[cls / 64];
@@ -90,6 +136,11 @@ struct Pool {
   }
 
   void put(void* p, size_t cls) {
+    if (cls <= kThreadMax && t_cache.give(p, cls)) return;
+    put_shared(p, cls);
+  }
+
+  void put_shared(void* p, size_t cls) {
     {
       std::lock_guard<std::mutex> lock(mu);
       if (cls < kCacheMin) {
@@ -123,6 +174,16 @@ struct Pool {
 Pool& pool() {
   static Pool* p = new Pool();  // never destroyed: buffers may outlive static destruction
   return *p;
+}
+
+void drain(ThreadCache& c) {
+  for (size_t k = 1; k <= ThreadCache::kClasses; ++k) {
+    while (void* p = c.head[k]) {
+      c.head[k] = *static_cast<void**>(p);
+      pool().put_shared(p, k * 64);
+    }
+    c.count[k] = 0;
+  }
 }
 
 void note_alloc(int64_t n) {
@@ -264,7 +325,10 @@ void* Buffer::data() {
   return data_;
 }
 
-void Buffer::trim_cache() { pool().trim(); }
+void Buffer::trim_cache() {
+  drain(t_cache);  // (this thread's small blocks; other threads keep theirs, a few KiB each)
+  pool().trim();
+}
 int64_t Buffer::cached_bytes() {
   std::lock_guard<std::mutex> lock(pool().mu);
   return static_cast<int64_t>(pool().cached);

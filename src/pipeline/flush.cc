@@ -340,14 +340,14 @@ jit::Kernel* kernel_of(const PlanGroup& g) {
   return nullptr;
 }
 
-// Runs one group of a plan on `window` and describes it. `bind`: the
+// Runs one group of a plan on `window` and describes it in `gr` (a fresh
+// report, built in place in the flush's report). `bind`: the
 // group's bindings, or nullptr to rebind its template to the window.
 // `clock`: when the group started (the previous group's end), set to its end
 // (one clock read per group).
-GroupReport run_group(const std::vector<Task>& window, const std::shared_ptr<const Plan>& plan, size_t index,
-                      const mdh::Bindings* bind, bool dump, uint64_t& clock) {
+void run_group(const std::vector<Task>& window, const std::shared_ptr<const Plan>& plan, size_t index,
+               const mdh::Bindings* bind, bool dump, uint64_t& clock, GroupReport& gr) {
   const PlanGroup& g = plan->groups[index];
-  GroupReport gr;
   gr.stop_ptr = &g.stop_reason;
   gr.dead = static_cast<int>(g.dead.size());
   gr.names_ptr = &g.op_names;
@@ -391,7 +391,6 @@ GroupReport run_group(const std::vector<Task>& window, const std::shared_ptr<con
     for (const std::string& o : gr.ops()) ops += (ops.empty() ? "" : ", ") + o;
     detail::capture_group(std::shared_ptr<const mdh::MdHom>(g.tmpl, gr.hom), *bind, ops, gr.run_ms);
   }
-  return gr;
 }
 
 }  // namespace
@@ -588,13 +587,13 @@ void flush_window(std::vector<Task>& window, FlushReport* report, int& ran) {
     uint64_t clock = t2;
     rep.groups.reserve(plan->groups.size());
     for (size_t i = 0; i < plan->groups.size(); ++i) {
-      GroupReport gr = run_group(window, plan, i, nullptr, cfg.dump, clock);
+      GroupReport& gr = rep.groups.emplace_back();
+      run_group(window, plan, i, nullptr, cfg.dump, clock, gr);
       ran = plan->groups[i].end;
       release(window, plan->release_after[i]);
       gr.cache_hit = gr.hom != nullptr && !gr.is_routine() && !gr.tier0;
       if (gr.cache_hit) rep.memory_hits++;
       if (gr.tier0) rep.tier0_groups++;
-      rep.groups.push_back(std::move(gr));
     }
     rep.run_ms = ticks_to_ms(clock - t2);
   } else {
@@ -650,7 +649,8 @@ void flush_window(std::vector<Task>& window, FlushReport* report, int& ran) {
     uint64_t clock = t2;
     for (size_t i = 0; i < runnable.size(); ++i) {
       const Prepared& p = runnable[i];
-      GroupReport gr = run_group(window, plan_new, i, p.built ? &p.built->bind : nullptr, cfg.dump, clock);
+      GroupReport& gr = rep.groups.emplace_back();
+      run_group(window, plan_new, i, p.built ? &p.built->bind : nullptr, cfg.dump, clock, gr);
       ran = plan_new->groups[i].end;
       release(window, plan_new->release_after[i]);
       gr.cache_hit = p.hit;
@@ -661,7 +661,6 @@ void flush_window(std::vector<Task>& window, FlushReport* report, int& ran) {
         else rep.kernels_compiled++;
       }
       if (gr.tier0) rep.tier0_groups++;
-      rep.groups.push_back(std::move(gr));
     }
     rep.run_ms = ticks_to_ms(clock - t2);
     if (!failed) g_memo.insert(sig.compact(), plan_new);

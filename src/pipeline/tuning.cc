@@ -10,6 +10,7 @@
 #include "pipeline/tuning.h"
 #include "pipeline/worker.h"
 
+#include <atomic>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -356,7 +357,9 @@ TunedKernel tune_job(const TuneJob& job, double budget_s, int max_evals, bool ro
 // Capture for numfuse.tune.
 
 std::mutex g_capture_mu;
-bool g_capturing = false;
+// Written under g_capture_mu; read without it by capturing(), which every
+// group a flush runs asks (capture_group rechecks under the lock).
+std::atomic<bool> g_capturing{false};
 std::map<std::string, TuneJob> g_captured;
 std::vector<std::string> g_captured_order;
 
@@ -432,10 +435,7 @@ void capture_group(const std::shared_ptr<const mdh::MdHom>& hom, const mdh::Bind
   }
 }
 
-bool capturing() {
-  std::lock_guard<std::mutex> lock(g_capture_mu);
-  return g_capturing;
-}
+bool capturing() { return g_capturing.load(std::memory_order_relaxed); }
 
 }  // namespace detail
 

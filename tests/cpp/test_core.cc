@@ -1,5 +1,6 @@
 // core/: dtypes and promotion, scalars, views, exact overlap, view transforms.
 #include <set>
+#include <atomic>
 #include <thread>
 #include <vector>
 #include <algorithm>
@@ -170,6 +171,46 @@ TEST(View, IndexReshapeTranspose) {
 // Buffer objects are recycled per thread (Buffer::make): a freed one is
 // handed out again, ids stay unique across threads and reuse, and a thread
 // that exits with kept blocks gives them back (no crash, no reuse after).
+TEST(Buffer, SmallBlocksReusedPerThreadAndReturnedAtThreadExit) {
+  // A freed small block is the next block of its class this thread takes.
+  void* first;
+  {
+    nf::BufferPtr a = nf::Buffer::make(8 * 16);
+    first = a->data();
+  }
+  nf::BufferPtr b = nf::Buffer::make(8 * 16 - 5);  // (the same 64-byte class)
+  EXPECT_EQ(b->data(), first);
+  nf::BufferPtr c = nf::Buffer::make(8 * 16);
+  EXPECT_NE(c->data(), first);
+  // A thread that exits gives what it kept back to the shared pool, where
+  // another thread finds it (a class nothing else here uses).
+  constexpr int64_t kOdd = 64 * 117;
+  void* from_thread = nullptr;
+  std::thread([&] {
+    nf::BufferPtr t = nf::Buffer::make(kOdd);
+    from_thread = t->data();
+  }).join();
+  nf::BufferPtr d = nf::Buffer::make(kOdd);
+  EXPECT_EQ(d->data(), from_thread);
+  // While that thread lives, its blocks are its own (taken without a lock).
+  constexpr int64_t kOdd2 = 64 * 118;
+  std::atomic<int> step{0};
+  void* kept = nullptr;
+  std::thread owner([&] {
+    {
+      nf::BufferPtr t = nf::Buffer::make(kOdd2);
+      kept = t->data();
+    }
+    step = 1;
+    while (step.load() != 2) std::this_thread::yield();
+  });
+  while (step.load() != 1) std::this_thread::yield();
+  nf::BufferPtr e = nf::Buffer::make(kOdd2);
+  EXPECT_NE(e->data(), kept);
+  step = 2;
+  owner.join();
+}
+
 TEST(Buffer, ObjectsRecycledPerThreadWithUniqueIds) {
   std::set<uint64_t> ids;
   std::vector<nf::BufferPtr> some;
