@@ -44,6 +44,7 @@ struct ThreadCache {
   void* head[kClasses + 1];
   uint16_t count[kClasses + 1];
   bool closed;  // the thread is exiting: blocks go to the pool
+  bool armed;   // its closer exists
   void* take(size_t cls) {
     void*& h = head[cls / 64];
     void* p = h;
@@ -69,7 +70,10 @@ thread_local ThreadCacheCloser t_cache_closer;
 bool ThreadCache::give(void* p, size_t cls) {
   const size_t k = cls / 64;
   if (closed || count[k] >= std::max<size_t>(2, kThreadMax / cls)) return false;
-  (void)&t_cache_closer;  // (constructs it in this thread: drains at exit)
+  if (!armed) {
+    (void)&t_cache_closer;  // (constructs it in this thread: drains at exit)
+    armed = true;
+  }
   *static_cast<void**>(p) = head[k];
   head[k] = p;
   ++count[k];

@@ -6,6 +6,7 @@
 // function of the iteration index (for arange, eye, arg-reductions).
 #pragma once
 
+#include <type_traits>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -19,9 +20,9 @@ namespace nf {
 struct ExprNode {
   enum class Kind : uint8_t { Input, Const, Index, Cast, Unary, Binary, Select };
   Kind kind;
-  DType dtype;     // type of the node's value
-  uint8_t op = 0;  // UnaryOp / BinaryOp for Unary / Binary
-  int32_t a = -1;  // Input: input slot; Const: const slot; Index: index slot; else operand node
+  DType dtype;      // type of the node's value
+  uint16_t op = 0;  // UnaryOp / BinaryOp for Unary / Binary (16 bits: the node has no padding bytes)
+  int32_t a = -1;   // Input: input slot; Const: const slot; Index: index slot; else operand node
   int32_t b = -1;
   int32_t c = -1;
 
@@ -29,6 +30,10 @@ struct ExprNode {
     return kind == o.kind && dtype == o.dtype && op == o.op && a == o.a && b == o.b && c == o.c;
   }
 };
+
+// Every byte of a node is a field: an array of nodes is compared and
+// copied into a window's signature as bytes.
+static_assert(std::has_unique_object_representations_v<ExprNode>);
 
 struct Expr {
   InlineVector<ExprNode, 8> nodes;

@@ -27,6 +27,7 @@ struct Count {
     n += sizeof(T);
   }
   void dims(const Dims& d) { n += 1 + d.size() * sizeof(int64_t); }
+  void bytes(const void*, size_t k) { n += k; }
 };
 
 struct Put {
@@ -39,6 +40,10 @@ struct Put {
   void dims(const Dims& d) {
     put(static_cast<uint8_t>(d.size()));
     for (int64_t e : d) put(e);  // (a few words: stores, not a call to memcpy)
+  }
+  void bytes(const void* q, size_t k) {
+    std::memcpy(p, q, k);
+    p += k;
   }
 };
 
@@ -94,14 +99,7 @@ inline C task_fields(C c, const Task& t) {
   c.put(t.init_const);
   c.dims(t.domain);
   c.put(static_cast<uint32_t>(t.expr.nodes.size()));
-  for (const ExprNode& n : t.expr.nodes) {  // field by field: no padding bytes
-    c.put(n.kind);
-    c.put(n.dtype);
-    c.put(n.op);
-    c.put(n.a);
-    c.put(n.b);
-    c.put(n.c);
-  }
+  c.bytes(t.expr.nodes.data(), t.expr.nodes.size() * sizeof(ExprNode));  // (no padding bytes: see ExprNode)
   c.put(static_cast<uint16_t>(t.consts.size()));
   for (const Scalar& k : t.consts) c.put(k.dtype);
   c.put(static_cast<uint16_t>(t.indices.size()));
