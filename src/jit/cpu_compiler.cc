@@ -1,9 +1,12 @@
 // clang frontend + ORC LLJIT.
 //
-// Two levels (jit.h Opt): Full runs clang's -O3 pipeline and -O3 code
-// generation; Quick has clang emit the module unoptimized, runs
-// kQuickPipeline over it and generates code with a target machine at -O0
-// (fast instruction selection and register allocation).
+// clang emits each kernel's module unoptimized; numfuse then runs one of two
+// pass pipelines (jit.h Opt) with the whole of glibc's libmvec as vector
+// math (libmvec_table) and, on AVX-512 CPUs, 512-bit vectors: Full runs
+// LLVM's O3 pipeline and -O3 code generation; Quick runs kQuickPipeline and
+// generates code with a target machine at -O0 (fast instruction selection
+// and register allocation). Hand-written reference loops (compile_openmp_c)
+// keep clang's own -O3 pipeline, libmvec table and vector width.
 //
 // Each compile builds its own CompilerInstance and LLVMContext, so compiles
 // run concurrently; LLJIT itself is thread-safe. Every kernel lives in its own
@@ -20,6 +23,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -42,6 +46,9 @@
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/ExecutionEngine/Orc/Mangling.h>
 #include <llvm/Analysis/TargetLibraryInfo.h>
+#include <llvm/IR/DiagnosticHandler.h>
+#include <llvm/IR/DiagnosticInfo.h>
+#include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Target/TargetMachine.h>
@@ -171,6 +178,8 @@ struct CpuCompiler::Impl {
   std::string triple;
   std::vector<std::string> args;
   std::string flags_id;
+  bool zmm = false;                        // kernels prefer 512-bit vectors
+  std::vector<llvm::VecDesc> vector_math;  // libmvec_table(zmm)
   std::mutex dylib_mu;
   uint64_t dylibs = 0;
 };
@@ -291,9 +300,63 @@ constexpr const char* kQuickPipeline =
     "function(sroa,early-cse<memssa>,simplifycfg,instcombine<no-verify-fixpoint>,loop-mssa(licm),loop(loop-rotate),loop-mssa(licm),"
     "inject-tli-mappings,loop-vectorize,instcombine<no-verify-fixpoint>,simplifycfg)";
 
+// glibc's libmvec, every function and width it exports. LLVM 19's own
+// libmvec table (-fveclib=libmvec) names only sin, cos, tan, pow, exp and
+// log at 128 and 256 bits: tanh, log1p, arcsin, ... stayed scalar calls in
+// vectorized loops, and no function had a 512-bit form. The table is read
+// off the library itself (dlsym), so an older glibc simply offers fewer.
+// 512-bit forms (_ZGVe) are offered only when kernels prefer 512-bit
+// vectors: otherwise the backend would split their zmm arguments.
+std::vector<llvm::VecDesc> libmvec_table(bool zmm) {
+  static const char* const kUnary[] = {"sin",  "cos",   "tan",   "asin",  "acos",  "atan", "sinh",
+                                       "cosh", "tanh",  "asinh", "acosh", "atanh", "exp",  "exp2",
+                                       "exp10", "expm1", "log",  "log2",  "log10", "log1p", "cbrt",
+                                       "erf",  "erfc"};
+  static const char* const kBinary[] = {"pow", "atan2", "hypot"};
+  // LLVM intrinsics with the same meaning as the libm call.
+  static const char* const kIntrinsic[] = {"sin",  "cos",  "tan", "asin", "acos", "atan", "sinh",  "cosh",
+                                           "tanh", "exp", "exp2", "exp10", "log", "log2", "log10", "pow"};
+  struct Isa {
+    char letter;
+    int bits;
+  };
+  std::vector<Isa> isas = {{'b', 128}, {'d', 256}};
+  if (zmm) isas.push_back({'e', 512});
+  void* lib = dlopen("libmvec.so.1", RTLD_NOW | RTLD_GLOBAL);
+  std::vector<llvm::VecDesc> table;
+  if (!lib) return table;
+  // VecDesc keeps StringRefs: the names live as long as the process.
+  static std::deque<std::string>* names = new std::deque<std::string>();
+  static std::mutex names_mu;
+  std::lock_guard<std::mutex> lock(names_mu);
+  auto keep = [](std::string s) -> llvm::StringRef { return names->emplace_back(std::move(s)); };
+  auto add = [&](const std::string& fn, bool single, int arity) {
+    for (const Isa& isa : isas) {
+      const int vf = isa.bits / (single ? 32 : 64);
+      const std::string params(arity, 'v');
+      const std::string vec = "_ZGV" + std::string(1, isa.letter) + "N" + std::to_string(vf) + params + "_" + fn +
+                              (single ? "f" : "");
+      if (!dlsym(lib, vec.c_str())) continue;
+      llvm::StringRef vname = keep(vec), abi = keep("_ZGV_LLVM_N" + std::to_string(vf) + params);
+      const auto ec = llvm::ElementCount::getFixed(vf);
+      table.emplace_back(keep(fn + (single ? "f" : "")), vname, ec, false, abi);
+      for (const char* in : kIntrinsic) {
+        if (fn == in)
+          table.emplace_back(keep("llvm." + fn + (single ? ".f32" : ".f64")), vname, ec, false, abi);
+      }
+    }
+  };
+  for (bool single : {false, true}) {
+    for (const char* fn : kUnary) add(fn, single, 1);
+    for (const char* fn : kBinary) add(fn, single, 2);
+  }
+  return table;
+}
+
 // Runs `pipeline` (the new pass manager's textual form) over `m` with the
-// target's cost model and libmvec's vector math.
-void optimize(llvm::Module& m, llvm::TargetMachine& tm, const std::string& pipeline) {
+// target's cost model and libmvec's vector math (libmvec_table).
+void optimize(llvm::Module& m, llvm::TargetMachine& tm, const std::string& pipeline,
+              const std::vector<llvm::VecDesc>& vector_math) {
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
@@ -304,7 +367,7 @@ void optimize(llvm::Module& m, llvm::TargetMachine& tm, const std::string& pipel
   llvm::PassBuilder pb(&tm, pto);
   llvm::Triple triple(m.getTargetTriple());
   llvm::TargetLibraryInfoImpl tlii(triple);
-  tlii.addVectorizableFunctionsFromVecLib(llvm::TargetLibraryInfoImpl::LIBMVEC_X86, triple);
+  tlii.addVectorizableFunctions(vector_math);
   fam.registerPass([&] { return llvm::TargetLibraryAnalysis(tlii); });
   pb.registerModuleAnalyses(mam);
   pb.registerCGSCCAnalyses(cgam);
@@ -346,7 +409,21 @@ CpuCompiler::CpuCompiler() : impl_(new Impl) {
   impl_->args = {"-triple", impl_->triple, "-target-cpu", impl_->cpu, "-O3", "-fopenmp-simd", "-vectorize-loops",
                  "-vectorize-slp", "-fveclib=libmvec", "-ffp-contract=off", "-std=c11",
                  "-w", "-x", "c"};
+  // 512-bit vectors where the CPU has AVX-512: clang's default for these
+  // CPUs is 256 (a frequency penalty on the first generations), but
+  // numfuse's fused loops are long arithmetic and vector-math chains, where
+  // twice the lanes per instruction wins (Black-Scholes, one core: measured
+  // in the commit that made this the default). NUMFUSE_VECTOR_BITS=256
+  // keeps clang's choice.
+  llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
+  const char* bits = std::getenv("NUMFUSE_VECTOR_BITS");
+  impl_->zmm = features.lookup("avx512f") && features.lookup("avx512dq") && features.lookup("avx512vl") &&
+               !(bits && std::string(bits) == "256");
+  if (impl_->zmm) impl_->args.push_back("-mprefer-vector-width=512");
+  impl_->vector_math = libmvec_table(impl_->zmm);
   for (const std::string& a : impl_->args) impl_->flags_id += a + " ";
+  // Kernels run numfuse's pass pipelines (optimize) with the whole libmvec table.
+  impl_->flags_id += "pipeline=numfuse-O3 vector-math=" + std::to_string(impl_->vector_math.size());
 }
 
 CpuCompiler& CpuCompiler::instance() {
@@ -426,11 +503,17 @@ KernelFn CpuCompiler::compile_with(const codegen::Source& src, const std::string
                                    bool openmp, Opt opt) {
   const std::string file = symbol + ".c";
   std::vector<const char*> argv;
-  for (const std::string& a : impl_->args) argv.push_back(a == "-fopenmp-simd" && openmp ? "-fopenmp" : a.c_str());
+  // Reference loops (openmp) are compiled as clang compiles C for this CPU
+  // by default: clang's own -O3 pipeline, its libmvec table, its vector width.
+  for (const std::string& a : impl_->args) {
+    if (openmp && a.rfind("-mprefer-vector-width", 0) == 0) continue;
+    argv.push_back(a == "-fopenmp-simd" && openmp ? "-fopenmp" : a.c_str());
+  }
   argv.push_back(file.c_str());
   argv.push_back("-emit-llvm-only");
-  // A Quick compile runs its own short pass pipeline instead of clang's -O3.
-  const bool own_pipeline = opt == Opt::Quick && !openmp;
+  // Kernels run numfuse's pass pipelines (kQuickPipeline or LLVM's O3
+  // pipeline) with the whole libmvec table instead of clang's.
+  const bool own_pipeline = !openmp;
   if (own_pipeline) argv.push_back("-disable-llvm-passes");
   // NUMFUSE_COMPILE_TIMES=passes: clang's and LLVM's per-pass timers on stderr.
   const char* times = std::getenv("NUMFUSE_COMPILE_TIMES");
@@ -462,6 +545,12 @@ KernelFn CpuCompiler::compile_with(const codegen::Source& src, const std::string
   ci->setInvocation(inv);
   ci->setDiagnostics(diags.get());
   auto ctx = std::make_unique<llvm::LLVMContext>();
+  // Optimization remarks and warnings of numfuse's own pipelines ("loop not
+  // vectorized" for a simd loop whose call has no vector form) are not the
+  // user's business; clang's -w silenced them in its own pipeline.
+  struct Quiet : llvm::DiagnosticHandler {
+    bool handleDiagnostics(const llvm::DiagnosticInfo&) override { return true; }
+  };
   auto tfe = std::chrono::steady_clock::now();
   clang::EmitLLVMOnlyAction action(ctx.get());
   if (!ci->ExecuteAction(action)) throw CompileError("clang failed:\n" + diag_os.str() + "\nsource:\n" + code);
@@ -471,9 +560,10 @@ KernelFn CpuCompiler::compile_with(const codegen::Source& src, const std::string
   mod->setModuleIdentifier(symbol);
   if (opt == Opt::Quick) mod->addModuleFlag(llvm::Module::Warning, PooledIRCompiler::kQuickFlag, 1);
   if (own_pipeline) {
+    mod->getContext().setDiagnosticHandler(std::make_unique<Quiet>());
     auto tm = impl_->full_machines->take();
     if (!tm) throw CompileError("cannot create a target machine: " + llvm::toString(tm.takeError()));
-    optimize(*mod, **tm, kQuickPipeline);
+    optimize(*mod, **tm, opt == Opt::Quick ? kQuickPipeline : "default<O3>", impl_->vector_math);
     impl_->full_machines->give(std::move(*tm));
   }
   // NUMFUSE_KEEP_IR=DIR: the optimized module of every compile as DIR/SYMBOL.ll.

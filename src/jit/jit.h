@@ -51,7 +51,7 @@ struct CompileStats {
   std::atomic<int64_t> upgrade_ns{0};
 };
 
-// How much a compile optimizes. Full: clang's -O3 pipeline and -O3 code
+// How much a compile optimizes. Full: LLVM's O3 pipeline and -O3 code
 // generation. Quick: a short pass pipeline of what the kernels need of -O3
 // (inlining, canonicalization, invariant hoisting, libmvec, the loop
 // vectorizer; about half the time) and LLVM's fast code generation (fast
