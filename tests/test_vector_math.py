@@ -10,6 +10,7 @@ run vectorized instead of one scalar libm call per element.
 """
 
 import os
+import platform
 import re
 import subprocess
 import sys
@@ -121,3 +122,49 @@ def test_vector_bits_256_keeps_clangs_width(tmp_path):
     calls = _vector_calls(tmp_path, {"NUMFUSE_VECTOR_BITS": "256"})
     assert calls and not any(c.startswith("_ZGVe") for c in calls)
     assert "_ZGVdN4v_tanh" in calls
+
+
+def _cpu_levels():
+    """The tier-0 instruction-set levels this CPU runs (NUMFUSE_TIER0_ISA)."""
+    levels = ["base"]
+    try:
+        flags = set(open("/proc/cpuinfo").read().split())
+    except OSError:
+        return levels
+    if {"avx2", "fma", "bmi2", "movbe"} <= flags:
+        levels.append("v3")
+        if {"avx512f", "avx512dq", "avx512vl", "avx512bw", "avx512cd"} <= flags:
+            levels.append("v4")
+    return levels
+
+
+@pytest.mark.parametrize("level", ["base", "v3", "v4"])
+def test_tier0_loop_library_at_every_isa_level(level):
+    """Tier 0's loop library is compiled for three x86-64 levels and the best
+    the CPU has is used; each level, forced with NUMFUSE_TIER0_ISA, passes
+    the differential ufunc tests computed at the call (tier eager)."""
+    if level not in _cpu_levels():
+        pytest.skip(f"the CPU does not run x86-64-{level}")
+    env = dict(os.environ, NUMFUSE_TIER0_ISA=level)
+    name = subprocess.run([sys.executable, "-c", "import numfuse; print(numfuse._core.tier0_isa())"], env=env,
+                          check=True, capture_output=True, text=True, timeout=60).stdout.strip()
+    if platform.machine() in ("x86_64", "AMD64"):
+        assert name == ("base" if level == "base" else f"x86-64-{level}")
+    here = os.path.dirname(os.path.abspath(__file__))
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "--tier=eager",
+                        os.path.join(here, "test_ufuncs.py"), "-k",
+                        "unary_all_dtypes or binary_same_dtype or binary_mixed or larger_arrays or division_by_zero"],
+                       env=env, cwd=here, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert " passed" in r.stdout
+
+
+def test_tier0_uses_the_cpus_best_level():
+    levels = _cpu_levels()
+    if platform.machine() not in ("x86_64", "AMD64"):
+        assert nf._core.tier0_isa() == "base"
+        return
+    want = {"base": "base", "v3": "x86-64-v3", "v4": "x86-64-v4"}[levels[-1]]
+    if os.environ.get("NUMFUSE_TIER0_ISA"):
+        pytest.skip("NUMFUSE_TIER0_ISA is set")
+    assert nf._core.tier0_isa() == want

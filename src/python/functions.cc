@@ -10,6 +10,7 @@
 #include "pipeline/pipeline.h"
 #include "python/bindings.h"
 #include "runtime/runtime.h"
+#include "runtime/tier0.h"
 
 namespace nf::py_bind {
 
@@ -285,6 +286,7 @@ void bind_functions(py::module_& m) {
   // Sync points and diagnostics.
   m.def("flush", [](const char* reason) { flush_all(reason); }, py::arg("reason") = "flush()");
   m.def("pending", []() { return global_stream().size(); });
+  m.def("tier0_isa", []() { return std::string(runtime::tier0_isa()); });
   m.def("last_report", []() { return report_dict(pipeline::last_report()); });
   m.def("profile", []() {
     pipeline::Profile p = pipeline::profile();

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <mutex>
@@ -43,6 +44,32 @@ using Loop = nf_t0_loop;
 
 int ti(DType t) { return static_cast<int>(t); }
 
+// The loop library's table of the best instruction-set level this CPU has
+// (NUMFUSE_TIER0_ISA=base|v3|v4 picks a lower one).
+struct Level {
+  const char* name;
+  const nf_t0_entry* table;
+  int size;
+};
+
+Level pick_level() {
+  const char* want = std::getenv("NUMFUSE_TIER0_ISA");
+  const std::string w = want ? want : "";
+#ifdef NF_T0_HAVE_LEVELS
+  __builtin_cpu_init();
+  if ((w.empty() || w == "v4") && __builtin_cpu_supports("x86-64-v4"))
+    return {"x86-64-v4", nf_t0_table_v4, nf_t0_table_size_v4};
+  if ((w.empty() || w == "v4" || w == "v3") && __builtin_cpu_supports("x86-64-v3"))
+    return {"x86-64-v3", nf_t0_table_v3, nf_t0_table_size_v3};
+#endif
+  return {"base", nf_t0_table_base, nf_t0_table_size_base};
+}
+
+const Level& level() {
+  static const Level l = pick_level();
+  return l;
+}
+
 struct Tables {
   Loop cast[kN][kN] = {};
   Loop unary[kNU][kN] = {};
@@ -50,8 +77,9 @@ struct Tables {
   Loop binary[kNB][kN][kN] = {};
   Loop select[kN] = {};
   Tables() {
-    for (int i = 0; i < nf_t0_table_size; ++i) {
-      const nf_t0_entry& e = nf_t0_table[i];
+    const Level& l = level();
+    for (int i = 0; i < l.size; ++i) {
+      const nf_t0_entry& e = l.table[i];
       switch (e.kind) {
         case 0: cast[e.t0][e.tr] = e.fn; break;
         case 1:
@@ -158,11 +186,62 @@ void fix_nans(const char* rule, bool binary, char* const* args, const long long*
   }
 }
 
+// Whether any of n contiguous values is NaN, on the CPU's widest vectors.
+// Results rarely hold a NaN, and the per-element fixup above costs more than
+// the loop it follows (sqrt of 1000 float64: 7 of ~9 instructions per
+// element went to it).
+template <typename T>
+bool any_nan_scalar(const T* v, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    if (v[i] != v[i]) return true;
+  return false;
+}
+
+#if defined(__x86_64__)
+#define NF_ANY_NAN_X86(T, V, X, W512, W256)                                                              \
+  __attribute__((target("avx512f"))) bool any_nan_avx512(const T* v, int64_t n) {                    \
+    int64_t i = 0;                                                                                   \
+    unsigned m = 0;                                                                                  \
+    for (; i + W512 <= n; i += W512) {                                                               \
+      const __m512##V x = _mm512_loadu_##X(v + i);                                                   \
+      m |= _mm512_cmp_##X##_mask(x, x, _CMP_UNORD_Q);                                                \
+    }                                                                                                \
+    return m != 0 || any_nan_scalar(v + i, n - i);                                                   \
+  }                                                                                                  \
+  __attribute__((target("avx2"))) bool any_nan_avx2(const T* v, int64_t n) {                         \
+    int64_t i = 0;                                                                                   \
+    __m256##V m = _mm256_setzero_##X();                                                              \
+    for (; i + W256 <= n; i += W256) {                                                               \
+      const __m256##V x = _mm256_loadu_##X(v + i);                                                   \
+      m = _mm256_or_##X(m, _mm256_cmp_##X(x, x, _CMP_UNORD_Q));                                     \
+    }                                                                                                \
+    return _mm256_movemask_##X(m) != 0 || any_nan_scalar(v + i, n - i);                              \
+  }
+NF_ANY_NAN_X86(double, d, pd, 8, 4)
+NF_ANY_NAN_X86(float, , ps, 16, 8)
+#undef NF_ANY_NAN_X86
+#endif
+
+template <typename T>
+bool any_nan(const T* v, int64_t n) {
+#if defined(__x86_64__)
+  static const int isa = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") ? 1 : 0;
+  if (isa == 2) return any_nan_avx512(v, n);
+  if (isa == 1) return any_nan_avx2(v, n);
+#endif
+  return any_nan_scalar(v, n);
+}
+
 void fix_nans(const char* rule, const ExprNode& x, char* const* args, const long long* steps, char* r, int64_t rs,
               int64_t n) {
   const bool binary = x.kind == ExprNode::Kind::Binary;
-  if (x.dtype == DType::Float32) fix_nans<float>(rule, binary, args, steps, r, rs, n);
-  else fix_nans<double>(rule, binary, args, steps, r, rs, n);
+  if (x.dtype == DType::Float32) {
+    if (rs == sizeof(float) && !any_nan(reinterpret_cast<const float*>(r), n)) return;
+    fix_nans<float>(rule, binary, args, steps, r, rs, n);
+  } else {
+    if (rs == sizeof(double) && !any_nan(reinterpret_cast<const double*>(r), n)) return;
+    fix_nans<double>(rule, binary, args, steps, r, rs, n);
+  }
 }
 
 // NaN rules as a dense table, rebuilt when codegen's rules change (once, at
@@ -928,6 +1007,8 @@ void run_scan(const Task& t, const Plan& p) {
 }
 
 }  // namespace
+
+const char* tier0_isa() { return level().name; }
 
 bool tier0_supports(const Task& t) {
   if (t.domain.size() > static_cast<size_t>(kMaxDims)) return false;

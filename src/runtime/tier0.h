@@ -18,6 +18,11 @@
 
 namespace nf::runtime {
 
+// The instruction-set level of the loop library in use: "x86-64-v4",
+// "x86-64-v3" or "base" (the best the CPU has; NUMFUSE_TIER0_ISA=base|v3|v4
+// caps it, read once).
+const char* tier0_isa();
+
 // One loop of the library (NumPy's inner-loop ABI: operands then the
 // result, steps in bytes).
 using Tier0Loop = nf_t0_loop;

@@ -12,8 +12,17 @@ struct nf_t0_entry {
   int kind, op, t0, t1, tr;
   nf_t0_loop fn;
 };
-extern const struct nf_t0_entry nf_t0_table[];
-extern const int nf_t0_table_size;
+/* One table per instruction-set level the library was compiled for: base
+ * (the build's default target), v3 (x86-64-v3: AVX2, FMA) and v4 (x86-64-v4:
+ * AVX-512, 512-bit vectors), the last two on x86-64 only (NF_T0_HAVE_LEVELS). */
+extern const struct nf_t0_entry nf_t0_table_base[];
+extern const int nf_t0_table_size_base;
+#ifdef NF_T0_HAVE_LEVELS
+extern const struct nf_t0_entry nf_t0_table_v3[];
+extern const int nf_t0_table_size_v3;
+extern const struct nf_t0_entry nf_t0_table_v4[];
+extern const int nf_t0_table_size_v4;
+#endif
 #ifdef __cplusplus
 }
 #endif

@@ -132,7 +132,7 @@ class Generator {
     } catch (const std::exception&) {
       return;  // no such loop (an operation not defined on this type)
     }
-    const std::string name = "nf_t0_" + std::to_string(entries_.size());
+    const std::string name = "NF_T0(" + std::to_string(entries_.size()) + ")";
     loop(name, ts, tr, expr);
     entries_.push_back({kind, op, static_cast<int>(t0), static_cast<int>(t1), static_cast<int>(tr), name});
   }
@@ -162,7 +162,12 @@ class Generator {
         "typedef signed char int8_t; typedef short int16_t; typedef int int32_t; typedef long long int64_t;\n"
         "typedef unsigned char uint8_t; typedef unsigned short uint16_t; typedef unsigned int uint32_t;\n"
         "typedef unsigned long long uint64_t;\n"
-        "#include \"runtime/tier0_abi.h\"\n";
+        "#include \"runtime/tier0_abi.h\"\n"
+        "/* The library is compiled once per instruction-set level (NF_T0_ISA: base, v3, v4); each\n"
+        " * level's loops and table carry its name. */\n"
+        "#ifndef NF_T0_ISA\n#define NF_T0_ISA base\n#endif\n"
+        "#define NF_T0_CAT2(a, b) a##_##b\n#define NF_T0_CAT(a, b) NF_T0_CAT2(a, b)\n"
+        "#define NF_T0(k) NF_T0_CAT(nf_t0_##k, NF_T0_ISA)\n";
     std::vector<std::string> out;
     for (int p = 0; p < parts; ++p) {
       std::string f = head + helpers.str();
@@ -172,10 +177,10 @@ class Generator {
     std::ostringstream t;
     t << head;
     for (const Entry& e : entries_) t << "void " << e.fn << "(char** args, const int64_t* steps, int64_t n);\n";
-    t << "const struct nf_t0_entry nf_t0_table[] = {\n";
+    t << "const struct nf_t0_entry NF_T0_CAT(nf_t0_table, NF_T0_ISA)[] = {\n";
     for (const Entry& e : entries_)
       t << "  {" << e.kind << ", " << e.op << ", " << e.t0 << ", " << e.t1 << ", " << e.tr << ", " << e.fn << "},\n";
-    t << "};\nconst int nf_t0_table_size = " << entries_.size() << ";\n";
+    t << "};\nconst int NF_T0_CAT(nf_t0_table_size, NF_T0_ISA) = " << entries_.size() << ";\n";
     out.push_back(t.str());
     return out;
   }
