@@ -141,10 +141,12 @@ size_t plan_bytes(const fusion::Signature& sig, const Plan& p) {
 // plans that are never hit). When full, the oldest plans go first.
 class Memo {
  public:
-  // A loop's windows repeat: a window is first matched against the two
-  // latest hits' signatures without building its own (fusion::window_matches;
-  // a loop body that syncs once or twice). A miss costs at most two walks
-  // over the window, each ending at its first task that differs.
+  // A loop's windows repeat: a window is first matched against the latest
+  // hits' signatures without building its own (fusion::window_matches; a
+  // program whose body syncs up to kRecent times: lenet's three windows per
+  // call rebuilt their signature every call when only two were tried, 4 of
+  // its 12 ms). A miss costs a walk over the window, ending at its first
+  // task that differs.
   std::shared_ptr<const Plan> find(const std::vector<Task>& window, fusion::Policy policy) {
     for (size_t i = 0; i < kMatched; ++i) {
       const Node* n = recent_[i];
@@ -204,8 +206,8 @@ class Memo {
   };
   std::unordered_map<fusion::Signature, Entry, SigHash> map_;
   using Node = std::unordered_map<fusion::Signature, Entry, SigHash>::value_type;
-  static constexpr size_t kRecent = 4;
-  static constexpr size_t kMatched = 2;  // of them, tried by find(window)
+  static constexpr size_t kRecent = 8;
+  static constexpr size_t kMatched = kRecent;  // of them, tried by find(window)
   const Node* recent_[kRecent] = {};  // the latest hits (map nodes stay put until erased)
   std::deque<fusion::Signature> order_;
   size_t bytes_ = 0;
@@ -570,6 +572,7 @@ void flush_window(std::vector<Task>& window, FlushReport* report, int& ran) {
   // signatures; else the window's own signature is built and looked up.
   static fusion::Signature sig;  // guarded by g_exec_mu; its storage is reused flush after flush
   std::shared_ptr<const Plan> plan = cfg.memo ? g_memo.find(window, cfg.policy) : nullptr;
+  rep.memo_matched = plan != nullptr;
   if (!plan) {
     fusion::window_signature(window, cfg.policy, sig);
     if (cfg.memo) plan = g_memo.find(sig);
@@ -677,6 +680,7 @@ void flush_window(std::vector<Task>& window, FlushReport* report, int& ran) {
     g_profile.memory_hits += rep.memory_hits;
     g_profile.disk_hits += rep.disk_hits;
     g_profile.memo_hits += rep.memo_hit ? 1 : 0;
+    g_profile.memo_matched += rep.memo_matched ? 1 : 0;
     g_profile.tier0_groups += rep.tier0_groups;
     for (const GroupReport& g : rep.groups) g_profile.kernels_run += g.hom && !g.tier0 ? 1 : 0;
     // The report moves to g_last (explain()); the caller gets every field

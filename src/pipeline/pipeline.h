@@ -90,6 +90,7 @@ struct FlushReport {
   int kernels_compiled = 0, memory_hits = 0, disk_hits = 0;
   int tier0_groups = 0;   // groups tier 0 ran instead of a kernel
   bool memo_hit = false;  // the whole window's analysis came from the memo
+  bool memo_matched = false;  // ... found by matching the window against a recent plan (no signature built)
   std::vector<std::string> warnings;
 };
 
@@ -97,6 +98,7 @@ struct FlushReport {
 struct Profile {
   double record_ms = 0, analyse_ms = 0, compile_ms = 0, run_ms = 0;
   int64_t flushes = 0, tasks = 0, kernels_run = 0, compiles = 0, memory_hits = 0, disk_hits = 0, memo_hits = 0;
+  int64_t memo_matched = 0;  // of memo_hits, windows matched against a recent plan (no signature built)
   int64_t tier0_tasks = 0;  // operations run at once by tier 0 (never recorded)
   int64_t tier0_groups = 0;  // recorded groups tier 0 ran (kernel not compiled yet)
 };

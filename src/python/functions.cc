@@ -75,6 +75,7 @@ py::dict report_dict(const pipeline::FlushReport& r) {
   out["memory_hits"] = r.memory_hits;
   out["disk_hits"] = r.disk_hits;
   out["memo_hit"] = r.memo_hit;
+  out["memo_matched"] = r.memo_matched;
   out["tier0_groups"] = r.tier0_groups;
   out["warnings"] = r.warnings;
   return out;
@@ -303,6 +304,7 @@ void bind_functions(py::module_& m) {
     d["memory_hits"] = p.memory_hits;
     d["disk_hits"] = p.disk_hits;
     d["memo_hits"] = p.memo_hits;
+    d["memo_matched"] = p.memo_matched;
     d["tier0_ops"] = p.tier0_tasks;
     d["tier0_groups"] = p.tier0_groups;
     d["disk_hits_total"] = s.disk_hits.load();

@@ -1077,6 +1077,26 @@ void tier0_elementwise(Tier0Loop f, const ExprNode& node, int nargs, char* const
     }
     return row(D ? ext[0] : 1);
   }
+  // Every operand C-contiguous over the domain, or a broadcast scalar (all
+  // strides 0): one row, without coalescing (small 2-d operations spent
+  // more on sorting dimensions than on their loop).
+  bool flat = true;
+  int64_t total = 1;
+  for (int d = 0; d < D; ++d) total *= ext[d];
+  for (int a = 0; a < nargs && flat; ++a) {
+    int64_t want = st[a][D - 1];
+    for (int d = D - 1; d >= 0 && flat; --d) {
+      flat = st[a][d] == want;
+      want *= ext[d];
+    }
+  }
+  if (flat) {
+    for (int a = 0; a < nargs; ++a) {
+      args[a] = bases[a];
+      steps[a] = st[a][D - 1];
+    }
+    return row(total);
+  }
   const int64_t* views[kMaxArgs];
   for (int a = 0; a < nargs; ++a) views[a] = st[a];
   const Coalesced c = coalesce(ext, D, views, nargs);
