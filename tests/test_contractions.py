@@ -728,3 +728,46 @@ def test_main_paths_are_native():
         ]
         nf.flush()
     assert len(results) == 11
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("n", [1, 7, 100, 3000])
+def test_small_dot_products_give_numpys_bits(dtype, n):
+    """A dot product of two float vectors computed at the call gives NumPy's
+    bits: NumPy's BLAS (shared) where NumPy calls it, NumPy's own loop where
+    its strides keep it from BLAS (matmul on reversed views), and numpy.dot's
+    contiguous copy of such operands."""
+    rng = onp.random.default_rng(n)
+    x, y = rng.random(n).astype(dtype), rng.random(n).astype(dtype)
+    X, Y = nf.array(x), nf.array(y)
+    cases = {"contiguous": ((x, y), (X, Y)), "reversed": ((x[::-1], y), (X[::-1], Y)),
+             "step 2": ((x[::2], y[::2]), (X[::2], Y[::2])),
+             "mixed types": ((x, y.astype("float64")), (X, Y.astype("float64")))}
+    for name, ((a, b), (A, B)) in cases.items():
+        for how, f in (("numpy.dot", lambda lib, u, v: lib.dot(u, v)), ("@", lambda lib, u, v: u @ v),
+                       ("ndarray.dot", lambda lib, u, v: u.dot(v))):
+            expected, got = f(onp, a, b), f(nf, A, B)
+            assert type(got) is type(expected), (name, how)
+            assert got.tobytes() == expected.tobytes(), (name, how, got, expected)
+
+
+def test_levinson_durbin_float32_is_numpys():
+    """npbench's durbin in float32: an ill-conditioned recurrence whose dot
+    products of reversed views decide the result (any other summation order
+    diverges by 150%)."""
+    def kernel(np, r):
+        y = np.zeros_like(r)
+        alpha = -r[0]
+        beta = 1.0
+        y[0] = -r[0]
+        for k in range(1, r.shape[0]):
+            beta *= 1.0 - alpha * alpha
+            alpha = -(r[k] + np.dot(np.flip(r[:k]), y[:k])) / beta
+            y[:k] += alpha * np.flip(y[:k])
+            y[k] = alpha
+        return y
+    n = 400
+    r = onp.fromfunction(lambda i: n + 1 - i, (n,), dtype=onp.float32)
+    expected = kernel(onp, r.copy())
+    got = to_np(kernel(nf, nf.array(r)))
+    assert got.dtype == expected.dtype and got.tobytes() == expected.tobytes()

@@ -1412,3 +1412,44 @@ def test_int_negative_power_raises():
         onp.arange(1, 3) ** -1
     with pytest.raises(ValueError):
         nf.arange(1, 3) ** -1
+
+
+@pytest.mark.parametrize("tier", ["auto", "eager", "lazy"])
+def test_arange_of_python_ints_every_length_and_sign(tier):
+    """numpy.arange of Python ints (numfuse's C entry point, computed at the
+    call when small): every length, empty and reversed ranges, large values."""
+    cases = [(0,), (1,), (17,), (5000,), (-3,), (3, 3), (3, 2), (-7, 9), (9, -7, -2), (10, 0, -3), (0, 10, 4),
+             (0, 10, -1), (-5, -1, 1), (2**61, 2**61 + 9, 3), (-(2**61), -(2**61) + 20, 7), (0, 4097), (1, 9000, 2)]
+    with nf.config(tier=tier):
+        for args in cases:
+            got = nf.arange(*args)
+            check(got, onp.arange(*args))
+            assert got.flags["C_CONTIGUOUS"] and got.dtype == onp.int64
+
+
+@pytest.mark.parametrize("tier", ["auto", "eager", "lazy"])
+def test_fills_and_copies_of_contiguous_arrays(tier):
+    """zeros / ones / full and copies of C-contiguous arrays (memset and
+    memcpy when computed at the call) give NumPy's values for every type,
+    around the size below which tier 0 computes them."""
+    with nf.config(tier=tier):
+        for dt in ALL_DTYPES:
+            for shape in [(1,), (3, 5), (4096,), (4097,), (65, 64)]:
+                check(nf.zeros(shape, dtype=dt), onp.zeros(shape, dtype=dt))
+                check(nf.ones(shape, dtype=dt), onp.ones(shape, dtype=dt))
+                value = -1.5 if onp.dtype(dt).kind == "f" else (True if dt == "bool" else 7)
+                check(nf.full(shape, value, dtype=dt), onp.full(shape, value, dtype=dt))
+                a = onp.arange(int(onp.prod(shape))).reshape(shape).astype(dt)
+                x = nf.array(a)
+                c = x.copy()
+                check(c, a.copy())
+                a[...] = 1
+                x[...] = 1  # (after the copy was taken)
+                check(c, onp.arange(int(onp.prod(shape))).reshape(shape).astype(dt))
+                y = nf.empty(shape, dtype=dt)
+                y[...] = x
+                check(y, a)
+        z = nf.full((3, 4), -0.0)
+        assert onp.signbit(to_np(z)).all()
+        n = nf.full(5, onp.nan, dtype="float32")
+        assert onp.isnan(to_np(n)).all()

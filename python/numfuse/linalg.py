@@ -104,7 +104,7 @@ def dot(a, b, out=None):
     if out is None and type(a) is ndarray and type(b) is ndarray:
         na, nb = a.ndim, b.ndim
         if 0 < na <= 2 and 0 < nb <= 2 and a.shape[-1] == b.shape[0 if nb == 1 else -2]:
-            r = _core.matmul_any(a, b, None)
+            r = _core.matmul_any(a, b, None, True)
             if r is not NotImplemented:
                 return r
     a, b = asarray(a), asarray(b)

@@ -180,6 +180,37 @@ void Scalar::store(void* p) const {
   }
 }
 
+Scalar Scalar::load(DType t, const void* p) {
+  Scalar r;
+  r.dtype = t;
+  switch (t) {
+    case DType::Bool: {
+      uint8_t b;
+      std::memcpy(&b, p, 1);
+      r.i = b != 0;
+      break;
+    }
+    case DType::Float32: {
+      float x;
+      std::memcpy(&x, p, sizeof x);
+      r.f = x;
+      break;
+    }
+    case DType::Float64:
+      std::memcpy(&r.f, p, sizeof r.f);
+      break;
+    case DType::Int8: { int8_t x; std::memcpy(&x, p, 1); r.i = x; break; }
+    case DType::Int16: { int16_t x; std::memcpy(&x, p, 2); r.i = x; break; }
+    case DType::Int32: { int32_t x; std::memcpy(&x, p, 4); r.i = x; break; }
+    case DType::Int64: std::memcpy(&r.i, p, 8); break;
+    case DType::UInt8: { uint8_t x; std::memcpy(&x, p, 1); r.u = x; break; }
+    case DType::UInt16: { uint16_t x; std::memcpy(&x, p, 2); r.u = x; break; }
+    case DType::UInt32: { uint32_t x; std::memcpy(&x, p, 4); r.u = x; break; }
+    case DType::UInt64: std::memcpy(&r.u, p, 8); break;
+  }
+  return r;
+}
+
 Scalar Scalar::cast(DType to) const {
   Scalar r;
   r.dtype = to;

@@ -84,6 +84,8 @@ struct Scalar {
   bool truthy() const;
   // Writes the value into memory as an element of its type (bool as a byte).
   void store(void* p) const;
+  // Reads an element of type t from memory (store's inverse).
+  static Scalar load(DType t, const void* p);
   // Bit-exact equality (used by caches; NaN == NaN here).
   bool same(const Scalar& o) const { return dtype == o.dtype && u == o.u; }
 };

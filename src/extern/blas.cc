@@ -3,6 +3,8 @@
 // dimensions looped over here.
 #include <dlfcn.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <stdexcept>
@@ -286,6 +288,50 @@ std::string routine_pattern(const mdh::MdHom& h) {
   return kind + (r.batch.empty() ? "" : " (batched)") + ": C(" + name(r.i) + "," + name(r.j) + ") = sum over " +
          name(r.k) + " of A(" + name(r.i) + "," + name(r.k) + ") B(" + name(r.k) + "," + name(r.j) + ") [" +
          g_blas.name.substr(g_blas.name.rfind('/') + 1) + "]";
+}
+
+bool dot_like_numpy(DType t, const char* a, int64_t as, const char* b, int64_t bs, int64_t n, double* out) {
+  if (t != DType::Float32 && t != DType::Float64) return false;
+  const int64_t size = itemsize(t);
+  // NumPy's blas_stride: positive multiples of the item size; chunks of
+  // NPY_CBLAS_CHUNK elements summed in double.
+  constexpr int64_t kChunk = (int64_t{1} << 30);
+  if (as > 0 && bs > 0 && as % size == 0 && bs % size == 0 && as / size <= INT32_MAX && bs / size <= INT32_MAX) {
+    double sum = 0;
+    for (int64_t done = 0; done < n; done += kChunk) {
+      const int64_t k = std::min(kChunk, n - done);
+      if (t == DType::Float64)
+        sum += g_blas.ddot(k, reinterpret_cast<const double*>(a + done * as), as / size,
+                           reinterpret_cast<const double*>(b + done * bs), bs / size);
+      else
+        sum += g_blas.sdot(k, reinterpret_cast<const float*>(a + done * as), as / size,
+                           reinterpret_cast<const float*>(b + done * bs), bs / size);
+    }
+    *out = t == DType::Float32 ? static_cast<double>(static_cast<float>(sum)) : sum;
+    return true;
+  }
+  if (t == DType::Float64) {
+    double sum = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      double x, y;
+      std::memcpy(&x, a + i * as, 8);
+      std::memcpy(&y, b + i * bs, 8);
+      const double p = x * y;  // (no contraction into an FMA: NumPy's loop multiplies, then adds)
+      sum += p;
+    }
+    *out = sum;
+  } else {
+    float sum = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      float x, y;
+      std::memcpy(&x, a + i * as, 4);
+      std::memcpy(&y, b + i * bs, 4);
+      const float p = x * y;
+      sum += p;
+    }
+    *out = sum;
+  }
+  return true;
 }
 
 bool use_blas_library(const std::string& path, const std::string& prefix, const std::string& suffix) {

@@ -16,6 +16,13 @@ void run_contraction(const mdh::MdHom& h, const mdh::Bindings& b);
 // types. Tier 0 runs small matrix products with it.
 bool gemm_strided(DType t, const void* a, int64_t as0, int64_t as1, const void* b, int64_t bs0, int64_t bs1, void* c,
                   int64_t cs0, int64_t cs1, int64_t m, int64_t n, int64_t k);
+// The dot product of two float32/float64 vectors of type t (n > 0 elements,
+// byte strides as, bs) as NumPy computes it (FLOAT_dot / DOUBLE_dot): BLAS's
+// sdot/ddot when both strides are positive multiples of the item size, else
+// a sequential loop in t, so results are NumPy's bits (an ill-conditioned
+// float32 recurrence such as Levinson-Durbin diverges from NumPy's under any
+// other summation order). Returns false for other types.
+bool dot_like_numpy(DType t, const char* a, int64_t as, const char* b, int64_t bs, int64_t n, double* out);
 // What the routine computes for h, for explain().
 std::string routine_pattern(const mdh::MdHom& h);
 

@@ -7,8 +7,10 @@
 // interpreter, when they can see their final inputs. A pending write to an
 // input, or a pending access to the output, sends the operation to the
 // window instead, where program order is kept by fusion's constraints.
+#include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <vector>
 
 #include "extern/extern.h"
 #include "pipeline/pipeline.h"
@@ -107,6 +109,22 @@ void broadcast_strides(const View& v, const Dims& shape, int64_t* out) {
   }
 }
 
+// Fills `bytes` bytes at `to` with copies of the `size`-byte `value`.
+void fill_pattern(char* to, int64_t bytes, const char* value, int64_t size) {
+  bool zero = true;
+  for (int64_t k = 0; k < size; ++k) zero &= value[k] == 0;
+  if (zero) {
+    std::memset(to, 0, static_cast<size_t>(bytes));
+    return;
+  }
+  std::memcpy(to, value, static_cast<size_t>(size));
+  for (int64_t done = size; done < bytes;) {  // doubling copies
+    const int64_t k = std::min(done, bytes - done);
+    std::memcpy(to + done, to, static_cast<size_t>(k));
+    done += k;
+  }
+}
+
 bool run_simple(const SimpleOp& s, View* result) {
   constexpr int kMaxDims = 16;
   const Config& c = config();
@@ -149,6 +167,30 @@ bool run_simple(const SimpleOp& s, View* result) {
     fresh = View::fresh(s.node.dtype, shape);
   }
   const View& dst = s.out ? *s.out : fresh;
+  // A copy between C-contiguous arrays of one type, or a fill of a
+  // C-contiguous array with a scalar (x.copy(), zeros, a[...] = b): memcpy
+  // and memset, as NumPy's own copies, without the loop library.
+  if (s.node.kind == ExprNode::Kind::Cast && s.nin == 1 && dst.is_c_contiguous()) {
+    char* to = static_cast<char*>(dst.buffer->data()) + dst.offset * itemsize(dst.dtype);
+    const int64_t bytes = shape_size(shape) * itemsize(dst.dtype);
+    const View* src = s.view[0];
+    if (src && src->dtype == dst.dtype && src->shape == shape && src->is_c_contiguous() &&
+        !(src->buffer == dst.buffer && views_overlap(*src, dst))) {
+      std::memcpy(to, static_cast<const char*>(src->buffer->data()) + src->offset * itemsize(src->dtype),
+                  static_cast<size_t>(bytes));
+      *result = s.out ? *s.out : std::move(fresh);
+      g_tier0_tasks.fetch_add(1, std::memory_order_relaxed);
+      return true;
+    }
+    if (!src && bytes > 0) {
+      alignas(8) char value[8];
+      s.value[0].cast(dst.dtype).store(value);
+      fill_pattern(to, bytes, value, itemsize(dst.dtype));
+      *result = s.out ? *s.out : std::move(fresh);
+      g_tier0_tasks.fetch_add(1, std::memory_order_relaxed);
+      return true;
+    }
+  }
   char* bases[3];
   int64_t strides[3][kMaxDims];
   const int64_t* sp[3] = {strides[0], strides[1], strides[2]};
@@ -171,6 +213,12 @@ bool run_simple(const SimpleOp& s, View* result) {
   return true;
 }
 
+// Whether tier 0 computes an operation of `elements` elements at the call.
+bool runs_now(int64_t elements) {
+  const Config& c = config();
+  return c.tier == Tier::Eager || (c.tier == Tier::Auto && elements <= c.eager_max_elements);
+}
+
 bool run_reduce(const SimpleReduce& r, Scalar* value) {
   const Config& c = config();
   if (c.tier == Tier::Lazy) return false;
@@ -181,6 +229,34 @@ bool run_reduce(const SimpleReduce& r, Scalar* value) {
   // An arg-reduction reports the flat (C-order) index: walk in that order.
   if ((r.op == ReduceOp::ArgMax || r.op == ReduceOp::ArgMin) && r.in->ndim() > 1 && !r.in->is_c_contiguous())
     return false;
+  // A float dot product: NumPy's own (BLAS, or its loop for strides BLAS
+  // cannot take), on the operands cast to the product type as NumPy casts them.
+  if (r.in2 && r.op == ReduceOp::Sum && !r.has_initial && (r.acc == DType::Float32 || r.acc == DType::Float64) &&
+      r.out == r.acc && r.in->ndim() == 1 && r.in2->ndim() == 1) {
+    const View* v[2] = {r.in, r.in2};
+    std::vector<char> cast[2];
+    const char* base[2];
+    int64_t step[2];
+    const int64_t n = r.in->size(), size = itemsize(r.acc);
+    for (int k = 0; k < 2; ++k) {
+      const int64_t is = itemsize(v[k]->dtype);
+      base[k] = static_cast<const char*>(v[k]->buffer->data()) + v[k]->offset * is;
+      step[k] = v[k]->strides[0] * is;
+      const bool bad = r.copy_bad_strides && n > 1 && step[k] <= 0;  // (numpy.dot copies these)
+      if (v[k]->dtype == r.acc && !bad) continue;
+      cast[k].resize(static_cast<size_t>(n * size));
+      for (int64_t i = 0; i < n; ++i)
+        Scalar::load(v[k]->dtype, base[k] + i * step[k]).cast(r.acc).store(cast[k].data() + i * size);
+      base[k] = cast[k].data();
+      step[k] = size;
+    }
+    double d;
+    if (ext::dot_like_numpy(r.acc, base[0], step[0], base[1], step[1], n, &d)) {
+      *value = Scalar::of_float(r.acc, d);
+      g_tier0_tasks.fetch_add(1, std::memory_order_relaxed);
+      return true;
+    }
+  }
   runtime::tier0_reduce_all(*r.in, r.in2, r.op, r.acc, r.out, r.has_initial ? &r.initial : nullptr, value);
   g_tier0_tasks.fetch_add(1, std::memory_order_relaxed);
   return true;
@@ -277,6 +353,7 @@ void install_tier0() {
   global_stream().set_run_now(&run_now);
   global_stream().set_run_simple(&run_simple);
   global_stream().set_run_reduce(&run_reduce);
+  global_stream().set_runs_now(&runs_now);
 }
 
 int64_t tier0_tasks() { return g_tier0_tasks.load(std::memory_order_relaxed); }

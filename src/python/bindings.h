@@ -161,7 +161,9 @@ py::object element(const View& v, std::span<const IndexItem> items);
 // fast C entry points (calls.cc) do them: tier 0 at once, or recorded.
 py::object reduce_array(ReduceOp op, const View& v, py::handle axes, bool keepdims, py::handle dtype, py::handle out,
                         py::handle initial);
-py::object matmul_arrays(const View& a, const View& b, py::handle out);
+// a @ b, or numpy.dot(a, b) (numpy_dot: NumPy's copies of operands BLAS
+// cannot address, which decide a dot product's bits).
+py::object matmul_arrays(const View& a, const View& b, py::handle out, bool numpy_dot = false);
 // ndarray's reduction methods (calls.cc), merged into the type's methods.
 extern PyMethodDef g_reduction_methods[];
 void bind_calls(py::module_& m);

@@ -16,9 +16,9 @@ constexpr int kReductions = static_cast<int>(ReduceOp::Count);
 py::handle g_reduce_fallback[kReductions];
 py::handle g_dot_fallback;
 // Creation functions and array methods: name -> Python implementation.
-enum Other { Empty, Zeros, Ones, EmptyLike, ZerosLike, OnesLike, Copy, Astype, Reshape, kOthers };
-const char* const kOtherNames[kOthers] = {"empty",      "zeros", "ones",   "empty_like", "zeros_like",
-                                          "ones_like", "copy",  "astype", "reshape"};
+enum Other { Empty, Zeros, Ones, EmptyLike, ZerosLike, OnesLike, Copy, Astype, Reshape, Arange, kOthers };
+const char* const kOtherNames[kOthers] = {"empty",     "zeros", "ones",   "empty_like", "zeros_like",
+                                          "ones_like", "copy",  "astype", "reshape",    "arange"};
 py::handle g_other_fallback[kOthers];
 
 bool is_arg(ReduceOp op) { return op == ReduceOp::ArgMax || op == ReduceOp::ArgMin; }
@@ -116,7 +116,7 @@ PyObject* dot(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwna
     const int na = a.ndim(), nb = b.ndim();
     if (na < 1 || na > 2 || nb < 1 || nb > 2 || a.shape[na - 1] != b.shape[nb == 1 ? 0 : nb - 2]) return nullptr;
     fast = true;
-    return matmul_arrays(a, b, py::none()).release().ptr();
+    return matmul_arrays(a, b, py::none(), true).release().ptr();
   });
   if (fast || PyErr_Occurred()) return r;
   return call_fallback(g_dot_fallback, args, nargs, kwnames);
@@ -208,6 +208,38 @@ PyObject* create(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
   });
   if (fast || PyErr_Occurred()) return r;
   return other_fallback(which, args, nargs, kwnames);
+}
+
+// arange(stop), arange(start, stop), arange(start, stop, step) with Python
+// ints (the loops' `for i in np.arange(n)`, index vectors): the general
+// signature is numfuse._creation.arange.
+PyObject* arange_fast(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  bool fast = false;
+  PyObject* r = guarded([&]() -> PyObject* {
+    if (nargs < 1 || nargs > 3 || (kwnames && PyTuple_GET_SIZE(kwnames) > 0)) return nullptr;
+    constexpr long long kLimit = 1LL << 62;  // (no overflow in the length below)
+    long long v[3] = {0, 0, 1};
+    for (Py_ssize_t k = 0; k < nargs; ++k) {
+      if (!PyLong_CheckExact(args[k])) return nullptr;
+      int overflow = 0;
+      const long long x = PyLong_AsLongLongAndOverflow(args[k], &overflow);
+      if (overflow || x <= -kLimit || x >= kLimit) return nullptr;
+      v[nargs == 1 ? 1 : k] = x;
+    }
+    const long long start = v[0], stop = v[1], step = v[2];
+    if (step == 0) return nullptr;  // (the general path raises NumPy's error)
+    long long n = step > 0 ? (stop - start + step - 1) / step : (start - stop - step - 1) / -step;
+    if (n < 0) n = 0;
+    fast = true;
+    before_record();
+    RecordGuard guard;
+    return wrap(record_arange(static_cast<double>(start), static_cast<double>(step), n, DType::Int64, true, start,
+                              step))
+        .release()
+        .ptr();
+  });
+  if (fast || PyErr_Occurred()) return r;
+  return other_fallback(Arange, args, nargs, kwnames);
 }
 
 // empty_like / zeros_like / ones_like (a, dtype=None, order='K', subok=True, shape=None)
@@ -331,6 +363,7 @@ PyMethodDef g_functions[] = {
     NF_FAST("empty_like", create_like<EmptyLike>, "A new array with the shape and type of a given array."),
     NF_FAST("zeros_like", create_like<ZerosLike>, "An array of zeros with the shape and type of a given array."),
     NF_FAST("ones_like", create_like<OnesLike>, "An array of ones with the shape and type of a given array."),
+    NF_FAST("arange", arange_fast, "Evenly spaced values within a given interval (numpy.arange)."),
     {nullptr, nullptr, 0, nullptr},
 };
 
@@ -388,9 +421,9 @@ py::object reduce_array(ReduceOp op, const View& v, py::handle axes, bool keepdi
   return out.is_none() ? scalar_result(std::move(r)) : py::reinterpret_borrow<py::object>(out);
 }
 
-py::object matmul_arrays(const View& a, const View& b, py::handle out) {
+py::object matmul_arrays(const View& a, const View& b, py::handle out, bool numpy_dot) {
   Scalar value;
-  if (out.is_none() && dot_to_scalar(a, b, &value)) return numpy_scalar(value);
+  if (out.is_none() && dot_to_scalar(a, b, &value, numpy_dot)) return numpy_scalar(value);
   before_record();
   RecordGuard guard;
   View r = record_matmul_any(a, b, out_view(out));

@@ -120,10 +120,13 @@ void bind_functions(py::module_& m) {
     View r = record_scan(v, ax, static_cast<ReduceOp>(op), *t, out_view(out));
     return out.is_none() ? wrap(r) : py::reinterpret_borrow<py::object>(out);
   });
-  m.def("matmul_any", [](py::handle x, py::handle y, py::handle out) -> py::object {
-    if (!is_ndarray(x) || !is_ndarray(y) || (!out.is_none() && !is_ndarray(out))) return not_implemented();
-    return matmul_arrays(as_ndarray(x).v, as_ndarray(y).v, out);
-  });
+  m.def(
+      "matmul_any",
+      [](py::handle x, py::handle y, py::handle out, bool numpy_dot) -> py::object {
+        if (!is_ndarray(x) || !is_ndarray(y) || (!out.is_none() && !is_ndarray(out))) return not_implemented();
+        return matmul_arrays(as_ndarray(x).v, as_ndarray(y).v, out, numpy_dot);
+      },
+      py::arg("x"), py::arg("y"), py::arg("out"), py::arg("numpy_dot") = false);
   m.def("matmul", [](py::handle x, py::handle y, py::handle dtype, py::handle out) -> py::object {
     std::optional<DType> t = to_dtype(dtype);
     if (!t || !is_ndarray(x) || !is_ndarray(y)) return not_implemented();

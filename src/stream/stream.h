@@ -109,9 +109,16 @@ struct SimpleReduce {
   DType out = DType::Float64;  // the result's type
   bool has_initial = false;
   Scalar initial;  // of type acc
+  // numpy.dot's rule for a dot product: an operand with a negative or
+  // broadcast (zero) stride is copied to contiguous memory first; matmul
+  // (`@`) computes on the strides as they are (see ext::dot_like_numpy).
+  bool copy_bad_strides = false;
 };
 // Computes `r` now into *value (of type r.out); false: record a task.
 using RunReduceNow = bool (*)(const SimpleReduce& r, Scalar* value);
+// Whether an operation of this many elements, on computed inputs, is
+// computed at the call (tier 0) rather than recorded.
+using RunsNow = bool (*)(int64_t elements);
 
 class Stream {
  public:
@@ -142,6 +149,8 @@ class Stream {
   void set_run_now(RunNow f) { run_now_ = f; }
   void set_run_simple(RunSimpleNow f) { run_simple_ = f; }
   void set_run_reduce(RunReduceNow f) { run_reduce_ = f; }
+  void set_runs_now(RunsNow f) { runs_now_ = f; }
+  bool runs_now(int64_t elements) const { return runs_now_ && runs_now_(elements); }
   bool run_reduce(const SimpleReduce& r, Scalar* value) const { return run_reduce_ && run_reduce_(r, value); }
   bool run_simple(const SimpleOp& op, View* result) const { return run_simple_ && run_simple_(op, result); }
   // Takes the whole window. Waits for the gate, so a window is never taken
@@ -212,6 +221,7 @@ class Stream {
   RunNow run_now_ = nullptr;
   RunSimpleNow run_simple_ = nullptr;
   RunReduceNow run_reduce_ = nullptr;
+  RunsNow runs_now_ = nullptr;
 };
 
 Stream& global_stream();
@@ -391,9 +401,9 @@ View record_reduction(const View& in, const ReductionArgs& a);
 // The same reduction over every axis (no keepdims, no out=), computed at once
 // when tier 0 takes it: true with *value set (NumPy's result type).
 bool reduce_to_scalar(const View& in, const ReductionArgs& a, Scalar* value);
-// numpy.dot / matmul of two 1-D vectors, computed at once when tier 0 takes
-// it (same contract as reduce_to_scalar).
-bool dot_to_scalar(const View& a, const View& b, Scalar* value);
+// numpy.dot (numpy_dot) or matmul of two 1-D vectors, computed at once when
+// tier 0 takes it (same contract as reduce_to_scalar).
+bool dot_to_scalar(const View& a, const View& b, Scalar* value, bool numpy_dot);
 
 // Creation.
 View record_full(DType t, const Dims& shape, const Operand& value);

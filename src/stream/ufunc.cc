@@ -537,13 +537,14 @@ bool reduce_to_scalar(const View& in, const ReductionArgs& a, Scalar* value) {
   return global_stream().run_reduce(r, value);
 }
 
-bool dot_to_scalar(const View& a, const View& b, Scalar* value) {
+bool dot_to_scalar(const View& a, const View& b, Scalar* value, bool numpy_dot) {
   if (a.ndim() != 1 || b.ndim() != 1 || a.shape[0] != b.shape[0] || a.size() == 0) return false;
   SimpleReduce r;
   r.in = &a;
   r.in2 = &b;
   r.acc = r.out = promote(a.dtype, b.dtype);
   r.op = r.acc == DType::Bool ? ReduceOp::Any : ReduceOp::Sum;
+  r.copy_bad_strides = numpy_dot;
   return global_stream().run_reduce(r, value);
 }
 
@@ -605,9 +606,63 @@ View record_full(DType t, const Dims& shape, const Operand& value) {
   return out;
 }
 
+namespace {
+// arange computed at the call: the values record_arange's task computes.
+void fill_arange(const View& out, int64_t n, DType ft, double s, double delta, bool int_path, int64_t istart,
+                 int64_t istep) {
+  char* p = static_cast<char*>(out.buffer->data()) + out.offset * itemsize(out.dtype);
+  const DType t = out.dtype;
+  if (int_path && t == DType::Int64) {
+    auto* q = reinterpret_cast<int64_t*>(p);
+    uint64_t v = static_cast<uint64_t>(istart);  // (wrapping, as the kernels' int64 arithmetic)
+    for (int64_t i = 0; i < n; ++i, v += static_cast<uint64_t>(istep)) q[i] = static_cast<int64_t>(v);
+    return;
+  }
+  if (!int_path && t == DType::Float64) {
+    auto* q = reinterpret_cast<double*>(p);
+    for (int64_t i = 0; i < n; ++i) q[i] = s + static_cast<double>(i) * delta;
+    return;
+  }
+  if (!int_path && t == DType::Float32) {
+    auto* q = reinterpret_cast<float*>(p);
+    const float sf = static_cast<float>(s), df = static_cast<float>(delta);
+    for (int64_t i = 0; i < n; ++i) q[i] = sf + static_cast<float>(i) * df;
+    return;
+  }
+  const int64_t size = itemsize(t);
+  for (int64_t i = 0; i < n; ++i) {
+    Scalar v;
+    if (int_path) {
+      v = Scalar::of_int(DType::Int64, static_cast<int64_t>(static_cast<uint64_t>(istart) +
+                                                           static_cast<uint64_t>(i) * static_cast<uint64_t>(istep)));
+    } else if (ft == DType::Float32) {
+      v = Scalar::of_float(DType::Float32, static_cast<double>(static_cast<float>(s) +
+                                                               static_cast<float>(i) * static_cast<float>(delta)));
+    } else {
+      v = Scalar::of_float(DType::Float64, s + static_cast<double>(i) * delta);
+    }
+    v.cast(t).store(p + i * size);
+  }
+}
+}  // namespace
+
 View record_arange(double start, double step, int64_t n, DType t, bool integral, int64_t istart, int64_t istep) {
   Dims shape{std::max<int64_t>(n, 0)};
   View out = View::fresh(t, shape);
+  const bool int_path = integral && !is_float(t);
+  if (global_stream().runs_now(shape[0])) {
+    DType ft = is_float(t) ? t : DType::Float64;
+    double s = 0, delta = 0;
+    if (!int_path) {
+      const Scalar a = Scalar::of_float(DType::Float64, start).cast(ft);
+      const Scalar next = Scalar::of_float(DType::Float64, start + step).cast(ft);
+      s = a.f;
+      delta = ft == DType::Float32 ? static_cast<double>(static_cast<float>(next.f) - static_cast<float>(a.f))
+                                   : next.f - a.f;
+    }
+    fill_arange(out, shape[0], ft, s, delta, int_path, istart, istep);
+    return out;
+  }
   MapSpec spec;
   spec.name = "arange";
   IndexFn f;
