@@ -286,7 +286,12 @@ def column_stack(tup):
 row_stack = vstack
 
 
+_REVERSED = slice(None, None, -1)
+
+
 def flip(m, axis=None):
+    if axis is None and type(m) is ndarray:  # (loops flip slices: no more than the view)
+        return m[(_REVERSED,) * m.ndim]
     m = asarray(m)
     if type(m) is not ndarray:
         return _numpy(np.flip, m, axis)

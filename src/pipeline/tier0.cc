@@ -234,7 +234,7 @@ bool run_reduce(const SimpleReduce& r, Scalar* value) {
   if (r.in2 && r.op == ReduceOp::Sum && !r.has_initial && (r.acc == DType::Float32 || r.acc == DType::Float64) &&
       r.out == r.acc && r.in->ndim() == 1 && r.in2->ndim() == 1) {
     const View* v[2] = {r.in, r.in2};
-    std::vector<char> cast[2];
+    thread_local std::vector<char> cast[2];  // (kept: no allocation per call)
     const char* base[2];
     int64_t step[2];
     const int64_t n = r.in->size(), size = itemsize(r.acc);
@@ -244,9 +244,14 @@ bool run_reduce(const SimpleReduce& r, Scalar* value) {
       step[k] = v[k]->strides[0] * is;
       const bool bad = r.copy_bad_strides && n > 1 && step[k] <= 0;  // (numpy.dot copies these)
       if (v[k]->dtype == r.acc && !bad) continue;
-      cast[k].resize(static_cast<size_t>(n * size));
-      for (int64_t i = 0; i < n; ++i)
-        Scalar::load(v[k]->dtype, base[k] + i * step[k]).cast(r.acc).store(cast[k].data() + i * size);
+      if (cast[k].size() < static_cast<size_t>(n * size)) cast[k].resize(static_cast<size_t>(n * size));
+      char* to = cast[k].data();
+      if (v[k]->dtype == r.acc) {
+        for (int64_t i = 0; i < n; ++i) std::memcpy(to + i * size, base[k] + i * step[k], static_cast<size_t>(size));
+      } else {
+        for (int64_t i = 0; i < n; ++i)
+          Scalar::load(v[k]->dtype, base[k] + i * step[k]).cast(r.acc).store(to + i * size);
+      }
       base[k] = cast[k].data();
       step[k] = size;
     }
