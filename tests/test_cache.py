@@ -421,8 +421,10 @@ def run_upgrade_program(cache_dir, n, runs, extra_env=None):
 
 def test_quick_kernels_are_upgraded_once_hot_and_the_disk_keeps_the_upgrade(tmp_path):
     cache = tmp_path / "cache"
-    # Run once on a small array: compiled quick, never hot enough to upgrade.
-    first = run_upgrade_program(cache, 1000, 1)
+    # Run once on a smaller array (2**16 points and more: the same wide
+    # schedule, the same kernel, as below): compiled quick, never hot
+    # enough to upgrade.
+    first = run_upgrade_program(cache, 70_000, 1)
     assert first["ok"] and first["compiles"] == 1 and first["quick"] == 1 and first["upgrades"] == 0, first
     # A new process loads the quick object (and its source) from disk, runs
     # it long enough, and upgrades it from the source on disk.

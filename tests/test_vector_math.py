@@ -31,13 +31,15 @@ LIBM = {"arcsin": "asin", "arccos": "acos", "arctan": "atan", "arcsinh": "asinh"
 MAX_ULP = {onp.float64: 4, onp.float32: 8}
 
 
-def inputs(dt, seed):
+def inputs(dt, seed, n=3001):
     rng = onp.random.default_rng(seed)
     fi = onp.finfo(dt)
     special = [0.0, -0.0, onp.inf, -onp.inf, onp.nan, 1.0, -1.0, 0.5, -0.5, 2.0, 1e-30, -1e-30, 88.0, 89.0,
                710.0, -745.0, 1e30, -1e30, fi.max, -fi.max, fi.smallest_subnormal, -fi.smallest_subnormal]
-    # 3001 elements: vector loops, their remainders and both threads' parts.
-    x = onp.concatenate([rng.uniform(-3, 3, 2000), rng.uniform(-800, 800, 979), special]).astype(dt)
+    # 3001 elements (256-bit kernels) or 70001 (wide ones): vector loops,
+    # their remainders and both threads' parts.
+    m = n - len(special)
+    x = onp.concatenate([rng.uniform(-3, 3, m - m // 3), rng.uniform(-800, 800, m // 3), special]).astype(dt)
     return x, rng.permutation(x)
 
 
@@ -59,10 +61,11 @@ def ulps(got, expected):
     return float(onp.max(d / ulp, initial=0.0))
 
 
+@pytest.mark.parametrize("n", [3001, 70001])
 @pytest.mark.parametrize("dt", [onp.float64, onp.float32])
 @pytest.mark.parametrize("name", UNARY + BINARY)
-def test_compiled_vector_math_matches_numpy(name, dt):
-    x, y = inputs(dt, 7)
+def test_compiled_vector_math_matches_numpy(name, dt, n):
+    x, y = inputs(dt, 7, n)
     X, Y = nf.array(x), nf.array(y)
     f_np, f_nf = getattr(onp, name), getattr(nf, name)
     with nf.config(tier="lazy"), nf.profile() as p:  # compiled kernels, never tier 0
@@ -74,22 +77,23 @@ def test_compiled_vector_math_matches_numpy(name, dt):
     assert ulps(got, expected) <= MAX_ULP[dt]
 
 
-def _vector_calls(tmp_path, env_extra):
-    """The vector math functions the kernels of a fresh process call, read off
-    the optimized IR numfuse keeps (NUMFUSE_KEEP_IR)."""
-    ir = tmp_path / "ir"
+def _vector_calls(tmp_path, env_extra, n):
+    """The vector math functions the kernels of a fresh process call on
+    arrays of n elements, read off the optimized IR numfuse keeps
+    (NUMFUSE_KEEP_IR)."""
+    ir = tmp_path / f"ir{n}"
     ir.mkdir()
     code = textwrap.dedent(f"""
         import numpy, numfuse
         numfuse.set_option("tier", "lazy")
         for dt in ("float64", "float32"):
-            x = numfuse.array(numpy.linspace(0.1, 0.9, 4099).astype(dt))
+            x = numfuse.array(numpy.linspace(0.1, 0.9, {n}).astype(dt))
             for name in {UNARY!r}:
                 numpy.asarray(getattr(numfuse, name)(x * 1.0))
             for name in {BINARY!r}:
                 numpy.asarray(getattr(numfuse, name)(x * 1.0, x))
     """)
-    env = dict(os.environ, NUMFUSE_KEEP_IR=str(ir), NUMFUSE_CACHE_DIR=str(tmp_path / "cache"), **env_extra)
+    env = dict(os.environ, NUMFUSE_KEEP_IR=str(ir), NUMFUSE_CACHE_DIR=str(tmp_path / f"cache{n}"), **env_extra)
     subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=300)
     text = "".join(p.read_text() for p in ir.glob("*.ll"))
     return set(re.findall(r"call <\d+ x (?:double|float)> @(_ZGV[bde]N\d+v+_\w+)\(", text))
@@ -103,9 +107,7 @@ def _has_avx512():
     return all(re.search(rf"\b{f}\b", flags) for f in ("avx512f", "avx512dq", "avx512vl"))
 
 
-def test_every_libmvec_function_is_called_vectorized(tmp_path):
-    calls = _vector_calls(tmp_path, {})
-    isa = "e" if _has_avx512() else "d"
+def _missing(calls, isa):
     width = {"e": (8, 16), "d": (4, 8)}[isa]
     missing = []
     for name in UNARY + BINARY:
@@ -114,14 +116,42 @@ def test_every_libmvec_function_is_called_vectorized(tmp_path):
         for vf, suffix in zip(width, ("", "f")):
             if f"_ZGV{isa}N{vf}{params}_{fn}{suffix}" not in calls:
                 missing.append(f"_ZGV{isa}N{vf}{params}_{fn}{suffix}")
-    assert not missing, f"kernels call these functions scalar (no vector form used): {missing}"
+    return missing
+
+
+def test_every_libmvec_function_is_called_vectorized(tmp_path):
+    """Small kernels use 256-bit vectors; kernels of 2**16 points and more
+    use 512-bit ones where the CPU has AVX-512 (tune::Schedule::wide)."""
+    small = _vector_calls(tmp_path, {}, 4099)
+    assert not _missing(small, "d"), f"kernels call these scalar: {_missing(small, 'd')}"
+    assert not any(c.startswith("_ZGVe") for c in small), "a small kernel used 512-bit vectors"
+    large = _vector_calls(tmp_path, {}, 70001)
+    isa = "e" if _has_avx512() else "d"
+    assert not _missing(large, isa), f"kernels call these scalar: {_missing(large, isa)}"
 
 
 @pytest.mark.skipif(not _has_avx512(), reason="needs a CPU with AVX-512")
 def test_vector_bits_256_keeps_clangs_width(tmp_path):
-    calls = _vector_calls(tmp_path, {"NUMFUSE_VECTOR_BITS": "256"})
+    calls = _vector_calls(tmp_path, {"NUMFUSE_VECTOR_BITS": "256"}, 70001)
     assert calls and not any(c.startswith("_ZGVe") for c in calls)
     assert "_ZGVdN4v_tanh" in calls
+
+
+def test_wide_vectors_are_a_schedule_choice():
+    """The default schedule asks for wide vectors from 2**16 points on, and
+    explain() shows it; the schedule's text form round-trips it."""
+    big = nf.array(onp.linspace(0.0, 1.0, 1 << 17))
+    small = nf.array(onp.linspace(0.0, 1.0, 1 << 13))
+    with nf.config(tier="lazy"):
+        onp.asarray(nf.exp(big * 2.0))
+        big_schedule = nf.explain().groups[0]["schedule"]
+        onp.asarray(nf.exp(small * 2.0))
+        small_schedule = nf.explain().groups[0]["schedule"]
+    if _has_avx512() and os.environ.get("NUMFUSE_VECTOR_BITS") != "256":
+        assert "512-bit vectors" in big_schedule
+    else:
+        assert "bit vectors" not in big_schedule
+    assert "bit vectors" not in small_schedule
 
 
 def _cpu_levels():

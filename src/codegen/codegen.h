@@ -17,9 +17,15 @@ namespace nf::codegen {
 struct Source {
   std::string code;
   std::string entry;  // the exported function
+  // Compile for the target's widest vectors (LoopNest::wide; the code says
+  // so in a comment, so the two forms of a kernel never share a cache entry).
+  bool wide = false;
 };
 
 Source render_c(const lower::LoopNest& nest);
+// Source::wide of rendered code read back from its text (a kernel's source
+// kept in the disk cache).
+bool renders_wide(const std::string& code);
 
 // The sign rule NumPy's NaN results follow for an operation and float type
 // (see scalar_c.h, set_nan_rules), or nullptr if the hardware's NaN stands.

@@ -17,6 +17,9 @@ using lower::ExP;
 using lower::Stmt;
 using lower::StmtP;
 
+// The first line of a wide kernel's source says so (renders_wide).
+constexpr const char* kWideMark = " (wide vectors)";
+
 class CRenderer {
  public:
   explicit CRenderer(const lower::LoopNest& n) : n_(n) {}
@@ -42,7 +45,7 @@ class CRenderer {
     }
     body << "}\n";
     std::ostringstream src;
-    src << "/* numfuse kernel " << n_.name << " */\n"
+    src << "/* numfuse kernel " << n_.name << (n_.wide ? kWideMark : "") << " */\n"
         << "typedef signed char int8_t; typedef short int16_t; typedef int int32_t; typedef long long int64_t;\n"
         << "typedef unsigned char uint8_t; typedef unsigned short uint16_t; typedef unsigned int uint32_t;\n"
         << "typedef unsigned long long uint64_t;\n";
@@ -52,7 +55,7 @@ class CRenderer {
       src << "int64_t nf_parallel(void (*)(void*, int64_t, int64_t), void*); int64_t nf_max_threads(void);\n";
     if (uses_alloc_) src << "void* malloc(unsigned long); void free(void*);\n";
     src << helpers_.definitions() << regions_.str() << body.str();
-    return {src.str(), n_.name};
+    return {src.str(), n_.name, n_.wide};
   }
 
  private:
@@ -247,5 +250,10 @@ class CRenderer {
 }  // namespace
 
 Source render_c(const lower::LoopNest& nest) { return CRenderer(nest).run(); }
+
+bool renders_wide(const std::string& code) {
+  const size_t eol = code.find('\n');
+  return code.substr(0, eol).find(kWideMark) != std::string::npos;
+}
 
 }  // namespace nf::codegen

@@ -2,7 +2,8 @@
 //
 // clang emits each kernel's module unoptimized; numfuse then runs one of two
 // pass pipelines (jit.h Opt) with the whole of glibc's libmvec as vector
-// math (libmvec_table) and, on AVX-512 CPUs, 512-bit vectors: Full runs
+// math (libmvec_table) and, for wide kernels on AVX-512 CPUs, 512-bit
+// vectors (tune::Schedule::wide): Full runs
 // LLVM's O3 pipeline and -O3 code generation; Quick runs kQuickPipeline and
 // generates code with a target machine at -O0 (fast instruction selection
 // and register allocation). Hand-written reference loops (compile_openmp_c)
@@ -178,8 +179,8 @@ struct CpuCompiler::Impl {
   std::string triple;
   std::vector<std::string> args;
   std::string flags_id;
-  bool zmm = false;                        // kernels prefer 512-bit vectors
-  std::vector<llvm::VecDesc> vector_math;  // libmvec_table(zmm)
+  bool zmm = false;  // wide kernels (Source::wide) use 512-bit vectors
+  std::vector<llvm::VecDesc> vector_math, vector_math_wide;  // libmvec_table(false), libmvec_table(zmm)
   std::mutex dylib_mu;
   uint64_t dylibs = 0;
 };
@@ -305,7 +306,7 @@ constexpr const char* kQuickPipeline =
 // log at 128 and 256 bits: tanh, log1p, arcsin, ... stayed scalar calls in
 // vectorized loops, and no function had a 512-bit form. The table is read
 // off the library itself (dlsym), so an older glibc simply offers fewer.
-// 512-bit forms (_ZGVe) are offered only when kernels prefer 512-bit
+// 512-bit forms (_ZGVe) are offered only to kernels that prefer 512-bit
 // vectors: otherwise the backend would split their zmm arguments.
 std::vector<llvm::VecDesc> libmvec_table(bool zmm) {
   static const char* const kUnary[] = {"sin",  "cos",   "tan",   "asin",  "acos",  "atan", "sinh",
@@ -419,11 +420,12 @@ CpuCompiler::CpuCompiler() : impl_(new Impl) {
   const char* bits = std::getenv("NUMFUSE_VECTOR_BITS");
   impl_->zmm = features.lookup("avx512f") && features.lookup("avx512dq") && features.lookup("avx512vl") &&
                !(bits && std::string(bits) == "256");
-  if (impl_->zmm) impl_->args.push_back("-mprefer-vector-width=512");
-  impl_->vector_math = libmvec_table(impl_->zmm);
+  impl_->vector_math = libmvec_table(false);
+  impl_->vector_math_wide = libmvec_table(impl_->zmm);
   for (const std::string& a : impl_->args) impl_->flags_id += a + " ";
   // Kernels run numfuse's pass pipelines (optimize) with the whole libmvec table.
-  impl_->flags_id += "pipeline=numfuse-O3 vector-math=" + std::to_string(impl_->vector_math.size());
+  impl_->flags_id += "pipeline=numfuse-O3 vector-math=" + std::to_string(impl_->vector_math_wide.size()) +
+                     (impl_->zmm ? " wide=512" : "");
 }
 
 CpuCompiler& CpuCompiler::instance() {
@@ -505,10 +507,7 @@ KernelFn CpuCompiler::compile_with(const codegen::Source& src, const std::string
   std::vector<const char*> argv;
   // Reference loops (openmp) are compiled as clang compiles C for this CPU
   // by default: clang's own -O3 pipeline, its libmvec table, its vector width.
-  for (const std::string& a : impl_->args) {
-    if (openmp && a.rfind("-mprefer-vector-width", 0) == 0) continue;
-    argv.push_back(a == "-fopenmp-simd" && openmp ? "-fopenmp" : a.c_str());
-  }
+  for (const std::string& a : impl_->args) argv.push_back(a == "-fopenmp-simd" && openmp ? "-fopenmp" : a.c_str());
   argv.push_back(file.c_str());
   argv.push_back("-emit-llvm-only");
   // Kernels run numfuse's pass pipelines (kQuickPipeline or LLVM's O3
@@ -561,9 +560,16 @@ KernelFn CpuCompiler::compile_with(const codegen::Source& src, const std::string
   if (opt == Opt::Quick) mod->addModuleFlag(llvm::Module::Warning, PooledIRCompiler::kQuickFlag, 1);
   if (own_pipeline) {
     mod->getContext().setDiagnosticHandler(std::make_unique<Quiet>());
+    // The vector width (tune::Schedule::wide): 512 bits for wide kernels on
+    // AVX-512 CPUs, else 256 (what clang picks for these CPUs anyway).
+    const bool wide = src.wide && impl_->zmm;
+    if (impl_->zmm)
+      for (llvm::Function& f : *mod)
+        if (!f.isDeclaration()) f.addFnAttr("prefer-vector-width", wide ? "512" : "256");
     auto tm = impl_->full_machines->take();
     if (!tm) throw CompileError("cannot create a target machine: " + llvm::toString(tm.takeError()));
-    optimize(*mod, **tm, opt == Opt::Quick ? kQuickPipeline : "default<O3>", impl_->vector_math);
+    optimize(*mod, **tm, opt == Opt::Quick ? kQuickPipeline : "default<O3>",
+             wide ? impl_->vector_math_wide : impl_->vector_math);
     impl_->full_machines->give(std::move(*tm));
   }
   // NUMFUSE_KEEP_IR=DIR: the optimized module of every compile as DIR/SYMBOL.ll.

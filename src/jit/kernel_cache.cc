@@ -190,6 +190,7 @@ void KernelCache::upgrade(const KernelRef& k) {
     }
     src.entry = text.substr(0, nl);
     src.code = text.substr(nl + 1);
+    src.wide = codegen::renders_wide(src.code);
   }
   auto t0 = std::chrono::steady_clock::now();
   std::string object;

@@ -92,6 +92,7 @@ struct LoopNest {
   std::vector<DType> ptr_types;
   bool uses_threads = false;
   bool contract = false;  // fused multiply-add allowed (schedule.contract)
+  bool wide = false;      // the target's widest vectors (schedule.wide)
   // Source-level description for dumps.
   std::string description;
 };

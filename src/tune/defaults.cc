@@ -302,6 +302,21 @@ Schedule generic_default(const mdh::MdHom& h, const mdh::Bindings& b, const Asm&
 
 }  // namespace
 
+namespace {
+// Wide vectors pay for the clock they cost (Schedule::wide) in a kernel of
+// at least this many points; below it the Python code around small kernels
+// would run slower for what the kernels gain.
+constexpr int64_t kWideMinPoints = int64_t(1) << 16;
+
+Schedule with_width(Schedule s, const mdh::MdHom& h, const mdh::Bindings& b, const Asm& target) {
+  if (s.routine != Routine::None || !s.vectorize || target.wide_simd_bytes <= 32) return s;
+  int64_t points = 1;
+  for (int d = 0; d < h.ndim; ++d) points = std::min<int64_t>(points * std::max<int64_t>(b.extent(h, d), 1), kWideMinPoints);
+  s.wide = points >= kWideMinPoints;
+  return s;
+}
+}  // namespace
+
 Schedule default_schedule(const mdh::MdHom& h, const mdh::Bindings& b, const Asm& target, bool routines) {
   if (routines && blas_compatible(h)) {
     Schedule s;
@@ -311,14 +326,14 @@ Schedule default_schedule(const mdh::MdHom& h, const mdh::Bindings& b, const Asm
   GemmShape g;
   if (gemm_shape(h, b, &g)) {
     Schedule s = blis_default(h, b, target, g);
-    if (s.legal(h)) return s;
+    if (s.legal(h)) return with_width(s, h, b, target);
   }
   WindowShape w;
   if (window_shape(h, b, target, &w)) {
     Schedule s = window_default(h, b, target, w);
-    if (s.legal(h)) return s;
+    if (s.legal(h)) return with_width(s, h, b, target);
   }
-  return generic_default(h, b, target);
+  return with_width(generic_default(h, b, target), h, b, target);
 }
 
 }  // namespace nf::tune

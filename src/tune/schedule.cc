@@ -1,4 +1,6 @@
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 #include <map>
 #include <fstream>
 #include <sstream>
@@ -27,6 +29,13 @@ const Asm& Asm::host() {
     r.cores = std::max(1u, std::thread::hardware_concurrency());
     if (int64_t l1 = read_cache_size(0)) r.l1_bytes = l1;
     if (int64_t l2 = read_cache_size(2)) r.l2_bytes = l2;
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    const char* bits = std::getenv("NUMFUSE_VECTOR_BITS");
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+        __builtin_cpu_supports("avx512vl") && !(bits && std::string(bits) == "256"))
+      r.wide_simd_bytes = 64;
+#endif
     return r;
   }();
   return a;
@@ -126,7 +135,7 @@ bool Schedule::legal(const mdh::MdHom& h) const { return why_illegal(h).empty();
 
 std::string Schedule::why_unsafe(const mdh::MdHom& h, const mdh::Bindings& b, const Asm& target) const {
   if (routine != Routine::None) return "";
-  (void)target;
+  if (wide && target.wide_simd_bytes <= 32) return "wide vectors on a CPU without them";
   // The size class rounds extents up to powers of two: a tile bigger than
   // that was not tuned for this kernel.
   for (int d = 0; d < h.ndim && d < static_cast<int>(tiles.size()); ++d) {
@@ -163,6 +172,7 @@ std::string Schedule::why_unsafe(const mdh::MdHom& h, const mdh::Bindings& b, co
 //   c<access>@<pos>:<layout>[/<packed dims>];...     caches (lists comma-separated)
 //   u<positions>                                     unrolled loops
 //   f                                                fused multiply-add
+//   w                                                wide vectors (Schedule::wide)
 std::string Schedule::key() const {
   if (routine == Routine::Blas) return "blas";
   std::ostringstream os;
@@ -196,6 +206,7 @@ std::string Schedule::key() const {
     list(unroll);
   }
   if (contract) os << "|f";
+  if (wide) os << "|w";
   return os.str();
 }
 
@@ -286,6 +297,9 @@ Schedule Schedule::parse(const std::string& text) {
       case 'f':
         s.contract = true;
         break;
+      case 'w':
+        s.wide = true;
+        break;
       default:
         throw std::invalid_argument("schedule text: unknown field '" + field + "'");
     }
@@ -314,6 +328,7 @@ std::string Schedule::to_string() const {
     for (int d : c.pack) os << " packed by i" << d;
   }
   if (contract) os << "; fma";
+  if (wide) os << "; " << Asm::host().wide_simd_bytes * 8 << "-bit vectors";
   return os.str();
 }
 

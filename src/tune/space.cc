@@ -197,6 +197,7 @@ Schedule random_schedule(const mdh::MdHom& h, const mdh::Bindings& b, const Asm&
   s.parallel = target.cores > 1 && !s.order.empty() && coin(r, 0.6);
   s.parallel_min_work = coin(r, 0.5) ? 0 : int64_t(1) << 15;
   s.vectorize = h.ndim > 0 && coin(r, 0.8);
+  s.wide = s.vectorize && target.wide_simd_bytes > 32 && coin(r, 0.5);
   for (size_t a = 0; a < h.accesses.size(); ++a) {
     const bool in = cacheable_input(h.accesses[a]);
     const bool out = reduction_of(h, static_cast<int>(a)) != nullptr;
@@ -278,6 +279,7 @@ Schedule mutate(const Schedule& from, const mdh::MdHom& h, const mdh::Bindings& 
         break;
       case 5:
         s.vectorize = !s.vectorize;
+        if (target.wide_simd_bytes > 32 && s.vectorize) s.wide = !s.wide;
         break;
       case 6: {  // add, move or drop a cache
         std::vector<int> cand;

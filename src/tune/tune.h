@@ -49,6 +49,9 @@ struct Asm {
   int64_t l1_bytes = 32 << 10;
   int64_t l2_bytes = 512 << 10;
   int simd_bytes = 32;
+  // The widest vectors kernels may use (Schedule::wide): 64 bytes on CPUs
+  // with AVX-512 (NUMFUSE_VECTOR_BITS=256 keeps 32).
+  int wide_simd_bytes = 32;
   static const Asm& host();
 };
 
@@ -81,6 +84,13 @@ struct Schedule {
   std::vector<Cache> caches;
   std::vector<int> unroll;      // positions in `order`
   bool contract = false;
+  // The widest vectors the target has (Asm::wide_simd_bytes: 512-bit with
+  // AVX-512) instead of 256-bit ones. Twice the lanes for long arithmetic
+  // and vector-math chains, but on Intel CPUs 512-bit arithmetic lowers the
+  // core's clock for about a millisecond after it runs, which slows the
+  // Python code between small kernels (measured: recording 10-15% slower):
+  // worth it only for kernels with much work (default_schedule).
+  bool wide = false;
   Routine routine = Routine::None;
 
   int levels(int d) const { return static_cast<int>(tiles[d].size()) + 1; }
