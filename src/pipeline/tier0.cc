@@ -125,6 +125,29 @@ void fill_pattern(char* to, int64_t bytes, const char* value, int64_t size) {
   }
 }
 
+// A copy between C-contiguous arrays of one type, or a fill of a
+// C-contiguous array with a scalar (x.copy(), zeros, a[...] = b): memcpy and
+// memset, as NumPy's own copies, without the loop library. False for any
+// other operation (nothing done).
+bool copy_or_fill(const SimpleOp& s, const Dims& shape, const View& dst) {
+  if (s.node.kind != ExprNode::Kind::Cast || s.nin != 1 || !dst.is_c_contiguous()) return false;
+  char* to = static_cast<char*>(dst.buffer->data()) + dst.offset * itemsize(dst.dtype);
+  const int64_t bytes = shape_size(shape) * itemsize(dst.dtype);
+  if (const View* src = s.view[0]) {
+    if (src->dtype != dst.dtype || src->shape != shape || !src->is_c_contiguous() ||
+        (src->buffer == dst.buffer && views_overlap(*src, dst)))
+      return false;
+    std::memcpy(to, static_cast<const char*>(src->buffer->data()) + src->offset * itemsize(src->dtype),
+                static_cast<size_t>(bytes));
+    return true;
+  }
+  if (bytes == 0) return false;
+  alignas(8) char value[8];
+  s.value[0].cast(dst.dtype).store(value);
+  fill_pattern(to, bytes, value, itemsize(dst.dtype));
+  return true;
+}
+
 bool run_simple(const SimpleOp& s, View* result) {
   constexpr int kMaxDims = 16;
   const Config& c = config();
@@ -167,29 +190,10 @@ bool run_simple(const SimpleOp& s, View* result) {
     fresh = View::fresh(s.node.dtype, shape);
   }
   const View& dst = s.out ? *s.out : fresh;
-  // A copy between C-contiguous arrays of one type, or a fill of a
-  // C-contiguous array with a scalar (x.copy(), zeros, a[...] = b): memcpy
-  // and memset, as NumPy's own copies, without the loop library.
-  if (s.node.kind == ExprNode::Kind::Cast && s.nin == 1 && dst.is_c_contiguous()) {
-    char* to = static_cast<char*>(dst.buffer->data()) + dst.offset * itemsize(dst.dtype);
-    const int64_t bytes = shape_size(shape) * itemsize(dst.dtype);
-    const View* src = s.view[0];
-    if (src && src->dtype == dst.dtype && src->shape == shape && src->is_c_contiguous() &&
-        !(src->buffer == dst.buffer && views_overlap(*src, dst))) {
-      std::memcpy(to, static_cast<const char*>(src->buffer->data()) + src->offset * itemsize(src->dtype),
-                  static_cast<size_t>(bytes));
-      *result = s.out ? *s.out : std::move(fresh);
-      g_tier0_tasks.fetch_add(1, std::memory_order_relaxed);
-      return true;
-    }
-    if (!src && bytes > 0) {
-      alignas(8) char value[8];
-      s.value[0].cast(dst.dtype).store(value);
-      fill_pattern(to, bytes, value, itemsize(dst.dtype));
-      *result = s.out ? *s.out : std::move(fresh);
-      g_tier0_tasks.fetch_add(1, std::memory_order_relaxed);
-      return true;
-    }
+  if (copy_or_fill(s, shape, dst)) {
+    *result = s.out ? *s.out : std::move(fresh);
+    g_tier0_tasks.fetch_add(1, std::memory_order_relaxed);
+    return true;
   }
   char* bases[3];
   int64_t strides[3][kMaxDims];
@@ -219,6 +223,41 @@ bool runs_now(int64_t elements) {
   return c.tier == Tier::Eager || (c.tier == Tier::Auto && elements <= c.eager_max_elements);
 }
 
+// A dot product of two float vectors as NumPy computes it (BLAS, or its
+// loop for strides BLAS cannot take), on the operands cast to the product
+// type as NumPy casts them (and copied where numpy.dot copies them); false
+// for other types.
+bool numpy_dot(const SimpleReduce& r, Scalar* value) {
+  if (r.op != ReduceOp::Sum || r.has_initial || (r.acc != DType::Float32 && r.acc != DType::Float64) ||
+      r.out != r.acc || r.in->ndim() != 1 || r.in2->ndim() != 1)
+    return false;
+  const View* v[2] = {r.in, r.in2};
+  thread_local std::vector<char> cast[2];  // (kept: no allocation per call)
+  const char* base[2];
+  int64_t step[2];
+  const int64_t n = r.in->size(), size = itemsize(r.acc);
+  for (int k = 0; k < 2; ++k) {
+    const int64_t is = itemsize(v[k]->dtype);
+    base[k] = static_cast<const char*>(v[k]->buffer->data()) + v[k]->offset * is;
+    step[k] = v[k]->strides[0] * is;
+    const bool bad = r.copy_bad_strides && n > 1 && step[k] <= 0;  // (numpy.dot copies these)
+    if (v[k]->dtype == r.acc && !bad) continue;
+    if (cast[k].size() < static_cast<size_t>(n * size)) cast[k].resize(static_cast<size_t>(n * size));
+    char* to = cast[k].data();
+    if (v[k]->dtype == r.acc) {
+      for (int64_t i = 0; i < n; ++i) std::memcpy(to + i * size, base[k] + i * step[k], static_cast<size_t>(size));
+    } else {
+      for (int64_t i = 0; i < n; ++i) Scalar::load(v[k]->dtype, base[k] + i * step[k]).cast(r.acc).store(to + i * size);
+    }
+    base[k] = cast[k].data();
+    step[k] = size;
+  }
+  double d;
+  if (!ext::dot_like_numpy(r.acc, base[0], step[0], base[1], step[1], n, &d)) return false;
+  *value = Scalar::of_float(r.acc, d);
+  return true;
+}
+
 bool run_reduce(const SimpleReduce& r, Scalar* value) {
   const Config& c = config();
   if (c.tier == Tier::Lazy) return false;
@@ -229,38 +268,9 @@ bool run_reduce(const SimpleReduce& r, Scalar* value) {
   // An arg-reduction reports the flat (C-order) index: walk in that order.
   if ((r.op == ReduceOp::ArgMax || r.op == ReduceOp::ArgMin) && r.in->ndim() > 1 && !r.in->is_c_contiguous())
     return false;
-  // A float dot product: NumPy's own (BLAS, or its loop for strides BLAS
-  // cannot take), on the operands cast to the product type as NumPy casts them.
-  if (r.in2 && r.op == ReduceOp::Sum && !r.has_initial && (r.acc == DType::Float32 || r.acc == DType::Float64) &&
-      r.out == r.acc && r.in->ndim() == 1 && r.in2->ndim() == 1) {
-    const View* v[2] = {r.in, r.in2};
-    thread_local std::vector<char> cast[2];  // (kept: no allocation per call)
-    const char* base[2];
-    int64_t step[2];
-    const int64_t n = r.in->size(), size = itemsize(r.acc);
-    for (int k = 0; k < 2; ++k) {
-      const int64_t is = itemsize(v[k]->dtype);
-      base[k] = static_cast<const char*>(v[k]->buffer->data()) + v[k]->offset * is;
-      step[k] = v[k]->strides[0] * is;
-      const bool bad = r.copy_bad_strides && n > 1 && step[k] <= 0;  // (numpy.dot copies these)
-      if (v[k]->dtype == r.acc && !bad) continue;
-      if (cast[k].size() < static_cast<size_t>(n * size)) cast[k].resize(static_cast<size_t>(n * size));
-      char* to = cast[k].data();
-      if (v[k]->dtype == r.acc) {
-        for (int64_t i = 0; i < n; ++i) std::memcpy(to + i * size, base[k] + i * step[k], static_cast<size_t>(size));
-      } else {
-        for (int64_t i = 0; i < n; ++i)
-          Scalar::load(v[k]->dtype, base[k] + i * step[k]).cast(r.acc).store(to + i * size);
-      }
-      base[k] = cast[k].data();
-      step[k] = size;
-    }
-    double d;
-    if (ext::dot_like_numpy(r.acc, base[0], step[0], base[1], step[1], n, &d)) {
-      *value = Scalar::of_float(r.acc, d);
-      g_tier0_tasks.fetch_add(1, std::memory_order_relaxed);
-      return true;
-    }
+  if (r.in2 && numpy_dot(r, value)) {
+    g_tier0_tasks.fetch_add(1, std::memory_order_relaxed);
+    return true;
   }
   runtime::tier0_reduce_all(*r.in, r.in2, r.op, r.acc, r.out, r.has_initial ? &r.initial : nullptr, value);
   g_tier0_tasks.fetch_add(1, std::memory_order_relaxed);
