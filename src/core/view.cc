@@ -157,9 +157,43 @@ int dfs(const Term* t, size_t n, const int64_t* max_rest, const int64_t* gcd_res
 
 }  // namespace
 
+Translates::Translates(const View& v) {
+  const size_t n = v.shape.size();
+  if (n > 16) return;
+  for (size_t k = 0; k < n; ++k) {
+    if (v.shape[k] == 1 || v.strides[k] == 0) continue;
+    s[m] = v.strides[k] < 0 ? -v.strides[k] : v.strides[k];
+    e[m++] = v.shape[k];
+  }
+  // Largest stride first (insertion sort: a few dimensions).
+  for (int i = 1; i < m; ++i)
+    for (int j = i; j > 0 && s[j] > s[j - 1]; --j) {
+      std::swap(s[j], s[j - 1]);
+      std::swap(e[j], e[j - 1]);
+    }
+  int64_t reach = 0;  // what the dimensions after k can add, in either direction
+  for (int k = m; k-- > 0;) {
+    if (s[k] <= 2 * reach) return;
+    reach += s[k] * (e[k] - 1);
+  }
+  nested = true;
+}
+
+bool same_geometry(const View& a, const View& b) {
+  const size_t n = a.shape.size();
+  if (a.dtype != b.dtype || n != b.shape.size()) return false;
+  for (size_t k = 0; k < n; ++k)
+    if (a.shape[k] != b.shape[k] || a.strides[k] != b.strides[k]) return false;
+  return true;
+}
+
 bool views_overlap(const View& a, const View& b) {
   if (!a.buffer || a.buffer != b.buffer) return false;
   if (a.size() == 0 || b.size() == 0) return false;
+  if (same_geometry(a, b)) {
+    const Translates t(a);
+    if (t.nested) return t.overlap(b.offset - a.offset);
+  }
   const int64_t isa = itemsize(a.dtype), isb = itemsize(b.dtype);
   // Byte intervals first: most non-overlapping views are decided here.
   const int64_t alo = a.lo() * isa, ahi = a.hi() * isa + isa - 1;

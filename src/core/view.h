@@ -96,4 +96,30 @@ View diagonal_view(const View& v, int64_t offset, int a1, int a2);
 // if the search exceeds its work budget the answer is a conservative `true`.
 bool views_overlap(const View& a, const View& b);
 
+// Overlap between translates: views of one dtype, shape and strides at other
+// offsets (a loop's rows, columns and blocks of one array). They overlap iff
+// their offset difference is sum_k s_k d_k with |d_k| < e_k; when every
+// |stride| exceeds twice the reach of the smaller ones ("nested", as blocks
+// of an array are), each d_k is forced, so the test is one pass over the
+// dimensions. Built once per view, it answers each pair in a few
+// operations (the window signature relates every pair of views of a
+// written buffer).
+struct Translates {
+  bool nested = false;  // false: use views_overlap
+  int m = 0;            // dimensions that move (extent > 1, stride != 0), largest |stride| first
+  int64_t s[16], e[16];
+  explicit Translates(const View& v);
+  // Whether v and its translate by `delta` elements share an element (nested only).
+  bool overlap(int64_t delta) const {
+    for (int k = 0; k < m; ++k) {
+      const int64_t d = (delta >= 0 ? delta + s[k] / 2 : delta - s[k] / 2) / s[k];  // nearest multiple
+      if (d >= e[k] || d <= -e[k]) return false;
+      delta -= d * s[k];
+    }
+    return delta == 0;
+  }
+};
+// Same dtype, shape and strides (the views are translates of each other).
+bool same_geometry(const View& a, const View& b);
+
 }  // namespace nf

@@ -269,10 +269,16 @@ void window_signature(const std::vector<Task>& window, Policy policy, Signature&
     w.put(nrel);
     w.ensure(nrel);
     char* rel = w.skip(nrel);
+    // (A loop's rows and blocks of one array are translates of each other:
+    // their relations cost a few operations each, not the general test.)
+    const Translates tv(v);
+    auto overlaps = [&](const View& u) {
+      return tv.nested && same_geometry(u, v) ? tv.overlap(v.offset - u.offset) : views_overlap(u, v);
+    };
     if (wr) {
-      for (int j = last; j >= 0; j = views[j].prev) rel[views[j].k] = views_overlap(*views[j].view, v) ? 'O' : 'D';
+      for (int j = last; j >= 0; j = views[j].prev) rel[views[j].k] = overlaps(*views[j].view) ? 'O' : 'D';
     } else {
-      for (int j = lw; j >= 0; j = views[j].prev_written) rel[views[j].wk] = views_overlap(*views[j].view, v) ? 'O' : 'D';
+      for (int j = lw; j >= 0; j = views[j].prev_written) rel[views[j].wk] = overlaps(*views[j].view) ? 'O' : 'D';
     }
     views.push_back({&v, last, lw, count, wr ? nwritten : 0});
     b->sig_last_view = static_cast<int>(views.size()) - 1;

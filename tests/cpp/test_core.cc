@@ -142,6 +142,67 @@ TEST(View, OverlapMatchesBruteForce) {
   EXPECT_GT(overlapping, 200);  // the draw exercises both answers
 }
 
+// Views of one shape and strides at other offsets (a loop's rows, columns
+// and blocks of one array) take views_overlap's pass over the dimensions
+// when their strides are nested, the general test otherwise: both against
+// brute force, up to three dimensions, negative and zero strides.
+TEST(View, TranslatesOverlapMatchesBruteForce) {
+  auto b = std::make_shared<Buffer>(1 << 16);
+  uint64_t state = 777;
+  auto rnd = [&](int64_t lo, int64_t hi) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return lo + static_cast<int64_t>((state >> 33) % static_cast<uint64_t>(hi - lo + 1));
+  };
+  auto elements = [](const View& v) {
+    std::set<int64_t> out;
+    std::vector<int64_t> idx(v.ndim(), 0);
+    if (v.size() == 0) return out;
+    for (;;) {
+      int64_t at = v.offset;
+      for (int k = 0; k < v.ndim(); ++k) at += idx[k] * v.strides[k];
+      out.insert(at);
+      int k = v.ndim() - 1;
+      for (; k >= 0 && ++idx[k] == v.shape[k]; --k) idx[k] = 0;
+      if (k < 0) return out;
+    }
+  };
+  int overlapping = 0, disjoint = 0;
+  for (int trial = 0; trial < 6000; ++trial) {
+    View x;
+    x.buffer = b;
+    x.dtype = DType::Float64;
+    const int nd = static_cast<int>(rnd(1, 3));
+    const bool nested = rnd(0, 1);
+    int64_t inner = 1;
+    for (int k = 0; k < nd; ++k) {
+      x.shape.push_back(rnd(1, 6));
+      x.strides.push_back(0);
+    }
+    for (int k = nd; k-- > 0;) {  // nested: each stride beyond the inner ones' reach (a block of an array)
+      int64_t st = nested ? inner * rnd(1, 3) : rnd(-9, 9);
+      if (nested && rnd(0, 3) == 0) st = -st;
+      x.strides[k] = st;
+      inner = std::max<int64_t>(inner, (st < 0 ? -st : st) * x.shape[k] + 1);
+    }
+    int64_t lo = 0, hi = 0;
+    for (int k = 0; k < nd; ++k) {
+      const int64_t span = x.strides[k] * (x.shape[k] - 1);
+      (span < 0 ? lo : hi) += span;
+    }
+    View y = x;
+    x.offset = 4000 - lo;
+    y.offset = x.offset + rnd(-(hi - lo) - 3, hi - lo + 3);
+    const auto ex = elements(x), ey = elements(y);
+    bool expect = false;
+    for (int64_t e : ex) expect |= ey.count(e) > 0;
+    (expect ? overlapping : disjoint)++;
+    ASSERT_EQ(views_overlap(x, y), expect) << "trial " << trial;
+    ASSERT_EQ(views_overlap(y, x), expect) << "trial " << trial;
+  }
+  EXPECT_GT(overlapping, 500);
+  EXPECT_GT(disjoint, 500);
+}
+
 TEST(View, IndexReshapeTranspose) {
   View v = View::fresh(DType::Int32, {4, 6});
   IndexItem s;
