@@ -4,6 +4,7 @@
 // Invariant: for every binding of the parameters, running the MdHom point by
 // point in program order stores exactly what the group's tasks stored, except
 // into temporaries (fusion.h gives the proof that point-wise order suffices).
+#include <charconv>
 #include <algorithm>
 #include <numeric>
 #include <sstream>
@@ -168,34 +169,59 @@ bool MdHom::any_pointwise(int d) const {
   return false;
 }
 
+namespace {
+// The key's text, appended in place (an ostringstream cost more than the
+// rest of analysing a small group): the same characters as stream output.
+struct KeyText {
+  std::string s;
+  KeyText& operator<<(char c) {
+    s += c;
+    return *this;
+  }
+  KeyText& operator<<(const char* t) {
+    s += t;
+    return *this;
+  }
+  KeyText& operator<<(int64_t v) {
+    char buf[24];
+    s.append(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
+    return *this;
+  }
+  KeyText& operator<<(int v) { return *this << static_cast<int64_t>(v); }
+  KeyText& operator<<(bool v) { return *this << static_cast<int64_t>(v); }
+};
+}  // namespace
+
 std::string MdHom::key() const {
-  std::ostringstream k;
+  KeyText k;
+  k.s.reserve(256);
   k << "D" << ndim << "|";
   for (const Access& a : accesses) {
     k << "a" << dtype_char(a.dtype);
     for (size_t d = 0; d < a.kind.size(); ++d) {
       k << "0u*"[static_cast<int>(a.kind[d])];
-      if (a.kind[d] == StrideKind::Param) k << a.stride[d];
+      if (a.kind[d] == StrideKind::Param) k << static_cast<int64_t>(a.stride[d]);
     }
     k << (a.read ? "r" : "") << (a.written ? "w" : "") << (a.reduced ? "x" : "") << ";";
   }
   k << "|f";
   for (const ExprNode& n : f.nodes)
-    k << static_cast<int>(n.kind) << dtype_char(n.dtype) << static_cast<int>(n.op) << "," << n.a << "," << n.b
-      << "," << n.c << ";";
+    k << static_cast<int>(n.kind) << dtype_char(n.dtype) << static_cast<int>(n.op) << "," << static_cast<int64_t>(n.a)
+      << "," << static_cast<int64_t>(n.b) << "," << static_cast<int64_t>(n.c) << ";";
   k << "|c";
-  for (size_t i = 0; i < const_type.size(); ++i) k << dtype_char(const_type[i]) << const_slot[i];
+  for (size_t i = 0; i < const_type.size(); ++i) k << dtype_char(const_type[i]) << static_cast<int64_t>(const_slot[i]);
   k << "|i";
   for (const Affine& a : indices) {
-    k << a.offset;
+    k << static_cast<int64_t>(a.offset);
     for (int s : a.stride) k << "," << s;
     k << ";";
   }
   k << "|o";
   for (const Output& o : outputs)
-    k << o.access << "," << o.value << "," << o.reduces << static_cast<int>(o.op) << dtype_char(o.acc_dtype) << ","
-      << o.arg_node << "," << o.init_const << "," << o.scan_dim << ";";
-  return k.str();
+    k << static_cast<int64_t>(o.access) << "," << static_cast<int64_t>(o.value) << "," << o.reduces
+      << static_cast<int>(o.op) << dtype_char(o.acc_dtype) << "," << static_cast<int64_t>(o.arg_node) << ","
+      << static_cast<int64_t>(o.init_const) << "," << static_cast<int64_t>(o.scan_dim) << ";";
+  return std::move(k.s);
 }
 
 Built build(const std::vector<Task>& window, const fusion::Group& group) {

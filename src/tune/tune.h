@@ -29,6 +29,7 @@
 // (lowering is correct by construction).
 #pragma once
 
+#include <chrono>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -234,6 +235,8 @@ class ScheduleStore {
   std::unordered_set<std::string> rejected_;               // entries already warned about
   std::vector<std::string> warnings_;
   int64_t mtime_ns_ = -1, file_size_ = -1;
+  bool checked_ = false;  // the file was looked at, at last_check_ (reload_if_changed)
+  std::chrono::steady_clock::time_point last_check_;
   std::atomic<uint64_t> generation_{0};
 };
 
