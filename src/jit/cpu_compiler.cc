@@ -410,12 +410,9 @@ CpuCompiler::CpuCompiler() : impl_(new Impl) {
   impl_->args = {"-triple", impl_->triple, "-target-cpu", impl_->cpu, "-O3", "-fopenmp-simd", "-vectorize-loops",
                  "-vectorize-slp", "-fveclib=libmvec", "-ffp-contract=off", "-std=c11",
                  "-w", "-x", "c"};
-  // 512-bit vectors where the CPU has AVX-512: clang's default for these
-  // CPUs is 256 (a frequency penalty on the first generations), but
-  // numfuse's fused loops are long arithmetic and vector-math chains, where
-  // twice the lanes per instruction wins (Black-Scholes, one core: measured
-  // in the commit that made this the default). NUMFUSE_VECTOR_BITS=256
-  // keeps clang's choice.
+  // 512-bit vectors for wide kernels (tune::Schedule::wide) where the CPU
+  // has AVX-512; NUMFUSE_VECTOR_BITS=256 keeps 256 everywhere (tune::Asm
+  // reads the same setting).
   llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
   const char* bits = std::getenv("NUMFUSE_VECTOR_BITS");
   impl_->zmm = features.lookup("avx512f") && features.lookup("avx512dq") && features.lookup("avx512vl") &&

@@ -650,17 +650,16 @@ View record_arange(double start, double step, int64_t n, DType t, bool integral,
   Dims shape{std::max<int64_t>(n, 0)};
   View out = View::fresh(t, shape);
   const bool int_path = integral && !is_float(t);
+  // Integers: start + i*step in int64, then the target type (wrapping like
+  // NumPy). Floats: NumPy fills start + i*delta with delta = (start + step)
+  // - start, both computed in the target type.
+  const DType ft = is_float(t) ? t : DType::Float64;
+  const Scalar s = Scalar::of_float(DType::Float64, start).cast(ft);
+  const Scalar next = Scalar::of_float(DType::Float64, start + step).cast(ft);
+  const double delta = ft == DType::Float32 ? static_cast<double>(static_cast<float>(next.f) - static_cast<float>(s.f))
+                                            : next.f - s.f;
   if (global_stream().runs_now(shape[0])) {
-    DType ft = is_float(t) ? t : DType::Float64;
-    double s = 0, delta = 0;
-    if (!int_path) {
-      const Scalar a = Scalar::of_float(DType::Float64, start).cast(ft);
-      const Scalar next = Scalar::of_float(DType::Float64, start + step).cast(ft);
-      s = a.f;
-      delta = ft == DType::Float32 ? static_cast<double>(static_cast<float>(next.f) - static_cast<float>(a.f))
-                                   : next.f - a.f;
-    }
-    fill_arange(out, shape[0], ft, s, delta, int_path, istart, istep);
+    fill_arange(out, shape[0], ft, s.f, delta, int_path, istart, istep);
     return out;
   }
   MapSpec spec;
@@ -669,22 +668,14 @@ View record_arange(double start, double step, int64_t n, DType t, bool integral,
   f.strides = Dims{1};
   spec.indices.push_back(f);
   int i = spec.expr.index(0);
-  if (integral && !is_float(t)) {
-    // start + i*step in int64, then the target type (wrapping like NumPy).
+  if (int_path) {
     spec.consts.push_back(Scalar::of_int(DType::Int64, istart));
     spec.consts.push_back(Scalar::of_int(DType::Int64, istep));
-    int s = spec.expr.constant(0, DType::Int64);
-    int d = spec.expr.constant(1, DType::Int64);
-    int v = spec.expr.binary(BinaryOp::Add, s, spec.expr.binary(BinaryOp::Multiply, i, d, DType::Int64), DType::Int64);
+    int sn = spec.expr.constant(0, DType::Int64);
+    int dn = spec.expr.constant(1, DType::Int64);
+    int v = spec.expr.binary(BinaryOp::Add, sn, spec.expr.binary(BinaryOp::Multiply, i, dn, DType::Int64), DType::Int64);
     spec.expr.cast(v, t);
   } else {
-    // NumPy fills floats as start + i*delta with delta = (start + step) - start,
-    // both computed in the target type.
-    DType ft = is_float(t) ? t : DType::Float64;
-    Scalar s = Scalar::of_float(DType::Float64, start).cast(ft);
-    Scalar next = Scalar::of_float(DType::Float64, start + step).cast(ft);
-    double delta = ft == DType::Float32 ? static_cast<double>(static_cast<float>(next.f) - static_cast<float>(s.f))
-                                        : next.f - s.f;
     spec.consts.push_back(s);
     spec.consts.push_back(Scalar::of_float(ft, delta));
     int sn = spec.expr.constant(0, ft);
