@@ -288,6 +288,8 @@ struct BlockAlloc {
 };
 }  // namespace
 
+std::atomic<uint64_t> Buffer::retired_{0};
+
 Buffer::Buffer(int64_t nbytes) : nbytes_(nbytes), id_(next_id()) {}
 
 int Buffer::kept_objects() { return t_blocks.count; }

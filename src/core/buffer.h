@@ -9,6 +9,7 @@
 // they have run it is dead.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -56,11 +57,26 @@ class Buffer {
   // the live count may drop concurrently as other threads keep running.
   bool py_live = true;
   // Pending tasks (recorded, or taken by a flush that has not finished)
-  // that read / write this buffer (Stream::record counts them in,
-  // Stream::retire out). With both zero, the buffer's contents are final
-  // until the next operation: tier 0 may read it, or write it in place, at once.
-  std::atomic<int32_t> pending_reads{0};
-  std::atomic<int32_t> pending_writes{0};
+  // that read / write this buffer. Tasks are numbered in recording order
+  // (Task::seq, from 1); last_read / last_write hold the number of the latest
+  // recorded task that reads / writes the buffer (Stream::Slot::commit), and
+  // every task numbered up to retired() has run or was dropped
+  // (Stream::retire: flushes retire their windows in recording order, a
+  // failed one only the prefix that ran). So a task that reads the buffer is
+  // pending exactly when last_read > retired(). With neither pending, the
+  // buffer's contents are final until the next operation: tier 0 may read
+  // it, or write it in place, at once. (Counting tasks in and out instead
+  // cost six atomic read-modify-writes per task; these are plain stores,
+  // made by the recording thread under the stream's gate.)
+  std::atomic<uint64_t> last_read{0};
+  std::atomic<uint64_t> last_write{0};
+  static uint64_t retired() { return retired_.load(std::memory_order_acquire); }
+  // Marks every task numbered up to `seq` as done (monotonic).
+  static void retire_through(uint64_t seq) {
+    if (seq > retired_.load(std::memory_order_relaxed)) retired_.store(seq, std::memory_order_release);
+  }
+  bool pending_write() const { return last_write.load(std::memory_order_acquire) > retired(); }
+  bool pending_read() const { return last_read.load(std::memory_order_acquire) > retired(); }
   // Scratch of fusion::window_signature and fusion::window_matches (written
   // under their lock): the signature that last saw this buffer (an epoch),
   // the number it got there (-1: not yet), its latest distinct view, latest
@@ -74,7 +90,7 @@ class Buffer {
   int32_t sig_last_written = -1;
   int32_t sig_last_output = -1;
   bool pending() const {
-    return pending_reads.load(std::memory_order_acquire) + pending_writes.load(std::memory_order_acquire) > 0;
+    return std::max(last_read.load(std::memory_order_acquire), last_write.load(std::memory_order_acquire)) > retired();
   }
 
   // Whether the system would hand out `nbytes` in one piece right now, the
@@ -101,6 +117,7 @@ class Buffer {
   void* data_ = nullptr;
   bool owned_ = true;
   std::function<void()> release_;
+  static std::atomic<uint64_t> retired_;
 };
 
 using BufferPtr = std::shared_ptr<Buffer>;

@@ -28,6 +28,12 @@ constexpr Info kInfo[kNumDTypes] = {
     {"float64", 'd', "double", 8, Kind::Float},
 };
 const Info& info(DType t) { return kInfo[static_cast<int>(t)]; }
+constexpr bool inline_tables_agree() {
+  for (int t = 0; t < kNumDTypes; ++t)
+    if (kInfo[t].size != itemsize(static_cast<DType>(t)) || kInfo[t].kind != kind(static_cast<DType>(t))) return false;
+  return true;
+}
+static_assert(inline_tables_agree(), "dtype.h's itemsize/kind tables must match kInfo");
 
 DType signed_of_bits(int bits) {
   switch (bits) {
@@ -40,8 +46,6 @@ DType signed_of_bits(int bits) {
 int bits(DType t) { return itemsize(t) * 8; }
 }  // namespace
 
-int itemsize(DType t) { return info(t).size; }
-Kind kind(DType t) { return info(t).kind; }
 const char* dtype_name(DType t) { return info(t).name; }
 char dtype_char(DType t) { return info(t).code; }
 const char* c_type(DType t) { return info(t).ctype; }

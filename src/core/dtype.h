@@ -33,8 +33,18 @@ enum class Kind : uint8_t { Bool, Signed, Unsigned, Float };
 // The kind of a weak (Python) scalar operand.
 enum class WeakKind : uint8_t { Bool, Int, Float };
 
-int itemsize(DType t);
-Kind kind(DType t);
+// (Inline: asked on every view of every task, by recording, fusion's
+// signatures and rebinding.)
+constexpr int itemsize(DType t) {
+  constexpr int8_t kSize[kNumDTypes] = {1, 1, 2, 4, 8, 1, 2, 4, 8, 4, 8};
+  return kSize[static_cast<int>(t)];
+}
+constexpr Kind kind(DType t) {
+  constexpr Kind kKind[kNumDTypes] = {Kind::Bool,     Kind::Signed,   Kind::Signed,   Kind::Signed,
+                                      Kind::Signed,   Kind::Unsigned, Kind::Unsigned, Kind::Unsigned,
+                                      Kind::Unsigned, Kind::Float,    Kind::Float};
+  return kKind[static_cast<int>(t)];
+}
 inline bool is_float(DType t) { return kind(t) == Kind::Float; }
 inline bool is_integer(DType t) {
   return kind(t) == Kind::Signed || kind(t) == Kind::Unsigned;

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <mutex>
 #include <string_view>
+#include <type_traits>
 
 #include "fusion/fusion.h"
 
@@ -14,12 +15,13 @@ namespace nf::fusion {
 namespace {
 
 // The walk over a window's fields is written once (task_fields,
-// view_fields) for two cursors, Count (how many bytes they take) and Put
-// (window_signature, and window_matches into a scratch string). Both are
-// values passed in and returned, so the cursor stays in a register while a
-// task's fields are stored (a cursor kept in memory would be reloaded after
-// every store, since the stores are chars and may alias it): a field costs
-// a store, not a std::string::append.
+// view_fields) for three cursors: Count (how many bytes they take), Put
+// (window_signature writes them) and Match (window_matches compares them
+// with a signature's bytes in place). They are values passed in and
+// returned, so the cursor stays in a register while a task's fields are
+// stored (a cursor kept in memory would be reloaded after every store,
+// since the stores are chars and may alias it): a field costs a store, not
+// a std::string::append.
 struct Count {
   size_t n = 0;
   template <typename T>
@@ -43,6 +45,45 @@ struct Put {
   }
   void bytes(const void* q, size_t k) {
     std::memcpy(p, q, k);
+    p += k;
+  }
+};
+
+// Compares the fields with the bytes at p instead of writing them
+// (window_matches); diff is nonzero once one differed. The caller checks
+// that the bytes are there (Count).
+struct Match {
+  const char* p;
+  bool diff = false;
+  template <typename T>
+  void put(const T& v) {
+    // Fields are 1, 2, 4 or 8 bytes: a load and a compare (a call to
+    // memcmp cost more than writing the field and comparing afterwards).
+    using U = std::conditional_t<sizeof(T) == 1, uint8_t,
+                                 std::conditional_t<sizeof(T) == 2, uint16_t,
+                                                    std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>>;
+    static_assert(sizeof(U) == sizeof(T));
+    U a, b;
+    std::memcpy(&a, p, sizeof a);
+    std::memcpy(&b, &v, sizeof b);
+    diff |= a != b;
+    p += sizeof v;
+  }
+  void dims(const Dims& d) {
+    put(static_cast<uint8_t>(d.size()));
+    for (int64_t e : d) put(e);
+  }
+  void bytes(const void* q, size_t k) {
+    // (Expression nodes: whole 8-byte words, see ExprNode.)
+    const char* r = static_cast<const char*>(q);
+    size_t i = 0;
+    for (; i + 8 <= k; i += 8) {
+      uint64_t a, b;
+      std::memcpy(&a, p + i, 8);
+      std::memcpy(&b, r + i, 8);
+      diff |= a != b;
+    }
+    if (i < k) diff |= std::memcmp(p + i, r + i, k - i) != 0;
     p += k;
   }
 };
@@ -302,24 +343,21 @@ bool window_matches(const std::vector<Task>& window, Policy policy, const Signat
   if (count != sig.offsets.size()) return false;
   std::lock_guard<std::mutex> lock(g_mu);
   ++g_epoch;
-  // The window's fields are written as window_signature writes them, into
-  // scratch, and compared with sig (a memcmp per task); where sig
-  // holds a view's relations, they are copied from sig instead (so the
-  // comparison passes over them) once the view's buffer is found at its
-  // common distance from sig's window. By induction over the walk, equal
-  // bytes before a relation put it at the same place as in sig.
-  static std::string scratch;
-  Write w(scratch);
+  // The window's fields are compared in place with sig's bytes, in the
+  // order window_signature writes them (Match: the same walk as Put). A
+  // view's relations are not recomputed: they are skipped once the view's
+  // buffer is found at its common distance from sig's window. By induction
+  // over the walk, equal bytes before a relation put it at the same place as
+  // in sig.
   const char* const s = sig.bytes.data();
   const size_t n = sig.size;
-  w.put(static_cast<uint8_t>(policy));
+  if (n < 1 || static_cast<uint8_t>(s[0]) != static_cast<uint8_t>(policy)) return false;
+  size_t at = 1;
   static std::vector<Buffer*> buffers;
   buffers.clear();
   const int64_t* const offsets = sig.offsets.data();
-  const size_t nviews = sig.offsets.size();
   size_t iv = 0;
   auto view = [&](const View& v) {
-    if (iv == nviews) return false;
     Buffer* b = v.buffer.get();
     touch(b);
     const int64_t delta = v.offset * itemsize(v.dtype) - offsets[iv++];
@@ -330,51 +368,41 @@ bool window_matches(const std::vector<Task>& window, Policy policy, const Signat
     } else if (b->sig_delta != delta) {
       return false;
     }
-    write_view_fields(w, b->sig_id, v);
+    const size_t need = view_fields_size(v);
+    if (at + need > n || view_fields(Match{s + at}, b->sig_id, v).diff) return false;
+    at += need;
     // The relations: 'S' and a view number, or 'N', a view number, a flag,
     // a count and that many bytes.
-    const size_t at = w.size();
+    constexpr size_t kSame = 1 + sizeof(uint32_t);
     constexpr size_t kHead = 1 + sizeof(uint32_t) + 1 + sizeof(uint32_t);
-    size_t len = 1 + sizeof(uint32_t);
-    if (at + len > n) return false;
-    if (s[at] == 'N') {
+    if (at + kSame > n) return false;
+    if (s[at] == 'S') {
+      at += kSame;
+    } else if (s[at] == 'N') {
       if (at + kHead > n) return false;
       uint32_t nrel;
       std::memcpy(&nrel, s + at + kHead - sizeof(uint32_t), sizeof nrel);
-      len = kHead + nrel;
-      if (at + len > n) return false;
-    } else if (s[at] != 'S') {
+      at += kHead + nrel;
+      if (at > n) return false;
+    } else {
       return false;
     }
-    w.ensure(len);
-    char* to = w.skip(len);
-    if (len == 1 + sizeof(uint32_t)) {  // (the common 'S': no call to memcpy)
-      std::memcpy(to, s + at, sizeof(uint32_t));
-      to[sizeof(uint32_t)] = s[at + sizeof(uint32_t)];
-    } else {
-      std::memcpy(to, s + at, len);
-    }
-    return true;
-  };
-  size_t checked = 0;  // bytes of scratch compared with sig
-  auto same_so_far = [&] {
-    const size_t end = w.size();
-    if (end > n || std::memcmp(scratch.data() + checked, s + checked, end - checked) != 0) return false;
-    checked = end;
     return true;
   };
   // Compared task by task: a window of another iteration (other shapes)
   // fails at its first differing task.
   for (const Task& t : window) {
-    write_task_fields(w, t);
+    const size_t need = task_fields(Count{}, t).n;
+    if (at + need > n || task_fields(Match{s + at}, t).diff) return false;
+    at += need;
     for (const View& v : t.inputs)
       if (!view(v)) return false;
-    if (!view(t.output) || !same_so_far()) return false;
+    if (!view(t.output)) return false;
   }
-  if (iv != nviews) return false;
-  w.ensure(buffers.size());
-  for (const Buffer* b : buffers) w.put(buffer_flags(b));
-  return same_so_far() && checked == n;
+  if (at + buffers.size() != n) return false;
+  for (const Buffer* b : buffers)
+    if (static_cast<uint8_t>(s[at++]) != buffer_flags(b)) return false;
+  return true;
 }
 
 }  // namespace nf::fusion

@@ -112,7 +112,7 @@ void compact(Built& out) {
   Bindings& b = out.bind;
   std::vector<int> id(h.accesses.size(), -1);
   std::vector<Access> kept;
-  std::vector<BufferPtr> buffers;
+  std::vector<Buffer*> buffers;
   std::vector<int64_t> offsets;
   std::vector<Recipe::AccessSource> sources;
   for (size_t i = 0; i < h.accesses.size(); ++i) {
@@ -144,7 +144,7 @@ void rebind(const std::vector<Task>& window, const Built& tmpl, Bindings& b) {
     const Recipe::AccessSource& src = tmpl.recipe.access[i];
     const Task& t = window[src.task];
     const View& v = src.slot < 0 ? t.output : t.inputs[src.slot];
-    b.buffers[i] = v.buffer;
+    b.buffers[i] = v.buffer.get();
     b.offsets[i] = v.offset * itemsize(v.dtype);
   }
   b.ints.assign(tmpl.bind.ints.begin(), tmpl.bind.ints.end());
@@ -262,7 +262,7 @@ Built build(const std::vector<Task>& window, const fusion::Group& group) {
     Access a;
     a.dtype = v.dtype;
     a.ptr = static_cast<int>(b.buffers.size());
-    b.buffers.push_back(v.buffer);
+    b.buffers.push_back(v.buffer.get());
     b.offsets.push_back(v.offset * itemsize(v.dtype));
     for (int64_t s : l.strides) {
       a.kind.push_back(kind_of(s));

@@ -86,7 +86,13 @@ struct MdHom {
 };
 
 struct Bindings {
-  std::vector<BufferPtr> buffers;  // per pointer slot
+  // Per pointer slot, the buffer: borrowed, not owned. Bindings are built for
+  // a window (mdh::build, mdh::rebind) and used while that window's tasks,
+  // which own the buffers, are alive; whatever keeps bindings longer holds
+  // the buffers itself (the tuner's synthetic ones) or clears them (the
+  // memo's templates). Owning them cost two atomic read-modify-writes per
+  // array per kernel launch, a fifth of launching a memoized small kernel.
+  std::vector<Buffer*> buffers;
   std::vector<int64_t> offsets;    // byte offset per pointer slot
   std::vector<int64_t> ints;
   std::vector<double> floats;

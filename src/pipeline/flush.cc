@@ -305,7 +305,7 @@ PlanGroup to_plan_group(const std::vector<Task>& window, const Prepared& p) {
       }
   if (p.built) {
     auto tmpl = std::make_shared<mdh::Built>(*p.built);
-    tmpl->bind.buffers.clear();  // the memo must not keep arrays alive
+    tmpl->bind.buffers.clear();  // (borrowed from this window: they die with it)
     tmpl->bind.offsets.clear();
     g.tmpl = tmpl;
   }
@@ -359,13 +359,8 @@ void run_group(const std::vector<Task>& window, const std::shared_ptr<const Plan
     for (int k : g.temp_tasks) gr.temporaries.push_back(window[k].output.buffer->id());
   }
   // Memo hits rebind into the same storage flush after flush (the caller
-  // holds g_exec_mu); its buffers are let go on the way out, thrown or not.
+  // holds g_exec_mu; the bindings borrow the window's buffers).
   static mdh::Bindings local;
-  struct LetGo {
-    ~LetGo() {
-      for (BufferPtr& b : local.buffers) b.reset();
-    }
-  } let_go;
   if (runs(g)) {
     jit::Kernel* const fn = kernel_of(g);
     if (fn || g.schedule.routine != tune::Routine::None) {
@@ -683,14 +678,12 @@ void flush_window(std::vector<Task>& window, FlushReport* report, int& ran) {
     g_profile.memo_matched += rep.memo_matched ? 1 : 0;
     g_profile.tier0_groups += rep.tier0_groups;
     for (const GroupReport& g : rep.groups) g_profile.kernels_run += g.hom && !g.tier0 ? 1 : 0;
-    // The report moves to g_last (explain()); the caller gets every field
-    // but copies the groups only when it prints them (dump).
-    if (report) {
-      std::vector<GroupReport> groups = std::move(rep.groups);
-      rep.groups.clear();
-      *report = rep;
-      rep.groups = std::move(groups);
-      if (cfg.dump) report->groups = rep.groups;
+    // The report moves to g_last (explain()); the caller gets the groups
+    // (and the plan they point into) only when it prints them (dump), and
+    // the warnings (below).
+    if (report && cfg.dump) {
+      report->groups = rep.groups;
+      report->plan = rep.plan;
     }
     std::swap(g_last, rep);
   }

@@ -110,7 +110,9 @@ int64_t tier0_tasks();  // since the process started
 // Flushes the global stream and blocks until every pending result is
 // computed. Returns the executed tasks; the caller destroys them (with the
 // Python GIL held, since adopted NumPy buffers may be released). Concurrent
-// callers are serialized.
+// callers are serialized. `report` (or null) gives the sync's site and
+// reason and gets the warnings, and with Config::dump the groups (and the
+// plan they point into); the whole report is last_report().
 std::vector<Task> flush(FlushReport* report);
 
 // fork(): fork_prepare (an os.register_at_fork `before` hook; call it

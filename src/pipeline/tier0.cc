@@ -77,7 +77,7 @@ bool run_now(Task& t) {
   if (c.tier == Tier::Auto && shape_size(t.domain) > c.eager_max_elements) return false;
   if (t.output.buffer->pending()) return false;
   for (const View& v : t.inputs)
-    if (v.buffer->pending_writes.load(std::memory_order_acquire) > 0) return false;
+    if (v.buffer->pending_write()) return false;
   if (!detail::run_matmul_blas(t)) {
     if (!runtime::tier0_supports(t)) return false;
     runtime::tier0_run(t);
@@ -166,7 +166,7 @@ bool run_simple(const SimpleOp& s, View* result) {
   if (!loop) return false;
   // The inputs are final, and nothing pending touches the destination.
   for (int k = 0; k < na; ++k)
-    if (arrays[k]->buffer->pending_writes.load(std::memory_order_acquire) > 0) return false;
+    if (arrays[k]->buffer->pending_write()) return false;
   if (s.out) {
     if (s.out->buffer->pending()) return false;
     // An input overlapping the destination must be the destination itself
@@ -264,7 +264,7 @@ bool run_reduce(const SimpleReduce& r, Scalar* value) {
   if (c.tier == Tier::Auto && r.in->size() > c.eager_max_elements) return false;
   if (r.in->ndim() > 16) return false;
   for (const View* v : {r.in, r.in2})
-    if (v && v->buffer->pending_writes.load(std::memory_order_acquire) > 0) return false;
+    if (v && v->buffer->pending_write()) return false;
   // An arg-reduction reports the flat (C-order) index: walk in that order.
   if ((r.op == ReduceOp::ArgMax || r.op == ReduceOp::ArgMin) && r.in->ndim() > 1 && !r.in->is_c_contiguous())
     return false;

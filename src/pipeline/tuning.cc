@@ -98,7 +98,7 @@ SynthSpec synth_spec(const mdh::MdHom& h, const mdh::Bindings& b) {
   std::unordered_map<const Buffer*, int> group_of;
   std::vector<int64_t> glo, ghi;
   for (size_t p = 0; p < nptr; ++p) {
-    const Buffer* key = used[p] ? b.buffers[p].get() : nullptr;
+    const Buffer* key = used[p] ? b.buffers[p] : nullptr;
     auto [it, fresh] = group_of.emplace(key ? key : reinterpret_cast<const Buffer*>(p + 1), static_cast<int>(glo.size()));
     if (fresh) {
       glo.push_back(lo[p]);
@@ -161,7 +161,7 @@ class Bench {
     b_.ints = spec.ints;
     b_.floats = spec.floats;
     for (size_t p = 0; p < spec.group.size(); ++p) {
-      b_.buffers.push_back(buffers_[spec.group[p]]);
+      b_.buffers.push_back(buffers_[spec.group[p]].get());
       b_.offsets.push_back(spec.offsets[p]);
     }
     // Groups read and written by the kernel are restored before each run

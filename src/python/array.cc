@@ -385,7 +385,7 @@ PyObject* getitem(PyObject* self, PyObject* key) {
   {
     const View& v = view_of(self);
     const int64_t off = int_key_offset(v, key);
-    if (off >= 0 && v.buffer->pending_writes.load(std::memory_order_acquire) == 0)
+    if (off >= 0 && !v.buffer->pending_write())
       return guarded([&] {
         return numpy_scalar(v.dtype, element_at(v, off))
             .release()
@@ -621,7 +621,7 @@ PyObject* m_item(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
   else if (nargs == 0 && v.ndim() == 0) off = v.offset;
   if (off >= 0)
     return guarded([&] {
-      if (v.buffer->pending_writes.load(std::memory_order_acquire) > 0) flush_all("item()");
+      if (v.buffer->pending_write()) flush_all("item()");
       PyObject* r = python_scalar(v.dtype, element_at(v, off));
       if (!r) throw py::error_already_set();
       return r;
@@ -639,7 +639,7 @@ PyObject* m_tolist(PyObject* self, PyObject*) {
   return guarded([&]() -> PyObject* {
     const View& v = view_of(self);
     if (v.ndim() != 1) return g_tolist(py::handle(self)).release().ptr();
-    if (v.buffer->pending_writes.load(std::memory_order_acquire) > 0) flush_all("tolist()");
+    if (v.buffer->pending_write()) flush_all("tolist()");
     const int64_t n = v.shape[0], is = itemsize(v.dtype);
     py::list out(n);
     const char* base = static_cast<const char*>(v.buffer->data());

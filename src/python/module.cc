@@ -96,9 +96,9 @@ RecordGuard::~RecordGuard() noexcept(false) {
 
 py::object scalar_result(View v) {
   if (v.ndim() == 0 && pipeline::config().tier == pipeline::Tier::Eager &&
-      v.buffer->pending_writes.load(std::memory_order_acquire) > 0)
+      v.buffer->pending_write())
     flush_all("tier eager");  // (a scalar, as tier 0 gives it)
-  if (v.ndim() != 0 || v.buffer->pending_writes.load(std::memory_order_acquire) > 0) return wrap(std::move(v));
+  if (v.ndim() != 0 || v.buffer->pending_write()) return wrap(std::move(v));
   return numpy_scalar(v.dtype, static_cast<const char*>(v.buffer->data()) + v.offset * itemsize(v.dtype));
 }
 
@@ -345,7 +345,7 @@ py::object element(const View& v, std::span<const IndexItem> items) {
   const int64_t off = element_offset(v, items);  // bounds checks, NumPy's IndexError
   // Pending writes to this memory (or another thread's flush of them) run
   // first; an element of computed memory is read at once.
-  if (v.buffer->pending_writes.load(std::memory_order_acquire) > 0) flush_all("element access");
+  if (v.buffer->pending_write()) flush_all("element access");
   const char* base = static_cast<const char*>(v.buffer->data());
   return numpy_scalar(v.dtype, base + off * itemsize(v.dtype));
 }

@@ -30,14 +30,16 @@ void Task::validate() const {
 }
 
 namespace {
-void count_pending(const Task& t, int32_t d) {
-  for (const View& v : t.inputs) v.buffer->pending_reads.fetch_add(d, std::memory_order_acq_rel);
-  t.output.buffer->pending_writes.fetch_add(d, std::memory_order_acq_rel);
-}
+// Task numbers (Task::seq): assigned under the global stream's gate, so a
+// load and a store suffice.
+std::atomic<uint64_t> g_task_seq{0};
 }  // namespace
 
 void Stream::retire(const std::vector<Task>& tasks) {
-  for (const Task& t : tasks) count_pending(t, -1);
+  // A window's tasks are numbered in order, and windows retire in order.
+  uint64_t last = 0;
+  for (const Task& t : tasks) last = std::max(last, t.seq);
+  Buffer::retire_through(last);
 }
 
 void Stream::record(Task&& t) {
@@ -48,20 +50,29 @@ void Stream::record(Task&& t) {
 
 Stream::Slot::Slot(Stream& s) : s_(s) {
   s_.gate_.lock();
-  std::lock_guard<std::mutex> lock(s_.mu_);
-  if (s_.slot_open_) {
+  // Only the gate's holder opens slots: no lock needed to see its own.
+  if (s_.slot_open_.load(std::memory_order_relaxed)) {
     s_.gate_.unlock();
     throw std::logic_error("a task was recorded while another was being built in place");
   }
+  // The window's end is shared with restore() only (take() holds the gate).
+  // Dekker's handshake instead of mu_ (two fewer atomic read-modify-writes
+  // per task): open the slot, then look for a restore; restore announces
+  // itself, then waits for open slots to close. Both sequentially
+  // consistent, so at least one of them sees the other.
+  s_.slot_open_.store(true, std::memory_order_seq_cst);
+  if (s_.restoring_.load(std::memory_order_seq_cst)) {
+    s_.slot_open_.store(false, std::memory_order_seq_cst);
+    std::lock_guard<std::mutex> lock(s_.mu_);  // restore holds it while it works
+    s_.slot_open_.store(true, std::memory_order_seq_cst);
+  }
   task_ = &s_.window_.emplace_back();
-  s_.slot_open_ = true;
 }
 
 Stream::Slot::~Slot() {
   if (open_) {
-    std::lock_guard<std::mutex> lock(s_.mu_);
-    s_.window_.pop_back();
-    s_.slot_open_ = false;
+    s_.window_.pop_back();  // (restore waits while the slot is open)
+    s_.slot_open_.store(false, std::memory_order_release);
   }
   s_.gate_.unlock();
 }
@@ -72,7 +83,11 @@ void Stream::Slot::commit() {
 #endif
   Task& t = *task_;
   if (s_.run_now_ && s_.run_now_(t)) return;  // (the destructor drops the slot)
-  count_pending(t, 1);
+  const uint64_t seq = g_task_seq.load(std::memory_order_relaxed) + 1;
+  g_task_seq.store(seq, std::memory_order_relaxed);
+  t.seq = seq;
+  for (const View& v : t.inputs) v.buffer->last_read.store(seq, std::memory_order_release);
+  t.output.buffer->last_write.store(seq, std::memory_order_release);
   bool exported = t.output.buffer->exports.load(std::memory_order_relaxed) > 0;
   for (const View& v : t.inputs) exported |= v.buffer->exports.load(std::memory_order_relaxed) > 0;
   if (exported) s_.sync_request_.store(true);
@@ -156,7 +171,13 @@ void Stream::restore(std::vector<Task> tasks) {
   // Inserting in front moves the window's tasks: wait out a Slot another
   // thread is building (it never blocks, syncs or records while open; the
   // gate is not taken here, as its holder may be waiting for this flush).
-  while (slot_open_.load(std::memory_order_acquire)) {
+  // A slot opened from now on sees restoring_ and waits for mu_ (Slot::Slot).
+  restoring_.store(true, std::memory_order_seq_cst);
+  struct Done {
+    std::atomic<bool>& r;
+    ~Done() { r.store(false, std::memory_order_seq_cst); }  // (before mu_ is released)
+  } done{restoring_};
+  while (slot_open_.load(std::memory_order_seq_cst)) {
     lock.unlock();
     std::this_thread::yield();
     lock.lock();

@@ -64,6 +64,9 @@ struct Task {
   bool solo = false;
   // What the user called ("add", "sum", "__setitem__"), for explain().
   const char* name = "";
+  // Its number in recording order (from 1; 0 until recorded): see
+  // Buffer::last_read.
+  uint64_t seq = 0;
 
   bool is_reduce() const { return kind == Kind::Reduce; }
   // The output combines many points (a reduction or a scan): nothing else
@@ -165,8 +168,8 @@ class Stream {
   // caller): the next take() reuses it, so a flush neither allocates nor
   // regrows a window of tasks (each about 1 KB).
   void recycle(std::vector<Task>&& tasks);
-  // Tasks that ran (or were skipped as dead) leave: their buffers' pending
-  // counts drop (Buffer::pending_reads / pending_writes).
+  // Tasks that ran (or were skipped as dead) leave: they count as done
+  // (Buffer::retire_through; see Buffer::last_read).
   static void retire(const std::vector<Task>& tasks);
   // Held by the bindings from recording an operation until its result array
   // exists (recursive: one binding may record several tasks).
@@ -214,10 +217,12 @@ class Stream {
   std::atomic<uint64_t> recorded_total_{0};
   std::atomic<size_t> size_{0};
   std::atomic<bool> sync_request_{false};
-  // A Slot is being built at window_.back(): set under mu_; cleared by the
-  // Slot's commit (release: the task and codes_ are complete) or, dropping
-  // the slot, under mu_.
+  // A Slot is being built at window_.back(): set by the gate's holder when
+  // it opens one (Slot::Slot), cleared by the Slot's commit (release: the
+  // task and codes_ are complete) or when it drops the slot.
   std::atomic<bool> slot_open_{false};
+  // restore() is moving the window (set and cleared under mu_).
+  std::atomic<bool> restoring_{false};
   RunNow run_now_ = nullptr;
   RunSimpleNow run_simple_ = nullptr;
   RunReduceNow run_reduce_ = nullptr;

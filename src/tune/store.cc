@@ -182,13 +182,17 @@ bool ScheduleStore::find(const std::string& device, const mdh::MdHom& h, const m
   if (why.empty()) return true;
   // Anything read from the cache directory is input: a doubtful entry is
   // ignored (the default schedule runs), once with a warning.
-  if (rejected_.insert(key).second)
+  if (rejected_.insert(key).second) {
     warnings_.push_back("numfuse: ignoring a tuned schedule in " + path_ + ": " + why);
+    has_warnings_.store(true, std::memory_order_release);
+  }
   return false;
 }
 
 std::vector<std::string> ScheduleStore::take_warnings() {
+  if (!has_warnings_.load(std::memory_order_acquire)) return {};  // (every flush asks: no lock)
   std::lock_guard<std::mutex> lock(mu_);
+  has_warnings_.store(false, std::memory_order_relaxed);
   std::vector<std::string> w;
   w.swap(warnings_);
   return w;
@@ -207,12 +211,14 @@ bool ScheduleStore::put(const std::string& device, const mdh::MdHom& h, const st
   if (lfd < 0) {
     warnings_.push_back("numfuse: " + path_ + ".lock is not a private regular file; the tuned schedule is kept "
                         "for this process only");
+    has_warnings_.store(true, std::memory_order_release);
     return false;
   }
   bool ok = false;
   if (!files::lock_exclusive(lfd, 10.0)) {
     warnings_.push_back("numfuse: " + path_ + ".lock has been held by another process for 10 s; the tuned "
                         "schedule is kept for this process only");
+    has_warnings_.store(true, std::memory_order_release);
   } else {
     std::string text, why;
     std::unordered_map<std::string, std::string> merged;

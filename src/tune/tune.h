@@ -234,6 +234,7 @@ class ScheduleStore {
   std::unordered_map<std::string, std::string> entries_;  // "device\thash\tclass" -> rest of the line
   std::unordered_set<std::string> rejected_;               // entries already warned about
   std::vector<std::string> warnings_;
+  std::atomic<bool> has_warnings_{false};  // warnings_ is not empty (set under mu_)
   int64_t mtime_ns_ = -1, file_size_ = -1;
   bool checked_ = false;  // the file was looked at, at last_check_ (reload_if_changed)
   std::chrono::steady_clock::time_point last_check_;
