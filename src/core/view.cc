@@ -100,18 +100,28 @@ int64_t checked_nbytes(DType dtype, const Dims& shape) {
 }
 
 View View::fresh(DType dtype, const Dims& shape) {
+  View v;
+  fresh_into(v, dtype, shape);
+  return v;
+}
+
+void View::fresh_into(View& v, DType dtype, const Dims& shape) {
   const int64_t nbytes = checked_nbytes(dtype, shape);
   if (!Buffer::can_allocate(nbytes))
     throw MemoryError(std::vector<int64_t>(shape.begin(), shape.end()), static_cast<int>(dtype), nbytes);
-  View v;
+  v.buffer = Buffer::make(nbytes);
   v.dtype = dtype;
   v.shape = shape;
-  // NumPy gives a new empty array all-zero strides (which also keeps it out
-  // of the memory-order decisions of later operations).
-  v.strides = shape_size(shape) == 0 ? Dims(shape.size(), 0) : c_strides(shape);
   v.offset = 0;
-  v.buffer = Buffer::make(nbytes);
-  return v;
+  // C order; NumPy gives a new empty array all-zero strides (which also
+  // keeps it out of the memory-order decisions of later operations).
+  const size_t nd = shape.size();
+  v.strides.resize(nd);
+  int64_t acc = nbytes == 0 ? 0 : 1;
+  for (size_t k = nd; k-- > 0;) {
+    v.strides[k] = acc;
+    acc *= std::max<int64_t>(shape[k], 1);
+  }
 }
 
 View View::fresh_in_order(DType dtype, const Dims& shape, const std::vector<int>& order) {

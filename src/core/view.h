@@ -52,6 +52,9 @@ struct View {
   // allocations the system would not grant (MemoryError) -- at the call,
   // even for buffers fusion may never allocate.
   static View fresh(DType dtype, const Dims& shape);
+  // fresh(), built in `out` (recording builds an operator's result where it
+  // is kept, rather than moving a View there).
+  static void fresh_into(View& out, DType dtype, const Dims& shape);
   // The same, laid out with axes `order` (a permutation, outer to inner).
   static View fresh_in_order(DType dtype, const Dims& shape, const std::vector<int>& order);
 };

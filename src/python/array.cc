@@ -49,7 +49,7 @@ const View& view_of(PyObject* o) { return reinterpret_cast<PyNdArray*>(o)->arr.v
 
 }  // namespace
 
-py::object wrap(View v) {
+py::object wrap(View&& v) {
   PyNdArray* o = g_free_count > 0 ? g_free_list[--g_free_count]
                                   : static_cast<PyNdArray*>(PyObject_Malloc(sizeof(PyNdArray)));
   if (!o) throw std::bad_alloc();

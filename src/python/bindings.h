@@ -30,7 +30,8 @@ inline void add_py_ref(Buffer& b, int32_t d) {
 }
 struct NdArray {
   View v;
-  explicit NdArray(View view) : v(std::move(view)) { add_py_ref(*v.buffer, 1); }
+  explicit NdArray(View&& view) : v(std::move(view)) { add_py_ref(*v.buffer, 1); }
+  explicit NdArray(const View& view) : v(view) { add_py_ref(*v.buffer, 1); }
   ~NdArray() { add_py_ref(*v.buffer, -1); }
   NdArray(const NdArray&) = delete;
   NdArray& operator=(const NdArray&) = delete;
@@ -84,11 +85,16 @@ class RecordGuard {
   RecordGuard& operator=(const RecordGuard&) = delete;
 };
 
-py::object wrap(View v);
+// A new numfuse.ndarray over `v`. (The view is moved once, into the array:
+// a View is about 160 bytes, and passing it on by value cost a move per
+// call on the path of every operator.)
+py::object wrap(View&& v);
+inline py::object wrap(const View& v) { return wrap(View(v)); }
 // The result of an operation NumPy returns as a scalar when it is 0-d (a
 // ufunc, a full reduction, a vector dot product): a NumPy scalar if the
 // value is computed (tier 0 ran it), else the 0-d array that will hold it.
-py::object scalar_result(View v);
+py::object scalar_result(View&& v);
+inline py::object scalar_result(const View& v) { return scalar_result(View(v)); }
 inline bool is_ndarray(py::handle h) { return Py_TYPE(h.ptr()) == g_ndarray_type; }
 // The array behind a numfuse.ndarray; TypeError for anything else.
 NdArray& as_ndarray(py::handle h);

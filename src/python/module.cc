@@ -94,7 +94,7 @@ RecordGuard::~RecordGuard() noexcept(false) {
   else if (eager) flush_all("tier eager");
 }
 
-py::object scalar_result(View v) {
+py::object scalar_result(View&& v) {
   if (v.ndim() == 0 && pipeline::config().tier == pipeline::Tier::Eager &&
       v.buffer->pending_write())
     flush_all("tier eager");  // (a scalar, as tier 0 gives it)
@@ -153,7 +153,7 @@ std::optional<DType> to_dtype(py::handle h) {
 bool to_operand(py::handle h, Operand& out) {
   PyObject* o = h.ptr();
   if (Py_TYPE(o) == g_ndarray_type) {
-    out = Operand::borrow(reinterpret_cast<PyNdArray*>(o)->arr.v);
+    out.borrow_from(reinterpret_cast<PyNdArray*>(o)->arr.v);
     return true;
   }
   if (PyFloat_CheckExact(o)) {

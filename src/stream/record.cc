@@ -167,20 +167,21 @@ bool record_simple(const SimpleOp& s, View* result) {
     }
   }
   if (s.out && domain != s.out->shape) return false;
-  View out;
   if (s.out) {
-    out = *s.out;
     // An input overlapping the destination must be the destination itself.
     for (int k = 0; k < s.nin; ++k)
-      if (s.view[k] && s.view[k]->buffer == out.buffer && views_overlap(*s.view[k], out) &&
-          !(s.view[k]->shape == domain && s.view[k]->same_as(out)))
+      if (s.view[k] && s.view[k]->buffer == s.out->buffer && views_overlap(*s.view[k], *s.out) &&
+          !(s.view[k]->shape == domain && s.view[k]->same_as(*s.out)))
         return false;
   } else {
     // NumPy's order 'K' is C order when every array operand is C-ordered.
     for (int k = 0; k < s.nin; ++k)
       if (s.view[k] && s.view[k]->ndim() > 1 && !s.view[k]->is_c_contiguous()) return false;
-    out = View::fresh(s.node.dtype, domain);
   }
+  // The result is built in *result (no View moved on the way).
+  View& out = *result;
+  if (s.out) out = *s.out;
+  else View::fresh_into(out, s.node.dtype, domain);
   if (shape_size(domain) > 0) {
     Stream::Slot slot(global_stream());  // built in place in the window
     Task& t = slot.task();
@@ -207,7 +208,6 @@ bool record_simple(const SimpleOp& s, View* result) {
     t.domain = std::move(domain);
     slot.commit();
   }
-  *result = std::move(out);
   return true;
 }
 

@@ -50,29 +50,20 @@ void Stream::record(Task&& t) {
 
 Stream::Slot::Slot(Stream& s) : s_(s) {
   s_.gate_.lock();
-  // Only the gate's holder opens slots: no lock needed to see its own.
+  // Only the gate's holder touches the window (take() holds the gate too,
+  // restore() puts tasks aside): no lock, no atomic read-modify-write.
   if (s_.slot_open_.load(std::memory_order_relaxed)) {
     s_.gate_.unlock();
     throw std::logic_error("a task was recorded while another was being built in place");
   }
-  // The window's end is shared with restore() only (take() holds the gate).
-  // Dekker's handshake instead of mu_ (two fewer atomic read-modify-writes
-  // per task): open the slot, then look for a restore; restore announces
-  // itself, then waits for open slots to close. Both sequentially
-  // consistent, so at least one of them sees the other.
-  s_.slot_open_.store(true, std::memory_order_seq_cst);
-  if (s_.restoring_.load(std::memory_order_seq_cst)) {
-    s_.slot_open_.store(false, std::memory_order_seq_cst);
-    std::lock_guard<std::mutex> lock(s_.mu_);  // restore holds it while it works
-    s_.slot_open_.store(true, std::memory_order_seq_cst);
-  }
+  s_.slot_open_.store(true, std::memory_order_relaxed);
   task_ = &s_.window_.emplace_back();
 }
 
 Stream::Slot::~Slot() {
   if (open_) {
-    s_.window_.pop_back();  // (restore waits while the slot is open)
-    s_.slot_open_.store(false, std::memory_order_release);
+    s_.window_.pop_back();
+    s_.slot_open_.store(false, std::memory_order_relaxed);
   }
   s_.gate_.unlock();
 }
@@ -91,14 +82,13 @@ void Stream::Slot::commit() {
   bool exported = t.output.buffer->exports.load(std::memory_order_relaxed) > 0;
   for (const View& v : t.inputs) exported |= v.buffer->exports.load(std::memory_order_relaxed) > 0;
   if (exported) s_.sync_request_.store(true);
-  // Without mu_: while the slot is open no other thread touches the window's
-  // end or codes_ (see slot_open_).
+  // (The gate's holder owns the window and codes_.)
   s_.note_code(t);
-  s_.size_.store(s_.window_.size(), std::memory_order_release);
-  // (Its writers are serialized: this commit, restore under mu_ with no slot open.)
+  s_.size_.store(s_.window_.size() + s_.restored_n_.load(std::memory_order_relaxed), std::memory_order_release);
+  // (One writer, the gate's holder: restore counts in restored_total_.)
   s_.recorded_total_.store(s_.recorded_total_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
   open_ = false;
-  s_.slot_open_.store(false, std::memory_order_release);
+  s_.slot_open_.store(false, std::memory_order_relaxed);
 }
 
 void Stream::note_code(const Task& t) {
@@ -140,9 +130,18 @@ void Stream::set_max_window(size_t n) {
 std::vector<Task> Stream::take() {
   std::lock_guard<std::recursive_mutex> gate(gate_);
   std::lock_guard<std::mutex> lock(mu_);
-  if (slot_open_) throw std::logic_error("the window was taken while a task was being built in place");
+  if (slot_open_.load(std::memory_order_relaxed))
+    throw std::logic_error("the window was taken while a task was being built in place");
   std::vector<Task> out;
-  out.swap(window_);
+  if (restored_.empty()) {
+    out.swap(window_);
+  } else {
+    // Tasks a failed flush put back come first (they are older).
+    out.swap(restored_);
+    out.insert(out.end(), std::make_move_iterator(window_.begin()), std::make_move_iterator(window_.end()));
+    window_.clear();
+    restored_n_.store(0, std::memory_order_relaxed);
+  }
   codes_.clear();
   cut_.store(max_window, std::memory_order_release);
   size_.store(0, std::memory_order_release);
@@ -152,7 +151,8 @@ std::vector<Task> Stream::take() {
     for (View& v : t.inputs) v.buffer->py_live = v.buffer->py_refs.load() > 0;
     t.output.buffer->py_live = t.output.buffer->py_refs.load() > 0;
   }
-  window_.swap(spare_);  // empty, with the capacity of an earlier window (recycle)
+  if (window_.capacity() == 0 || spare_.capacity() > window_.capacity())
+    window_.swap(spare_);  // empty, with the capacity of an earlier window (recycle)
   // No spare yet (its window is still being flushed): room for a window like
   // this one, so the next does not regrow (each regrowth moves every task).
   if (window_.capacity() == 0) window_.reserve(std::min<size_t>(max_window, std::max<size_t>(out.size(), 64)));
@@ -167,35 +167,20 @@ void Stream::recycle(std::vector<Task>&& tasks) {
 
 void Stream::restore(std::vector<Task> tasks) {
   if (tasks.empty()) return;
-  std::unique_lock<std::mutex> lock(mu_);
-  // Inserting in front moves the window's tasks: wait out a Slot another
-  // thread is building (it never blocks, syncs or records while open; the
-  // gate is not taken here, as its holder may be waiting for this flush).
-  // A slot opened from now on sees restoring_ and waits for mu_ (Slot::Slot).
-  restoring_.store(true, std::memory_order_seq_cst);
-  struct Done {
-    std::atomic<bool>& r;
-    ~Done() { r.store(false, std::memory_order_seq_cst); }  // (before mu_ is released)
-  } done{restoring_};
-  while (slot_open_.load(std::memory_order_seq_cst)) {
-    lock.unlock();
-    std::this_thread::yield();
-    lock.lock();
-  }
+  // Put aside, in front of any put aside before, and taken first by the next
+  // take(): the window itself belongs to the gate's holder, and the gate is
+  // not taken here, as its holder may be waiting for this flush.
+  std::lock_guard<std::mutex> lock(mu_);
   const size_t n = tasks.size();
-  tasks.insert(tasks.end(), std::make_move_iterator(window_.begin()), std::make_move_iterator(window_.end()));
-  window_.swap(tasks);
-  codes_.clear();
-  for (const Task& t : window_) note_code(t);
-  size_.store(window_.size(), std::memory_order_release);
-  recorded_total_.fetch_add(n, std::memory_order_release);
+  tasks.insert(tasks.end(), std::make_move_iterator(restored_.begin()), std::make_move_iterator(restored_.end()));
+  restored_.swap(tasks);
+  restored_n_.fetch_add(n, std::memory_order_relaxed);
+  size_.fetch_add(n, std::memory_order_release);
+  restored_total_.fetch_add(n, std::memory_order_release);
 }
 
 Stream::Stream() { window_.reserve(std::min<size_t>(max_window, 4096)); }
 
-Stream& global_stream() {
-  static Stream* s = new Stream();  // never destroyed: outlives Python teardown
-  return *s;
-}
+Stream* const g_stream = new Stream();
 
 }  // namespace nf

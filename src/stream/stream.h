@@ -163,6 +163,8 @@ class Stream {
   // Puts tasks a failed flush did not run back in front of the window (in
   // program order, before anything recorded since), so a later sync runs
   // them: an error during a flush never loses or half-computes a result.
+  // (They are set aside and joined to the window by the next take(); size()
+  // counts them.)
   void restore(std::vector<Task> tasks);
   // Gives a flushed window's storage back (its tasks destroyed by the
   // caller): the next take() reuses it, so a flush neither allocates nor
@@ -202,34 +204,45 @@ class Stream {
   static size_t period_of(const uint32_t* codes, size_t n);
   // Tasks put into the window so far (recorded, or put back by restore):
   // unchanged means nothing new is pending since it was last read.
-  uint64_t recorded_total() const { return recorded_total_.load(std::memory_order_acquire); }
+  uint64_t recorded_total() const {
+    return recorded_total_.load(std::memory_order_acquire) + restored_total_.load(std::memory_order_acquire);
+  }
 
  private:
+  // Ownership: the window (window_, codes_, slot_open_) belongs to the
+  // thread holding the gate -- the recorder, through a Slot, and take().
+  // mu_ guards what other threads touch: spare_ (recycle), restored_
+  // (restore), max_window. Recording a task under the gate (the bindings'
+  // RecordGuard holds it) takes no other lock and makes no atomic
+  // read-modify-write (each costs about 8 ns here, a fortieth of recording
+  // an operation).
   mutable std::mutex mu_;
   std::recursive_mutex gate_;
   std::vector<Task> window_;
   std::vector<Task> spare_;      // empty; storage for the next window (recycle)
+  std::vector<Task> restored_;   // put back by failed flushes; taken first (under mu_)
+  std::atomic<size_t> restored_n_{0};  // restored_.size()
   std::vector<uint32_t> codes_;  // per task of window_: its operation (kind, name, dtype, rank)
   std::atomic<size_t> cut_{512};
-  // Under mu_, or by the thread whose Slot is open (no one else touches
-  // codes_ then: restore waits for slot_open_ to clear, take holds the gate).
-  void note_code(const Task& t);
-  std::atomic<uint64_t> recorded_total_{0};
-  std::atomic<size_t> size_{0};
+  void note_code(const Task& t);  // (by the gate's holder)
+  std::atomic<uint64_t> recorded_total_{0};  // written by the gate's holder only
+  std::atomic<uint64_t> restored_total_{0};  // tasks put back (restore)
+  std::atomic<size_t> size_{0};  // window_ and restored_ (a snapshot)
   std::atomic<bool> sync_request_{false};
-  // A Slot is being built at window_.back(): set by the gate's holder when
-  // it opens one (Slot::Slot), cleared by the Slot's commit (release: the
-  // task and codes_ are complete) or when it drops the slot.
+  // A Slot is being built at window_.back() (the gate's holder's own flag:
+  // a nested slot, or take() under an open one, is a bug it reports).
   std::atomic<bool> slot_open_{false};
-  // restore() is moving the window (set and cleared under mu_).
-  std::atomic<bool> restoring_{false};
   RunNow run_now_ = nullptr;
   RunSimpleNow run_simple_ = nullptr;
   RunReduceNow run_reduce_ = nullptr;
   RunsNow runs_now_ = nullptr;
 };
 
-Stream& global_stream();
+// The process's stream: made when the library loads (a namespace-scope
+// pointer, so asking for it costs a load, not a function-local static's
+// guard check), never destroyed (it outlives Python teardown).
+extern Stream* const g_stream;
+inline Stream& global_stream() { return *g_stream; }
 
 // ---------------------------------------------------------------------------
 // The recorder: validates an operation (raising NumPy's error at the call),
@@ -338,6 +351,11 @@ struct Operand {
   // reference count touched, on the per-operation path).
   static Operand array(const View& v) { Operand o; o.kind = Kind::Array; o.own_ = v; return o; }
   static Operand borrow(const View& v) { Operand o; o.kind = Kind::Array; o.ref_ = &v; return o; }
+  // Makes *this borrow v (what `*this = borrow(v)` does, without moving a View).
+  void borrow_from(const View& v) {
+    kind = Kind::Array;
+    ref_ = &v;
+  }
   const View& view() const { return ref_ ? *ref_ : own_; }
   DType strong_dtype() const { return kind == Kind::Array ? view().dtype : value.dtype; }
 

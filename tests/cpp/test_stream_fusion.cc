@@ -123,9 +123,9 @@ TEST(Record, InPlaceSlotCommitsInOrderAndDropsOnError) {
 
 TEST(Record, RestoreWhileAnotherThreadRecordsKeepsEveryTaskInOrder) {
   // A failed flush puts its tasks back (restore, without the gate) while
-  // another thread records: slots and restore exclude each other by
-  // Dekker's handshake (Stream::Slot::Slot), so no task is lost or torn and
-  // the restored tasks come first, in order.
+  // another thread records without a lock: they are set aside and the next
+  // take() puts them first, so no task is lost or torn and the tasks put
+  // back come before everything recorded.
   global_stream().take();
   View a = View::fresh(DType::Float64, {8});
   constexpr int kRecorded = 4000, kRestores = 200;
@@ -151,8 +151,10 @@ TEST(Record, RestoreWhileAnotherThreadRecordsKeepsEveryTaskInOrder) {
   ASSERT_EQ(w.tasks.size(), static_cast<size_t>(kRecorded + kRestores));
   int recorded = 0;
   uint64_t last_seq = 0;
-  for (const Task& t : w.tasks) {
+  for (size_t i = 0; i < w.tasks.size(); ++i) {
+    const Task& t = w.tasks[i];
     EXPECT_NO_THROW(t.validate());
+    EXPECT_EQ(std::string(t.name), i < kRestores ? "restored" : "multiply");
     if (std::string(t.name) == "multiply") {
       ++recorded;
       EXPECT_GT(t.seq, last_seq);  // recorded tasks keep their order
