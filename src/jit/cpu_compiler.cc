@@ -296,6 +296,9 @@ namespace {
 // No SLP vectorizer, unrolling, second inliner round or IR verifier: about
 // half of clang's -O3 pipeline time, and the kernels of benchmarks/ run
 // within noise of -O3's (measured; the upgrade then compiles -O3 anyway).
+// Frontend options of kernels (not of hand-written reference loops).
+constexpr const char* kKernelFrontend[] = {"-undef", "-nostdsysteminc", "-nobuiltininc"};
+
 constexpr const char* kQuickPipeline =
     "function(sroa,early-cse,simplifycfg,instcombine<no-verify-fixpoint>),cgscc(inline),"
     "function(sroa,early-cse<memssa>,simplifycfg,instcombine<no-verify-fixpoint>,loop-mssa(licm),loop(loop-rotate),loop-mssa(licm),"
@@ -421,6 +424,7 @@ CpuCompiler::CpuCompiler() : impl_(new Impl) {
   impl_->vector_math_wide = libmvec_table(impl_->zmm);
   for (const std::string& a : impl_->args) impl_->flags_id += a + " ";
   // Kernels run numfuse's pass pipelines (optimize) with the whole libmvec table.
+  for (const char* a : kKernelFrontend) impl_->flags_id += std::string(a) + " ";
   impl_->flags_id += "pipeline=numfuse-O3 vector-math=" + std::to_string(impl_->vector_math_wide.size()) +
                      (impl_->zmm ? " wide=512" : "");
 }
@@ -510,7 +514,13 @@ KernelFn CpuCompiler::compile_with(const codegen::Source& src, const std::string
   // Kernels run numfuse's pass pipelines (kQuickPipeline or LLVM's O3
   // pipeline) with the whole libmvec table instead of clang's.
   const bool own_pipeline = !openmp;
-  if (own_pipeline) argv.push_back("-disable-llvm-passes");
+  if (own_pipeline) {
+    argv.push_back("-disable-llvm-passes");
+    // Kernels are self-contained C (they declare what they call and include
+    // nothing): no predefined macros to lex and no include paths to set up,
+    // in every compile (about a tenth of a small kernel's compile).
+    for (const char* a : kKernelFrontend) argv.push_back(a);
+  }
   // NUMFUSE_COMPILE_TIMES=passes: clang's and LLVM's per-pass timers on stderr.
   const char* times = std::getenv("NUMFUSE_COMPILE_TIMES");
   if (times && std::string(times) == "passes") {
