@@ -179,7 +179,7 @@ void Scalar::store(void* p) const {
       std::memcpy(p, &f, sizeof f);
       break;
     default:  // integers: the value's low bytes (x86-64 is little-endian)
-      std::memcpy(p, &u, static_cast<size_t>(itemsize(dtype)));
+      copy_element(p, &u, itemsize(dtype));
       break;
   }
 }

@@ -39,6 +39,19 @@ constexpr int itemsize(DType t) {
   constexpr int8_t kSize[kNumDTypes] = {1, 1, 2, 4, 8, 1, 2, 4, 8, 4, 8};
   return kSize[static_cast<int>(t)];
 }
+// Copies one element of `size` bytes (1, 2, 4 or 8) with one fixed-size
+// move. (A memcpy whose size the compiler only knows to be small can be
+// expanded into `rep movs`, whose start-up costs more than copying a whole
+// small vector element by element: numpy.dot's copy of a reversed slice
+// became 2.3x slower that way.)
+inline void copy_element(void* to, const void* from, int size) {
+  switch (size) {
+    case 1: __builtin_memcpy(to, from, 1); break;
+    case 2: __builtin_memcpy(to, from, 2); break;
+    case 4: __builtin_memcpy(to, from, 4); break;
+    default: __builtin_memcpy(to, from, 8); break;
+  }
+}
 constexpr Kind kind(DType t) {
   constexpr Kind kKind[kNumDTypes] = {Kind::Bool,     Kind::Signed,   Kind::Signed,   Kind::Signed,
                                       Kind::Signed,   Kind::Unsigned, Kind::Unsigned, Kind::Unsigned,

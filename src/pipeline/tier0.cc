@@ -117,7 +117,7 @@ void fill_pattern(char* to, int64_t bytes, const char* value, int64_t size) {
     std::memset(to, 0, static_cast<size_t>(bytes));
     return;
   }
-  std::memcpy(to, value, static_cast<size_t>(size));
+  copy_element(to, value, static_cast<int>(size));
   for (int64_t done = size; done < bytes;) {  // doubling copies
     const int64_t k = std::min(done, bytes - done);
     std::memcpy(to + done, to, static_cast<size_t>(k));
@@ -245,7 +245,7 @@ bool numpy_dot(const SimpleReduce& r, Scalar* value) {
     if (cast[k].size() < static_cast<size_t>(n * size)) cast[k].resize(static_cast<size_t>(n * size));
     char* to = cast[k].data();
     if (v[k]->dtype == r.acc) {
-      for (int64_t i = 0; i < n; ++i) std::memcpy(to + i * size, base[k] + i * step[k], static_cast<size_t>(size));
+      for (int64_t i = 0; i < n; ++i) copy_element(to + i * size, base[k] + i * step[k], static_cast<int>(size));
     } else {
       for (int64_t i = 0; i < n; ++i) Scalar::load(v[k]->dtype, base[k] + i * step[k]).cast(r.acc).store(to + i * size);
     }
