@@ -38,8 +38,18 @@ static_assert(std::has_unique_object_representations_v<ExprNode>);
 struct Expr {
   InlineVector<ExprNode, 8> nodes;
 
-  int add(ExprNode n) {
-    nodes.push_back(n);
+  // Inlined into every caller and stored field by field, from the values
+  // the caller computed. (A whole-node copy was built on the stack in
+  // pieces and reloaded as one 16-byte load: a store-forwarding stall per
+  // node, the costliest step of recording an operation.)
+  __attribute__((always_inline)) int add(ExprNode n) {
+    ExprNode& d = nodes.emplace_back();
+    d.kind = n.kind;  // (field by field: a whole-node copy goes through the stack)
+    d.dtype = n.dtype;
+    d.op = n.op;
+    d.a = n.a;
+    d.b = n.b;
+    d.c = n.c;
     return static_cast<int>(nodes.size()) - 1;
   }
   int input(int slot, DType t) { return add({ExprNode::Kind::Input, t, 0, slot}); }

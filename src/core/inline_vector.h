@@ -81,15 +81,16 @@ class InlineVector {
     heap_ = p;
     cap_ = n;
   }
-  void push_back(const T& v) { emplace_back(v); }
-  void push_back(T&& v) { emplace_back(std::move(v)); }
+  __attribute__((always_inline)) void push_back(const T& v) { emplace_back(v); }
+  __attribute__((always_inline)) void push_back(T&& v) { emplace_back(std::move(v)); }
+  // Inlined at every call (the growing path is not): an element built from
+  // values the caller has in registers is stored from them. Out of line, a
+  // small element built on the caller's stack (an ExprNode) was reloaded
+  // whole right after being stored in pieces, a store-forwarding stall.
   template <typename... A>
-  T& emplace_back(A&&... a) {
-    if (size_ == capacity()) {
-      T tmp(std::forward<A>(a)...);  // the argument may live in this vector
-      reserve(std::max<size_t>(2 * capacity(), N + 1));
-      return *new (data() + size_++) T(std::move(tmp));
-    }
+  __attribute__((always_inline)) T& emplace_back(A&&... a) {
+    if (size_ == capacity()) [[unlikely]]
+      return grow_and_emplace(std::forward<A>(a)...);
     return *new (data() + size_++) T(std::forward<A>(a)...);
   }
   void pop_back() { data()[--size_].~T(); }
@@ -106,6 +107,12 @@ class InlineVector {
 
  private:
   size_t capacity() const { return heap_ ? cap_ : N; }
+  template <typename... A>
+  __attribute__((noinline)) T& grow_and_emplace(A&&... a) {
+    T tmp(std::forward<A>(a)...);  // the argument may live in this vector
+    reserve(std::max<size_t>(2 * capacity(), N + 1));
+    return *new (data() + size_++) T(std::move(tmp));
+  }
   void destroy() {
     clear();
     if (heap_) ::operator delete(heap_, std::align_val_t(alignof(T)));
