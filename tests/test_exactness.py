@@ -132,6 +132,39 @@ def test_allocation_failure_during_a_flush_restores_the_pending_tasks(fail_at, f
         assert_same(a, e)
 
 
+@pytest.mark.parametrize("fail_at", [0, 1])
+def test_operations_recorded_after_a_failed_flush_run_after_the_tasks_put_back(fail_at):
+    """The tasks a failed flush puts back (all of them, or those after the
+    group that ran) are older than anything recorded after it: operations
+    that read and overwrite their results before the next sync must see them
+    computed first (program order)."""
+    x = onp.arange(12.0).reshape(3, 4)
+    with nf.config(tier="lazy"):
+        a = nf.array(x)
+        nf.flush()
+        b = a * 2
+        c = nf.cumsum(b, axis=1)  # a group of its own (a scan): fail_at 1 fails after b's group ran
+        a[0] = c[1] + 1  # pending: reads c, writes a
+        nf._core._inject_allocation_failure(fail_at)
+        try:
+            with pytest.raises(MemoryError):
+                nf.flush()
+        finally:
+            nf._core._inject_allocation_failure(-1)
+        d = c + a  # recorded after the failure: needs c and the updated a
+        a[1] = d[0]  # overwrites a row the put-back tasks read (b = a * 2)
+        e = x.copy()
+        eb = e * 2
+        ec = onp.cumsum(eb, axis=1)
+        e[0] = ec[1] + 1
+        ed = ec + e
+        e[1] = ed[0]
+        assert_same(d, ed)
+        assert_same(c, ec)
+        assert_same(b, eb)
+        assert_same(a, e)
+
+
 @pytest.mark.parametrize("make", [
     lambda m: m.zeros((2 ** 32, 2 ** 32)),
     lambda m: m.empty(2 ** 62),
