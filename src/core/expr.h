@@ -26,6 +26,18 @@ struct ExprNode {
   int32_t b = -1;
   int32_t c = -1;
 
+  // Sets every field in place. (Assigning a braced node builds it on the
+  // stack and copies it as one 16-byte load right after the narrower
+  // stores: a store-forwarding stall on the path of every operator.)
+  void set(Kind k, DType t, uint16_t o, int32_t x = -1, int32_t y = -1, int32_t z = -1) {
+    kind = k;
+    dtype = t;
+    op = o;
+    a = x;
+    b = y;
+    c = z;
+  }
+
   bool operator==(const ExprNode& o) const {
     return kind == o.kind && dtype == o.dtype && op == o.op && a == o.a && b == o.b && c == o.c;
   }

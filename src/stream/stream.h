@@ -39,6 +39,11 @@ struct IndexFn {
 };
 
 struct Task {
+  // User-provided, so that a task made in place (Stream::Slot) is not
+  // zero-filled first (value-initialization of a class without one clears
+  // all of its ~1 KB, a `rep stos` per recorded operation); every member has
+  // its own initializer.
+  Task() noexcept {}
   // Scan: out[.., i, ..] = out[.., i-1, ..] (+) value[.., i, ..] along
   // scan_axis (cumsum, cumprod: MDH's prefix-sum combine operator), with
   // out[.., 0, ..] = value[.., 0, ..].

@@ -193,7 +193,7 @@ bool unary_now(UnaryOp op, const Operand& x, const View* out, View* result, Simp
   check_out(out, l.out, unary_name(op));
   if (x.kind != Operand::Kind::Array || x.view().dtype != l.in[0] || (out && out->dtype != l.out)) return false;
   SimpleOp s;
-  s.node = {ExprNode::Kind::Unary, l.out, static_cast<uint8_t>(op), 0};
+  s.node.set(ExprNode::Kind::Unary, l.out, static_cast<uint8_t>(op), 0);
   s.view[0] = &x.view();
   s.type[0] = l.in[0];
   s.out = out;
@@ -209,7 +209,7 @@ View record_unary(UnaryOp op, const Operand& x, const View* out) {
   Loop l = resolve(g_unary[static_cast<int>(op)][d], unary_name(op), 1, &d);
   if (x.kind == Operand::Kind::Array && x.view().dtype == l.in[0] && (!out || out->dtype == l.out)) {
     SimpleOp s;
-    s.node = {ExprNode::Kind::Unary, l.out, static_cast<uint8_t>(op), 0};
+    s.node.set(ExprNode::Kind::Unary, l.out, static_cast<uint8_t>(op), 0);
     s.view[0] = &x.view();
     s.type[0] = l.in[0];
     s.out = out;
@@ -241,29 +241,41 @@ bool binary_now(BinaryOp op, const Operand& a, const Operand& b, const View* out
     if (e == 1.0) return unary_now(UnaryOp::Positive, a, nullptr, result);
     return false;  // other exponents: record_binary's path (pow's scalar loop, as NumPy)
   }
-  SimpleOp s;
+  // Built where the caller wants it (a copy of the whole SimpleOp reloaded
+  // the node just stored: a store-forwarding stall per operator). A case
+  // given up on leaves no operand view there (see the header).
+  SimpleOp local;
+  SimpleOp& s = recordable ? *recordable : local;
+  auto give_up = [&] {
+    s.view[0] = s.view[1] = nullptr;
+    return false;
+  };
   s.nin = 2;
-  if (out && out->dtype != l.out) return false;
+  if (out && out->dtype != l.out) return give_up();
   for (int k = 0; k < 2; ++k) {
     const Operand& o = k ? b : a;
     s.type[k] = l.in[k];
     if (o.kind == Operand::Kind::Array) {
-      if (o.view().dtype != l.in[k]) return false;
+      if (o.view().dtype != l.in[k]) return give_up();
       s.view[k] = &o.view();
     } else {
       if (is_ordering(op) && o.kind == Operand::Kind::Weak && o.weak == WeakKind::Int && is_integer(l.in[k]) &&
           !weak_int_fits(o, l.in[k]))
-        return false;
+        return give_up();
+      s.view[k] = nullptr;
       s.value[k] = scalar_in(o, l.in[k]);
     }
   }
   if (!s.view[0] && !s.view[1]) return false;
-  check_out(out, l.out, binary_name(op));
-  s.node = {ExprNode::Kind::Binary, l.out, static_cast<uint8_t>(op), 0, 1};
+  try {
+    check_out(out, l.out, binary_name(op));
+  } catch (...) {
+    give_up();
+    throw;
+  }
+  s.node.set(ExprNode::Kind::Binary, l.out, static_cast<uint8_t>(op), 0, 1);
   s.out = out;
-  if (global_stream().run_simple(s, result)) return true;
-  if (recordable) *recordable = s;
-  return false;
+  return global_stream().run_simple(s, result);
 }
 
 View record_binary(BinaryOp op, const Operand& a, const Operand& b, const View* out) {
@@ -342,7 +354,7 @@ View record_binary(BinaryOp op, const Operand& a, const Operand& b, const View* 
     }
     if (simple && (s.view[0] || s.view[1])) {
       check_out(out, l.out, binary_name(op));
-      s.node = {ExprNode::Kind::Binary, l.out, static_cast<uint8_t>(op), 0, 1};
+      s.node.set(ExprNode::Kind::Binary, l.out, static_cast<uint8_t>(op), 0, 1);
       s.out = out;
       View r;
       if (global_stream().run_simple(s, &r) || record_simple(s, &r)) return r;
@@ -394,7 +406,7 @@ namespace {
 SimpleOp assign_op(const View& dst, const Operand& src, View& value) {
   if (dst.readonly) throw ValueError("assignment destination is read-only");
   SimpleOp s;
-  s.node = {ExprNode::Kind::Cast, dst.dtype, 0, 0};
+  s.node.set(ExprNode::Kind::Cast, dst.dtype, 0, 0);
   s.out = &dst;
   if (src.kind == Operand::Kind::Array) {
     // NumPy drops leading length-1 axes of the value (a[1] = ones((1, 4))).
@@ -462,7 +474,7 @@ View record_astype(const View& v, DType to, CastLayout layout) {
                                           : alloc_like_order(to, v.shape, std::span<const View>(&v, 1));
   {
     SimpleOp s;
-    s.node = {ExprNode::Kind::Cast, to, 0, 0};
+    s.node.set(ExprNode::Kind::Cast, to, 0, 0);
     s.view[0] = &v;
     s.type[0] = v.dtype;
     s.out = &out;
@@ -588,7 +600,7 @@ View record_full(DType t, const Dims& shape, const Operand& value) {
   Scalar v = copyto_value(value, t);
   {
     SimpleOp s;
-    s.node = {ExprNode::Kind::Cast, t, 0, 0};
+    s.node.set(ExprNode::Kind::Cast, t, 0, 0);
     s.value[0] = v;
     s.type[0] = t;
     s.out = &out;
