@@ -192,14 +192,13 @@ bool unary_now(UnaryOp op, const Operand& x, const View* out, View* result, Simp
   Loop l = resolve(g_unary[static_cast<int>(op)][d], unary_name(op), 1, &d);
   check_out(out, l.out, unary_name(op));
   if (x.kind != Operand::Kind::Array || x.view().dtype != l.in[0] || (out && out->dtype != l.out)) return false;
-  SimpleOp s;
+  SimpleOp local;  // (built where the caller wants it, as in binary_now)
+  SimpleOp& s = recordable ? *recordable : local;
   s.node.set(ExprNode::Kind::Unary, l.out, static_cast<uint8_t>(op), 0);
   s.view[0] = &x.view();
   s.type[0] = l.in[0];
   s.out = out;
-  if (global_stream().run_simple(s, result)) return true;
-  if (recordable) *recordable = s;
-  return false;
+  return global_stream().run_simple(s, result);
 }
 
 View record_unary(UnaryOp op, const Operand& x, const View* out) {
