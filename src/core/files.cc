@@ -85,7 +85,7 @@ bool read_private(const std::string& path, int64_t max_bytes, std::string* out, 
   return ok;
 }
 
-bool write_atomic(const std::string& path, const std::string& data, std::string* why) {
+bool write_atomic(const std::string& path, const std::string& data, std::string* why, bool durable) {
   const size_t slash = path.find_last_of('/');
   const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
   std::string tmp = dir + "/.tmp-XXXXXX";
@@ -108,7 +108,7 @@ bool write_atomic(const std::string& path, const std::string& data, std::string*
     p += w;
     left -= static_cast<size_t>(w);
   }
-  if (ok && fsync(fd) != 0) {
+  if (ok && durable && fsync(fd) != 0) {
     *why = std::string("fsync failed: ") + std::strerror(errno);
     ok = false;
   }

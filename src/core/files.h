@@ -26,8 +26,11 @@ bool read_private(const std::string& path, int64_t max_bytes, std::string* out, 
 
 // Replaces `path` with `data` atomically (mode 0600). Returns false with
 // *why set, leaving no temporary file behind, when it cannot (full disk,
-// read-only directory, a non-file in the way).
-bool write_atomic(const std::string& path, const std::string& data, std::string* why);
+// read-only directory, a non-file in the way). `durable`: the data reach the
+// disk (fsync) before the rename, so a crash leaves the old file or the new
+// one; without it a crash may leave a torn file, for contents that carry
+// their own length and checksum (the kernel cache's entries).
+bool write_atomic(const std::string& path, const std::string& data, std::string* why, bool durable = true);
 
 // Opens (creating, mode 0600) a lock file without following symlinks or
 // blocking on a FIFO; -1 if it is not a regular file of this user.

@@ -37,6 +37,7 @@
 
 #include <clang/Basic/DiagnosticOptions.h>
 #include <clang/CodeGen/CodeGenAction.h>
+#include <clang/CodeGen/ModuleBuilder.h>
 #include <clang/Frontend/CompilerInstance.h>
 #include <clang/Frontend/CompilerInvocation.h>
 #include <clang/Frontend/TextDiagnosticPrinter.h>
@@ -44,6 +45,8 @@
 #include <llvm/ExecutionEngine/ObjectCache.h>
 #include <llvm/ExecutionEngine/Orc/CompileUtils.h>
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
+#include <llvm/ExecutionEngine/Orc/ExecutorProcessControl.h>
+#include <llvm/ExecutionEngine/Orc/TaskDispatch.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/ExecutionEngine/Orc/Mangling.h>
 #include <llvm/Analysis/TargetLibraryInfo.h>
@@ -297,7 +300,39 @@ namespace {
 // half of clang's -O3 pipeline time, and the kernels of benchmarks/ run
 // within noise of -O3's (measured; the upgrade then compiles -O3 anyway).
 // Frontend options of kernels (not of hand-written reference loops).
-constexpr const char* kKernelFrontend[] = {"-undef", "-nostdsysteminc", "-nobuiltininc"};
+// No lifetime markers: every local of a kernel is a scalar that SROA makes a
+// register, or a tile buffer that lives the whole function; the markers
+// only add instructions for the frontend to emit and the passes to walk.
+constexpr const char* kKernelFrontend[] = {"-undef", "-nostdsysteminc", "-nobuiltininc", "-disable-lifetime-markers"};
+
+// The frontend of a kernel: clang's parser and IR generator and nothing
+// after them. (clang's EmitLLVMOnlyAction also runs its backend driver with
+// the LLVM passes disabled: it builds a TargetMachine and verifies the
+// module, about a tenth of a small kernel's compile, for a module that
+// numfuse's own pipeline and code generation take next.)
+class KernelCodeGenAction : public clang::ASTFrontendAction {
+ public:
+  explicit KernelCodeGenAction(llvm::LLVMContext* ctx) : ctx_(ctx) {}
+  std::unique_ptr<llvm::Module> take() { return std::move(module_); }
+
+ protected:
+  std::unique_ptr<clang::ASTConsumer> CreateASTConsumer(clang::CompilerInstance& ci, llvm::StringRef file) override {
+    std::unique_ptr<clang::CodeGenerator> gen(clang::CreateLLVMCodeGen(
+        ci.getDiagnostics(), file, &ci.getVirtualFileSystem(), ci.getHeaderSearchOpts(), ci.getPreprocessorOpts(),
+        ci.getCodeGenOpts(), *ctx_));
+    gen_ = gen.get();
+    return gen;
+  }
+  // Called while the consumer still lives (EndSourceFile frees it next).
+  void EndSourceFileAction() override {
+    if (gen_ && !getCompilerInstance().getDiagnostics().hasErrorOccurred()) module_.reset(gen_->ReleaseModule());
+  }
+
+ private:
+  llvm::LLVMContext* ctx_;
+  clang::CodeGenerator* gen_ = nullptr;
+  std::unique_ptr<llvm::Module> module_;
+};
 
 constexpr const char* kQuickPipeline =
     "function(sroa,early-cse,simplifycfg,instcombine<no-verify-fixpoint>),cgscc(inline),"
@@ -398,10 +433,22 @@ CpuCompiler::CpuCompiler() : impl_(new Impl) {
   impl_->full_machines = std::make_unique<MachinePool>(*jtmb, llvm::CodeGenOptLevel::Aggressive);
   impl_->quick_machines = std::make_unique<MachinePool>(*jtmb, llvm::CodeGenOptLevel::None);
   impl_->cpu = llvm::sys::getHostCPUName().str();
-  // Flushes compile independent groups on several threads at once.
+  // Flushes compile independent groups on several threads at once. Each
+  // compile materializes its own module on the thread that asked for it
+  // (in-place dispatch; the default dispatcher of a concurrent LLJIT starts
+  // a thread per materialization). LLJIT's "concurrent compilation" mode is
+  // off: all it would add is a copy of every module into a new context at
+  // emit (written out as bitcode and parsed back, ~15% of a small kernel's
+  // compile), for modules that share a context. Each compile here owns its
+  // module's context, and the ExecutionSession, the layers and the compiler
+  // (MachinePool) are thread-safe.
+  auto epc = llvm::orc::SelfExecutorProcessControl::Create(nullptr,
+                                                           std::make_unique<llvm::orc::InPlaceTaskDispatcher>());
+  if (!epc) throw CompileError("cannot create the executor: " + llvm::toString(epc.takeError()));
   auto jit = llvm::orc::LLJITBuilder()
+                 .setExecutorProcessControl(std::move(*epc))
                  .setJITTargetMachineBuilder(std::move(*jtmb))
-                 .setSupportConcurrentCompilation(true)
+                 .setSupportConcurrentCompilation(false)
                  .setCompileFunctionCreator([this](llvm::orc::JITTargetMachineBuilder jtmb)
                                                 -> llvm::Expected<std::unique_ptr<llvm::orc::IRCompileLayer::IRCompiler>> {
                    return std::make_unique<PooledIRCompiler>(std::move(jtmb), &impl_->objects,
@@ -410,7 +457,7 @@ CpuCompiler::CpuCompiler() : impl_(new Impl) {
                  .create();
   if (!jit) throw CompileError("cannot create LLJIT: " + llvm::toString(jit.takeError()));
   impl_->jit = std::move(*jit);
-  impl_->args = {"-triple", impl_->triple, "-target-cpu", impl_->cpu, "-O3", "-fopenmp-simd", "-vectorize-loops",
+  impl_->args = {"-triple", impl_->triple, "-target-cpu", impl_->cpu, "-O3", "-vectorize-loops",
                  "-vectorize-slp", "-fveclib=libmvec", "-ffp-contract=off", "-std=c11",
                  "-w", "-x", "c"};
   // 512-bit vectors for wide kernels (tune::Schedule::wide) where the CPU
@@ -470,7 +517,7 @@ void CpuCompiler::warm_up_async() {
         "double exp(double);\n"
         "void warm(char** p, const long long* ip, const double* fp) {\n"
         "  double* x = (double*)p[0];\n"
-        "  #pragma omp simd\n"
+        "  #pragma clang loop vectorize(assume_safety)\n"
         "  for (long long i = 0; i < ip[0]; ++i) x[i] = exp(x[i]) + fp[0];\n"
         "}\n";
     try {
@@ -508,7 +555,8 @@ KernelFn CpuCompiler::compile_with(const codegen::Source& src, const std::string
   std::vector<const char*> argv;
   // Reference loops (openmp) are compiled as clang compiles C for this CPU
   // by default: clang's own -O3 pipeline, its libmvec table, its vector width.
-  for (const std::string& a : impl_->args) argv.push_back(a == "-fopenmp-simd" && openmp ? "-fopenmp" : a.c_str());
+  for (const std::string& a : impl_->args) argv.push_back(a.c_str());
+  if (openmp) argv.push_back("-fopenmp");
   argv.push_back(file.c_str());
   argv.push_back("-emit-llvm-only");
   // Kernels run numfuse's pass pipelines (kQuickPipeline or LLVM's O3
@@ -551,6 +599,10 @@ KernelFn CpuCompiler::compile_with(const codegen::Source& src, const std::string
   ci->setInvocation(inv);
   ci->setDiagnostics(diags.get());
   auto ctx = std::make_unique<llvm::LLVMContext>();
+  // No names on IR values (what clang's driver asks of release builds),
+  // unless the IR is kept for reading (NUMFUSE_KEEP_IR).
+  const char* keep_ir = std::getenv("NUMFUSE_KEEP_IR");
+  if (own_pipeline && !(keep_ir && *keep_ir)) ctx->setDiscardValueNames(true);
   // Optimization remarks and warnings of numfuse's own pipelines ("loop not
   // vectorized" for a simd loop whose call has no vector form) are not the
   // user's business; clang's -w silenced them in its own pipeline.
@@ -558,11 +610,19 @@ KernelFn CpuCompiler::compile_with(const codegen::Source& src, const std::string
     bool handleDiagnostics(const llvm::DiagnosticInfo&) override { return true; }
   };
   auto tfe = std::chrono::steady_clock::now();
-  clang::EmitLLVMOnlyAction action(ctx.get());
-  if (!ci->ExecuteAction(action)) throw CompileError("clang failed:\n" + diag_os.str() + "\nsource:\n" + code);
-  std::unique_ptr<llvm::Module> mod = action.takeModule();
+  std::unique_ptr<llvm::Module> mod;
+  if (own_pipeline) {
+    KernelCodeGenAction action(ctx.get());
+    if (!ci->ExecuteAction(action)) throw CompileError("clang failed:\n" + diag_os.str() + "\nsource:\n" + code);
+    mod = action.take();
+  } else {
+    clang::EmitLLVMOnlyAction action(ctx.get());
+    if (!ci->ExecuteAction(action)) throw CompileError("clang failed:\n" + diag_os.str() + "\nsource:\n" + code);
+    mod = action.takeModule();
+  }
   if (!mod) throw CompileError("clang produced no module");
 
+  auto topt = std::chrono::steady_clock::now();
   mod->setModuleIdentifier(symbol);
   if (opt == Opt::Quick) mod->addModuleFlag(llvm::Module::Warning, PooledIRCompiler::kQuickFlag, 1);
   if (own_pipeline) {
@@ -580,7 +640,7 @@ KernelFn CpuCompiler::compile_with(const codegen::Source& src, const std::string
     impl_->full_machines->give(std::move(*tm));
   }
   // NUMFUSE_KEEP_IR=DIR: the optimized module of every compile as DIR/SYMBOL.ll.
-  if (const char* dir = std::getenv("NUMFUSE_KEEP_IR"); dir && *dir) {
+  if (const char* dir = keep_ir; dir && *dir) {
     std::error_code ec;
     llvm::raw_fd_ostream out(std::string(dir) + "/" + symbol + ".ll", ec);
     if (!ec) mod->print(out, nullptr);
@@ -592,8 +652,9 @@ KernelFn CpuCompiler::compile_with(const codegen::Source& src, const std::string
   auto sym = impl_->jit->lookup(*jd, symbol);  // runs code generation
   if (!sym) throw CompileError("cannot link kernel: " + llvm::toString(sym.takeError()));
   if (std::getenv("NUMFUSE_COMPILE_TIMES"))
-    std::fprintf(stderr, "numfuse compile %s: frontend+opt %.1f ms, codegen+link %.1f ms\n", symbol.c_str(),
-                 std::chrono::duration<double, std::milli>(tbe - tfe).count(),
+    std::fprintf(stderr, "numfuse compile %s: frontend %.1f ms, opt %.1f ms, codegen+link %.1f ms\n", symbol.c_str(),
+                 std::chrono::duration<double, std::milli>(topt - tfe).count(),
+                 std::chrono::duration<double, std::milli>(tbe - topt).count(),
                  std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - tbe).count());
   std::string obj;
   bool have = impl_->objects.take(symbol, &obj);

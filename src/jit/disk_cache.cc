@@ -159,7 +159,9 @@ void DiskCache::store(const std::string& key, const std::string& object) {
   data += object;
   std::string why;
   // Read-only, full, or something in the way: the kernel just is not cached.
-  files::write_atomic(dir + "/" + hex(hash64(key)) + ".nfk", data, &why);
+  // No fsync (a few milliseconds on the first call of a program): an entry a
+  // crash tore fails load()'s length or checksum test and is compiled again.
+  files::write_atomic(dir + "/" + hex(hash64(key)) + ".nfk", data, &why, /*durable=*/false);
 }
 
 size_t DiskCache::clear() {

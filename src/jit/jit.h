@@ -21,8 +21,8 @@ namespace nf::jit {
 
 using KernelFn = void (*)(char** ptrs, const int64_t* ints, const double* floats);
 
-// Host services, the only way a kernel reaches threads (it is compiled without
-// OpenMP's code generation; `#pragma omp simd` is all it keeps):
+// Host services, the only way a kernel reaches threads (kernels are compiled
+// without OpenMP; their simd loops are `#pragma clang loop` hints):
 //   nf_parallel(body, ctx) runs body(ctx, tid, nt) once for every tid in
 //     [0, nt), nt = threads(), as tasks of a TBB arena of that size: on
 //     several threads at once when workers are free, all on the calling
