@@ -442,3 +442,47 @@ def test_quick_compile_can_be_turned_off(tmp_path):
     with nf.config(quick_compile=False):
         assert nf.options()["quick_compile"] is False
     assert nf.get_option("quick_compile") is True
+
+
+# Many new kernels at once: one flush compiles its independent groups on
+# several threads, while two more threads compile kernels of their own.
+CONCURRENT = r"""
+import json, threading
+import numpy as onp
+import numfuse as np
+bad = []
+def window(tag, extra):
+    # Distinct lengths: each expression is a group of its own; `extra` more
+    # operations make each thread's kernels its own.
+    xs = [np.arange(1000.0 + 7 * i) / 10.0 for i in range(10)]
+    exprs = [lambda m, x: m.sin(x) * 2.0 + 1.0, lambda m, x: m.sqrt(x + 1.0) - x, lambda m, x: m.exp(-x) * x,
+             lambda m, x: m.maximum(x, 3.0) / (x + 1.0), lambda m, x: m.abs(x - 5.0) ** 2]
+    def f(m, i, x):
+        y = exprs[i % 5](m, x) * (i + 1)
+        for _ in range(extra):
+            y = m.tanh(y) * 0.5 + y
+        return y
+    outs = [f(np, i, x) for i, x in enumerate(xs)]
+    np.flush()
+    for i, x in enumerate(xs):
+        if not onp.allclose(onp.asarray(outs[i]), f(onp, i, onp.asarray(x)), rtol=1e-13, atol=0):
+            bad.append((tag, i))
+threads = [threading.Thread(target=window, args=("t%d" % k, k)) for k in (1, 2)]
+for t in threads:
+    t.start()
+window("main", 0)
+for t in threads:
+    t.join()
+print(json.dumps({"bad": bad, "compiled": np._core.profile()["compiles_total"]}))
+"""
+
+
+def test_kernels_compiled_concurrently_are_all_correct(tmp_path):
+    env = dict(os.environ, NUMFUSE_CACHE_DIR=str(tmp_path), NUMFUSE_TIER="lazy")
+    out = subprocess.run([sys.executable, "-c", CONCURRENT], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    assert r["bad"] == []
+    # Five kernels per thread, compiled (not found) while the others compile.
+    assert r["compiled"] >= 15, r
+    assert len(entries(tmp_path)) >= 15
