@@ -520,8 +520,11 @@ void CpuCompiler::warm_up_async() {
         "  #pragma clang loop vectorize(assume_safety)\n"
         "  for (long long i = 0; i < ip[0]; ++i) x[i] = exp(x[i]) + fp[0];\n"
         "}\n";
+    // Quick: the path a program's first flushes take (pass pipeline and
+    // fast code generation), in a third of the time of -O3, so it is done
+    // sooner and competes less with a flush that comes right after import.
     try {
-      compile(src, "nf_warm_up");
+      compile(src, "nf_warm_up", nullptr, Opt::Quick);
     } catch (...) {
     }
   });
