@@ -267,8 +267,14 @@ void choose_tier(const std::vector<Task>& window, Prepared& p, const Config& cfg
   }
 }
 
+// Whether compile_one has anything to do for `p` (a kernel to compile or
+// fetch from a cache).
+bool needs_kernel(const Prepared& p) {
+  return p.built && !p.built->tasks.empty() && p.schedule.routine == tune::Routine::None && !p.interpret && !p.fn;
+}
+
 void compile_one(Prepared& p) {
-  if (!p.built || p.built->tasks.empty() || p.schedule.routine != tune::Routine::None || p.interpret || p.fn) return;
+  if (!needs_kernel(p)) return;
   try {
     const uint64_t t0 = ticks();
     p.fn = detail::compile_kernel(p.built->hom, p.schedule, config().quick_compile ? jit::Opt::Quick : jit::Opt::Full,
@@ -607,11 +613,18 @@ void flush_window(std::vector<Task>& window, FlushReport* report, int& ran) {
 
     // Compile (or fetch) every group's kernel; misses compile concurrently.
     const uint64_t t1 = ticks();
+    // Several kernels to get: on TBB's threads at once. One or none (most
+    // flushes: tier 0 groups, library routines, a loop's one new kernel):
+    // here, without waking TBB's workers (tens of microseconds a flush on a
+    // loaded machine, and the arena's start-up on a program's first flush).
     // (TBB's workers do not exist in a forked child: compile there in turn.)
-    if (forked_child())
-      for (Prepared& p : prepared) compile_one(p);
+    std::vector<Prepared*> todo;
+    for (Prepared& p : prepared)
+      if (needs_kernel(p)) todo.push_back(&p);
+    if (todo.size() <= 1 || forked_child())
+      for (Prepared* p : todo) compile_one(*p);
     else
-      tbb::parallel_for(size_t(0), prepared.size(), [&](size_t i) { compile_one(prepared[i]); });
+      tbb::parallel_for(size_t(0), todo.size(), [&](size_t i) { compile_one(*todo[i]); });
     // A group whose kernel failed to compile runs its tasks one by one.
     std::vector<Prepared> runnable;
     bool failed = false;
