@@ -57,7 +57,7 @@ with numfuse.profile() as p:
     numfuse.flush()
 total = time.perf_counter() - t0
 stats = numfuse._core.profile()
-print(json.dumps({{"compiled": p["kernels_compiled"], "disk": p["disk_hits"], "compile_ms": p["compile_ms"],
+print(json.dumps({{"compiled": p["kernels_compiled"], "each_ms": stats["compile_ms_each"], "disk": p["disk_hits"], "compile_ms": p["compile_ms"],
                   "compile_ns_total": stats["compile_ns_total"], "compiles_total": stats["compiles_total"],
                   "disk_load_ns_total": stats["disk_load_ns_total"], "disk_hits_total": stats["disk_hits_total"],
                   "total_ms": total * 1e3}}))
@@ -74,6 +74,7 @@ def run_once(which, cache_dir):
 def run():
     rows = []
     per_kernel = []
+    each = []  # every kernel of the four programs
     warm_per_kernel = []
     for which in ("blackscholes", "stencil", "cfd", "cg", "small"):
         with tempfile.TemporaryDirectory() as d:
@@ -81,7 +82,8 @@ def run():
             warm = run_once(which, d)
         ms_cold = cold["compile_ns_total"] / 1e6 / max(cold["compiles_total"], 1)
         ms_warm = warm["disk_load_ns_total"] / 1e6 / max(warm["disk_hits_total"], 1)
-        if which != "small":  # (the median is over the four programs; "small" is reported apart)
+        if which != "small":  # (the medians are over the four programs; "small" is reported apart)
+            each += cold["each_ms"]
             per_kernel.append(ms_cold)
             warm_per_kernel.append(ms_warm)
         else:
@@ -96,10 +98,12 @@ def run():
     import statistics
 
     text = "\n".join(lines)
-    text += (f"\n\nmedian compile time per kernel {statistics.median(per_kernel):.1f} ms; median warm start "
+    text += (f"\n\nmedian compile time per kernel {statistics.median(each):.1f} ms (over the {len(each)} kernels "
+             f"of the four programs, first compiles of each process included; median of the four programs' "
+             f"means {statistics.median(per_kernel):.1f} ms); median warm start "
              f"{statistics.median(warm_per_kernel):.2f} ms per kernel (load from disk + link); "
              f"60 small kernels: {small:.1f} ms each\n")
-    extra = {"compile_ms_per_kernel": per_kernel, "warm_ms_per_kernel": warm_per_kernel, "rows": rows}
+    extra = {"compile_ms_per_kernel": per_kernel, "compile_ms_each": each, "warm_ms_per_kernel": warm_per_kernel, "rows": rows}
     return text, rows, extra
 
 

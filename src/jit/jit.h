@@ -8,8 +8,10 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "codegen/codegen.h"
 
@@ -49,6 +51,21 @@ struct CompileStats {
   std::atomic<int64_t> quick_compiles{0};  // of `compiles`, compiled Opt::Quick
   std::atomic<int64_t> upgrades{0};        // quick kernels recompiled Opt::Full
   std::atomic<int64_t> upgrade_ns{0};
+  // The time of each of the first kCompileTimesKept compiles, in order (a
+  // median per kernel, not per program: benchmarks/bench_compile.py).
+  static constexpr size_t kCompileTimesKept = 4096;
+  void note_compile_ns(int64_t ns) {
+    std::lock_guard<std::mutex> lock(times_mu);
+    if (compile_times_ns.size() < kCompileTimesKept) compile_times_ns.push_back(ns);
+  }
+  std::vector<int64_t> compile_times() const {
+    std::lock_guard<std::mutex> lock(times_mu);
+    return compile_times_ns;
+  }
+
+ private:
+  mutable std::mutex times_mu;
+  std::vector<int64_t> compile_times_ns;
 };
 
 // How much a compile optimizes. Full: LLVM's O3 pipeline and -O3 code

@@ -148,7 +148,9 @@ KernelRef KernelCache::get(const std::string& key, const std::function<codegen::
                  std::memory_order_release);
       impl_->stats.compiles++;
       if (quick) impl_->stats.quick_compiles++;
-      impl_->stats.compile_ns += elapsed_ns(t0);
+      const int64_t ns = elapsed_ns(t0);
+      impl_->stats.compile_ns += ns;
+      impl_->stats.note_compile_ns(ns);
       if (!object.empty()) {
         DiskCache::instance().store(disk_key, object);
         if (quick) DiskCache::instance().store(source_key_of(full_key), e->source.entry + "\n" + e->source.code);

@@ -314,6 +314,9 @@ void bind_functions(py::module_& m) {
     d["disk_load_ns_total"] = s.disk_load_ns.load();
     d["compile_ns_total"] = s.compile_ns.load();
     d["compiles_total"] = s.compiles.load();
+    py::list each;  // ms, the first CompileStats::kCompileTimesKept compiles in order
+    for (int64_t ns : s.compile_times()) each.append(static_cast<double>(ns) / 1e6);
+    d["compile_ms_each"] = each;
     d["quick_compiles_total"] = s.quick_compiles.load();
     d["upgrades_total"] = s.upgrades.load();
     d["upgrade_ns_total"] = s.upgrade_ns.load();
