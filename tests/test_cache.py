@@ -423,9 +423,8 @@ def test_quick_kernels_are_upgraded_once_hot_and_the_disk_keeps_the_upgrade(tmp_
     cache = tmp_path / "cache"
     # Run once on a smaller array (2**16 points and more: the same wide
     # schedule, the same kernel, as below): compiled quick, never hot
-    # enough to upgrade. (One launch, about a tenth of the 2 ms that make a
-    # kernel hot: with two launches of 70,000 points a loaded machine
-    # sometimes crossed it.)
+    # enough to upgrade (a kernel's first launch, which pays for what is
+    # cold, does not count towards the 2 ms that make it hot).
     first = run_upgrade_program(cache, 66_000, 0)
     assert first["ok"] and first["compiles"] == 1 and first["quick"] == 1 and first["upgrades"] == 0, first
     # A new process loads the quick object (and its source) from disk, runs

@@ -51,11 +51,13 @@ void run_scheduled(const mdh::MdHom& h, const tune::Schedule& s, jit::Kernel* k,
   if (!k->quick.load(std::memory_order_relaxed)) return runtime::run_kernel(k->fn.load(std::memory_order_acquire), h, b);
   // The first launches are timed, later ones one in 8 (counted 8 times):
   // reading the clock twice costs more than a launch over a small array.
+  // The very first is not: it pays once for what is cold (the output's
+  // pages, the thread arena's start), so a kernel run once is never hot.
   // (A load and a store, not an atomic increment: concurrent flushes may
   // lose a count, which only shifts which launches are sampled.)
   const uint32_t n = k->launches.load(std::memory_order_relaxed);
   k->launches.store(n + 1, std::memory_order_relaxed);
-  const int64_t weight = n < 8 ? 1 : (n % 8 == 0 ? 8 : 0);
+  const int64_t weight = n == 0 ? 0 : n < 8 ? 1 : (n % 8 == 0 ? 8 : 0);
   if (weight == 0) return runtime::run_kernel(k->fn.load(std::memory_order_acquire), h, b);
   const uint64_t t0 = ticks();
   runtime::run_kernel(k->fn.load(std::memory_order_acquire), h, b);
