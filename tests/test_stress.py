@@ -41,6 +41,17 @@ PROGRAMS = [
     lambda m, x, k: m.maximum(x[::3], k / 10.0).astype(m.float32).sum(),
 ]
 
+def small_loop(m, x, k):
+    # A loop body over a small array, synced every iteration: its windows
+    # repeat, so each flush after the first runs a memoized plan of small
+    # kernels without giving up the GIL (pipeline::flush's quick path).
+    for j in range(8):
+        x = m.sqrt(m.abs(x * 0.5 - k)) + x[::-1]
+        x[1:-1] = x[:-2] * 0.25 + x[2:] * 0.75
+        if m is np:
+            np.flush()
+    return x
+
 def worker(w, daemon):
     k = 0
     while daemon or time.time() < stop_at:
@@ -50,6 +61,8 @@ def worker(w, daemon):
         local = np.arange(4096.0) / (w + 1)
         check("t%d" % w, f(np, shared, k % 17 + 1), f(onp, shared_np, k % 17 + 1))
         check("t%d" % w, f(np, local, k % 5 + 1), f(onp, local_np, k % 5 + 1))
+        with np.config(tier="lazy"):
+            check("small%d" % w, small_loop(np, local[: 16 + w], k % 3), small_loop(onp, local_np[: 16 + w], k % 3))
         with lock:
             counts[w] = counts.get(w, 0) + 1
 

@@ -90,12 +90,9 @@ nonzero = _fallback.numpy_function(_np.nonzero, "numpy.nonzero")
 argsort = _fallback.numpy_function(_np.argsort, "numpy.argsort")
 
 
-def flush():
-    """Block until every pending operation has been computed.
-
-    Use it to time numfuse code: ``t0 = time.perf_counter(); f(); numfuse.flush()``.
-    """
-    _core.flush("flush()")
+# flush(): block until every pending operation has been computed (a C
+# function: a loop that syncs every iteration calls it once per iteration).
+flush = _core.flush_now
 
 
 def wait_background():

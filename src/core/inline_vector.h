@@ -69,6 +69,21 @@ class InlineVector {
   T& back() { return data()[size_ - 1]; }
   const T& back() const { return data()[size_ - 1]; }
 
+  // Writes the elements' bytes at p, returning p past them (trivially
+  // copyable T). Small inline storage is copied whole (a fixed-size copy, no
+  // call), so p must have room for max(size(), N) elements; the bytes past
+  // size() are garbage. (Storage always holds N elements: heap blocks are larger.)
+  char* write_to(char* p) const
+    requires std::is_trivially_copyable_v<T>
+  {
+    if (N * sizeof(T) <= 128 && size_ <= N) {
+      std::memcpy(p, data(), N * sizeof(T));
+    } else {
+      std::memcpy(p, data(), size_ * sizeof(T));
+    }
+    return p + size_ * sizeof(T);
+  }
+
   void reserve(size_t n) {
     if (n <= capacity()) return;
     T* p = static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t(alignof(T))));

@@ -97,6 +97,17 @@ class SmallVector {
     std::memmove(static_cast<void*>(d + pos), d + pos + 1, (size_ - 1 - pos) * sizeof(T));
     --size_;
   }
+  // Writes the elements' bytes at p, returning p past them. Inline storage
+  // is copied whole (a fixed-size copy, no loop or call), so p must have
+  // room for max(size(), N) elements; the bytes past size() are garbage.
+  char* write_to(char* p) const {
+    if (kWholeCopy && size_ <= N) {
+      std::memcpy(p, data(), sizeof(inline_));  // (storage holds N elements: see assign)
+    } else {
+      std::memcpy(p, data(), size_ * sizeof(T));
+    }
+    return p + size_ * sizeof(T);
+  }
   bool operator==(const SmallVector& o) const {
     return size_ == o.size_ && std::equal(begin(), end(), o.begin());
   }

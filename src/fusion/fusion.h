@@ -102,19 +102,25 @@ struct Signature {
   Signature compact() const { return Signature{std::string(view()), size, offsets, hash()}; }
   static size_t hash_of(const char* p, size_t n);
 };
-// Builds the window's signature into `out`, reusing its storage. Safe to
-// call from several threads (serialized: buffers carry its scratch).
-void window_signature(const std::vector<Task>& window, Policy policy, Signature& out);
-// Whether `window` has the signature `sig` (built by window_signature from
-// some window), decided without building it: the same walk compares every
-// field with sig's bytes instead of writing it, and where the signature
-// holds the relations between views of one buffer (which views are the
-// same, start together, overlap) it checks instead that each buffer's views
-// lie at one common distance from those of sig's window -- those relations
-// are invariant under such a shift. A false answer proves nothing (a window
-// whose views moved by different amounts may still have the signature):
-// the caller then builds the signature. This is how a loop that flushes
-// every iteration finds its plan without paying for the relations.
-bool window_matches(const std::vector<Task>& window, Policy policy, const Signature& sig);
+// Builds the window's signature into `out`, reusing its storage.
+// `structure` is the window's structure (Structure::of(window): the stream
+// hands it over with the window, written as the tasks were recorded). Safe
+// to call from several threads (serialized: buffers carry its scratch).
+// Layout: policy, number of tasks, the structure's size and the structure;
+// per view, its buffer's number (De Bruijn: in order of first use); per
+// view, its relations to earlier views of its buffer; per buffer, its flags.
+void window_signature(const std::vector<Task>& window, std::string_view structure, Policy policy, Signature& out);
+// Whether `window` (of structure `structure`) has the signature `sig`
+// (built by window_signature from some window), decided without building
+// it: the structures are compared as bytes and every view's buffer number
+// is checked, and where the signature holds the relations between views of
+// one buffer (which views are the same, start together, overlap) it checks
+// instead that each buffer's views lie at one common distance from those of
+// sig's window -- those relations are invariant under such a shift. A false
+// answer proves nothing (a window whose views moved by different amounts may
+// still have the signature): the caller then builds the signature. This is
+// how a loop that flushes every iteration finds its plan without paying for
+// the relations.
+bool window_matches(const std::vector<Task>& window, std::string_view structure, Policy policy, const Signature& sig);
 
 }  // namespace nf::fusion

@@ -14,80 +14,6 @@ namespace nf::fusion {
 
 namespace {
 
-// The walk over a window's fields is written once (task_fields,
-// view_fields) for three cursors: Count (how many bytes they take), Put
-// (window_signature writes them) and Match (window_matches compares them
-// with a signature's bytes in place). They are values passed in and
-// returned, so the cursor stays in a register while a task's fields are
-// stored (a cursor kept in memory would be reloaded after every store,
-// since the stores are chars and may alias it): a field costs a store, not
-// a std::string::append.
-struct Count {
-  size_t n = 0;
-  template <typename T>
-  void put(const T&) {
-    n += sizeof(T);
-  }
-  void dims(const Dims& d) { n += 1 + d.size() * sizeof(int64_t); }
-  void bytes(const void*, size_t k) { n += k; }
-};
-
-struct Put {
-  char* p;
-  template <typename T>
-  void put(const T& v) {
-    std::memcpy(p, &v, sizeof v);
-    p += sizeof v;
-  }
-  void dims(const Dims& d) {
-    put(static_cast<uint8_t>(d.size()));
-    for (int64_t e : d) put(e);  // (a few words: stores, not a call to memcpy)
-  }
-  void bytes(const void* q, size_t k) {
-    std::memcpy(p, q, k);
-    p += k;
-  }
-};
-
-// Compares the fields with the bytes at p instead of writing them
-// (window_matches); diff is nonzero once one differed. The caller checks
-// that the bytes are there (Count).
-struct Match {
-  const char* p;
-  bool diff = false;
-  template <typename T>
-  void put(const T& v) {
-    // Fields are 1, 2, 4 or 8 bytes: a load and a compare (a call to
-    // memcmp cost more than writing the field and comparing afterwards).
-    using U = std::conditional_t<sizeof(T) == 1, uint8_t,
-                                 std::conditional_t<sizeof(T) == 2, uint16_t,
-                                                    std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>>;
-    static_assert(sizeof(U) == sizeof(T));
-    U a, b;
-    std::memcpy(&a, p, sizeof a);
-    std::memcpy(&b, &v, sizeof b);
-    diff |= a != b;
-    p += sizeof v;
-  }
-  void dims(const Dims& d) {
-    put(static_cast<uint8_t>(d.size()));
-    for (int64_t e : d) put(e);
-  }
-  void bytes(const void* q, size_t k) {
-    // (Expression nodes: whole 8-byte words, see ExprNode.)
-    const char* r = static_cast<const char*>(q);
-    size_t i = 0;
-    for (; i + 8 <= k; i += 8) {
-      uint64_t a, b;
-      std::memcpy(&a, p + i, 8);
-      std::memcpy(&b, r + i, 8);
-      diff |= a != b;
-    }
-    if (i < k) diff |= std::memcmp(p + i, r + i, k - i) != 0;
-    p += k;
-  }
-};
-
 // The signature's storage: its string keeps its size between signatures
 // (only the first `size` bytes count, see Signature): growing it clears the
 // new part once, later signatures reuse it. ensure(n) before writing at
@@ -111,8 +37,14 @@ class Write {
     std::memcpy(p_, &v, sizeof v);
     p_ += sizeof v;
   }
-  Put cursor() const { return Put{p_}; }
-  void advance(Put c) { p_ = c.p; }
+  template <typename T>
+  void put_at(size_t at, const T& v) {  // at a position already written past
+    std::memcpy(s_.data() + at, &v, sizeof v);
+  }
+  void bytes(const void* q, size_t k) {
+    std::memcpy(p_, q, k);
+    p_ += k;
+  }
   char* skip(size_t n) {  // room for n bytes written later
     char* at = p_;
     p_ += n;
@@ -126,51 +58,8 @@ class Write {
   char* end_;
 };
 
-// A task's own fields, everything but its views.
-template <class C>
-inline C task_fields(C c, const Task& t) {
-  c.put(t.kind);
-  c.put(t.solo);
-  c.put(t.scan_axis);
-  c.put(reinterpret_cast<uintptr_t>(t.name));
-  c.put(t.value_node);
-  c.put(t.reduce);
-  c.put(t.acc_dtype);
-  c.put(t.arg_node);
-  c.put(t.init_const);
-  c.dims(t.domain);
-  c.put(static_cast<uint32_t>(t.expr.nodes.size()));
-  c.bytes(t.expr.nodes.data(), t.expr.nodes.size() * sizeof(ExprNode));  // (no padding bytes: see ExprNode)
-  c.put(static_cast<uint16_t>(t.consts.size()));
-  for (const Scalar& k : t.consts) c.put(k.dtype);
-  c.put(static_cast<uint16_t>(t.indices.size()));
-  for (const IndexFn& f : t.indices) c.dims(f.strides);
-  c.put(static_cast<uint16_t>(t.inputs.size()));
-  return c;
-}
-
-// A view's fields before its relations: its buffer's number, dtype, extents, strides.
-template <class C>
-inline C view_fields(C c, int32_t id, const View& v) {
-  c.put(id);
-  c.put(v.dtype);
-  c.dims(v.shape);
-  c.dims(v.strides);
-  return c;
-}
-
-inline size_t view_fields_size(const View& v) { return view_fields(Count{}, 0, v).n; }
-
-// Writes a task's fields at w's cursor.
-inline void write_task_fields(Write& w, const Task& t) {
-  w.ensure(task_fields(Count{}, t).n);
-  w.advance(task_fields(w.cursor(), t));
-}
-
-inline void write_view_fields(Write& w, int32_t id, const View& v) {
-  w.ensure(view_fields_size(v));
-  w.advance(view_fields(w.cursor(), id, v));
-}
+// The header: the policy, the number of tasks, the structure's size.
+constexpr size_t kHeader = 1 + sizeof(uint32_t) + sizeof(uint32_t);
 
 inline uint8_t buffer_flags(const Buffer* b) { return static_cast<uint8_t>((b->py_live ? 0 : 1) | (b->allocated() ? 2 : 0)); }
 
@@ -226,12 +115,23 @@ size_t Signature::hash_of(const char* p, size_t n) {
   return static_cast<size_t>(x ^ (x >> 32));
 }
 
-void window_signature(const std::vector<Task>& window, Policy policy, Signature& out) {
+void window_signature(const std::vector<Task>& window, std::string_view structure, Policy policy, Signature& out) {
   std::lock_guard<std::mutex> lock(g_mu);
   ++g_epoch;
   Write w(out.bytes);  // (256 bytes are there)
   out.offsets.clear();
+  // The header and the tasks' structure (recorded with them), then per view
+  // its buffer's number, then per view its relations, then per buffer its flags.
+  size_t nviews = 0;
+  for (const Task& t : window) nviews += t.inputs.size() + 1;
+  w.ensure(kHeader + structure.size() + nviews * sizeof(int32_t));
   w.put(static_cast<uint8_t>(policy));
+  w.put(static_cast<uint32_t>(window.size()));
+  w.put(static_cast<uint32_t>(structure.size()));
+  w.bytes(structure.data(), structure.size());
+  const size_t ids_at = w.size();
+  w.skip(nviews * sizeof(int32_t));
+  size_t iv = 0;
   // Partitioning and expressing a window decide on the relation of two views
   // of one buffer only where one of them is written (producer-consumer and
   // anti-dependences; reads that overlap reads are harmless), so relations
@@ -278,7 +178,7 @@ void window_signature(const std::vector<Task>& window, Policy policy, Signature&
       buffers.push_back(b);
     }
     out.offsets.push_back(v.offset * itemsize(v.dtype));
-    write_view_fields(w, b->sig_id, v);
+    w.put_at(ids_at + sizeof(int32_t) * iv++, b->sig_id);
     w.ensure(2 + 3 * sizeof(uint32_t));
     // The same view as an earlier distinct one of this buffer: its number.
     const int last = b->sig_last_view;
@@ -326,7 +226,6 @@ void window_signature(const std::vector<Task>& window, Policy policy, Signature&
     if (wr) b->sig_last_written = b->sig_last_view;
   };
   for (const Task& t : window) {
-    write_task_fields(w, t);
     for (const View& v : t.inputs) view(v);
     view(t.output);
   }
@@ -336,31 +235,39 @@ void window_signature(const std::vector<Task>& window, Policy policy, Signature&
   out.hash_ = 0;  // computed when asked for (hash())
 }
 
-bool window_matches(const std::vector<Task>& window, Policy policy, const Signature& sig) {
-  // Views, one per input and output: their number must be sig's.
-  size_t count = 0;
-  for (const Task& t : window) count += t.inputs.size() + 1;
-  if (count != sig.offsets.size()) return false;
-  std::lock_guard<std::mutex> lock(g_mu);
-  ++g_epoch;
-  // The window's fields are compared in place with sig's bytes, in the
-  // order window_signature writes them (Match: the same walk as Put). A
-  // view's relations are not recomputed: they are skipped once the view's
-  // buffer is found at its common distance from sig's window. By induction
-  // over the walk, equal bytes before a relation put it at the same place as
-  // in sig.
+bool window_matches(const std::vector<Task>& window, std::string_view structure, Policy policy, const Signature& sig) {
+  // The header and the structure: one comparison of bytes. Equal structures
+  // have the same number of views, so sig's offsets and buffer numbers are
+  // there for every view of the window.
   const char* const s = sig.bytes.data();
   const size_t n = sig.size;
-  if (n < 1 || static_cast<uint8_t>(s[0]) != static_cast<uint8_t>(policy)) return false;
-  size_t at = 1;
+  if (n < kHeader || static_cast<uint8_t>(s[0]) != static_cast<uint8_t>(policy)) return false;
+  uint32_t ntasks, nstruct;
+  std::memcpy(&ntasks, s + 1, sizeof ntasks);
+  std::memcpy(&nstruct, s + 1 + sizeof ntasks, sizeof nstruct);
+  if (ntasks != window.size() || nstruct != structure.size() || n < kHeader + nstruct ||
+      std::memcmp(s + kHeader, structure.data(), nstruct) != 0)
+    return false;
+  const size_t nviews = sig.offsets.size();
+  if (n < kHeader + nstruct + nviews * sizeof(int32_t)) return false;
+  const char* const ids = s + kHeader + nstruct;
+  std::lock_guard<std::mutex> lock(g_mu);
+  ++g_epoch;
+  // Where the signature holds the relations between views of one buffer,
+  // the window's are not recomputed: each buffer must have sig's number at
+  // every view, and all its views must lie at one common distance from
+  // those of sig's window -- the relations are invariant under such a shift.
   static std::vector<Buffer*> buffers;
   buffers.clear();
   const int64_t* const offsets = sig.offsets.data();
   size_t iv = 0;
   auto view = [&](const View& v) {
+    if (iv >= nviews) return false;
     Buffer* b = v.buffer.get();
     touch(b);
-    const int64_t delta = v.offset * itemsize(v.dtype) - offsets[iv++];
+    const int64_t delta = v.offset * itemsize(v.dtype) - offsets[iv];
+    int32_t id;
+    std::memcpy(&id, ids + sizeof(int32_t) * iv++, sizeof id);
     if (b->sig_id < 0) {
       b->sig_id = static_cast<int32_t>(buffers.size());
       b->sig_delta = delta;
@@ -368,40 +275,19 @@ bool window_matches(const std::vector<Task>& window, Policy policy, const Signat
     } else if (b->sig_delta != delta) {
       return false;
     }
-    const size_t need = view_fields_size(v);
-    if (at + need > n || view_fields(Match{s + at}, b->sig_id, v).diff) return false;
-    at += need;
-    // The relations: 'S' and a view number, or 'N', a view number, a flag,
-    // a count and that many bytes.
-    constexpr size_t kSame = 1 + sizeof(uint32_t);
-    constexpr size_t kHead = 1 + sizeof(uint32_t) + 1 + sizeof(uint32_t);
-    if (at + kSame > n) return false;
-    if (s[at] == 'S') {
-      at += kSame;
-    } else if (s[at] == 'N') {
-      if (at + kHead > n) return false;
-      uint32_t nrel;
-      std::memcpy(&nrel, s + at + kHead - sizeof(uint32_t), sizeof nrel);
-      at += kHead + nrel;
-      if (at > n) return false;
-    } else {
-      return false;
-    }
-    return true;
+    return b->sig_id == id;
   };
-  // Compared task by task: a window of another iteration (other shapes)
-  // fails at its first differing task.
   for (const Task& t : window) {
-    const size_t need = task_fields(Count{}, t).n;
-    if (at + need > n || task_fields(Match{s + at}, t).diff) return false;
-    at += need;
     for (const View& v : t.inputs)
       if (!view(v)) return false;
     if (!view(t.output)) return false;
   }
-  if (at + buffers.size() != n) return false;
+  if (iv != nviews || n < buffers.size()) return false;
+  // The buffers' flags end the signature (in the order of their numbers,
+  // which are the window's: every number matched).
+  const char* flags = s + n - buffers.size();
   for (const Buffer* b : buffers)
-    if (static_cast<uint8_t>(s[at++]) != buffer_flags(b)) return false;
+    if (static_cast<uint8_t>(*flags++) != buffer_flags(b)) return false;
   return true;
 }
 

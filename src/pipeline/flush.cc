@@ -147,10 +147,10 @@ class Memo {
   // call rebuilt their signature every call when only two were tried, 4 of
   // its 12 ms). A miss costs a walk over the window, ending at its first
   // task that differs.
-  std::shared_ptr<const Plan> find(const std::vector<Task>& window, fusion::Policy policy) {
+  std::shared_ptr<const Plan> find(const std::vector<Task>& window, std::string_view structure, fusion::Policy policy) {
     for (size_t i = 0; i < kMatched; ++i) {
       const Node* n = recent_[i];
-      if (!n || !fusion::window_matches(window, policy, n->first)) continue;
+      if (!n || !fusion::window_matches(window, structure, policy, n->first)) continue;
       std::rotate(recent_, recent_ + i, recent_ + i + 1);  // most recent first
       return n->second.plan;
     }
@@ -505,13 +505,31 @@ namespace {
 
 // Analyses, compiles and runs `window`; `ran` counts the tasks (a prefix of
 // the window) that have run. Caller holds g_exec_mu.
-void flush_window(std::vector<Task>& window, FlushReport* report, int& ran);
+void flush_window(std::vector<Task>& window, const Structure& structure, FlushReport* report, int& ran,
+                  Releaser*& releaser);
+
+// Calls the releaser, once (see flush).
+void let_go(Releaser*& releaser) {
+  if (!releaser) return;
+  Releaser* r = releaser;
+  releaser = nullptr;
+  r->release();
+}
+
+// Locks m, letting go of the caller's lock first if m is held by another thread.
+template <typename Mutex>
+void lock_letting_go(Mutex& m, Releaser*& releaser) {
+  if (releaser && m.try_lock()) return;
+  let_go(releaser);
+  m.lock();
+}
 
 }  // namespace
 
-std::vector<Task> flush(FlushReport* report) {
+std::vector<Task> flush(FlushReport* report, Releaser* releaser) {
   if (t_in_flush) throw std::logic_error("numfuse: a flush was re-entered from within a flush");
-  std::lock_guard<std::recursive_mutex> exec(g_exec_mu);
+  lock_letting_go(g_exec_mu, releaser);
+  std::lock_guard<std::recursive_mutex> exec(g_exec_mu, std::adopt_lock);
   t_in_flush = true;
   struct Leave {
     ~Leave() { t_in_flush = false; }
@@ -522,7 +540,16 @@ std::vector<Task> flush(FlushReport* report) {
   struct Done {
     ~Done() { g_active.fetch_sub(1); }
   } done;
-  std::vector<Task> window = global_stream().take();
+  static Structure structure;  // guarded by g_exec_mu; its storage goes back to the stream
+  // (The gate is held by a thread recording an operation: it may be waiting
+  // for the caller's lock.)
+  std::recursive_mutex& gate = global_stream().gate();
+  lock_letting_go(gate, releaser);
+  std::vector<Task> window;
+  {
+    std::lock_guard<std::recursive_mutex> held(gate, std::adopt_lock);
+    window = global_stream().take(&structure);
+  }
   // Groups run in program order, and each runs whole or not at all (its
   // buffers are allocated before its kernel starts). When anything fails --
   // an allocation, a compile, a bug -- the tasks that did not run go back to
@@ -530,7 +557,7 @@ std::vector<Task> flush(FlushReport* report) {
   // sync runs them.
   int ran = 0;
   try {
-    flush_window(window, report, ran);
+    flush_window(window, structure, report, ran, releaser);
   } catch (...) {
     global_stream().restore(std::vector<Task>(std::make_move_iterator(window.begin() + ran),
                                               std::make_move_iterator(window.end())));
@@ -548,7 +575,16 @@ std::vector<Task> flush(FlushReport* report) {
 
 namespace {
 
-void flush_window(std::vector<Task>& window, FlushReport* report, int& ran) {
+// Whether a window's kernels are small enough to run without letting go
+// of the caller's lock (kQuickFlushPoints).
+bool quick(const std::vector<Task>& window) {
+  int64_t points = 0;
+  for (const Task& t : window) points += shape_size(t.domain);
+  return points <= kQuickFlushPoints;
+}
+
+void flush_window(std::vector<Task>& window, const Structure& structure, FlushReport* report, int& ran,
+                  Releaser*& releaser) {
   FlushReport rep;
   if (report) {
     rep.sync_site = report->sync_site;
@@ -572,10 +608,15 @@ void flush_window(std::vector<Task>& window, FlushReport* report, int& ran) {
   // The latest plans are tried first, by matching the window against their
   // signatures; else the window's own signature is built and looked up.
   static fusion::Signature sig;  // guarded by g_exec_mu; its storage is reused flush after flush
-  std::shared_ptr<const Plan> plan = cfg.memo ? g_memo.find(window, cfg.policy) : nullptr;
+#ifndef NDEBUG
+  if (structure.view() != Structure::of(window).view())
+    throw std::logic_error("the window's recorded structure is not its tasks' structure");
+#endif
+  std::shared_ptr<const Plan> plan = cfg.memo ? g_memo.find(window, structure.view(), cfg.policy) : nullptr;
   rep.memo_matched = plan != nullptr;
+  if (!plan || !quick(window)) let_go(releaser);
   if (!plan) {
-    fusion::window_signature(window, cfg.policy, sig);
+    fusion::window_signature(window, structure.view(), cfg.policy, sig);
     if (cfg.memo) plan = g_memo.find(sig);
   }
 

@@ -113,7 +113,23 @@ int64_t tier0_tasks();  // since the process started
 // callers are serialized. `report` (or null) gives the sync's site and
 // reason and gets the warnings, and with Config::dump the groups (and the
 // plan they point into); the whole report is last_report().
-std::vector<Task> flush(FlushReport* report);
+//
+// `releaser` (or null): a caller holding a lock that other threads need (the
+// bindings: Python's GIL) lets go of it through releaser->release(), which
+// the flush calls at most once, before it waits for a lock another thread
+// holds or does anything that may take long: analysing a window, compiling,
+// running kernels over more than kQuickFlushPoints points in all. A memoized
+// window of small kernels (a loop body that syncs every iteration) runs
+// without letting go: for it, giving up and retaking the GIL cost a tenth
+// of the flush.
+struct Releaser {
+  virtual void release() = 0;
+
+ protected:
+  ~Releaser() = default;
+};
+inline constexpr int64_t kQuickFlushPoints = int64_t(1) << 14;
+std::vector<Task> flush(FlushReport* report, Releaser* releaser = nullptr);
 
 // fork(): fork_prepare (an os.register_at_fork `before` hook; call it
 // without the GIL) waits for a running flush and the tuning thread and keeps

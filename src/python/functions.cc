@@ -289,6 +289,22 @@ void bind_functions(py::module_& m) {
 
   // Sync points and diagnostics.
   m.def("flush", [](const char* reason) { flush_all(reason); }, py::arg("reason") = "flush()");
+  // numfuse.flush(): a plain CPython function without arguments (no
+  // pybind11 dispatch, no Python wrapper frame), as a loop that syncs every
+  // iteration calls it once per iteration.
+  static PyMethodDef flush_def = {
+      "flush",
+      [](PyObject*, PyObject*) -> PyObject* {
+        return guarded([] {
+          flush_all("flush()");
+          Py_INCREF(Py_None);
+          return Py_None;
+        });
+      },
+      METH_NOARGS,
+      "flush()\n--\n\nBlock until every pending operation has been computed.\n\n"
+      "Use it to time numfuse code: ``t0 = time.perf_counter(); f(); numfuse.flush()``."};
+  m.add_object("flush_now", py::reinterpret_steal<py::object>(PyCFunction_NewEx(&flush_def, nullptr, py::str("numfuse").ptr())));
   m.def("pending", []() { return global_stream().size(); });
   m.def("tier0_isa", []() { return std::string(runtime::tier0_isa()); });
   m.def("last_report", []() { return report_dict(pipeline::last_report()); });

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 
@@ -241,31 +243,62 @@ int g_site_lasti = -1;
 std::string g_site_text = "?";  // Python < 3.11: formatted at the sync
 }  // namespace
 
+#if PY_VERSION_HEX >= 0x030B0000
+namespace {
+// Whether a frame runs numfuse's own code (its module is numfuse or
+// numfuse.*), remembered per code object: a loop that syncs every
+// iteration asks about the same few frames each time, and looking up the
+// module's name cost more than the rest of a memoized flush's bookkeeping.
+// (A code object runs with its module's globals; the cache holds strong
+// references, so an address is never reused while it is cached.)
+bool runs_numfuse_code(PyFrameObject* f, PyObject* code) {
+  struct Known {
+    PyObject* code = nullptr;
+    bool ours = false;
+  };
+  static Known known[16];
+  static unsigned next = 0;
+  for (const Known& k : known)
+    if (k.code == code) return k.ours;
+  PyObject* globals = PyFrame_GetGlobals(f);  // new reference
+  static PyObject* const key = PyUnicode_InternFromString("__name__");  // immortal: never released
+  PyObject* name = globals ? PyDict_GetItemWithError(globals, key) : nullptr;  // borrowed
+  const char* mod = name && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : nullptr;
+  const bool ours = mod && (std::strcmp(mod, "numfuse") == 0 || std::strncmp(mod, "numfuse.", 8) == 0);
+  Py_XDECREF(globals);
+  PyErr_Clear();
+  Known& k = known[next++ % std::size(known)];
+  Py_XDECREF(k.code);
+  Py_INCREF(code);
+  k.code = code;
+  k.ours = ours;
+  return ours;
+}
+}  // namespace
+#endif
+
 void note_sync_site() {
 #if PY_VERSION_HEX >= 0x030B0000
   PyFrameObject* f = PyEval_GetFrame();  // borrowed
   Py_XINCREF(f);
   while (f) {
-    PyObject* globals = PyFrame_GetGlobals(f);  // new reference
-    static PyObject* const key = PyUnicode_InternFromString("__name__");  // immortal: never released
-    PyObject* name = globals ? PyDict_GetItemWithError(globals, key) : nullptr;  // borrowed
-    const char* mod = name && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : nullptr;
-    const bool ours = mod && (std::strcmp(mod, "numfuse") == 0 || std::strncmp(mod, "numfuse.", 8) == 0);
-    Py_XDECREF(globals);
-    if (!ours) {
-      PyObject* code = reinterpret_cast<PyObject*>(PyFrame_GetCode(f));  // new reference
-      Py_XDECREF(g_site_code);
-      g_site_code = code;
+    PyObject* code = reinterpret_cast<PyObject*>(PyFrame_GetCode(f));  // new reference
+    if (!runs_numfuse_code(f, code)) {
+      if (code == g_site_code) {
+        Py_DECREF(code);
+      } else {
+        Py_XDECREF(g_site_code);
+        g_site_code = code;
+      }
       g_site_lasti = PyFrame_GetLasti(f);
       Py_DECREF(f);
-      PyErr_Clear();
       return;
     }
+    Py_DECREF(code);
     PyFrameObject* back = PyFrame_GetBack(f);  // new reference
     Py_DECREF(f);
     f = back;
   }
-  PyErr_Clear();
   Py_XDECREF(g_site_code);
   g_site_code = nullptr;
 #else
@@ -294,8 +327,12 @@ void flush_all(const char* reason) {
   note_sync_site();
   std::vector<Task> done;
   {
-    NoGil nogil;
-    done = pipeline::flush(&rep);
+    // The GIL is given up once the flush waits or works long (pipeline::flush).
+    struct GilReleaser final : pipeline::Releaser {
+      std::optional<NoGil> nogil;
+      void release() override { nogil.emplace(); }
+    } releaser;
+    done = pipeline::flush(&rep, &releaser);
   }
   done.clear();  // buffer releases may need the GIL: drop tasks while holding it
   global_stream().recycle(std::move(done));

@@ -1,6 +1,8 @@
 #include "stream/stream.h"
 
 #include <algorithm>
+#include <cstddef>
+#include <cstring>
 #include <stdexcept>
 
 namespace nf {
@@ -26,6 +28,64 @@ void Task::validate() const {
     if (n.kind == ExprNode::Kind::Index && (n.a < 0 || n.a >= static_cast<int>(indices.size())))
       fail("bad index slot");
   }
+}
+
+namespace {
+
+template <typename T>
+inline char* put(char* p, T v) {
+  std::memcpy(p, &v, sizeof v);
+  return p + sizeof v;
+}
+
+}  // namespace
+
+// Every view's shape is the task's domain (a recorder invariant,
+// Task::validate), so a view contributes its dtype and strides only, and
+// the domain's rank gives their number.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Winvalid-offsetof"
+static_assert(offsetof(Task, name) + sizeof(const char*) - offsetof(Task, kind) == Task::kHeadBytes &&
+                  offsetof(Task, unused_) + sizeof(uint32_t) == offsetof(Task, name),
+              "Task's scalar fields are one block without padding");
+#pragma GCC diagnostic pop
+
+void Structure::append(const Task& t) {
+  // Room for the fields, with the slack of write_to's whole copies of
+  // inline storage (at most 128 bytes each).
+  const size_t nd = t.domain.size(), nn = t.expr.nodes.size(), nv = t.inputs.size() + 1;
+  const size_t words = 8 * nd + 128;
+  size_t bound = 64 + words * (nv + 1) + sizeof(ExprNode) * nn + 128 + t.consts.size();
+  for (const IndexFn& f : t.indices) bound += 1 + 8 * f.strides.size() + 128;
+  if (buf_.size() - size_ < bound) buf_.resize(std::max(2 * buf_.size(), size_ + bound + 4096));
+  char* p = buf_.data() + size_;
+  std::memcpy(p, t.head_bytes(), Task::kHeadBytes);  // kind .. name (no padding: see Task)
+  p += Task::kHeadBytes;
+  p = put(p, static_cast<uint8_t>(nd));
+  p = put(p, static_cast<uint16_t>(nv));
+  p = put(p, static_cast<uint16_t>(t.consts.size()));
+  p = put(p, static_cast<uint16_t>(t.indices.size()));
+  p = put(p, static_cast<uint32_t>(nn));
+  p = t.domain.write_to(p);
+  p = t.expr.nodes.write_to(p);  // (no padding bytes: see ExprNode)
+  for (const Scalar& k : t.consts) p = put(p, k.dtype);
+  for (const IndexFn& f : t.indices) {
+    p = put(p, static_cast<uint8_t>(f.strides.size()));
+    p = f.strides.write_to(p);
+  }
+  for (const View& v : t.inputs) {
+    p = put(p, v.dtype);
+    p = v.strides.write_to(p);
+  }
+  p = put(p, t.output.dtype);
+  p = t.output.strides.write_to(p);
+  size_ = static_cast<size_t>(p - buf_.data());
+}
+
+Structure Structure::of(const std::vector<Task>& tasks) {
+  Structure s;
+  for (const Task& t : tasks) s.append(t);
+  return s;
 }
 
 namespace {
@@ -81,8 +141,9 @@ void Stream::Slot::commit() {
   bool exported = t.output.buffer->exports.load(std::memory_order_relaxed) > 0;
   for (const View& v : t.inputs) exported |= v.buffer->exports.load(std::memory_order_relaxed) > 0;
   if (exported) s_.sync_request_.store(true);
-  // (The gate's holder owns the window and codes_.)
+  // (The gate's holder owns the window, codes_ and structure_.)
   s_.note_code(t);
+  s_.structure_.append(t);
   s_.size_.store(s_.window_.size() + s_.restored_n_.load(std::memory_order_relaxed), std::memory_order_release);
   // (One writer, the gate's holder: restore counts in restored_total_.)
   s_.recorded_total_.store(s_.recorded_total_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
@@ -126,13 +187,14 @@ void Stream::set_max_window(size_t n) {
   cut_.store(max_window, std::memory_order_release);
 }
 
-std::vector<Task> Stream::take() {
+std::vector<Task> Stream::take(Structure* structure) {
   std::lock_guard<std::recursive_mutex> gate(gate_);
   std::lock_guard<std::mutex> lock(mu_);
   if (slot_open_.load(std::memory_order_relaxed))
     throw std::logic_error("the window was taken while a task was being built in place");
   std::vector<Task> out;
-  if (restored_.empty()) {
+  const bool had_restored = !restored_.empty();
+  if (!had_restored) {
     out.swap(window_);
   } else {
     // Tasks a failed flush put back come first (they are older).
@@ -141,6 +203,16 @@ std::vector<Task> Stream::take() {
     window_.clear();
     restored_n_.store(0, std::memory_order_relaxed);
   }
+  if (structure) {
+    if (had_restored) {
+      // (Rare: a flush failed. Its tasks' structure was given away with them.)
+      structure->clear();
+      for (const Task& t : out) structure->append(t);
+    } else {
+      structure->swap(structure_);  // the caller's storage comes back for the next window
+    }
+  }
+  structure_.clear();
   codes_.clear();
   cut_.store(max_window, std::memory_order_release);
   size_.store(0, std::memory_order_release);

@@ -23,6 +23,8 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/expr.h"
@@ -48,30 +50,37 @@ struct Task {
   // scan_axis (cumsum, cumprod: MDH's prefix-sum combine operator), with
   // out[.., 0, ..] = value[.., 0, ..].
   enum class Kind : uint8_t { Map, Reduce, Scan };
+  // The task's scalar fields first, in one block without padding (its
+  // structure is copied whole: Structure::append, head_bytes()).
   Kind kind = Kind::Map;
+  // Reduce: the combine operator, the type it combines in, and for
+  // ArgMax/ArgMin the node giving the (flat) index that is reported.
+  ReduceOp reduce = ReduceOp::Sum;
+  DType acc_dtype = DType::Float64;
+  // A contraction (matmul, einsum, tensordot): runs as a group of its own,
+  // so the schedule stage may hand it to a library routine (tune::Routine)
+  // or to a register-tiled kernel without fused neighbours in the way.
+  bool solo = false;
+  int32_t scan_axis = -1;   // Scan: the domain dimension scanned along
+  int32_t value_node = -1;  // node of expr that is stored/combined; -1: the root
+  int32_t arg_node = -1;
+  int32_t init_const = -1;  // const slot of `initial=`, or -1 for the identity
+  uint32_t unused_ = 0;     // (the block's padding, made a field so its bytes are set)
+  // What the user called ("add", "sum", "__setitem__"), for explain().
+  const char* name = "";
   Dims domain;
   InlineVector<View, 3> inputs;
   InlineVector<Scalar, 2> consts;
   InlineVector<IndexFn, 1> indices;
   Expr expr;    // value per domain point (for Reduce: the value combined)
-  int32_t value_node = -1;  // node of expr that is stored/combined; -1: the root
   View output;  // over the domain
-  // Reduce: the combine operator, the type it combines in, and for
-  // ArgMax/ArgMin the node giving the (flat) index that is reported.
-  ReduceOp reduce = ReduceOp::Sum;
-  DType acc_dtype = DType::Float64;
-  int32_t arg_node = -1;
-  int32_t init_const = -1;  // const slot of `initial=`, or -1 for the identity
-  int32_t scan_axis = -1;   // Scan: the domain dimension scanned along
-  // A contraction (matmul, einsum, tensordot): runs as a group of its own,
-  // so the schedule stage may hand it to a library routine (tune::Routine)
-  // or to a register-tiled kernel without fused neighbours in the way.
-  bool solo = false;
-  // What the user called ("add", "sum", "__setitem__"), for explain().
-  const char* name = "";
   // Its number in recording order (from 1; 0 until recorded): see
   // Buffer::last_read.
   uint64_t seq = 0;
+
+  // The scalar fields' block: kind through name.
+  static constexpr size_t kHeadBytes = 32;
+  const void* head_bytes() const { return &kind; }
 
   bool is_reduce() const { return kind == Kind::Reduce; }
   // The output combines many points (a reduction or a scan): nothing else
@@ -128,6 +137,38 @@ using RunReduceNow = bool (*)(const SimpleReduce& r, Scalar* value);
 // computed at the call (tier 0) rather than recorded.
 using RunsNow = bool (*)(int64_t elements);
 
+// The structure of recorded tasks: every field of a task that partition()
+// and mdh::build() decide on, except its buffers, its views' offsets and its
+// scalar values (those enter a window's signature at the flush, see
+// fusion::Signature). The stream writes it as each task is recorded, so a
+// flush whose window repeats an earlier one (a loop body) compares this part
+// of its signature with one memcmp instead of walking the tasks' fields.
+// Layout, per task: its block of scalar fields (kind, reduce op,
+// accumulator type, solo, scan axis, value node, arg node, init const, the
+// name's address: Task::head_bytes); the domain's rank,
+// the numbers of views (inputs + output), consts and index functions, and
+// of expression nodes; the domain's extents; the nodes; the consts' types;
+// each index function's rank and strides; then per view (inputs, then the
+// output) its dtype and strides (its extents are the domain's: Task).
+class Structure {
+ public:
+  void append(const Task& t);
+  std::string_view view() const { return {buf_.data(), size_}; }
+  size_t size() const { return size_; }
+  void clear() { size_ = 0; }
+  void swap(Structure& o) noexcept {
+    buf_.swap(o.buf_);
+    std::swap(size_, o.size_);
+  }
+  // The structure of `tasks`, written afresh (what the stream wrote as they
+  // were recorded).
+  static Structure of(const std::vector<Task>& tasks);
+
+ private:
+  std::vector<char> buf_;  // the first size_ bytes count; the rest is room
+  size_t size_ = 0;
+};
+
 class Stream {
  public:
   Stream();
@@ -164,7 +205,8 @@ class Stream {
   // Takes the whole window. Waits for the gate, so a window is never taken
   // between a task being recorded and its result getting its Python
   // reference (which would make the result look dead).
-  std::vector<Task> take();
+  // With `structure`: the window's structure (Structure) goes there.
+  std::vector<Task> take(Structure* structure = nullptr);
   // Puts tasks a failed flush did not run back in front of the window (in
   // program order, before anything recorded since), so a later sync runs
   // them: an error during a flush never loses or half-computes a result.
@@ -228,6 +270,7 @@ class Stream {
   std::vector<Task> restored_;   // put back by failed flushes; taken first (under mu_)
   std::atomic<size_t> restored_n_{0};  // restored_.size()
   std::vector<uint32_t> codes_;  // per task of window_: its operation (kind, name, dtype, rank)
+  Structure structure_;          // of window_'s committed tasks
   std::atomic<size_t> cut_{512};
   void note_code(const Task& t);  // (by the gate's holder)
   std::atomic<uint64_t> recorded_total_{0};  // written by the gate's holder only

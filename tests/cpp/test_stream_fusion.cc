@@ -276,6 +276,14 @@ std::vector<Task> moving_window(const View& a, const View& b, int64_t o1, int64_
   return global_stream().take();
 }
 
+// The signature functions on a window's structure written afresh.
+bool matches(const std::vector<Task>& w, fusion::Policy policy, const fusion::Signature& sig) {
+  return fusion::window_matches(w, Structure::of(w).view(), policy, sig);
+}
+void signature(const std::vector<Task>& w, fusion::Policy policy, fusion::Signature& sig) {
+  fusion::window_signature(w, Structure::of(w).view(), policy, sig);
+}
+
 }  // namespace
 
 TEST(Signature, WindowMatchesItsShiftsAndNothingElse) {
@@ -285,36 +293,74 @@ TEST(Signature, WindowMatchesItsShiftsAndNothingElse) {
   const auto policy = fusion::Policy::Diffuse;
   std::vector<Task> w1 = moving_window(a, a, 0, 2, 3);
   fusion::Signature s1;
-  fusion::window_signature(w1, policy, s1);
-  EXPECT_TRUE(fusion::window_matches(w1, policy, s1));
-  EXPECT_TRUE(fusion::window_matches(w1, policy, s1.compact()));  // the memo's copy carries the offsets
+  signature(w1, policy, s1);
+  EXPECT_TRUE(matches(w1, policy, s1));
+  EXPECT_TRUE(matches(w1, policy, s1.compact()));  // the memo's copy carries the offsets
   // Every view of `a` moved by 5: the same signature, proved without building it.
   std::vector<Task> w2 = moving_window(a, a, 5, 7, 8);
-  EXPECT_TRUE(fusion::window_matches(w2, policy, s1));
+  EXPECT_TRUE(matches(w2, policy, s1));
   fusion::Signature s2;
-  fusion::window_signature(w2, policy, s2);
+  signature(w2, policy, s2);
   EXPECT_TRUE(s2 == s1);
   // The write no longer overlaps the reads the same way: views moved by
   // different amounts are not matched (and the signature differs).
   std::vector<Task> w3 = moving_window(a, a, 0, 2, 20);
-  EXPECT_FALSE(fusion::window_matches(w3, policy, s1));
+  EXPECT_FALSE(matches(w3, policy, s1));
   fusion::Signature s3;
-  fusion::window_signature(w3, policy, s3);
+  signature(w3, policy, s3);
   EXPECT_FALSE(s3 == s1);
   // The second read from another buffer: its own number, no match.
   std::vector<Task> w4 = moving_window(a, b, 0, 2, 3);
-  EXPECT_FALSE(fusion::window_matches(w4, policy, s1));
+  EXPECT_FALSE(matches(w4, policy, s1));
   // Another policy, a shorter or a longer window: no match.
-  EXPECT_FALSE(fusion::window_matches(w1, fusion::Policy::None, s1));
+  EXPECT_FALSE(matches(w1, fusion::Policy::None, s1));
   std::vector<Task> shorter(std::make_move_iterator(w2.begin()), std::make_move_iterator(w2.begin() + 1));
-  EXPECT_FALSE(fusion::window_matches(shorter, policy, s1));
+  EXPECT_FALSE(matches(shorter, policy, s1));
   std::vector<Task> longer = moving_window(a, a, 0, 2, 3);
   std::vector<Task> more = moving_window(a, a, 0, 2, 3);
   for (Task& t : more) longer.push_back(std::move(t));
-  EXPECT_FALSE(fusion::window_matches(longer, policy, s1));
+  EXPECT_FALSE(matches(longer, policy, s1));
   // A result no longer reachable from Python: the buffer flags differ.
   std::vector<Task> w5 = moving_window(a, a, 0, 2, 3);
   w5[0].output.buffer->py_refs = 0;
   w5[0].output.buffer->py_live = false;
-  EXPECT_FALSE(fusion::window_matches(w5, policy, s1));
+  EXPECT_FALSE(matches(w5, policy, s1));
+}
+
+TEST(Signature, TheStreamRecordsEachTasksStructure) {
+  // What the stream writes as tasks are recorded is what Structure::of
+  // writes from the window it hands over -- through a failed flush's
+  // restore too, where the structure is written afresh.
+  global_stream().take();
+  View a = View::fresh(DType::Float64, {40}), b = View::fresh(DType::Float64, {5, 8});
+  a.buffer->py_refs = b.buffer->py_refs = 1;
+  moving_window(a, a, 0, 2, 3);  // (takes its window)
+  View y = add(slice1d(a, 1, 9), slice1d(a, 11, 19));
+  y.buffer->py_refs = 1;
+  ReduceSpec r;
+  r.input = b;
+  r.axes = {1};
+  r.value.input(0, DType::Float64);
+  View s = record_reduce(std::move(r));
+  s.buffer->py_refs = 1;
+  Structure st;
+  std::vector<Task> w = global_stream().take(&st);
+  ASSERT_EQ(w.size(), 2u);
+  EXPECT_GT(st.size(), 0u);
+  EXPECT_EQ(st.view(), Structure::of(w).view());
+  // Another window's structure differs (other shapes).
+  View z = add(slice1d(a, 1, 5), slice1d(a, 11, 15));
+  z.buffer->py_refs = 1;
+  Structure st2;
+  std::vector<Task> w2 = global_stream().take(&st2);
+  EXPECT_NE(st2.view(), st.view());
+  // Restored (a failed flush): taken back with its structure.
+  global_stream().restore(std::move(w));
+  View q = add(slice1d(a, 2, 6), slice1d(a, 12, 16));
+  q.buffer->py_refs = 1;
+  Structure st3;
+  std::vector<Task> w3 = global_stream().take(&st3);
+  ASSERT_EQ(w3.size(), 3u);
+  EXPECT_EQ(st3.view(), Structure::of(w3).view());
+  EXPECT_EQ(st3.view().substr(0, st.size()), st.view());
 }
