@@ -321,8 +321,7 @@ std::atomic<int64_t> g_fail_after{-1};
 
 void Buffer::inject_allocation_failure(int64_t after) { g_fail_after.store(after); }
 
-void* Buffer::data() {
-  if (data_) return data_;
+void* Buffer::allocate() {
   if (g_fail_after.load(std::memory_order_relaxed) >= 0 && g_fail_after.fetch_sub(1) == 0)
     throw MemoryError({}, -1, nbytes_);
   // Size classes round up, so vector loads at the tail never leave the block.

@@ -38,7 +38,7 @@ class Buffer {
   bool allocated() const { return data_ != nullptr; }
   bool adopted() const { return !owned_; }  // memory from adopt()
   // Allocates on first use (64-byte aligned, uninitialized).
-  void* data();
+  void* data() { return data_ ? data_ : allocate(); }
   void* data_if_allocated() const { return data_; }
   // Returns the memory early (to the allocator's cache) when the buffer can
   // no longer be read: used by the executor after the last group that uses a
@@ -112,6 +112,7 @@ class Buffer {
   static void trim_cache();
 
  private:
+  void* allocate();  // data()'s first use
   int64_t nbytes_;
   uint64_t id_;
   void* data_ = nullptr;

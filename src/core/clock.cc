@@ -12,11 +12,6 @@ namespace nf {
 
 namespace {
 
-int64_t steady_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 bool invariant_tsc() {
 #if defined(__x86_64__)
   unsigned a, b, c, d;
@@ -28,10 +23,26 @@ bool invariant_tsc() {
 #endif
 }
 
-bool use_tsc() {
-  static const bool tsc = invariant_tsc();
-  return tsc;
+}  // namespace
+
+namespace detail {
+
+int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
+
+// Set before every other static object of the library is initialized (the
+// constructor's priority), so a clock read during another's initialization
+// is consistent with later ones.
+bool g_use_tsc = false;
+__attribute__((constructor(101))) void init_use_tsc() { g_use_tsc = invariant_tsc(); }
+
+}  // namespace detail
+
+namespace {
+
+using detail::steady_ns;
 
 struct Origin {
   uint64_t t;
@@ -42,15 +53,8 @@ std::atomic<double> g_ms_per_tick{0.0};  // 0: not frozen yet
 
 }  // namespace
 
-uint64_t ticks() {
-#if defined(__x86_64__)
-  if (use_tsc()) return __rdtsc();
-#endif
-  return static_cast<uint64_t>(steady_ns());
-}
-
 double ticks_to_ms(uint64_t dt) {
-  if (!use_tsc()) return static_cast<double>(dt) * 1e-6;
+  if (!detail::g_use_tsc) return static_cast<double>(dt) * 1e-6;
   double rate = g_ms_per_tick.load(std::memory_order_relaxed);
   if (rate == 0.0) {
     // The rate over the time since the origin (at least 0.1 ms of it),

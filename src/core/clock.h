@@ -7,9 +7,23 @@
 
 #include <cstdint>
 
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
+
 namespace nf {
 
-uint64_t ticks();
+namespace detail {
+extern bool g_use_tsc;  // invariant TSC (set when the library loads, never changed)
+int64_t steady_ns();
+}  // namespace detail
+
+inline uint64_t ticks() {
+#if defined(__x86_64__)
+  if (detail::g_use_tsc) return __rdtsc();
+#endif
+  return static_cast<uint64_t>(detail::steady_ns());
+}
 // Milliseconds in `dt` ticks (dt = ticks() - an earlier ticks()).
 double ticks_to_ms(uint64_t dt);
 

@@ -97,6 +97,13 @@ class SmallVector {
     std::memmove(static_cast<void*>(d + pos), d + pos + 1, (size_ - 1 - pos) * sizeof(T));
     --size_;
   }
+  // The n elements at p (not in this vector).
+  void assign(const T* p, size_t n) {
+    size_ = 0;
+    reserve(n);
+    std::memcpy(static_cast<void*>(data()), p, n * sizeof(T));
+    size_ = n;
+  }
   // Writes the elements' bytes at p, returning p past them. Inline storage
   // is copied whole (a fixed-size copy, no loop or call), so p must have
   // room for max(size(), N) elements; the bytes past size() are garbage.

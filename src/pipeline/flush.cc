@@ -90,6 +90,9 @@ struct Plan {
   // `pn = p.copy()` in every iteration) would all stay allocated until the
   // whole window has run.
   std::vector<std::vector<std::pair<int, int>>> release_after;
+  // The window's points (the tasks' domains summed): the same for every
+  // window with the plan's signature, whose structure holds the domains.
+  int64_t points = 0;
 };
 
 // Computes Plan::release_after for a window (valid for every window with the
@@ -381,7 +384,7 @@ void run_group(const std::vector<Task>& window, const std::shared_ptr<const Plan
       gr.tier0 = true;
     }
     gr.hom = &g.tmpl->hom;
-    if (bind) gr.ints = SmallVector<int64_t, 16>(bind->ints.begin(), bind->ints.end());
+    if (bind) gr.ints.assign(bind->ints.data(), bind->ints.size());
     gr.schedule_ptr = &g.schedule;
     gr.key_ptr = &g.key;
     gr.tuned = g.tuned;
@@ -575,12 +578,10 @@ std::vector<Task> flush(FlushReport* report, Releaser* releaser) {
 
 namespace {
 
-// Whether a window's kernels are small enough to run without letting go
-// of the caller's lock (kQuickFlushPoints).
-bool quick(const std::vector<Task>& window) {
+int64_t points_of(const std::vector<Task>& window) {
   int64_t points = 0;
   for (const Task& t : window) points += shape_size(t.domain);
-  return points <= kQuickFlushPoints;
+  return points;
 }
 
 void flush_window(std::vector<Task>& window, const Structure& structure, FlushReport* report, int& ran,
@@ -614,7 +615,9 @@ void flush_window(std::vector<Task>& window, const Structure& structure, FlushRe
 #endif
   std::shared_ptr<const Plan> plan = cfg.memo ? g_memo.find(window, structure.view(), cfg.policy) : nullptr;
   rep.memo_matched = plan != nullptr;
-  if (!plan || !quick(window)) let_go(releaser);
+  // Small kernels of a memoized plan run without letting go of the
+  // caller's lock (kQuickFlushPoints); everything else lets go.
+  if (!plan || plan->points > kQuickFlushPoints) let_go(releaser);
   if (!plan) {
     fusion::window_signature(window, structure.view(), cfg.policy, sig);
     if (cfg.memo) plan = g_memo.find(sig);
@@ -697,6 +700,7 @@ void flush_window(std::vector<Task>& window, const Structure& structure, FlushRe
     rep.plan = plan_new;
     for (const Prepared& p : runnable) plan_new->groups.push_back(to_plan_group(window, p));
     plan_releases(window, *plan_new);
+    plan_new->points = points_of(window);
     const uint64_t t2 = ticks();
     uint64_t clock = t2;
     for (size_t i = 0; i < runnable.size(); ++i) {
