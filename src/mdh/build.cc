@@ -140,6 +140,13 @@ void rebind(const std::vector<Task>& window, const Built& tmpl, Bindings& b) {
   const size_t n = tmpl.recipe.access.size();
   b.buffers.resize(n);
   b.offsets.resize(n);
+  b.ints.assign(tmpl.bind.ints.begin(), tmpl.bind.ints.end());
+  b.floats.assign(tmpl.bind.floats.begin(), tmpl.bind.floats.end());
+  rebind_again(window, tmpl, b);
+}
+
+void rebind_again(const std::vector<Task>& window, const Built& tmpl, Bindings& b) {
+  const size_t n = tmpl.recipe.access.size();
   for (size_t i = 0; i < n; ++i) {
     const Recipe::AccessSource& src = tmpl.recipe.access[i];
     const Task& t = window[src.task];
@@ -147,8 +154,6 @@ void rebind(const std::vector<Task>& window, const Built& tmpl, Bindings& b) {
     b.buffers[i] = v.buffer.get();
     b.offsets[i] = v.offset * itemsize(v.dtype);
   }
-  b.ints.assign(tmpl.bind.ints.begin(), tmpl.bind.ints.end());
-  b.floats.assign(tmpl.bind.floats.begin(), tmpl.bind.floats.end());
   for (const Recipe::ParamSource& p : tmpl.recipe.params) {
     const Task& t = window[p.task];
     if (p.index_offset) b.ints[p.slot] = t.indices[p.which].offset;

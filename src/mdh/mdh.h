@@ -135,6 +135,10 @@ Built build(const std::vector<Task>& window, const fusion::Group& group);
 // scalar constants differ. Written into `out`, reusing its storage (a memo
 // hit per loop iteration).
 void rebind(const std::vector<Task>& window, const Built& tmpl, Bindings& out);
+// rebind() into bindings that rebind() wrote for `tmpl` before (a memoized
+// group's own): only what a window changes -- buffers, offsets and the
+// parameters taken from its tasks -- is written again.
+void rebind_again(const std::vector<Task>& window, const Built& tmpl, Bindings& out);
 
 // The expression in the paper's notation, with concrete sizes if given.
 std::string to_string(const MdHom& h, const Bindings* b = nullptr);

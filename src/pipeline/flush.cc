@@ -80,6 +80,10 @@ struct PlanGroup {
   bool tuned = false;
   std::string key;
   jit::KernelRef fn;
+  // The group's bindings on memo hits, rebound in place (mdh::rebind_again;
+  // written under g_exec_mu, like everything a flush does with a plan).
+  mutable mdh::Bindings bound;
+  mutable bool bound_once = false;
 };
 
 struct Plan {
@@ -134,6 +138,7 @@ size_t plan_bytes(const fusion::Signature& sig, const Plan& p) {
          8 * (t.bind.ints.size() + t.bind.floats.size() + t.hom.const_type.size() + t.hom.const_slot.size()) +
          t.recipe.access.size() * sizeof(mdh::Recipe::AccessSource) +
          t.recipe.params.size() * sizeof(mdh::Recipe::ParamSource) + 4 * t.tasks.size();
+    b += 16 * t.recipe.access.size() + 8 * (t.bind.ints.size() + t.bind.floats.size());  // (PlanGroup::bound)
   }
   for (const auto& r : p.release_after) b += 8 * r.size() + 24;
   return b;
@@ -367,15 +372,19 @@ void run_group(const std::vector<Task>& window, const std::shared_ptr<const Plan
     gr.temporaries.reserve(g.temp_tasks.size());
     for (int k : g.temp_tasks) gr.temporaries.push_back(window[k].output.buffer->id());
   }
-  // Memo hits rebind into the same storage flush after flush (the caller
-  // holds g_exec_mu; the bindings borrow the window's buffers).
-  static mdh::Bindings local;
   if (runs(g)) {
     jit::Kernel* const fn = kernel_of(g);
     if (fn || g.schedule.routine != tune::Routine::None) {
       if (!bind) {
-        mdh::rebind(window, *g.tmpl, local);
-        bind = &local;
+        // Memo hits rebind into the group's own bindings (the caller holds
+        // g_exec_mu; the bindings borrow the window's buffers).
+        if (g.bound_once) {
+          mdh::rebind_again(window, *g.tmpl, g.bound);
+        } else {
+          mdh::rebind(window, *g.tmpl, g.bound);
+          g.bound_once = true;
+        }
+        bind = &g.bound;
       }
       detail::run_scheduled(g.tmpl->hom, g.schedule, fn, *bind);
       if (dump && fn) gr.source = jit::KernelCache::instance().source_of(g.key);
