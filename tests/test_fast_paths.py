@@ -416,15 +416,15 @@ def test_concatenate_result_recorded_part_by_part(lazy):
 
 def test_missing_attributes_fail_fast_and_ndarray_methods_fall_back():
     """Attribute lookup is the C type's: a missing dunder (NumPy probes
-    __array_struct__ / __array_interface__ on every np.asarray) raises
-    AttributeError without calling Python; other names fall back to NumPy's
-    ndarray method of that name, or raise AttributeError."""
+    __array_struct__ on conversions) raises AttributeError without calling
+    Python; other names fall back to NumPy's ndarray method of that name, or
+    raise AttributeError."""
     import pickle
     import warnings
 
     a = nf.arange(6.0)
-    with pytest.raises(AttributeError, match="has no attribute '__array_interface__'"):
-        a.__array_interface__
+    with pytest.raises(AttributeError, match="has no attribute '__array_struct__'"):
+        a.__array_struct__
     with pytest.raises(AttributeError, match="has no attribute 'nonexistent'"):
         a.nonexistent
     assert not hasattr(a, "__array_struct__")

@@ -104,6 +104,24 @@ def asarray(a, dtype=None, order=None, *, copy=None, like=None):
     return array(a, dtype=dtype, copy=copy if copy is not None else None, order=order or "K")
 
 
+def from_dlpack(x, /, *, device=None, copy=None):
+    """numpy.from_dlpack: an array sharing the memory of `x`, any object with
+    ``__dlpack__`` (a PyTorch, JAX or CuPy CPU tensor, a NumPy array, a
+    numfuse array). The memory is used in place (copy=None or False; NumPy's
+    rules decide when a copy is needed) and counts as shared: numfuse
+    operations on it run at once, in program order with the other library's
+    reads and writes. With copy=True numfuse gets its own copy."""
+    if type(x) is ndarray:
+        return x.copy() if copy is True else x
+    a = np.from_dlpack(x, device=device, copy=copy)
+    if not _core.supported_dtype(a.dtype):
+        _fallback.warn_once(f"arrays of dtype {a.dtype}")
+        return a
+    if copy is True:
+        return _core.from_numpy(a, True)  # (a fresh NumPy copy: numfuse adopts it)
+    return _core.from_numpy_shared(a)
+
+
 def asanyarray(a, dtype=None, order=None, *, like=None):
     return asarray(a, dtype=dtype, order=order)
 

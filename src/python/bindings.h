@@ -46,6 +46,16 @@ struct PyNdArray {
   NdArray arr;  // constructed in place by wrap(), destroyed by the type's dealloc
 };
 
+// Sharing memory (sharing.cc): the buffer protocol, __array_interface__,
+// __dlpack__ and __dlpack_device__ of numfuse.ndarray.
+int nd_getbuffer(PyObject* self, Py_buffer* view, int flags);
+void nd_releasebuffer(PyObject* self, Py_buffer* view);
+PyObject* nd_array_interface(PyObject* self, void*);
+PyObject* nd_data(PyObject* self, void*);    // .data: a memoryview of the array's memory
+PyObject* nd_ctypes(PyObject* self, void*);  // .ctypes: NumPy's ctypes helper over that memory
+PyObject* nd_dlpack(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames);
+PyObject* nd_dlpack_device(PyObject* self, PyObject*);
+
 // The type object (created at import by make_ndarray_type).
 extern PyTypeObject* g_ndarray_type;
 PyTypeObject* make_ndarray_type(py::module_& m);

@@ -280,6 +280,15 @@ void bind_functions(py::module_& m) {
     return wrap(record_eye(n, mm, k, *t));
   });
   m.def("from_numpy", [](py::handle arr, bool adopt) { return wrap(from_numpy(arr, adopt)); });
+  // A NumPy view of memory another library owns (numfuse.from_dlpack): used
+  // in place where numfuse can (aligned, native byte order), and counted as
+  // exported for good, so numfuse operations on it run in program order
+  // with the owner's reads and writes.
+  m.def("from_numpy_shared", [](py::handle arr) {
+    View v = from_numpy(arr, true);
+    if (v.buffer->adopted()) v.buffer->exports.fetch_add(1);
+    return wrap(std::move(v));
+  });
   // What NumPy returns for a 0-d result it gives as a scalar (see scalar_result).
   m.def("scalar_result", [](py::handle x) -> py::object {
     if (!is_ndarray(x) || as_ndarray(x).v.ndim() != 0) return py::reinterpret_borrow<py::object>(x);
