@@ -233,3 +233,44 @@ def test_numba_function_writes_into_a_numfuse_array():
         assert x.tolist() == [10.0, 21.0, 32.0, 43.0, 54.0, 65.0]
         y = x * 2.0                       # recorded after the outside writes: sees them
         assert y.tolist() == [20.0, 42.0, 64.0, 86.0, 108.0, 130.0]
+
+
+# ---------------------------------------------------------------------------
+# .base and flags.owndata
+
+
+BASE_CASES = [
+    ("slice", lambda m, x: x[2:]),
+    ("slice of slice", lambda m, x: x[2:][1:]),
+    ("reshape", lambda m, x: x.reshape(3, 4)),
+    ("transpose of reshape", lambda m, x: x.reshape(3, 4).T),
+    ("ravel", lambda m, x: x.ravel()),
+    ("element view", lambda m, x: x.reshape(3, 4)[1]),
+    ("broadcast_to", lambda m, x: m.broadcast_to(x, (2, 12))),
+    ("copy", lambda m, x: x.copy()),
+    ("arithmetic", lambda m, x: x + 1.0),
+    ("astype", lambda m, x: x.astype(m.float32)),
+    ("reduction", lambda m, x: x.reshape(3, 4).sum(axis=0)),
+    ("fancy copy of transposed", lambda m, x: m.ascontiguousarray(x.reshape(3, 4).T)),
+]
+
+
+@pytest.mark.parametrize("name,f", BASE_CASES, ids=[c[0] for c in BASE_CASES])
+def test_base_and_owndata_like_numpy(name, f):
+    n = onp.arange(12.0)
+    x = nf.arange(12.0)
+    rn, rx = f(onp, n), f(nf, x)
+    assert (rx.base is None) == (rn.base is None), name
+    assert rx.flags.owndata == rn.flags.owndata, name
+    if rn.base is n:
+        assert rx.base is x  # the owner, also for views of views
+    assert rx.tolist() == rn.tolist()
+
+
+def test_base_keeps_its_owner_alive():
+    x = nf.arange(6.0)
+    y = x[1:]
+    del x
+    gc.collect()
+    assert y.base is not None and y.base.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+    assert y.base.base is None

@@ -173,7 +173,6 @@ def _install(ns):
     C.real = property(_real, _set_real)
     C.imag = property(_imag, _set_imag)
     C.flags = property(lambda self: _Flags(self))
-    C.base = property(lambda self: None)
     C.flat = property(lambda self: self.reshape(-1))
     C.device = property(lambda self: "cpu")
     C.__array_priority__ = 100.0
@@ -380,7 +379,7 @@ class _Flags:
 
     @property
     def owndata(self):
-        return self._a._owns_data
+        return self._a.base is None  # (NumPy's rule: a view's memory belongs to its base)
 
     aligned = True
 

@@ -51,6 +51,10 @@ class Buffer {
   // Python (see Stream::record), so the other library sees them in program
   // order, as it would with NumPy.
   std::atomic<int32_t> exports{0};
+  // The bindings' array object that owns this memory (its whole extent), for
+  // NumPy's `.base` of the views made from it; opaque here, set and cleared by
+  // the bindings under the GIL. Null: none (yet, or any more).
+  void* owner_object = nullptr;
   // py_refs > 0 when the window holding this buffer's tasks was taken (see
   // Stream::take). Fusion decides liveness from this snapshot only: a buffer
   // no Python array could see at that moment can never be seen again, while

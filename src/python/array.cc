@@ -38,6 +38,8 @@ int g_free_count = 0;
 void dealloc(PyObject* self) {
   auto* o = reinterpret_cast<PyNdArray*>(self);
   if (o->weakrefs) PyObject_ClearWeakRefs(self);
+  if (o->arr.v.buffer->owner_object == self) o->arr.v.buffer->owner_object = nullptr;
+  Py_CLEAR(o->base);
   o->arr.~NdArray();  // may release a buffer adopted from NumPy (needs the GIL: held)
   PyTypeObject* tp = Py_TYPE(self);
   if (g_free_count < kFreeListMax) g_free_list[g_free_count++] = o;
@@ -56,6 +58,16 @@ py::object wrap(View&& v) {
   PyObject_Init(reinterpret_cast<PyObject*>(o), g_ndarray_type);  // a new reference (and one to the type)
   o->weakrefs = nullptr;
   new (&o->arr) NdArray(std::move(v));
+  // NumPy's `.base`: the array owning the memory, if one exists; else an
+  // array over the buffer's whole extent becomes its owner.
+  Buffer& b = *o->arr.v.buffer;
+  if (b.owner_object) {
+    o->base = Py_NewRef(static_cast<PyObject*>(b.owner_object));
+  } else {
+    o->base = nullptr;
+    const View& w = o->arr.v;
+    if (w.offset == 0 && w.size() * itemsize(w.dtype) == b.nbytes()) b.owner_object = o;
+  }
   return py::reinterpret_steal<py::object>(reinterpret_cast<PyObject*>(o));
 }
 
@@ -530,6 +542,10 @@ PyObject* get_strides(PyObject* self, void*) {
     return tuple_of(v.strides, itemsize(v.dtype)).release().ptr();
   });
 }
+PyObject* get_base(PyObject* self, void*) {
+  PyObject* b = reinterpret_cast<PyNdArray*>(self)->base;
+  return Py_NewRef(b ? b : Py_None);
+}
 PyObject* get_readonly(PyObject* self, void*) { return PyBool_FromLong(view_of(self).readonly); }
 PyObject* get_c_contiguous(PyObject* self, void*) { return PyBool_FromLong(view_of(self).is_c_contiguous()); }
 PyObject* get_f_contiguous(PyObject* self, void*) { return PyBool_FromLong(view_of(self).is_f_contiguous()); }
@@ -580,6 +596,8 @@ PyGetSetDef g_getset[] = {
     {"data", nd_data, nullptr, "Python buffer object (a memoryview) over the array's memory.", nullptr},
     {"ctypes", nd_ctypes, nullptr, "An object to simplify the interaction of the array with the ctypes module "
      "(NumPy's, over the same memory).", nullptr},
+    {"base", get_base, nullptr, "Base object if memory is from some other object (the numfuse array owning it).",
+     nullptr},
     {"_readonly", get_readonly, nullptr, nullptr, nullptr},
     {"_c_contiguous", get_c_contiguous, nullptr, nullptr, nullptr},
     {"_f_contiguous", get_f_contiguous, nullptr, nullptr, nullptr},

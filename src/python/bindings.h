@@ -43,6 +43,9 @@ struct NdArray {
 struct PyNdArray {
   PyObject_HEAD
   PyObject* weakrefs;
+  // NumPy's `.base`: the array owning the memory this one views (a strong
+  // reference), or null for an array that owns its memory (Buffer::owner_object).
+  PyObject* base;
   NdArray arr;  // constructed in place by wrap(), destroyed by the type's dealloc
 };
 
