@@ -216,3 +216,56 @@ def profile():
         d["record_ms"] = max(total - d["analyse_ms"] - d["compile_ms"] - d["run_ms"], 0.0)
         d["total_ms"] = total
         p.update(d)
+
+
+def show_config(mode="stdout"):
+    """numpy.show_config for numfuse: what kernels are compiled with and for
+    (numfuse's version, LLVM, the target CPU and its features, the tier-0
+    loops' instruction set), the threads a kernel uses, the kernel cache,
+    the BLAS library that contractions may call, and the NumPy numfuse
+    follows. mode="stdout" prints it; mode="dicts" returns it as a dict."""
+    import platform
+    import sys
+
+    import numpy as np
+
+    from . import __version__
+
+    if mode not in ("stdout", "dicts"):
+        raise AttributeError(f"Invalid `mode`, use one of: stdout, dicts (got {mode!r})")
+    t = _core.target_info()
+    cache = _core.cache_info()
+    info = {
+        "numfuse": {"version": __version__},
+        "Compiler": {
+            "name": "clang + LLVM ORC JIT (in process)",
+            "llvm version": t["llvm_version"],
+            "target triple": t["triple"],
+            "target cpu": t["cpu"],
+            "cpu features": t["features"],
+            "tier-0 loops": _core.tier0_isa(),
+        },
+        "Runtime": {
+            "threads": _core.get_num_threads(),
+            "tier": _core.get_tier(),
+            "kernel cache": {"directory": cache["directory"], "enabled": cache["enabled"],
+                             "status": cache["status"], "kernels in memory": cache["memory_entries"]},
+            "blas": _core.blas_name() or "none found (contractions run numfuse's own kernels)",
+        },
+        "Python Information": {"numpy": np.__version__, "python": sys.version.split()[0],
+                               "machine": platform.machine(), "system": platform.system()},
+    }
+    if mode == "dicts":
+        return info
+
+    def show(d, indent):
+        for k, v in d.items():
+            if isinstance(v, dict):
+                print(" " * indent + f"{k}:")
+                show(v, indent + 2)
+            elif isinstance(v, list):
+                print(" " * indent + f"{k}: " + " ".join(v))
+            else:
+                print(" " * indent + f"{k}: {v}")
+
+    show(info, 0)

@@ -52,10 +52,15 @@ def shuffle(x):
 
 
 class Generator:
-    """numpy.random.Generator producing numfuse arrays."""
+    """numpy.random.Generator producing numfuse arrays: Generator(bit_generator)
+    as NumPy's (e.g. Generator(PCG64(seed)): the same values as NumPy's for the
+    same bit generator)."""
 
-    def __init__(self, gen):
-        self._gen = gen
+    def __init__(self, bit_generator):
+        if isinstance(bit_generator, np.random.Generator):
+            self._gen = bit_generator  # (default_rng's: already a NumPy Generator)
+        else:
+            self._gen = np.random.Generator(bit_generator)  # NumPy's TypeError for anything else
 
     @property
     def bit_generator(self):
@@ -76,6 +81,10 @@ class Generator:
 
 
 def default_rng(seed=None):
+    """numpy.random.default_rng producing numfuse arrays (a Generator passed in
+    is returned unaltered, as NumPy's)."""
+    if isinstance(seed, Generator):
+        return seed
     return Generator(np.random.default_rng(seed))
 
 

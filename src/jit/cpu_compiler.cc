@@ -42,6 +42,7 @@
 #include <clang/Frontend/CompilerInvocation.h>
 #include <clang/Frontend/TextDiagnosticPrinter.h>
 #include <clang/Lex/PreprocessorOptions.h>
+#include <llvm/Config/llvm-config.h>
 #include <llvm/ExecutionEngine/ObjectCache.h>
 #include <llvm/ExecutionEngine/Orc/CompileUtils.h>
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
@@ -663,6 +664,17 @@ KernelFn CpuCompiler::compile_with(const codegen::Source& src, const std::string
   bool have = impl_->objects.take(symbol, &obj);
   if (object && have) *object = std::move(obj);
   return sym->toPtr<KernelFn>();
+}
+
+TargetInfo target_info() {
+  TargetInfo t;
+  t.llvm_version = LLVM_VERSION_STRING;
+  t.triple = llvm::sys::getProcessTriple();
+  t.cpu = llvm::sys::getHostCPUName().str();
+  for (const auto& f : llvm::sys::getHostCPUFeatures())
+    if (f.second) t.features.push_back(f.first().str());
+  std::sort(t.features.begin(), t.features.end());
+  return t;
 }
 
 }  // namespace nf::jit

@@ -38,6 +38,14 @@ extern "C" int64_t nf_max_threads();
 void set_threads(int n);
 int threads();
 
+// What kernels are compiled with and for (numfuse.show_config): LLVM's
+// version, the target triple, the host CPU and its enabled features (sorted).
+struct TargetInfo {
+  std::string llvm_version, triple, cpu;
+  std::vector<std::string> features;
+};
+TargetInfo target_info();
+
 struct CompileError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };

@@ -357,6 +357,15 @@ void bind_functions(py::module_& m) {
     d["memory_entries"] = jit::KernelCache::instance().size();
     return d;
   });
+  m.def("target_info", []() {
+    const jit::TargetInfo t = jit::target_info();
+    py::dict d;
+    d["llvm_version"] = t.llvm_version;
+    d["triple"] = t.triple;
+    d["cpu"] = t.cpu;
+    d["features"] = t.features;
+    return d;
+  });
   m.def("cache_warning", []() { return jit::DiskCache::instance().take_warning(); });
   // NumPy's NaN signs (numfuse/_hooks.py probes them): (binary?, op name, dtype, rule).
   m.def("_set_nan_rules", [](py::list rules) {

@@ -1,0 +1,52 @@
+"""numfuse as a citizen of the ecosystem: its configuration report and
+NumPy's random Generator API."""
+
+import io
+import contextlib
+
+import numpy as onp
+import pytest
+
+import numfuse as nf
+
+
+def test_show_config_describes_numfuse():
+    info = nf.show_config(mode="dicts")
+    assert info["numfuse"]["version"] == nf.__version__
+    c = info["Compiler"]
+    assert c["llvm version"].startswith("19.")
+    assert c["target triple"] and c["target cpu"]
+    assert "sse2" in c["cpu features"] or not c["target triple"].startswith("x86_64")
+    assert c["tier-0 loops"] == nf._core.tier0_isa()
+    r = info["Runtime"]
+    assert r["threads"] == nf.get_option("threads")
+    assert r["kernel cache"]["directory"] == nf._core.cache_info()["directory"]
+    assert info["Python Information"]["numpy"] == onp.__version__
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert nf.show_config() is None
+    text = out.getvalue()
+    assert "numfuse:" in text and c["llvm version"] in text and c["target cpu"] in text
+    with pytest.raises(AttributeError):
+        nf.show_config(mode="json")
+
+
+def test_generator_takes_a_bit_generator_like_numpys():
+    g = nf.random.Generator(nf.random.PCG64(1))
+    want = onp.random.Generator(onp.random.PCG64(1))
+    a = g.random((2, 3))
+    assert type(a) is nf.ndarray and a.tolist() == want.random((2, 3)).tolist()
+    assert g.integers(0, 10, 5).tolist() == want.integers(0, 10, 5).tolist()
+    assert nf.random.default_rng(g) is g
+    assert nf.random.default_rng(5).standard_normal(4).tolist() == onp.random.default_rng(5).standard_normal(4).tolist()
+    assert isinstance(g.bit_generator, onp.random.PCG64)
+    with pytest.raises(type(_numpy_error(lambda: onp.random.Generator(123)))):
+        nf.random.Generator(123)
+
+
+def _numpy_error(f):
+    try:
+        f()
+    except Exception as e:  # noqa: BLE001 (the type NumPy raises)
+        return e
+    raise AssertionError("NumPy accepted it")
