@@ -228,8 +228,16 @@ void drop(DLExport* ctx) {
   delete ctx;
 }
 
-template <typename Managed>
-void fill(Managed* m, DLExport* ctx, const View& v, char* data) {
+// A capsule named `Name` holding a new Managed tensor over v's memory at
+// `data`: a capsule never consumed (still so named) releases what it holds;
+// a consumer renames it ("used_...") and calls the deleter itself.
+template <typename Managed, const char* Name>
+PyObject* make_capsule(DLExport* ctx, const View& v, char* data, uint64_t flags) {
+  auto* m = new Managed{};
+  if constexpr (requires { m->flags; }) {
+    m->version = {1, 0};
+    m->flags = flags;
+  }
   m->manager_ctx = ctx;
   DLTensor& t = m->dl_tensor;
   t.data = data;
@@ -239,21 +247,23 @@ void fill(Managed* m, DLExport* ctx, const View& v, char* data) {
   t.shape = ctx->shape.data();
   t.strides = ctx->strides.data();
   t.byte_offset = 0;
+  m->deleter = [](Managed* p) {
+    drop(static_cast<DLExport*>(p->manager_ctx));
+    delete p;
+  };
+  PyObject* cap = PyCapsule_New(m, Name, [](PyObject* c) {
+    if (!PyCapsule_IsValid(c, Name)) return;
+    auto* p = static_cast<Managed*>(PyCapsule_GetPointer(c, Name));
+    if (p && p->deleter) p->deleter(p);
+  });
+  if (!cap) {
+    delete m;
+    throw py::error_already_set();
+  }
+  return cap;
 }
-
-// Capsule destructors: a capsule never consumed (still named "dltensor")
-// releases what it holds; a consumer renames it ("used_dltensor") and calls
-// the deleter itself.
-void capsule_unversioned(PyObject* cap) {
-  if (!PyCapsule_IsValid(cap, "dltensor")) return;
-  auto* m = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(cap, "dltensor"));
-  if (m && m->deleter) m->deleter(m);
-}
-void capsule_versioned(PyObject* cap) {
-  if (!PyCapsule_IsValid(cap, "dltensor_versioned")) return;
-  auto* m = static_cast<DLManagedTensorVersioned*>(PyCapsule_GetPointer(cap, "dltensor_versioned"));
-  if (m && m->deleter) m->deleter(m);
-}
+constexpr char kVersionedName[] = "dltensor_versioned";
+constexpr char kUnversionedName[] = "dltensor";
 
 }  // namespace
 
@@ -302,34 +312,9 @@ PyObject* nd_dlpack(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyO
       ctx->shape.push_back(v.shape[d]);
       ctx->strides.push_back(v.strides[d]);
     }
-    PyObject* cap = nullptr;
-    if (versioned) {
-      auto* m = new DLManagedTensorVersioned{};
-      m->version = {1, 0};
-      m->flags = (v.readonly ? kDLFlagReadOnly : 0) | (want_copy ? kDLFlagIsCopied : 0);
-      fill(m, ctx.get(), v, data);
-      m->deleter = [](DLManagedTensorVersioned* p) {
-        drop(static_cast<DLExport*>(p->manager_ctx));
-        delete p;
-      };
-      cap = PyCapsule_New(m, "dltensor_versioned", capsule_versioned);
-      if (!cap) {
-        delete m;
-        throw py::error_already_set();
-      }
-    } else {
-      auto* m = new DLManagedTensor{};
-      fill(m, ctx.get(), v, data);
-      m->deleter = [](DLManagedTensor* p) {
-        drop(static_cast<DLExport*>(p->manager_ctx));
-        delete p;
-      };
-      cap = PyCapsule_New(m, "dltensor", capsule_unversioned);
-      if (!cap) {
-        delete m;
-        throw py::error_already_set();
-      }
-    }
+    const uint64_t flags = (v.readonly ? kDLFlagReadOnly : 0) | (want_copy ? kDLFlagIsCopied : 0);
+    PyObject* cap = versioned ? make_capsule<DLManagedTensorVersioned, kVersionedName>(ctx.get(), v, data, flags)
+                              : make_capsule<DLManagedTensor, kUnversionedName>(ctx.get(), v, data, flags);
     v.buffer->exports.fetch_add(1);
     ctx->owner = owner.release().ptr();
     ctx.release();
