@@ -47,9 +47,18 @@ def assert_same(got, expected, rtol=None, atol=0.0, check_dtype=True):
 
 
 @pytest.fixture(autouse=True)
-def _quiet_fallback_warnings():
+def _fallbacks_are_errors(request):
+    """A silent fallback to NumPy is not a pass for a native feature: a
+    FallbackWarning fails the test unless the test is marked
+    ``@pytest.mark.fallback`` (it exercises a fallback on purpose). Every test
+    starts with numfuse's once-per-function record cleared, so a fallback is
+    seen by each test that reaches it, whatever ran before."""
+    from numfuse import _fallback
+
+    _fallback._warned.clear()
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", nf.FallbackWarning)
+        allowed = request.node.get_closest_marker("fallback") is not None
+        warnings.simplefilter("ignore" if allowed else "error", nf.FallbackWarning)
         yield
 
 
@@ -61,6 +70,8 @@ def pytest_addoption(parser):
 
 
 def pytest_configure(config):
+    config.addinivalue_line("markers", "fallback: the test exercises a NumPy fallback on purpose "
+                                       "(FallbackWarning is allowed; elsewhere it fails the test)")
     tier = config.getoption("--tier")
     if tier:
         nf.set_option("tier", tier)

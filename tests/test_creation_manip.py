@@ -741,6 +741,7 @@ def test_flip():
 # ---------------------------------------------------------------------------
 # where / clip / round / isclose / diff
 
+@pytest.mark.fallback
 def test_where():
     c = rnd((3, 4), "bool", seed=1)
     x = rnd((3, 4), "int32", seed=2)
@@ -793,6 +794,7 @@ def test_clip_min_greater_than_max():
     check(nf.clip(nf.array(x), 3, 1), onp.clip(x, 3, 1))
 
 
+@pytest.mark.fallback
 @pytest.mark.parametrize("decimals", [0, 1, 2, -1, -2])
 def test_round(decimals):
     x = onp.array([0.5, 1.5, 2.5, -0.5, -1.5, 123.456, -987.654, 0.125, 1e-3, 3.14159, 15.0, 25.0, 155.0])
@@ -832,6 +834,7 @@ def test_isclose_integer_inputs():
     check(nf.isclose(nf.array(x), nf.array(y), rtol=0.01), onp.isclose(x, y, rtol=0.01))
 
 
+@pytest.mark.fallback
 def test_diff():
     x = rnd((4, 6), "float64", seed=7)
     a = nf.array(x)
@@ -991,6 +994,7 @@ def test_tensordot_and_trace_diagonal():
     ((3, 4), {"ord": 2}),
     ((3, 4), {"ord": 1}),
 ], ids=repr)
+@pytest.mark.fallback
 def test_linalg_norm(shape, kw):
     x = rnd(shape, "float64", 27)
     # ords computed by NumPy's fallback may come back as NumPy scalars, as NumPy's own do
@@ -1004,6 +1008,7 @@ def test_linalg_norm_int_and_float32():
     check(nf.linalg.norm(nf.array(f)), onp.linalg.norm(f))
 
 
+@pytest.mark.fallback
 def test_linalg_fallbacks():
     x = rnd((4, 4), "float64", 30) + 4 * onp.eye(4)
     b = rnd((4,), "float64", 31)
@@ -1173,6 +1178,7 @@ def test_array_function_protocol():
         check(g, x)
 
 
+@pytest.mark.fallback
 def test_array_ufunc_protocol():
     a, e = pair((3, 4), "int32")
     f, fe = pair((3, 4), "float32")
@@ -1199,6 +1205,7 @@ def test_array_ufunc_protocol():
           onp.negative(e, where=e > 3, out=onp.zeros((3, 4), dtype="int32")))
 
 
+@pytest.mark.fallback
 @pytest.mark.parametrize("mask_kind", ["numpy", "numfuse"])
 def test_array_ufunc_where_array(mask_kind):
     a, e = pair((3, 4), "int32")
@@ -1231,6 +1238,7 @@ def test_python_int_and_float_scalar_operands():
     check(a + 1, e + 1)
 
 
+@pytest.mark.fallback
 def test_numpy_ufunc_out_numpy_array_with_numfuse_input():
     a, e = pair((4,), "float64")
     out = onp.zeros(4)
@@ -1238,6 +1246,7 @@ def test_numpy_ufunc_out_numpy_array_with_numfuse_input():
     onp.testing.assert_array_equal(out, e * 2)
 
 
+@pytest.mark.fallback
 def test_fallback_functions_values():
     x = rnd((4, 5), "int32", 33)
     a = nf.array(x)
@@ -1264,6 +1273,7 @@ def test_fallback_functions_values():
         assert_same(g, e)
 
 
+@pytest.mark.fallback
 def test_fallback_result_does_not_alias_later_writes():
     a, e = pair((5,), "int64")
     r = onp.sort(a[::-1])
@@ -1355,6 +1365,7 @@ def test_reshape_copy_true_and_false_on_contiguous():
     check_view(a.reshape(4, 3, copy=False), e.reshape(4, 3, copy=False))
 
 
+@pytest.mark.fallback
 def test_arange_uint64_above_int64():
     check(nf.arange(2**63, 2**63 + 3, dtype="uint64"), onp.arange(2**63, 2**63 + 3, dtype="uint64"))
 
@@ -1382,6 +1393,7 @@ def test_concatenate_same_kind_casting_error():
         nf.concatenate([nf.arange(3.0), nf.arange(2)], dtype="int64")
 
 
+@pytest.mark.fallback
 def test_concatenate_unsafe_casting():
     check(nf.concatenate([nf.arange(3.5), nf.arange(2)], dtype="int64", casting="unsafe"),
           onp.concatenate([onp.arange(3.5), onp.arange(2)], dtype="int64", casting="unsafe"))
@@ -1393,6 +1405,7 @@ def test_clip_out_of_range_python_int_bounds(dtype, lo, hi):
     check(nf.clip(nf.array(e), lo, hi), onp.clip(e, lo, hi))
 
 
+@pytest.mark.fallback
 def test_round_bool_dtype():
     # NumPy rounds booleans in float16, a dtype numfuse does not compute in:
     # the fallback returns NumPy's float16 array.
@@ -1402,6 +1415,7 @@ def test_round_bool_dtype():
     onp.testing.assert_array_equal(r, onp.round(e))
 
 
+@pytest.mark.fallback
 def test_eq_none_elementwise():
     a, e = pair((2, 3), "int64")
     check(a == None, e == None)  # noqa: E711

@@ -50,3 +50,15 @@ def _numpy_error(f):
     except Exception as e:  # noqa: BLE001 (the type NumPy raises)
         return e
     raise AssertionError("NumPy accepted it")
+
+
+def test_an_unmarked_fallback_fails_the_test():
+    """The suite's guard (conftest): a NumPy fallback in a test not marked
+    `fallback` raises, so a native feature cannot pass silently through NumPy."""
+    with pytest.raises(nf.FallbackWarning, match="argsort is not compiled by numfuse"):
+        nf.argsort(nf.arange(3.0))
+
+
+@pytest.mark.fallback
+def test_a_marked_fallback_runs_numpys():
+    assert nf.argsort(nf.array([3.0, 1.0, 2.0])).tolist() == [1, 2, 0]

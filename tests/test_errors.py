@@ -225,6 +225,7 @@ CASES = {
 }
 
 
+@pytest.mark.fallback
 @pytest.mark.parametrize("case", list(CASES), ids=list(CASES))
 def test_error(fusion, case):
     exc, fn = CASES[case]

@@ -25,6 +25,7 @@ def test_int_key_element_read_and_store(dtype):
             a[i] = 1
 
 
+@pytest.mark.fallback
 def test_int_key_store_errors_and_casts_match_numpy():
     a, ref = nf.zeros(4, dtype=onp.uint8), onp.zeros(4, dtype=onp.uint8)
     with pytest.raises(OverflowError):
@@ -71,6 +72,7 @@ def test_int_key_on_views_and_nd_arrays():
     assert_same(a, ref)
 
 
+@pytest.mark.fallback
 @pytest.mark.parametrize("dtype", [onp.float64, onp.float32, onp.int64, onp.uint8, onp.bool_, onp.int32])
 @pytest.mark.parametrize("shape", [(4, 6), (3, 4, 5)])
 def test_tuple_key_element_read_and_store(dtype, shape):
@@ -115,6 +117,7 @@ def test_tuple_key_on_strided_views_and_fortran_arrays():
     assert_same(a, ref)
 
 
+@pytest.mark.fallback
 def test_tuple_key_store_conversions_match_numpy():
     for dtype, values in [(onp.int64, [5, -(2**63), 2**63 - 1, 1.9, onp.float64(-2.5), True]),
                           (onp.float64, [5, 1.5, 2**70, -0.0, onp.float32(0.1), False])]:

@@ -191,6 +191,7 @@ def test_empty_slices_shapes():
     assert_same(a[2:2].sum(axis=0), e[2:2].sum(axis=0))
 
 
+@pytest.mark.fallback
 def test_index_with_numpy_integer_types():
     a, e = pair((5, 5))
     assert_view(a[onp.int32(2)], e[onp.int32(2)])
@@ -198,6 +199,7 @@ def test_index_with_numpy_integer_types():
     assert onp.asarray(a[onp.int16(-1), onp.uint32(0)]).item() == e[-1, 0]
 
 
+@pytest.mark.fallback
 def test_index_with_0d_numfuse_int_array():
     a, e = pair((5, 5))
     i = nf.array(3)
@@ -250,6 +252,7 @@ def test_slice_step_zero_raises():
         a[::0]
 
 
+@pytest.mark.fallback
 def test_float_index_raises():
     a, e = pair((5,))
     with pytest.raises(IndexError):
@@ -463,12 +466,14 @@ ADV_GET_KEYS = [
 ]
 
 
+@pytest.mark.fallback
 @pytest.mark.parametrize("key", ADV_GET_KEYS, ids=lambda k: repr(k).replace("\n", ""))
 def test_advanced_get(key):
     a, e = pair((4, 5), "float64")
     assert_same(a[key], e[key])
 
 
+@pytest.mark.fallback
 def test_advanced_get_with_numfuse_index_arrays():
     a, e = pair((4, 5), "int32")
     ie = onp.array([3, 1, 1])
@@ -479,6 +484,7 @@ def test_advanced_get_with_numfuse_index_arrays():
     assert_same(a[a % 3 == 0], e[m])  # a lazy mask
 
 
+@pytest.mark.fallback
 def test_advanced_get_is_copy():
     a, e = pair((5,), "int64")
     b = a[[0, 1, 2]]
@@ -487,6 +493,7 @@ def test_advanced_get_is_copy():
     assert_same(b, onp.full(3, -1))
 
 
+@pytest.mark.fallback
 def test_advanced_get_on_strided_view_and_lazy_values():
     a, e = pair((6, 6), "float64")
     va = (a * 3)[::-1, 1::2]
@@ -495,6 +502,7 @@ def test_advanced_get_on_strided_view_and_lazy_values():
     assert_same(va[va > 50], ve[ve > 50])
 
 
+@pytest.mark.fallback
 def test_boolean_mask_all_dims_and_0d_bool():
     a, e = pair((3, 4), "int16")
     m = e > 4
@@ -518,6 +526,7 @@ def test_advanced_indexing_warns_once_at_the_users_line():
     assert_same(a, onp.array([0, 1, 2, 3, 1, 5, 6, 7, 8, 9], dtype=float))
 
 
+@pytest.mark.fallback
 def test_advanced_get_index_errors():
     a, e = pair((4, 5))
     with pytest.raises(IndexError):
@@ -533,6 +542,7 @@ def test_advanced_get_index_errors():
 # ---------------------------------------------------------------------------
 # Advanced indexing: set
 
+@pytest.mark.fallback
 def test_advanced_set_int_array(fusion):
     a, e = pair((4, 5), "float64")
     a[[0, 2]] = 1.5
@@ -544,6 +554,7 @@ def test_advanced_set_int_array(fusion):
     assert_same(a, e)
 
 
+@pytest.mark.fallback
 def test_advanced_set_bool_mask(fusion):
     a, e = pair((4, 5), "int64")
     a[a % 2 == 0] = -a[a % 2 == 0]
@@ -558,6 +569,7 @@ def test_advanced_set_bool_mask(fusion):
     assert_same(a, e)
 
 
+@pytest.mark.fallback
 def test_advanced_set_then_lazy_ops(fusion):
     a, e = pair((8,), "float64")
     b = a + 1  # recorded before the fancy write
@@ -570,6 +582,7 @@ def test_advanced_set_then_lazy_ops(fusion):
     assert_same(c, ce)
 
 
+@pytest.mark.fallback
 def test_advanced_set_into_view(fusion):
     a, e = pair((5, 6), "int32")
     v = a[1:, ::2]
@@ -579,6 +592,7 @@ def test_advanced_set_into_view(fusion):
     assert_same(a, e)
 
 
+@pytest.mark.fallback
 def test_advanced_set_repeated_indices_last_wins():
     a, e = pair((5,), "int64")
     a[[1, 1, 1]] = nf.array([4, 5, 6])
@@ -586,6 +600,7 @@ def test_advanced_set_repeated_indices_last_wins():
     assert_same(a, e)
 
 
+@pytest.mark.fallback
 def test_advanced_set_casting_and_errors():
     a, e = pair((5,), "int8")
     a[[0, 1]] = [2.7, -3.9]
@@ -708,6 +723,7 @@ def test_assign_inf_into_int_overflowerror():
         a[0] = float("inf")
 
 
+@pytest.mark.fallback
 def test_nonadjacent_advanced_indices_move_to_front():
     a, e = pair((2, 3, 4))
     assert_same(a[[0, 1], :, [1, 2]], e[[0, 1], :, [1, 2]])

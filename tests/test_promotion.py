@@ -65,6 +65,7 @@ def assert_same_outcome(tag, f_np, f_nf, failures):
 # ---------------------------------------------------------------------------
 # array op array, all ordered pairs of the 11 dtypes
 
+@pytest.mark.fallback
 @pytest.mark.parametrize("d1", ALL_DTYPES)
 def test_array_array_promotion(d1):
     failures = []
@@ -114,6 +115,7 @@ NP_SCALARS = [onp.float32(2), onp.float64(2), onp.int8(2), onp.int16(2), onp.int
               onp.uint8(2), onp.uint16(2), onp.uint32(2), onp.uint64(2), onp.bool_(True)]
 
 
+@pytest.mark.fallback
 @pytest.mark.parametrize("dt", ALL_DTYPES)
 def test_python_scalar_promotion(dt):
     """NEP 50: a Python int/float takes the array's dtype when its kind
@@ -127,6 +129,7 @@ def test_python_scalar_promotion(dt):
     assert not failures, "\n".join(failures)
 
 
+@pytest.mark.fallback
 @pytest.mark.parametrize("dt", ALL_DTYPES)
 def test_numpy_scalar_promotion(dt):
     failures = []
@@ -220,6 +223,7 @@ def test_where_scalars(dt):
 # ---------------------------------------------------------------------------
 # numfuse.result_type / promote_types
 
+@pytest.mark.fallback
 def test_result_type_dtypes():
     for d1 in ALL_DTYPES:
         for d2 in ALL_DTYPES:
@@ -230,6 +234,7 @@ def test_result_type_dtypes():
             assert nf.result_type(A(sample(d1)), sample(d2)) == onp.result_type(sample(d1), sample(d2))
 
 
+@pytest.mark.fallback
 @pytest.mark.parametrize("dt", ALL_DTYPES)
 def test_result_type_with_scalars(dt):
     a = sample(dt)
@@ -246,6 +251,7 @@ def test_result_type_with_scalars(dt):
     assert nf.result_type(A(a), onp.float32) == onp.result_type(a, onp.float32)
 
 
+@pytest.mark.fallback
 def test_result_type_matches_operations():
     """numfuse.result_type(a, b) is the dtype numfuse's own a + b gets."""
     for d1 in ALL_DTYPES:

@@ -721,6 +721,7 @@ def test_large_2d_axis_reductions():
 # ---------------------------------------------------------------------------
 # where=
 
+@pytest.mark.fallback
 def test_where_argument_sum_mean_prod():
     e = data("float64", (4, 5), seed=29)
     m = e > 0
@@ -731,11 +732,13 @@ def test_where_argument_sum_mean_prod():
     check(nf.prod(a, axis=1, where=m), onp.prod(e, axis=1, where=m))
 
 
+@pytest.mark.fallback
 def test_where_full_reduction_returns_numpys_scalar():
     e = data("float64", (4, 5), seed=29)
     check(nf.sum(nf.array(e), where=e > 0), onp.sum(e, where=e > 0))
 
 
+@pytest.mark.fallback
 @pytest.mark.parametrize("op", ["max", "min", "any", "all"])
 def test_where_argument_max_min_any_all(op):
     e = data("int32", (4, 5), seed=30)

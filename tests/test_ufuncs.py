@@ -138,6 +138,7 @@ def A(x):
 # ---------------------------------------------------------------------------
 # unary ufuncs
 
+@pytest.mark.fallback
 @pytest.mark.parametrize("name", [n for n in UNARY if n != "erf"])
 def test_unary_all_dtypes(name):
     rec = Recorder()
@@ -147,6 +148,7 @@ def test_unary_all_dtypes(name):
         rec.check()
 
 
+@pytest.mark.fallback
 def test_unary_noncontiguous(fusion):
     """All unary ops on a negatively-strided, transposed 2-D view."""
     rec = Recorder()
@@ -169,6 +171,7 @@ def test_unary_noncontiguous(fusion):
         rec.check()
 
 
+@pytest.mark.fallback
 def test_unary_0d_and_empty():
     rec = Recorder()
     for dt in ALL_DTYPES:
@@ -196,6 +199,7 @@ def test_erf_matches_math_erf(dt):
     check(got, expected, rtol=1e-5 if got.dtype == onp.float32 else 1e-12)
 
 
+@pytest.mark.fallback
 def test_unary_aliases_and_operators():
     """Aliases (abs, acos, ...) and the unary operators - + ~ abs()."""
     rec = Recorder()
@@ -215,6 +219,7 @@ def test_unary_aliases_and_operators():
 # ---------------------------------------------------------------------------
 # binary ufuncs: same dtype, all combinations of special values (broadcast grid)
 
+@pytest.mark.fallback
 @pytest.mark.parametrize("name", BINARY)
 def test_binary_same_dtype(name):
     rec = Recorder()
@@ -227,6 +232,7 @@ def test_binary_same_dtype(name):
         rec.check()
 
 
+@pytest.mark.fallback
 @pytest.mark.parametrize("d1", ALL_DTYPES)
 def test_binary_mixed_dtypes(d1):
     """Every binary op for (d1, d2), d2 != d1 (one fused kernel per pair)."""
@@ -302,6 +308,7 @@ NP_SCALARS = [onp.float32(2.0), onp.float64(-0.5), onp.int8(-3), onp.uint8(200),
               onp.int64(5), onp.uint64(3), onp.uint32(7), onp.float32(onp.nan)]
 
 
+@pytest.mark.fallback
 @pytest.mark.parametrize("dt", ALL_DTYPES)
 def test_scalar_operands(dt):
     """array op scalar and scalar op array for every binary op, with Python
@@ -412,6 +419,7 @@ SHAPE_OPS = ["add", "subtract", "multiply", "true_divide", "floor_divide", "rema
 SHAPE_DTYPES = ["bool", "int8", "uint16", "int64", "float32", "float64"]
 
 
+@pytest.mark.fallback
 def test_broadcasting_shapes(fusion):
     rec = Recorder()
     for dt in SHAPE_DTYPES:
@@ -448,6 +456,7 @@ def test_broadcasting_incompatible_shapes():
         nf.ones((3,)) + nf.ones((2,))
 
 
+@pytest.mark.fallback
 @pytest.mark.parametrize("dt", ALL_DTYPES)
 def test_binary_noncontiguous(dt, fusion):
     """Slices with steps, transposes and negative steps, on both sides."""
@@ -492,6 +501,7 @@ def random_values(dt, shape, seed):
     return x
 
 
+@pytest.mark.fallback
 @pytest.mark.parametrize("dt", ALL_DTYPES)
 def test_larger_arrays(dt, fusion):
     """Sizes that are not multiples of the SIMD width and are split across

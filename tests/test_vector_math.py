@@ -168,6 +168,7 @@ def _cpu_levels():
     return levels
 
 
+@pytest.mark.fallback
 @pytest.mark.parametrize("level", ["base", "v3", "v4"])
 def test_tier0_loop_library_at_every_isa_level(level):
     """Tier 0's loop library is compiled for three x86-64 levels and the best
