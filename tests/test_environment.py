@@ -62,3 +62,26 @@ def test_an_unmarked_fallback_fails_the_test():
 @pytest.mark.fallback
 def test_a_marked_fallback_runs_numpys():
     assert nf.argsort(nf.array([3.0, 1.0, 2.0])).tolist() == [1, 2, 0]
+
+
+def test_benchmark_computes_what_each_call_returns():
+    def kept(x):
+        return nf.sin(x) * 2.0 + x * x
+
+    def discarded(x):
+        nf.sin(x) * 2.0 + x * x  # noqa: B018 (a result nobody can read: dead code)
+
+    x = nf.arange(50_000.0)
+    with nf.config(tier="lazy"):
+        r = nf.benchmark(kept, (x,), n_repeat=4, n_warmup=1)
+        assert len(r.times) == 4 and r.cold > 0 and r.min <= r.mean
+        assert r.profile["flushes"] == 4
+        assert r.profile["kernels_run"] + r.profile["tier0_groups"] >= 4  # the work ran every call
+        assert r.profile["tasks"] >= 4 * 3
+        d = nf.benchmark(discarded, (x,), n_repeat=4)
+        assert d.profile["kernels_run"] + d.profile["tier0_groups"] == 0  # recorded, never computed
+    text = repr(r)
+    assert text.startswith("kept: cold ") and "warm" in text and "n=4" in text
+    assert nf.benchmark(lambda: nf.ones(3).sum(), n_repeat=2, name="tiny").name == "tiny"
+    with pytest.raises(ValueError):
+        nf.benchmark(kept, (x,), n_repeat=0)

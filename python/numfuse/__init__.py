@@ -78,7 +78,7 @@ empty, zeros, ones, empty_like, zeros_like, ones_like, arange = (
 from ._einsum import einsum  # noqa: E402,F401
 from ._signal import convolve, correlate  # noqa: E402,F401
 from ._histograms import histogram, bincount  # noqa: E402,F401
-from ._config import config, explain, profile, set_option, get_option, options, show_config  # noqa: E402,F401
+from ._config import config, explain, profile, set_option, get_option, options, show_config, benchmark  # noqa: E402,F401
 from ._tuning import tune, TuneReport  # noqa: E402,F401
 from . import _tuning as tuning  # noqa: E402,F401
 from . import _fallback, _hooks, _array  # noqa: E402

@@ -269,3 +269,64 @@ def show_config(mode="stdout"):
                 print(" " * indent + f"{k}: {v}")
 
     show(info, 0)
+
+
+class BenchmarkResult:
+    """What numfuse.benchmark measured, in seconds: `cold` (the first call,
+    with its compiles), `times` (each timed warm call), and their mean, std
+    and min; `profile` splits the warm calls' time like numfuse.profile()."""
+
+    def __init__(self, name, cold, times, prof):
+        self.name, self.cold, self.times, self.profile = name, cold, list(times), prof
+
+    @property
+    def mean(self):
+        return sum(self.times) / len(self.times)
+
+    @property
+    def std(self):
+        m = self.mean
+        return (sum((t - m) ** 2 for t in self.times) / len(self.times)) ** 0.5
+
+    @property
+    def min(self):
+        return min(self.times)
+
+    def __repr__(self):
+        def us(t):
+            return f"{t * 1e3:.3f} ms" if t >= 1e-3 else f"{t * 1e6:.1f} us"
+
+        return (f"{self.name}: cold {us(self.cold)} | warm {us(self.mean)} +/- {us(self.std)} "
+                f"(min {us(self.min)}, n={len(self.times)})")
+
+
+def benchmark(fn, args=(), kwargs=None, *, n_repeat=10, n_warmup=1, name=None):
+    """Time ``fn(*args, **kwargs)`` the way numfuse computes it: each call's
+    result is kept alive until numfuse.flush() has computed it, so the
+    timing includes the work. (Timing ``fn(); numfuse.flush()`` with the
+    result discarded measures almost nothing: a result nobody can read is
+    dead code, and numfuse never computes it.) The first call is timed on
+    its own as `cold` (it compiles what is new), then `n_warmup` calls run
+    untimed and `n_repeat` calls are timed. Returns a BenchmarkResult
+    (printable; `.cold`, `.times`, `.mean`, `.std`, `.min`, `.profile`)."""
+    if n_repeat < 1:
+        raise ValueError(f"n_repeat must be at least 1 (got {n_repeat})")
+    if n_warmup < 0:
+        raise ValueError(f"n_warmup must be at least 0 (got {n_warmup})")
+    kwargs = kwargs or {}
+
+    def timed():
+        t0 = time.perf_counter()
+        out = fn(*args, **kwargs)  # kept alive across the flush: computed, not dead
+        _core.flush("benchmark")
+        t = time.perf_counter() - t0
+        del out
+        return t
+
+    _core.flush("benchmark")
+    cold = timed()
+    for _ in range(n_warmup):
+        timed()
+    with profile() as p:
+        times = [timed() for _ in range(n_repeat)]
+    return BenchmarkResult(name or getattr(fn, "__name__", "function"), cold, times, dict(p))
