@@ -17,6 +17,7 @@ import numpy as _np
 from . import _core
 from ._hooks import NumfuseWarning
 from ._fallback import FallbackWarning
+from ._errstate import errstate, seterr, geterr, seterrcall, geterrcall  # noqa: F401
 
 __version__ = "0.1.0"
 
@@ -27,9 +28,9 @@ from numpy import (  # noqa: E402,F401
     bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64, intp, uintp, float16, float32, float64,
     complex64, complex128, longlong, ulonglong, byte, ubyte, short, ushort, intc, uintc, half, single, double,
     longdouble, csingle, cdouble, clongdouble, generic, number, integer, signedinteger, unsignedinteger, inexact,
-    floating, complexfloating, dtype, finfo, iinfo, pi, e, inf, nan, newaxis, euler_gamma, errstate, result_type,
+    floating, complexfloating, dtype, finfo, iinfo, pi, e, inf, nan, newaxis, euler_gamma, result_type,
     can_cast, promote_types, min_scalar_type, issubdtype, isscalar, iterable, broadcast_shapes, index_exp, s_,
-    get_printoptions, set_printoptions, printoptions, seterr, geterr, little_endian, exceptions,
+    get_printoptions, set_printoptions, printoptions, little_endian, exceptions,
 )
 
 bool = _np.bool  # numpy 2 name

@@ -63,6 +63,7 @@
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/TargetParser/Host.h>
 
+#include "core/fpe.h"
 #include "jit/jit.h"
 
 #ifndef NUMFUSE_LIBOMP
@@ -273,14 +274,21 @@ extern "C" int64_t nf_parallel(RegionBody body, void* ctx) {
     body(ctx, 0, 1);
     return 1;
   }
+  // The floating-point flags each body raises (on whichever thread ran it)
+  // end up on the calling thread, as if it had run every body (core/fpe.h).
+  std::atomic<uint8_t> raised{0};
   a->execute([&] {
     tbb::parallel_for(
         tbb::blocked_range<int64_t>(0, nt, 1),
         [&](const tbb::blocked_range<int64_t>& r) {
+          const uint8_t before = fpe::take();
           for (int64_t tid = r.begin(); tid < r.end(); ++tid) body(ctx, tid, nt);
+          if (const uint8_t f = fpe::take()) raised.fetch_or(f, std::memory_order_relaxed);
+          fpe::raise(before);
         },
         tbb::simple_partitioner());
   });
+  fpe::raise(raised.load(std::memory_order_relaxed));
   return nt;
 }
 

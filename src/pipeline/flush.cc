@@ -27,6 +27,7 @@
 #include "jit/jit.h"
 #include "lower/lower.h"
 #include "mdh/mdh.h"
+#include "core/fpe.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/tiers.h"
 #include "pipeline/tuning.h"
@@ -356,6 +357,13 @@ jit::Kernel* kernel_of(const PlanGroup& g) {
   return nullptr;
 }
 
+// Floating-point flags `f` raised by group g's kernel (or its tasks run by
+// tier 0), as an event for the bindings.
+void note_group_fp(uint8_t f, const std::vector<Task>& window, const PlanGroup& g) {
+  std::vector<const char*> ops = fp_ops_of(window, g.begin, g.end, g.dead);
+  if (const uint8_t real = detail::genuine(f, ops, window, g.begin, g.end)) detail::note_fp(real, std::move(ops));
+}
+
 // Runs one group of a plan on `window` and describes it in `gr` (a fresh
 // report, built in place in the flush's report). `bind`: the
 // group's bindings, or nullptr to rebind its template to the window.
@@ -386,10 +394,17 @@ void run_group(const std::vector<Task>& window, const std::shared_ptr<const Plan
         }
         bind = &g.bound;
       }
+      // The kernel's floating-point flags, as NumPy reads them around a
+      // ufunc loop: cleared before (whatever ran here last, a compile
+      // included, set them), read after.
+      fpe::take();
       detail::run_scheduled(g.tmpl->hom, g.schedule, fn, *bind);
+      if (const uint8_t f = fpe::take()) note_group_fp(f, window, g);
       if (dump && fn) gr.source = jit::KernelCache::instance().source_of(g.key);
     } else {
+      fpe::take();
       detail::interpret(window, g.begin, g.end, g.dead);
+      if (const uint8_t f = fpe::take()) note_group_fp(f, window, g);
       gr.tier0 = true;
     }
     gr.hom = &g.tmpl->hom;

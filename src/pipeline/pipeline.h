@@ -8,6 +8,7 @@
 #pragma once
 
 #include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -144,6 +145,39 @@ void fork_abandoned();
 // True in a process forked from one that had used numfuse: thread pools
 // inherited from the parent (TBB) are not used there.
 bool forked_child();
+
+// Floating-point exceptions (core/fpe.h) raised while computing: one event
+// per kernel or tier-0 operation whose flags were set, with the operations
+// it computed (NumPy's ufunc names, "cast", "reduce"), so that the caller
+// can report them as NumPy does (numpy.errstate: warn, raise, ...). Events
+// queue on the thread that computed (the one that flushed or recorded) until
+// the bindings take them, after the call.
+struct FpEvent {
+  uint8_t flags = 0;
+  std::vector<const char*> ops;
+};
+namespace detail {
+extern thread_local bool t_fp_pending;
+void note_fp(uint8_t flags, std::vector<const char*> ops);
+// `flags` without an `invalid` that only a NaN input reaching a comparison
+// can explain (x86's ordered vector comparisons signal it; NumPy's loops do
+// not): kept when no input holds a NaN.
+// (`extreme_scalar`: a scalar operand is NaN, infinite or huge.)
+uint8_t genuine(uint8_t flags, const std::vector<const char*>& ops, std::span<const View* const> inputs,
+                bool extreme_scalar = false);
+bool extreme_scalar(const Scalar& c);
+uint8_t genuine(uint8_t flags, const std::vector<const char*>& ops, const std::vector<Task>& window, int begin,
+                int end);
+}  // namespace detail
+inline bool fp_pending() { return detail::t_fp_pending; }
+std::vector<FpEvent> take_fp_events();
+// The operations of tasks [begin, end) of `window` that can raise flags (in
+// order, without repeats; dead tasks skipped).
+std::vector<const char*> fp_ops_of(const std::vector<Task>& window, int begin, int end,
+                                   const std::vector<int>& dead = {});
+std::vector<const char*> fp_ops_of(const Expr& e, bool reduce);
+// The name fp_ops_of adds after "power" for float32's power (its flags differ).
+extern const char* const kPowerFloat32;
 
 FlushReport last_report();
 // No flush is running or about to run (so an empty window means nothing is pending).

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/fpe.h"
 #include "extern/extern.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/tiers.h"
@@ -78,12 +79,36 @@ bool run_now(Task& t) {
   if (t.output.buffer->pending()) return false;
   for (const View& v : t.inputs)
     if (v.buffer->pending_write()) return false;
+  fpe::take();
   if (!detail::run_matmul_blas(t)) {
     if (!runtime::tier0_supports(t)) return false;
     runtime::tier0_run(t);
   }
+  if (const uint8_t f = fpe::take()) {
+    std::vector<const char*> ops = t.solo ? std::vector<const char*>{"matmul"} : fp_ops_of(t.expr, t.combines());
+    if (t.is_reduce()) ops.push_back(reduce_name(t.reduce));
+    std::vector<const View*> in;
+    bool extreme = false;
+    for (const View& v : t.inputs) in.push_back(&v);
+    for (const Scalar& c : t.consts) extreme |= detail::extreme_scalar(c);
+    if (const uint8_t real = detail::genuine(f, ops, in, extreme)) detail::note_fp(real, std::move(ops));
+  }
   g_tier0_tasks.fetch_add(1, std::memory_order_relaxed);
   return true;
+}
+
+// The operation a SimpleOp computes, for its floating-point events.
+std::vector<const char*> simple_fp_ops(const SimpleOp& s) {
+  switch (s.node.kind) {
+    case ExprNode::Kind::Unary:
+      return {unary_name(static_cast<UnaryOp>(s.node.op))};
+    case ExprNode::Kind::Binary:
+      if (static_cast<BinaryOp>(s.node.op) == BinaryOp::Power && s.node.dtype == DType::Float32)
+        return {"power", kPowerFloat32};
+      return {binary_name(static_cast<BinaryOp>(s.node.op))};
+    default:
+      return {"cast"};
+  }
 }
 
 // Broadcasts `shape` with s (NumPy's rule); false if they do not broadcast.
@@ -190,6 +215,24 @@ bool run_simple(const SimpleOp& s, View* result) {
     fresh = View::fresh(s.node.dtype, shape);
   }
   const View& dst = s.out ? *s.out : fresh;
+  fpe::take();
+  struct Flags {  // read after the operation however it returns
+    const SimpleOp& s;
+    ~Flags() {
+      if (const uint8_t f = fpe::take()) {
+        std::vector<const char*> ops = simple_fp_ops(s);
+        const View* in[2];
+        int n = 0;
+        bool extreme = false;
+        for (int k = 0; k < s.nin; ++k) {
+          if (s.view[k]) in[n++] = s.view[k];
+          else extreme |= detail::extreme_scalar(s.value[k]);
+        }
+        if (const uint8_t real = detail::genuine(f, ops, std::span<const View* const>(in, n), extreme))
+          detail::note_fp(real, std::move(ops));
+      }
+    }
+  } flags{s};
   if (copy_or_fill(s, shape, dst)) {
     *result = s.out ? *s.out : std::move(fresh);
     g_tier0_tasks.fetch_add(1, std::memory_order_relaxed);
@@ -268,6 +311,19 @@ bool run_reduce(const SimpleReduce& r, Scalar* value) {
   // An arg-reduction reports the flat (C-order) index: walk in that order.
   if ((r.op == ReduceOp::ArgMax || r.op == ReduceOp::ArgMin) && r.in->ndim() > 1 && !r.in->is_c_contiguous())
     return false;
+  fpe::take();
+  struct Flags {  // read after the reduction however it returns
+    const SimpleReduce& r;
+    ~Flags() {
+      if (const uint8_t f = fpe::take()) {
+        std::vector<const char*> ops{"reduce", reduce_name(r.op)};
+        if (r.in2) ops = {"multiply", "reduce"};
+        const View* in[2] = {r.in, r.in2};
+        if (const uint8_t real = detail::genuine(f, ops, std::span<const View* const>(in, r.in2 ? 2 : 1)))
+          detail::note_fp(real, std::move(ops));
+      }
+    }
+  } flags{r};
   if (r.in2 && numpy_dot(r, value)) {
     g_tier0_tasks.fetch_add(1, std::memory_order_relaxed);
     return true;

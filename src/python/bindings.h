@@ -9,6 +9,10 @@
 
 namespace py = pybind11;
 
+namespace nf::pipeline::detail {
+extern thread_local bool t_fp_pending;  // (pipeline.h: fp_pending)
+}  // namespace nf::pipeline::detail
+
 namespace nf::py_bind {
 
 // The Python-visible array: a view that counts as a Python reference to its
@@ -122,10 +126,35 @@ inline const View* out_view(py::handle out) {
 }
 // Runs `f` (returning a new reference or nullptr with an exception set) with
 // C++ exceptions translated to Python's, for functions CPython calls directly.
+// Reports the floating-point events (pipeline::FpEvent) of what this thread
+// computed as NumPy would (numpy.errstate: warn, raise, call, ...): called
+// after each call into the bindings that computed something, and after each
+// flush. Throws py::error_already_set when the report raised
+// (FloatingPointError, warnings as errors).
+void report_fp_events();
+// While one lives on this thread, a report that raises puts its events back
+// (the buffer protocol: NumPy ignores its errors and asks for
+// __array_interface__ next, which reports them again and is heard).
+struct FpRequeue {
+  FpRequeue();
+  ~FpRequeue();
+  FpRequeue(const FpRequeue&) = delete;
+  FpRequeue& operator=(const FpRequeue&) = delete;
+  bool before;
+};
 template <typename F>
 PyObject* guarded(F&& f) noexcept {
   try {
-    return f();
+    PyObject* r = f();
+    if (pipeline::detail::t_fp_pending && r) {
+      try {
+        report_fp_events();
+      } catch (...) {
+        Py_DECREF(r);
+        throw;
+      }
+    }
+    return r;
   } catch (py::error_already_set& e) {
     e.restore();
   } catch (...) {

@@ -29,7 +29,7 @@ namespace {
 py::handle g_dtypes[kNumDTypes];
 py::handle g_np_ndarray, g_np_asarray, g_np_copyto, g_np_dtype;
 // Hooks installed by python/numfuse (see numfuse/_hooks.py).
-py::handle g_sync_site, g_warn, g_dump;
+py::handle g_sync_site, g_warn, g_dump, g_fp_report;
 
 }  // namespace
 
@@ -306,6 +306,31 @@ void note_sync_site() {
 #endif
 }
 
+namespace {
+thread_local bool t_fp_requeue = false;
+}  // namespace
+
+FpRequeue::FpRequeue() : before(t_fp_requeue) { t_fp_requeue = true; }
+FpRequeue::~FpRequeue() { t_fp_requeue = before; }
+
+void report_fp_events() {
+  std::vector<pipeline::FpEvent> events = pipeline::take_fp_events();
+  if (!g_fp_report || events.empty()) return;
+  py::list list;
+  for (const pipeline::FpEvent& e : events) {
+    py::tuple ops(e.ops.size());
+    for (size_t i = 0; i < e.ops.size(); ++i) ops[i] = py::str(e.ops[i]);
+    list.append(py::make_tuple(static_cast<int>(e.flags), ops));
+  }
+  try {
+    g_fp_report(list);  // may raise (FloatingPointError, warnings as errors): propagates
+  } catch (...) {
+    if (t_fp_requeue)
+      for (pipeline::FpEvent& e : events) pipeline::detail::note_fp(e.flags, std::move(e.ops));
+    throw;
+  }
+}
+
 std::string last_sync_site() {
 #if PY_VERSION_HEX >= 0x030B0000
   if (!g_site_code) return "?";
@@ -338,6 +363,7 @@ void flush_all(const char* reason) {
   global_stream().recycle(std::move(done));
   for (const std::string& w : rep.warnings)
     if (g_warn) g_warn(w);  // may raise (warnings as errors): propagates
+  if (pipeline::fp_pending()) report_fp_events();
   if (pipeline::config().dump && g_dump) {
     for (const pipeline::GroupReport& g : rep.groups) {
       if (g.key().empty()) continue;
@@ -472,6 +498,7 @@ PYBIND11_MODULE(_core, m) {
   bind_functions(m);
   pipeline::install_tier0();
 
+  m.def("_set_fp_report", [](py::object report) { g_fp_report = report.release(); });
   m.def("_set_hooks", [](py::object resolver, py::object sync_site, py::object warn, py::object dump) {
     g_sync_site = sync_site.release();
     g_warn = warn.release();

@@ -86,7 +86,11 @@ int nd_getbuffer(PyObject* self, Py_buffer* view, int flags) {
     if ((flags & PyBUF_F_CONTIGUOUS) == PyBUF_F_CONTIGUOUS && !f) return refuse("ndarray is not Fortran contiguous");
     if ((flags & PyBUF_ANY_CONTIGUOUS) == PyBUF_ANY_CONTIGUOUS && !c && !f) return refuse("ndarray is not contiguous");
     if ((flags & PyBUF_STRIDES) != PyBUF_STRIDES && !c) return refuse("ndarray is not C-contiguous");
-    char* data = export_memory(v, "buffer protocol export");
+    char* data;
+    {
+      FpRequeue requeue;
+      data = export_memory(v, "buffer protocol export");
+    }
     auto info = std::make_unique<BufferExport>();
     info->buffer = v.buffer;
     const int64_t is = itemsize(v.dtype);

@@ -1,0 +1,209 @@
+// Floating-point exceptions raised while computing (pipeline.h: FpEvent):
+// the per-thread queue the bindings drain, and which operations of a group
+// could have raised them.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <utility>
+
+#include "core/fpe.h"
+#include "core/ops.h"
+#include "core/small_vector.h"
+#include "pipeline/pipeline.h"
+
+namespace nf::pipeline {
+
+namespace {
+thread_local std::vector<FpEvent> t_events;
+// A program that raises in every iteration of a loop whose calls never
+// reach the bindings' drain (a Python-level wrapper): the queue stays
+// bounded, later events folding into the last.
+constexpr size_t kMaxEvents = 64;
+
+void add(std::vector<const char*>& out, const char* name) {
+  if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+}
+}  // namespace
+
+thread_local bool detail::t_fp_pending = false;
+
+void detail::note_fp(uint8_t flags, std::vector<const char*> ops) {
+  if (!flags) return;
+  if (t_events.size() >= kMaxEvents) {
+    FpEvent& last = t_events.back();
+    last.flags |= flags;
+    for (const char* o : ops) add(last.ops, o);
+  } else {
+    t_events.push_back({flags, std::move(ops)});
+  }
+  t_fp_pending = true;
+}
+
+std::vector<FpEvent> take_fp_events() {
+  detail::t_fp_pending = false;
+  return std::exchange(t_events, {});
+}
+
+const char* const kPowerFloat32 = "power(float32)";
+
+namespace {
+// Where numfuse's loops raise flags NumPy's do not. NumPy's loops are
+// written (and its SIMD code masked) so that only a result's own
+// exception is flagged; numfuse's vectorized loops compute every branch of
+// a function's implementation for every lane, and x86's ordered vector
+// comparisons (cmpltpd, maxpd) signal `invalid` for a quiet NaN. Measured
+// against NumPy over special values for every operation and float type
+// (tests/test_errstate.py), two kinds of flag are not a result's own:
+//
+// - `never`: flags an operation's implementation raises for ordinary
+//   values (hypot(0, 0) computes 0/0 in a lane it then discards), or that
+//   NumPy never raises for it (`invalid` for exp, sinh, ...: defined
+//   everywhere): never reported for it;
+// - `extreme`: flags raised only when an operand is NaN, infinite or
+//   beyond 1e300 in magnitude (comparisons on NaN; range reduction and
+//   exponent arithmetic of exp, sin, power, ... on such values): reported
+//   only when no input of the kernel holds such a value.
+struct Spurious {
+  const char* op;
+  uint8_t never, extreme;
+};
+constexpr uint8_t kInv = fpe::Invalid, kOver = fpe::Over, kAll = fpe::Divide | fpe::Over | fpe::Under | fpe::Invalid;
+const Spurious kSpurious[] = {
+    {"less", 0, kInv},           {"less_equal", 0, kInv},        {"greater", 0, kInv},
+    {"greater_equal", 0, kInv},  {"maximum", 0, kInv},           {"minimum", 0, kInv},
+    {"fmax", 0, kInv},           {"fmin", 0, kInv},              {"sign", 0, kInv},
+    {"max", 0, kInv},            {"min", 0, kInv},               {"argmax", 0, kInv},
+    {"argmin", 0, kInv},         {"floor_divide", 0, kInv},      {"remainder", 0, kInv},
+    {"fmod", 0, kInv},           {"hypot", kAll, 0},             {"logaddexp", kAll, 0},
+    {"logaddexp2", kAll, 0},     {"arctan2", kInv, 0},           {"arccosh", kInv, kOver},
+    {"power", 0, kInv | kOver},  {"exp", kInv, kOver},       {"exp2", kInv, kOver},
+    {"expm1", kInv, kOver},  {"log1p", 0, kInv | kOver},     {"sin", 0, kInv | kOver},
+    {"cos", 0, kInv | kOver},    {"tan", 0, kInv | kOver},       {"arcsin", 0, kInv | kOver},
+    {"arccos", 0, kInv | kOver}, {"arctan", kInv, kOver},    {"sinh", kInv, kOver},
+    {"cosh", kInv, kOver},   {"tanh", kInv, kOver},      {"arcsinh", kInv, kOver},
+    {"arctanh", kInv, kOver}, {"cbrt", kInv, kOver},     {"erf", kInv, kOver},
+    {"isinf", 0, kInv},          {"isfinite", 0, kInv},
+    // float32's power (exp2(y * log2(x)) in float32) overflows where NumPy's
+    // computes in double: its overflow is not reported.
+    {kPowerFloat32, kOver, kInv | kOver},
+};
+
+const Spurious* spurious(const char* op) {
+  for (const Spurious& s : kSpurious)
+    if (std::strcmp(s.op, op) == 0) return &s;
+  return nullptr;
+}
+
+template <typename T>
+bool extreme(T x) {
+  constexpr T kLimit = sizeof(T) == 4 ? T(1e37) : T(1e300);
+  return !(std::fabs(x) <= kLimit);  // (NaN too)
+}
+template <typename T>
+bool extreme_value(const char* p) {
+  T x;
+  std::memcpy(&x, p, sizeof x);
+  return extreme(x);
+}
+
+// Whether v holds a NaN, an infinity or a value beyond 1e300 in magnitude.
+bool has_extreme(const View& v) {
+  if (!is_float(v.dtype) || !v.buffer || !v.buffer->allocated() || v.size() == 0) return false;
+  const char* base = static_cast<const char*>(v.buffer->data_if_allocated());
+  const int64_t is = itemsize(v.dtype);
+  const int nd = static_cast<int>(v.ndim());
+  SmallVector<int64_t, 8> idx(nd, 0);
+  for (;;) {
+    int64_t off = v.offset;
+    for (int d = 0; d < nd; ++d) off += idx[d] * v.strides[d];
+    const char* p = base + off * is;
+    if (v.dtype == DType::Float64) {
+      if (extreme_value<double>(p)) return true;
+    } else if (v.dtype == DType::Float32) {
+      if (extreme_value<float>(p)) return true;
+    } else {
+      return true;  // (another float type: assume the worst)
+    }
+    int d = nd - 1;
+    for (; d >= 0; --d) {
+      if (++idx[d] < v.shape[d]) break;
+      idx[d] = 0;
+    }
+    if (d < 0) return false;
+  }
+}
+
+uint8_t extreme_flags(const std::vector<const char*>& ops) {
+  uint8_t f = 0;
+  for (const char* o : ops)
+    if (const Spurious* s = spurious(o)) f |= s->extreme;
+  return f;
+}
+}  // namespace
+
+uint8_t detail::genuine(uint8_t flags, const std::vector<const char*>& ops, std::span<const View* const> inputs,
+                        bool extreme_scalar) {
+  for (const char* o : ops)
+    if (const Spurious* s = spurious(o)) flags &= ~s->never;
+  const uint8_t extreme = extreme_flags(ops);
+  if (extreme_scalar) return flags & ~extreme;
+  if (flags & extreme)
+    for (const View* v : inputs)
+      if (has_extreme(*v)) return flags & ~extreme;
+  return flags;
+}
+
+bool detail::extreme_scalar(const Scalar& c) { return is_float(c.dtype) && extreme(c.f); }
+
+uint8_t detail::genuine(uint8_t flags, const std::vector<const char*>& ops, const std::vector<Task>& window,
+                        int begin, int end) {
+  std::vector<const View*> inputs;
+  bool extreme_const = false;
+  for (int k = begin; k < end; ++k) {
+    for (const View& v : window[k].inputs) inputs.push_back(&v);
+    for (const Scalar& c : window[k].consts) extreme_const |= extreme_scalar(c);
+  }
+  return genuine(flags, ops, inputs, extreme_const);
+}
+
+std::vector<const char*> fp_ops_of(const Expr& e, bool reduce) {
+  std::vector<const char*> out;
+  for (const ExprNode& n : e.nodes) {
+    switch (n.kind) {
+      case ExprNode::Kind::Unary:
+        add(out, unary_name(static_cast<UnaryOp>(n.op)));
+        break;
+      case ExprNode::Kind::Binary:
+        add(out, binary_name(static_cast<BinaryOp>(n.op)));
+        if (static_cast<BinaryOp>(n.op) == BinaryOp::Power && n.dtype == DType::Float32) add(out, kPowerFloat32);
+        break;
+      case ExprNode::Kind::Cast:
+        // Floats cast to integers (NaN, out of range) or to a narrower float.
+        if (n.a >= 0 && is_float(e.nodes[n.a].dtype) && n.dtype != e.nodes[n.a].dtype) add(out, "cast");
+        break;
+      default:
+        break;
+    }
+  }
+  if (reduce) add(out, "reduce");
+  return out;
+}
+
+std::vector<const char*> fp_ops_of(const std::vector<Task>& window, int begin, int end, const std::vector<int>& dead) {
+  std::vector<const char*> out;
+  for (int k = begin; k < end; ++k) {
+    if (std::find(dead.begin(), dead.end(), k) != dead.end()) continue;
+    const Task& t = window[k];
+    // A contraction (matmul, dot, einsum) is NumPy's matmul ufunc.
+    if (t.solo) {
+      add(out, "matmul");
+      continue;
+    }
+    for (const char* o : fp_ops_of(t.expr, t.combines())) add(out, o);
+    if (t.is_reduce()) add(out, reduce_name(t.reduce));
+  }
+  return out;
+}
+
+}  // namespace nf::pipeline
