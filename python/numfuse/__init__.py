@@ -331,4 +331,8 @@ from ._config import apply_environment as _apply_environment  # noqa: E402
 
 _apply_environment()
 
+from . import _docs  # noqa: E402
+
+_docs.install(globals(), ndarray)
+
 __getattr__ = _fallback.module_getattr(_np, "numfuse", globals())

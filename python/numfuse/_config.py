@@ -66,18 +66,22 @@ def _seed(v):
 
 
 def set_option(name, value):
+    """Set numfuse option `name` (see :func:`config` for the options) to `value`
+    for the rest of the program. Unknown names raise ValueError."""
     if name not in _SETTERS:
         raise ValueError(f"unknown numfuse option {name!r}; options are {sorted(_SETTERS)}")
     _SETTERS[name][0](value)
 
 
 def get_option(name):
+    """The current value of numfuse option `name` (see :func:`config`)."""
     if name not in _SETTERS:
         raise ValueError(f"unknown numfuse option {name!r}; options are {sorted(_SETTERS)}")
     return _SETTERS[name][1]()
 
 
 def options():
+    """All numfuse options and their current values, as a dict."""
     return {k: g() for k, (_, g) in _SETTERS.items()}
 
 
