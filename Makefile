@@ -14,12 +14,12 @@ APT_PACKAGES := llvm-19-dev libclang-19-dev libclang-cpp19-dev libomp-19-dev lib
                 libgtest-dev cmake g++ python3-venv
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test build deps system-deps python-deps cpp-test py-test bench fuzz clean
+.PHONY: demo test build wheel deps system-deps python-deps cpp-test py-test bench fuzz clean
 
 demo: build
 	$(VPY) examples/black_scholes.py
 
-test: build
+test: build wheel
 	$(MAKE) --no-print-directory cpp-test py-test
 
 deps: system-deps python-deps
@@ -35,7 +35,7 @@ $(VPY):
 	$(PYTHON) -m venv $(VENV)
 
 python-deps: $(VPY)
-	@$(VPY) -c "import numpy, pybind11, scikit_build_core, pytest, hypothesis, scipy" 2>/dev/null || \
+	@$(VPY) -c "import numpy, pybind11, scikit_build_core, pytest, hypothesis, scipy, numba, pandas, auditwheel" 2>/dev/null || \
 	  $(VPY) -m pip install -q --upgrade pip -r requirements-dev.txt
 
 # Builds the extension (incrementally, in $(BUILD)) together with the C++ tests
@@ -43,6 +43,18 @@ python-deps: $(VPY)
 build: deps
 	$(VPY) -m pip install -q --no-build-isolation \
 	  -Ccmake.define.NUMFUSE_BUILD_TESTS=ON -Cbuild-dir=$(BUILD) .
+
+# A self-contained wheel: the extension (from the same incremental build) with
+# the libraries it links -- LLVM, clang, libomp, TBB, OpenBLAS and theirs --
+# grafted in by auditwheel and the tag set to the oldest glibc (manylinux)
+# they allow. `pip install dist/numfuse-*manylinux*.whl` needs no LLVM on the
+# machine (tests/test_wheel.py installs it with the system's hidden).
+wheel: deps
+	rm -rf dist/raw dist/numfuse-*.whl
+	$(VPY) -m pip wheel -q --no-build-isolation --no-deps \
+	  -Ccmake.define.NUMFUSE_BUILD_TESTS=ON -Cbuild-dir=$(BUILD) -w dist/raw .
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(VENV)/bin/auditwheel repair --strip -w dist dist/raw/numfuse-*.whl
+	@ls -l dist/numfuse-*manylinux*.whl
 
 cpp-test:
 	cd $(BUILD) && ctest --output-on-failure -j2
@@ -74,4 +86,4 @@ fuzz: build
 	  --workers $(FUZZ_WORKERS) --report build/cache-campaign-report.json
 
 clean:
-	rm -rf build $(VENV)
+	rm -rf build dist $(VENV)

@@ -14,7 +14,12 @@ import builtins as _builtins
 
 import numpy as _np
 
-from . import _core
+try:
+    from . import _core
+except ImportError as _e:  # a shared library missing: name the package that has it
+    from ._install_help import explain as _explain
+
+    raise ImportError(_explain(_e)) from _e
 from ._hooks import NumfuseWarning
 from ._fallback import FallbackWarning
 from ._errstate import errstate, seterr, geterr, seterrcall, geterrcall  # noqa: F401

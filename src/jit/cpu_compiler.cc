@@ -70,7 +70,15 @@
 #define NUMFUSE_LIBOMP "libomp.so.5"
 #endif
 
+extern "C" int omp_get_max_threads(void);  // (libomp, linked: see CMakeLists.txt)
+
 namespace nf::jit {
+
+std::string libomp_path() {
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void*>(&omp_get_max_threads), &info) && info.dli_fname) return info.dli_fname;
+  return "";
+}
 
 uint64_t hash64(const std::string& s) {
   uint64_t h = 1469598103934665603ull;
@@ -193,11 +201,11 @@ struct CpuCompiler::Impl {
 namespace {
 
 std::string find_libomp() {
-  // Prefer the libomp this module was linked against.
-  void* h = dlopen(NUMFUSE_LIBOMP, RTLD_NOW | RTLD_GLOBAL);
-  if (h) return NUMFUSE_LIBOMP;
-  h = dlopen("libomp.so.5", RTLD_NOW | RTLD_GLOBAL);
-  if (h) return "libomp.so.5";
+  // The libomp this module was linked against, wherever it was loaded from.
+  std::string path = libomp_path();
+  if (!path.empty() && dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL)) return path;
+  if (dlopen(NUMFUSE_LIBOMP, RTLD_NOW | RTLD_GLOBAL)) return NUMFUSE_LIBOMP;
+  if (dlopen("libomp.so.5", RTLD_NOW | RTLD_GLOBAL)) return "libomp.so.5";
   return "";
 }
 

@@ -37,6 +37,9 @@ extern "C" int64_t nf_max_threads();
 // may use. set_threads throws std::invalid_argument below 1.
 void set_threads(int n);
 int threads();
+// The file of the libomp this module is linked against, as loaded (a wheel
+// carries its own copy under another name; the system's may be absent).
+std::string libomp_path();
 
 // What kernels are compiled with and for (numfuse.show_config): LLVM's
 // version, the target triple, the host CPU and its enabled features (sorted).

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdio>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "core/small_vector.h"
@@ -20,7 +21,9 @@ using GetThreads = int (*)();
 // controls up lazily.
 template <typename F>
 F omp_fn(const char* name) {
-  void* h = dlopen(NUMFUSE_LIBOMP_NAME, RTLD_NOW | RTLD_NOLOAD);
+  const std::string path = jit::libomp_path();  // (the copy loaded, e.g. a wheel's)
+  void* h = path.empty() ? nullptr : dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD);
+  if (!h) h = dlopen(NUMFUSE_LIBOMP_NAME, RTLD_NOW | RTLD_NOLOAD);
   if (!h) h = dlopen(NUMFUSE_LIBOMP_NAME, RTLD_NOW | RTLD_GLOBAL);
   return h ? reinterpret_cast<F>(dlsym(h, name)) : nullptr;
 }
