@@ -336,6 +336,14 @@ from ._config import apply_environment as _apply_environment  # noqa: E402
 
 _apply_environment()
 
+def load_ipython_extension(ipython):
+    """``%load_ext numfuse``: adds the ``%nftimeit`` magic (timing with results
+    kept alive until computed; see numfuse._ipython)."""
+    from ._ipython import load
+
+    load(ipython)
+
+
 from . import _docs  # noqa: E402
 
 _docs.install(globals(), ndarray)

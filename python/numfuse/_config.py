@@ -152,9 +152,37 @@ class Explanation:
         self.report = report
         self.groups = report["groups"]
 
+    @staticmethod
+    def plain(i, g):
+        """One line in plain words: what kernel i computes and how."""
+        ops = [o for o in g["ops"] if not o.endswith("(dead)")]
+        dead = len(g["ops"]) - len(ops)
+        what = ", ".join(ops[:6]) + (f" and {len(ops) - 6} more" if len(ops) > 6 else "")
+        if g["routine"]:
+            how = f"the BLAS library computes {g['routine']}"
+        else:
+            dom = g.get("domain") or []
+            size = "×".join(f"{n:,}" for n in dom) if dom else "one point"
+            how = f"one pass over {size} points"
+            if g.get("reduced_dims"):
+                how += f", reducing {g['reduced_dims']} of its {len(dom)} dimensions"
+            if "reads" in g:
+                how += (f"; reads {g['reads']} array{'s' if g['reads'] != 1 else ''}, "
+                        f"writes {g['writes']}")
+            if g["tier0"]:
+                how += " (run by the interpreter while its kernel compiles)"
+        line = f"kernel {i}: {what} -- {how}"
+        if g["temporaries"]:
+            n = len(g["temporaries"])
+            line += f"; {n} intermediate array{'s' if n != 1 else ''} never stored"
+        if dead:
+            line += f"; {dead} unused result{'s' if dead != 1 else ''} not computed"
+        return line + f" [{g['run_ms']:.3f} ms]"
+
     def __str__(self):
         r = self.report
-        lines = [f"flush: {r['tasks']} operations -> {len(self.groups)} kernels "
+        plain = [self.plain(i, g) for i, g in enumerate(self.groups)]
+        lines = plain + ([""] if plain else []) + [f"flush: {r['tasks']} operations -> {len(self.groups)} kernels "
                  f"(synced by {r['sync_reason']} at {r['sync_site']})"
                  + (" [analysis memoized]" if r.get("memo_hit") else ""),
                  f"  analyse {r['analyse_ms']:.3f} ms, compile {r['compile_ms']:.3f} ms "
@@ -183,6 +211,30 @@ class Explanation:
     def _repr_pretty_(self, p, cycle):
         p.text(str(self))
 
+    def _repr_html_(self):
+        import html
+
+        r = self.report
+        rows = "".join(
+            f"<tr><td>{i}</td><td>{html.escape(self.plain(i, g).split(' -- ', 1)[1].rsplit(' [', 1)[0])}</td>"
+            f"<td>{html.escape(', '.join(g['ops']))}</td><td>{g['run_ms']:.3f}</td>"
+            f"<td><details><summary>MDH</summary><pre>{html.escape(g['mdh'])}\nschedule: "
+            f"{html.escape(g['schedule'])}</pre></details></td></tr>"
+            for i, g in enumerate(self.groups))
+        head = (f"<p><b>numfuse flush</b>: {r['tasks']} operations &rarr; {len(self.groups)} kernels "
+                f"(synced by {html.escape(str(r['sync_reason']))} at {html.escape(str(r['sync_site']))}); "
+                f"analyse {r['analyse_ms']:.3f} ms, compile {r['compile_ms']:.3f} ms, run {r['run_ms']:.3f} ms</p>")
+        warn = "".join(f"<p>warning: {html.escape(w)}</p>" for w in r["warnings"])
+        return (head + "<table><tr><th>kernel</th><th>how</th><th>operations</th><th>ms</th><th></th></tr>"
+                + rows + "</table>" + warn)
+
+
+def _html_table(title, items):
+    import html
+
+    rows = "".join(f"<tr><td>{html.escape(str(k))}</td><td>{html.escape(str(v))}</td></tr>" for k, v in items)
+    return f"<p><b>{html.escape(title)}</b></p><table>{rows}</table>"
+
 
 def explain():
     """Describe the last flush (see :class:`Explanation`)."""
@@ -199,6 +251,12 @@ class Profile(dict):
                 f"{self['disk_hits']} disk-cache hits, {self['memo_hits']} memoized analyses")
 
     __repr__ = __str__
+
+    def _repr_html_(self):
+        keys = ("record_ms", "analyse_ms", "compile_ms", "run_ms", "total_ms", "flushes", "tasks", "kernels_run",
+                "kernels_compiled", "memory_hits", "disk_hits", "memo_hits")
+        return _html_table("numfuse profile", [(k, round(self[k], 3) if isinstance(self[k], float) else self[k])
+                                               for k in keys if k in self])
 
 
 @contextlib.contextmanager
@@ -302,6 +360,14 @@ class BenchmarkResult:
 
         return (f"{self.name}: cold {us(self.cold)} | warm {us(self.mean)} +/- {us(self.std)} "
                 f"(min {us(self.min)}, n={len(self.times)})")
+
+    def _repr_html_(self):
+        def us(t):
+            return f"{t * 1e3:.3f} ms" if t >= 1e-3 else f"{t * 1e6:.1f} us"
+
+        return _html_table(f"numfuse.benchmark: {self.name}",
+                           [("cold (first call, compiles)", us(self.cold)), ("warm mean", us(self.mean)),
+                            ("warm std", us(self.std)), ("warm min", us(self.min)), ("warm calls", len(self.times))])
 
 
 def benchmark(fn, args=(), kwargs=None, *, n_repeat=10, n_warmup=1, name=None):

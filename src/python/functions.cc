@@ -61,6 +61,24 @@ py::dict report_dict(const pipeline::FlushReport& r) {
     d["disk_hit"] = g.disk_hit;
     d["source"] = g.source;
     d["run_ms"] = g.run_ms;
+    // The kernel's shape in plain terms (explain()'s first line per kernel):
+    // its iteration domain, the arrays it reads and writes, the dimensions
+    // it reduces.
+    if (const mdh::MdHom* h = g.hom) {
+      std::vector<int64_t> domain;
+      for (int k = 0; k < h->ndim; ++k)
+        domain.push_back(static_cast<size_t>(h->extent[k]) < g.ints.size() ? g.ints[h->extent[k]] : -1);
+      int reads = 0, writes = 0, reduced = 0;
+      for (const mdh::Access& a : h->accesses) {
+        if (a.written || a.reduced) ++writes;
+        else if (a.read) ++reads;
+      }
+      for (int k = 0; k < h->ndim; ++k) reduced += h->any_pointwise(k) ? 1 : 0;
+      d["domain"] = domain;
+      d["reads"] = reads;
+      d["writes"] = writes;
+      d["reduced_dims"] = reduced;
+    }
     groups.append(d);
   }
   py::dict out;
