@@ -336,6 +336,10 @@ from ._config import apply_environment as _apply_environment  # noqa: E402
 
 _apply_environment()
 
+from ._lib_math import *  # noqa: E402,F401,F403
+from ._lib_shape import *  # noqa: E402,F401,F403
+
+
 def load_ipython_extension(ipython):
     """``%load_ext numfuse``: adds the ``%nftimeit`` magic (timing with results
     kept alive until computed; see numfuse._ipython)."""
