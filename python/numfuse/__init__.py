@@ -336,6 +336,8 @@ from ._config import apply_environment as _apply_environment  # noqa: E402
 
 _apply_environment()
 
+from ._sorting import *  # noqa: E402,F401,F403
+from . import _sorting  # noqa: E402,F401
 from ._lib_math import *  # noqa: E402,F401,F403
 from ._lib_shape import *  # noqa: E402,F401,F403
 

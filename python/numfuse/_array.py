@@ -260,11 +260,30 @@ def _install(ns):
         if write is not None:
             self._set_writeable(bool(write))
 
-    def sort(self, axis=-1, kind=None, order=None):
-        self._to_numpy(True).sort(axis=axis, kind=kind, order=order)
+    def sort(self, axis=-1, kind=None, order=None, *, stable=None):
+        ns["_sorting"].sort_inplace(self, axis, kind, order, stable)
 
     def argsort(self, axis=-1, kind=None, order=None, *, stable=None):
-        return ns["argsort"](self, axis=axis, kind=kind, order=order)
+        return ns["argsort"](self, axis=axis, kind=kind, order=order, stable=stable)
+
+    def searchsorted(self, v, side="left", sorter=None):
+        return ns["searchsorted"](self, v, side=side, sorter=sorter)
+
+    def take(self, indices, axis=None, out=None, mode="raise"):
+        return ns["take"](self, indices, axis=axis, out=out, mode=mode)
+
+    def compress(self, condition, axis=None, out=None):
+        return ns["compress"](condition, self, axis=axis, out=out)
+
+    def partition(self, kth, axis=-1, kind="introselect", order=None):
+        if order is not None or kind != "introselect":
+            self._to_numpy(True).partition(kth, axis=axis, kind=kind, order=order)
+            return
+        ns["_sorting"]._kth(kth, self.shape[ns["_sorting"]._axis(axis, self.ndim)])
+        ns["_sorting"].sort_inplace(self, axis)
+
+    def argpartition(self, kth, axis=-1, kind="introselect", order=None):
+        return ns["argpartition"](self, kth, axis=axis, kind=kind, order=order)
 
     def _getattr_fallback(self, name):
         # Any other ndarray method: run NumPy's on the flushed data. (The C

@@ -3,8 +3,11 @@
 // generated schedule.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
+#include "core/view.h"
 #include "mdh/mdh.h"
 
 namespace nf::ext {
@@ -23,6 +26,23 @@ bool gemm_strided(DType t, const void* a, int64_t as0, int64_t as1, const void* 
 // float32 recurrence such as Levinson-Durbin diverges from NumPy's under any
 // other summation order). Returns false for other types.
 bool dot_like_numpy(DType t, const char* a, int64_t as, const char* b, int64_t bs, int64_t n, double* out);
+// Sorting and searching (sort.cc) on computed memory (the caller has run
+// what was pending on it), rows in parallel. NumPy's order: ascending, NaN
+// last. `out` has the input's shape (any strides).
+void sort(const View& in, const View& out, int axis, bool stable);
+// Int64 indices that sort each row, ties in index order.
+void argsort(const View& in, const View& out, int axis);
+// For each of `values` (the sorted array's type, any shape), the insertion
+// point into the 1-D `sorted` (through the int64 permutation `sorter`, or
+// nullptr): numpy.searchsorted with side 'left' or 'right'.
+void searchsorted(const View& sorted, const View* sorter, const View& values, const View& out, bool right);
+// The C-order flat indices of the nonzero elements.
+std::vector<int64_t> nonzero_flat(const View& in);
+// numpy.take(a, indices, axis) (gather.cc): out (a's type, shape
+// a.shape[:axis] + indices.shape + a.shape[axis+1:]) gets a's elements at
+// the int64 `indices` along `axis`; an index out of range throws NumPy's
+// IndexError, negative ones count from the end.
+void take(const View& a, const View& indices, int axis, const View& out);
 // What the routine computes for h, for explain().
 std::string routine_pattern(const mdh::MdHom& h);
 

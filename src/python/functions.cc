@@ -314,6 +314,98 @@ void bind_functions(py::module_& m) {
   });
   m.def("supported_dtype", [](py::handle dtype) { return to_dtype(dtype).has_value(); });
 
+  // Sorting and searching (extern/sort.cc): computed at the call, on the
+  // inputs' computed memory, without the GIL. (Axes are normalized, dtypes
+  // chosen, by python/numfuse/_sorting.py.)
+  auto computed = [](const View& v, const char* why) {
+    if (v.buffer->pending_write()) flush_all(why);
+  };
+  m.def("sort", [computed](py::handle x, int axis, bool stable) {
+    const View& v = as_ndarray(x).v;
+    computed(v, "sort");
+    View out = View::fresh(v.dtype, v.shape);
+    {
+      NoGil nogil;
+      ext::sort(v, out, axis, stable);
+    }
+    return wrap(std::move(out));
+  });
+  m.def("sort_inplace", [](py::handle x, int axis, bool stable) {
+    const View& v = as_ndarray(x).v;
+    if (v.readonly) throw ValueError("assignment destination is read-only");
+    // Pending operations reading or writing the memory run first: they
+    // must see it unsorted.
+    if (v.buffer->pending()) flush_all("ndarray.sort");
+    NoGil nogil;
+    ext::sort(v, v, axis, stable);
+  });
+  m.def("argsort", [computed](py::handle x, int axis) {
+    const View& v = as_ndarray(x).v;
+    computed(v, "argsort");
+    View out = View::fresh(DType::Int64, v.shape);
+    {
+      NoGil nogil;
+      ext::argsort(v, out, axis);
+    }
+    return wrap(std::move(out));
+  });
+  m.def("searchsorted", [computed](py::handle a, py::handle values, bool right, py::handle sorter) {
+    const View& s = as_ndarray(a).v;
+    const View& v = as_ndarray(values).v;
+    const View* perm = sorter.is_none() ? nullptr : &as_ndarray(sorter).v;
+    computed(s, "searchsorted");
+    computed(v, "searchsorted");
+    if (perm) computed(*perm, "searchsorted");
+    View out = View::fresh(DType::Int64, v.shape);
+    {
+      NoGil nogil;
+      ext::searchsorted(s, perm, v, out, right);
+    }
+    return wrap(std::move(out));
+  });
+  m.def("take", [computed](py::handle x, py::handle indices, int axis) {
+    const View& a = as_ndarray(x).v;
+    const View& ix = as_ndarray(indices).v;
+    computed(a, "take");
+    computed(ix, "take");
+    Dims shape;
+    for (int d = 0; d < axis; ++d) shape.push_back(a.shape[d]);
+    for (int64_t n : ix.shape) shape.push_back(n);
+    for (int d = axis + 1; d < static_cast<int>(a.ndim()); ++d) shape.push_back(a.shape[d]);
+    if (a.shape[axis] == 0 && ix.size() > 0) throw IndexError("cannot do a non-empty take from an empty axes.");
+    View out = View::fresh(a.dtype, shape);
+    {
+      NoGil nogil;
+      ext::take(a, ix, axis, out);
+    }
+    return wrap(std::move(out));
+  });
+  m.def("nonzero", [computed](py::handle x) {
+    const View& v = as_ndarray(x).v;
+    computed(v, "nonzero");
+    std::vector<int64_t> flat;
+    {
+      NoGil nogil;
+      flat = ext::nonzero_flat(v);
+    }
+    const int nd = static_cast<int>(v.ndim());
+    const int64_t n = static_cast<int64_t>(flat.size());
+    py::tuple result(nd);
+    std::vector<View> outs;
+    for (int d = 0; d < nd; ++d) outs.push_back(View::fresh(DType::Int64, Dims{n}));
+    std::vector<int64_t*> ptr;
+    for (View& o : outs) ptr.push_back(static_cast<int64_t*>(o.buffer->data()));
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t f = flat[i];
+      for (int d = nd - 1; d >= 0; --d) {
+        ptr[d][i] = f % v.shape[d];
+        f /= v.shape[d];
+      }
+    }
+    for (int d = 0; d < nd; ++d) result[d] = wrap(std::move(outs[d]));
+    return result;
+  });
+
   // Sync points and diagnostics.
   m.def("flush", [](const char* reason) { flush_all(reason); }, py::arg("reason") = "flush()");
   // numfuse.flush(): a plain CPython function without arguments (no
