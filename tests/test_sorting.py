@@ -232,3 +232,91 @@ def test_median_of_pending_work_fuses_after_the_sort(lazy):
     a = nf.asarray(x)
     m = nf.median(a * 2.0 - 1.0, axis=1) + 1.0
     onp.testing.assert_allclose(onp.asarray(m), onp.median(x * 2.0 - 1.0, axis=1) + 1.0)
+
+
+SET_OPS = ["intersect1d", "union1d", "setdiff1d", "setxor1d"]
+
+
+@pytest.mark.parametrize("dtype", ["int64", "float64", "int8", "bool"])
+@pytest.mark.parametrize("sizes", [(0, 5), (5, 0), (40, 25), (3, 3)])
+def test_set_operations(dtype, sizes):
+    x, y = data((sizes[0],), dtype, ties=True, nan=True), data((sizes[1],), dtype, ties=True, nan=True)
+    a, b = nf.asarray(x), nf.asarray(y)
+    for name in SET_OPS:
+        same(getattr(nf, name)(a, b), getattr(onp, name)(x, y))
+    ux, uy = onp.unique(x), onp.unique(y)
+    for name in ("intersect1d", "setdiff1d", "setxor1d"):
+        same(getattr(nf, name)(nf.asarray(ux), nf.asarray(uy), assume_unique=True),
+             getattr(onp, name)(ux, uy, assume_unique=True))
+    same(nf.isin(a, b), onp.isin(x, y))
+    same(nf.isin(a, b, invert=True), onp.isin(x, y, invert=True))
+    same(nf.isin(nf.asarray(x.reshape(-1, 1) if x.size else x), b), onp.isin(x.reshape(-1, 1) if x.size else x, y))
+
+
+def test_set_operations_mixed_types():
+    same(nf.isin(nf.asarray(onp.arange(6)), nf.asarray([1.5, 2.0, 4.0])), onp.isin(onp.arange(6), [1.5, 2.0, 4.0]))
+    same(nf.union1d(nf.asarray([1, 2]), nf.asarray([2.5])), onp.union1d([1, 2], [2.5]))
+
+
+@pytest.mark.parametrize("shape", [(12,), (4, 9)])
+def test_lexsort(shape):
+    keys = [data(shape, "int64", ties=True) for _ in range(3)]
+    for axis in range(-len(shape), len(shape)):
+        same(nf.lexsort(tuple(nf.asarray(k) for k in keys), axis=axis), onp.lexsort(tuple(keys), axis=axis))
+    same(nf.lexsort(nf.asarray(onp.stack(keys))), onp.lexsort(onp.stack(keys)))
+    with pytest.raises(ValueError):
+        nf.lexsort((nf.asarray(keys[0]), nf.asarray(keys[1][..., :2])))
+
+
+@pytest.mark.parametrize("right", [False, True])
+def test_digitize(right):
+    x = data((7, 11), "float64", nan=True)
+    bins = onp.sort(data((9,), "float64"))
+    same(nf.digitize(nf.asarray(x), nf.asarray(bins), right=right), onp.digitize(x, bins, right=right))
+    same(nf.digitize(nf.asarray(x), nf.asarray(bins[::-1].copy()), right=right), onp.digitize(x, bins[::-1], right=right))
+    with pytest.raises(ValueError, match="monotonically"):
+        nf.digitize(nf.asarray(x), nf.asarray([1.0, 0.0, 2.0]))
+
+
+def test_interp():
+    xp = onp.sort(RNG.random(15) * 10)
+    fp = RNG.standard_normal(15)
+    x = onp.concatenate([RNG.random(200) * 12 - 1, xp, [onp.nan, onp.inf, -onp.inf]])
+    same(nf.interp(nf.asarray(x), nf.asarray(xp), nf.asarray(fp)), onp.interp(x, xp, fp))
+    same(nf.interp(nf.asarray(x), nf.asarray(xp), nf.asarray(fp), left=-5.0, right=5.0),
+         onp.interp(x, xp, fp, left=-5.0, right=5.0))
+    g, w = nf.interp(2.5, nf.asarray(xp), nf.asarray(fp)), onp.interp(2.5, xp, fp)
+    assert type(g) is type(w) and g == w
+    same(nf.interp(nf.asarray(x), nf.asarray(xp[:1]), nf.asarray(fp[:1])), onp.interp(x, xp[:1], fp[:1]))
+    same(nf.interp(nf.asarray(onp.arange(5)), nf.asarray(onp.arange(0, 10, 2)), nf.asarray(onp.arange(5))),
+         onp.interp(onp.arange(5), onp.arange(0, 10, 2), onp.arange(5)))
+    with pytest.raises(ValueError):
+        nf.interp(nf.asarray(x), nf.asarray(xp), nf.asarray(fp[:3]))
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_nan_quantiles(dtype):
+    x = data((6, 9), dtype)
+    x[x < -0.3] = onp.nan
+    x[2] = onp.nan  # an all-NaN row
+    a = nf.asarray(x)
+    rtol = 1e-6 if dtype == "float32" else 1e-14
+    for axis in (None, 0, 1, -1):
+        for keepdims in (False, True):
+            for fn, args in ((onp.nanmedian, ()), (onp.nanquantile, (0.3,)), (onp.nanpercentile, ([10, 50, 95],))):
+                with pytest.warns(RuntimeWarning, match="All-NaN slice") if axis in (1, -1) else _nothing():
+                    w = fn(x, *args, axis=axis, keepdims=keepdims)
+                with pytest.warns(RuntimeWarning, match="All-NaN slice") if axis in (1, -1) else _nothing():
+                    g = getattr(nf, fn.__name__)(a, *args, axis=axis, keepdims=keepdims)
+                onp.testing.assert_allclose(onp.asarray(g), w, rtol=rtol)
+                assert onp.asarray(g).dtype == onp.asarray(w).dtype and onp.shape(g) == onp.shape(w)
+    ints = data((5, 5), "int64")
+    onp.testing.assert_array_equal(onp.asarray(nf.nanmedian(nf.asarray(ints), axis=0)), onp.nanmedian(ints, axis=0))
+
+
+class _nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        return False

@@ -417,3 +417,271 @@ def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
 
 __all__ = ["sort", "argsort", "partition", "argpartition", "searchsorted", "nonzero", "flatnonzero", "argwhere",
            "take", "compress", "extract", "take_along_axis", "unique", "quantile", "percentile", "median"]
+
+
+# ---------------------------------------------------------------------------
+# Built on the sort and the search: set operations, lexsort, digitize, interp,
+# NaN-ignoring quantiles.
+
+def _flat(a):
+    a = asarray(a)
+    return a.ravel() if type(a) is ndarray else a
+
+
+def _all_native(*arrays):
+    return all(type(x) is ndarray for x in arrays)
+
+
+def isin(element, test_elements, assume_unique=False, invert=False, *, kind=None):
+    e, t = asarray(element), _flat(test_elements)
+    if not _all_native(e, t) or kind not in (None, "sort", "table"):
+        return _fallback.call_numpy(np.isin, (element, test_elements),
+                                    dict(assume_unique=assume_unique, invert=invert, kind=kind),
+                                    "numpy.isin (a dtype numfuse does not hold)")
+    if t.size == 0:
+        from ._creation import zeros, ones
+        return (ones if invert else zeros)(e.shape, dtype=bool)
+    dt = np.result_type(e.dtype, t.dtype)
+    e2 = e.astype(dt) if e.dtype != dt else e
+    st = _core.sort(t.astype(dt) if t.dtype != dt else t, 0, False)
+    idx = _core.searchsorted(st, e2, False, None)
+    found = _core.take(st, where(idx > st.size - 1, st.size - 1, idx), 0) == e2
+    return ~found if invert else found
+
+
+def intersect1d(ar1, ar2, assume_unique=False, return_indices=False):
+    a1, a2 = _flat(ar1), _flat(ar2)
+    if not _all_native(a1, a2) or return_indices:
+        return _fallback.call_numpy(np.intersect1d, (ar1, ar2),
+                                    dict(assume_unique=assume_unique, return_indices=return_indices),
+                                    "numpy.intersect1d (return_indices= or a dtype numfuse does not hold)")
+    if not assume_unique:
+        a1, a2 = unique(a1), unique(a2)
+    aux = _core.sort(concatenate((a1, a2)), 0, False)
+    if aux.size == 0:
+        return aux
+    mask = aux[1:] == aux[:-1]
+    return _core.take(aux[:-1], nonzero(mask)[0], 0)
+
+
+def union1d(ar1, ar2):
+    a1, a2 = _flat(ar1), _flat(ar2)
+    if not _all_native(a1, a2):
+        return _fallback.call_numpy(np.union1d, (ar1, ar2), {}, "numpy.union1d (a dtype numfuse does not hold)")
+    return unique(concatenate((a1, a2)))
+
+
+def setdiff1d(ar1, ar2, assume_unique=False):
+    a1, a2 = _flat(ar1), _flat(ar2)
+    if not _all_native(a1, a2):
+        return _fallback.call_numpy(np.setdiff1d, (ar1, ar2), dict(assume_unique=assume_unique),
+                                    "numpy.setdiff1d (a dtype numfuse does not hold)")
+    if not assume_unique:
+        a1 = unique(a1)
+    keep = isin(a1, a2, assume_unique=True, invert=True)
+    return _core.take(a1, nonzero(keep)[0], 0)
+
+
+def setxor1d(ar1, ar2, assume_unique=False):
+    a1, a2 = _flat(ar1), _flat(ar2)
+    if not _all_native(a1, a2):
+        return _fallback.call_numpy(np.setxor1d, (ar1, ar2), dict(assume_unique=assume_unique),
+                                    "numpy.setxor1d (a dtype numfuse does not hold)")
+    if not assume_unique:
+        a1, a2 = unique(a1), unique(a2)
+    aux = _core.sort(concatenate((a1, a2)), 0, False)
+    if aux.size == 0:
+        return aux
+    from ._creation import ones
+    edge = ones(1, dtype=bool)
+    flag = concatenate((edge, aux[1:] != aux[:-1], edge))
+    return _core.take(aux, nonzero(flag[1:] & flag[:-1])[0], 0)
+
+
+def lexsort(keys, axis=-1):
+    """numpy.lexsort: stable argsorts from the first key to the last (the last
+    key sorts primarily)."""
+    ks = [asarray(k) for k in keys] if isinstance(keys, (tuple, list)) else None
+    if ks is None:
+        ka = asarray(keys)
+        ks = [ka[i] for i in range(ka.shape[0])] if type(ka) is ndarray and ka.ndim >= 1 else None
+    if not ks or not _all_native(*ks):
+        return _fallback.call_numpy(np.lexsort, (keys,), dict(axis=axis),
+                                    "numpy.lexsort (a dtype numfuse does not hold)")
+    shape = ks[0].shape
+    if any(k.shape != shape for k in ks):
+        raise ValueError("all keys need to be the same shape")
+    if len(shape) == 0:
+        raise np.exceptions.AxisError(axis, 0)
+    ax = _axis(axis, len(shape))
+    perm = None
+    for k in ks:
+        if perm is None:
+            perm = _core.argsort(k, ax)
+        else:
+            kk = take_along_axis(k, perm, ax)
+            perm = take_along_axis(perm, _core.argsort(kk, ax), ax)
+    return perm
+
+
+def digitize(x, bins, right=False):
+    xa, b = asarray(x), asarray(bins)
+    if not _all_native(xa, b):
+        return _fallback.call_numpy(np.digitize, (x, bins), dict(right=right),
+                                    "numpy.digitize (a dtype numfuse does not hold)")
+    if b.ndim != 1:
+        raise ValueError("object too deep for desired array" if b.ndim > 1 else "object of too small depth for desired array")
+    bn = np.asarray(b)
+    d = np.diff(bn)
+    if bn.size > 1 and not (np.all(d >= 0) or np.all(d <= 0)):
+        raise ValueError("bins must be monotonically increasing or decreasing")
+    if bn.size > 1 and np.all(d <= 0) and not np.all(d >= 0):
+        n = bn.size
+        r = searchsorted(b[::-1].copy(), xa, side="left" if right else "right")
+        return n - r
+    return searchsorted(b, xa, side="left" if right else "right")
+
+
+def interp(x, xp, fp, left=None, right=None, period=None):
+    """numpy.interp (real, 1-D xp increasing): NumPy's arithmetic, point for point."""
+    xa, xpa, fpa = asarray(x), asarray(xp), asarray(fp)
+    if not _all_native(xa, xpa, fpa) or period is not None or fpa.dtype.kind not in "iufb":
+        return _fallback.call_numpy(np.interp, (x, xp, fp), dict(left=left, right=right, period=period),
+                                    "numpy.interp (period=, complex or a dtype numfuse does not hold)")
+    if xpa.ndim != 1 or fpa.ndim != 1:
+        raise ValueError("object too deep for desired array")
+    if xpa.shape[0] != fpa.shape[0]:
+        raise ValueError("fp and xp are not of the same length.")
+    if xpa.shape[0] == 0:
+        raise ValueError("array of sample points is empty")
+    scalar = np.ndim(x) == 0 and not isinstance(x, ndarray)
+    f64 = np.float64
+    out_shape = xa.shape
+    xa = xa.reshape(-1)  # (0-d arithmetic would give NumPy scalars)
+    xv = xa.astype(f64) if xa.dtype != f64 else xa
+    xpv = xpa.astype(f64) if xpa.dtype != f64 else xpa
+    fpv = fpa.astype(f64) if fpa.dtype != f64 else fpa
+    n = xpv.shape[0]
+    lval = fpv[0] if left is None else f64(left)
+    rval = fpv[n - 1] if right is None else f64(right)
+    if n == 1:
+        r = where(xv < xpv[0], lval, where(xv > xpv[0], rval, fpv[0]))
+    else:
+        j = _core.searchsorted(xpv, xv, True, None) - 1
+        j = where(j < 0, 0, where(j > n - 2, n - 2, j))
+        x0, x1 = _core.take(xpv, j, 0), _core.take(xpv, j + 1, 0)
+        f0, f1 = _core.take(fpv, j, 0), _core.take(fpv, j + 1, 0)
+        slope = (f1 - f0) / (x1 - x0)
+        r = slope * (xv - x0) + f0
+        r2 = slope * (xv - x1) + f1
+        r = where(r != r, where((r2 != r2) & (f0 == f1), f0, r2), r)
+        r = where(xv == xpv[n - 1], fpv[n - 1], r)
+        r = where(xv < xpv[0], lval, where(xv > xpv[n - 1], rval, r))
+        r = where(xv != xv, xv, r)
+    r = r.reshape(out_shape)
+    return f64(r.item()) if scalar else r
+
+
+def _nanquantile(a, q, axis, keepdims, scale, median):
+    import warnings
+    qa = np.asarray(q, dtype=np.float64) / scale if scale != 1 else np.asarray(q, dtype=np.float64)
+    if not (np.all(0 <= qa) and np.all(qa <= 1)):
+        raise ValueError("Percentiles must be in the range [0, 100]" if scale == 100
+                         else "Quantiles must be in the range [0, 1]")
+    s, axes = _sorted_along(a, axis)  # NaNs last
+    dt = np.result_type(a.dtype, q if np.ndim(q) == 0 and not isinstance(q, np.ndarray) else np.asarray(q).dtype)
+    if dt.kind != "f":
+        dt = np.dtype(np.float64)
+    s = s.astype(dt) if s.dtype != dt else s
+    from ._reductions import sum as _sum
+    c = _sum(~(s != s), axis=-1, keepdims=True)  # valid values per row
+    if bool((np.asarray(c) == 0).any()):
+        warnings.warn("All-NaN slice encountered", RuntimeWarning, stacklevel=4)
+    cm1 = where(c > 0, c - 1, 0)
+    results = []
+    for qq in np.atleast_1d(qa).ravel():
+        if median:
+            lo_i = cm1 // 2
+            hi_i = cm1 - lo_i
+            av = take_along_axis(s, lo_i, -1)[..., 0]
+            bv = take_along_axis(s, hi_i, -1)[..., 0]
+            r = where(lo_i[..., 0] == hi_i[..., 0], av, (av + bv) / 2)
+        else:
+            vi = cm1 * qq
+            lo_f = U_floor(vi)
+            lo_i = lo_f.astype(np.int64)
+            hi_i = where(lo_i + 1 > cm1, cm1, lo_i + 1)
+            g = (vi - lo_f)[..., 0].astype(dt)
+            av = take_along_axis(s, lo_i, -1)[..., 0]
+            bv = take_along_axis(s, hi_i, -1)[..., 0]
+            diff = bv - av
+            r = where(g >= 0.5, bv - diff * (1 - g), av + diff * g)
+        r = where(c[..., 0] == 0, dt.type(np.nan), r)
+        results.append(r)
+    if np.ndim(q) == 0:
+        out = results[0]
+    else:
+        from ._manip import stack
+        out = stack(results).reshape(np.shape(q) + results[0].shape)
+    if keepdims is True:
+        if axes is None:
+            out = out.reshape(out.shape + (1,) * a.ndim)
+        else:
+            lead = out.ndim - (a.ndim - len(axes))
+            shp = list(out.shape[:lead])
+            rest = iter(out.shape[lead:])
+            for d in range(a.ndim):
+                shp.append(1 if d in axes else next(rest))
+            out = out.reshape(tuple(shp))
+    return out
+
+
+def U_floor(x):
+    from ._ufuncs import UFUNCS
+    return UFUNCS["floor"](x)
+
+
+def _nan_checked(a, fn, args, kwargs, name):
+    arr = asarray(a)
+    if type(arr) is not ndarray or arr.size == 0 or arr.dtype.kind not in "iuf" or kwargs.get("out") is not None:
+        return None, _fallback.call_numpy(fn, (a,) + args, kwargs, f"{name} (out=, empty, or a dtype numfuse does not hold)")
+    if kwargs.get("method", "linear") != "linear" or kwargs.get("weights") is not None:
+        return None, _fallback.call_numpy(fn, (arr,) + args, kwargs, f"{name} (method=/weights=)")
+    return arr, None
+
+
+def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=np._NoValue):
+    arr, done = _nan_checked(a, np.nanmedian, (), dict(axis=axis, out=out, keepdims=keepdims), "numpy.nanmedian")
+    if arr is None:
+        return done
+    if arr.dtype.kind in "iu":
+        return median(arr, axis=axis, keepdims=keepdims is True)
+    return _nanquantile(arr, 0.5, axis, keepdims, 1, True)
+
+
+def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=np._NoValue, *,
+                weights=None, interpolation=None):
+    arr, done = _nan_checked(a, np.nanquantile, (q,), dict(axis=axis, out=out, method=method, keepdims=keepdims,
+                                                           weights=weights), "numpy.nanquantile")
+    if arr is None:
+        return done
+    return _nanquantile(arr, q, axis, keepdims, 1, False)
+
+
+def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=np._NoValue, *,
+                  weights=None, interpolation=None):
+    arr, done = _nan_checked(a, np.nanpercentile, (q,), dict(axis=axis, out=out, method=method, keepdims=keepdims,
+                                                             weights=weights), "numpy.nanpercentile")
+    if arr is None:
+        return done
+    return _nanquantile(arr, q, axis, keepdims, 100, False)
+
+
+for _f in (sort, argsort, partition, argpartition, searchsorted, nonzero, flatnonzero, argwhere, take, compress,
+           extract, take_along_axis, unique, quantile, percentile, median, isin, intersect1d, union1d, setdiff1d,
+           setxor1d, lexsort, digitize, interp, nanmedian, nanquantile, nanpercentile):
+    if not _f.__doc__:
+        _f.__doc__ = getattr(np, _f.__name__).__doc__
+
+__all__ += ["isin", "intersect1d", "union1d", "setdiff1d", "setxor1d", "lexsort", "digitize", "interp", "nanmedian",
+            "nanquantile", "nanpercentile"]
