@@ -514,16 +514,21 @@ def test_boolean_mask_all_dims_and_0d_bool():
 def test_advanced_indexing_warns_once_at_the_users_line():
     import warnings
 
+    # (Advanced indices apart from each other: NumPy's indexing; the keys that
+    # are one gather are native, tests/test_advanced_indexing.py.)
     nf._fallback._warned.discard("advanced (integer/boolean array) indexing")
-    a = nf.arange(10.0)
+    a = nf.arange(24.0).reshape(2, 3, 4)
+    x = onp.arange(24.0).reshape(2, 3, 4)
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
-        b = a[nf.array([1, 2, 3])]; line = sys._getframe().f_lineno  # noqa: E702
-        a[[4]] = b[:1]
+        b = a[0, :, nf.array([1, 2])]; line = sys._getframe().f_lineno  # noqa: E702
+        a[1, :, [3]] = b[:1]
     fw = [m for m in w if issubclass(m.category, nf.FallbackWarning)]
     assert len(fw) == 1 and fw[0].filename == __file__ and fw[0].lineno == line, [(m.filename, m.lineno) for m in fw]
     assert type(b) is nf.ndarray
-    assert_same(a, onp.array([0, 1, 2, 3, 1, 5, 6, 7, 8, 9], dtype=float))
+    xb = x[0, :, [1, 2]]
+    x[1, :, [3]] = xb[:1]
+    assert_same(a, x)
 
 
 @pytest.mark.fallback

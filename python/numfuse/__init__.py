@@ -315,6 +315,12 @@ def _operator_fallback(name, a, b, reflected, inplace):
 
 
 _core._set_index_hooks(_fancy_warn, _ufunc_fallback, _operator_fallback)
+from . import _indexing  # noqa: E402
+
+_core._set_fancy_hooks(_indexing.getitem, _indexing.setitem)
+from . import _ufuncs as _uf  # noqa: E402
+
+_uf._AT[0] = _indexing.add_at
 
 import atexit as _atexit  # noqa: E402
 

@@ -92,8 +92,21 @@ class _UfuncMethods:
         return _fallback.call_numpy(self._np.reduceat, args, kwargs, f"{self.__name__}.reduceat")
 
     def at(self, *args, **kwargs):
+        # add.at / subtract.at on numfuse arrays: numfuse's scatter-add
+        # (installed by the package: _indexing.add_at); others run NumPy's.
+        if (_AT[0] is not None and self.__name__ in ("add", "subtract") and len(args) == 3 and not kwargs
+                and type(args[0]) is _core.ndarray and args[0].dtype != np.bool_):
+            b = args[2]
+            if self.__name__ == "subtract":
+                b = (UFUNCS["negative"](b) if isinstance(b, _core.ndarray) else
+                     -b if isinstance(b, (int, float)) and not isinstance(b, bool) else -np.asarray(b))
+            if _AT[0](args[0], args[1], b) is not NotImplemented:
+                return None
         return _fallback.call_numpy(self._np.at, args, kwargs, f"{self.__name__}.at")
 
+
+# The scatter-add ufunc.at uses (set by the package once _indexing is loaded).
+_AT = [None]
 
 ufunc = _core._make_ufunc_type(_UfuncMethods)
 

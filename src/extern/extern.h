@@ -43,6 +43,18 @@ std::vector<int64_t> nonzero_flat(const View& in);
 // the int64 `indices` along `axis`; an index out of range throws NumPy's
 // IndexError, negative ones count from the end.
 void take(const View& a, const View& indices, int axis, const View& out);
+// a[mask] for a boolean mask of a's shape: the elements where it is true, in
+// C order, into the 1-D `out` (of the mask's count).
+void mask_gather(const View& a, const View& mask, const View& out);
+int64_t count_true(const View& mask);
+// a[mask] = values: the true points in C order take values[0], values[1],
+// ... (a 1-D view of a's type; stride 0 for one value).
+void mask_scatter(const View& a, const View& mask, const View& values);
+// The scatter: target[..., indices[j...], ...] = values[..., j..., ...]
+// (values: the target's type and the gathered shape, any strides), or with
+// `accumulate` += (numpy.add.at: every repeated index adds). Assignment
+// keeps the last value of a repeated index, as NumPy does.
+void put(const View& target, const View& indices, int axis, const View& values, bool accumulate);
 // What the routine computes for h, for explain().
 std::string routine_pattern(const mdh::MdHom& h);
 

@@ -1,9 +1,12 @@
 // Gathers (numpy.take, take_along_axis; integer-array indexing along one
 // axis) as a black-box routine on computed memory, rows in parallel.
+#include <cstring>
 #include <stdexcept>
+#include <type_traits>
 #include <string>
 #include <vector>
 
+#include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
 #include "core/error.h"
@@ -70,11 +73,178 @@ void take(const View& a, const View& indices, int axis, const View& out) {
   const char* src = static_cast<const char*>(a.buffer->data()) + a.offset * is;
   char* dst = static_cast<char*>(out.buffer->data()) + out.offset * is;
   const int64_t astride = a.strides[axis];
-  tbb::parallel_for(size_t(0), a_outer.size(), [&](size_t o) {
+  // Inner points contiguous on both sides: one copy per gathered row.
+  bool rows = !a_inner.empty();
+  for (size_t k = 0; rows && k < a_inner.size(); ++k) rows = a_inner[k] == int64_t(k) && o_inner[k] == int64_t(k);
+  const size_t row_bytes = a_inner.size() * static_cast<size_t>(is);
+  auto body = [&](size_t o) {
     for (size_t j = 0; j < idx.size(); ++j) {
       const char* s = src + (a_outer[o] + idx[j] * astride) * is;
       char* d = dst + (o_outer[o] + o_mid[j]) * is;
+      if (rows) {
+        std::memcpy(d, s, row_bytes);
+        continue;
+      }
       for (size_t k = 0; k < a_inner.size(); ++k) copy_element(d + o_inner[k] * is, s + a_inner[k] * is, static_cast<int>(is));
+    }
+  };
+  if (a_outer.size() * idx.size() * a_inner.size() < 32768) {  // small: no threads
+    for (size_t o = 0; o < a_outer.size(); ++o) body(o);
+    return;
+  }
+  if (a_outer.size() == 1) {  // one outer point: the gathered rows in parallel
+    tbb::parallel_for(tbb::blocked_range<size_t>(0, idx.size()), [&](const tbb::blocked_range<size_t>& r) {
+      for (size_t j = r.begin(); j < r.end(); ++j) {
+        const char* s = src + (a_outer[0] + idx[j] * astride) * is;
+        char* d = dst + (o_outer[0] + o_mid[j]) * is;
+        if (rows) {
+          std::memcpy(d, s, row_bytes);
+          continue;
+        }
+        for (size_t k = 0; k < a_inner.size(); ++k)
+          copy_element(d + o_inner[k] * is, s + a_inner[k] * is, static_cast<int>(is));
+      }
+    });
+    return;
+  }
+  tbb::parallel_for(size_t(0), a_outer.size(), body);
+}
+
+int64_t count_true(const View& mask) {
+  if (mask.is_c_contiguous()) {
+    const uint8_t* m = static_cast<const uint8_t*>(mask.buffer->data()) + mask.offset;
+    int64_t n = 0;
+    for (int64_t i = 0, e = mask.size(); i < e; ++i) n += m[i] != 0;
+    return n;
+  }
+  const int nd = static_cast<int>(mask.ndim());
+  const std::vector<int64_t> mo = offsets(mask, range(0, nd));
+  const uint8_t* m = static_cast<const uint8_t*>(mask.buffer->data()) + mask.offset;
+  int64_t n = 0;
+  for (int64_t o : mo) n += m[o] != 0;
+  return n;
+}
+
+void mask_scatter(const View& a, const View& mask, const View& values) {
+  if (mask.shape != a.shape || mask.dtype != DType::Bool || values.dtype != a.dtype || values.ndim() != 1)
+    throw std::invalid_argument("mask_scatter: mask of the array's shape, 1-D values of its type");
+  if (a.is_c_contiguous() && mask.is_c_contiguous()) {
+    const int64_t is = itemsize(a.dtype);
+    char* dst = static_cast<char*>(a.buffer->data()) + a.offset * is;
+    const uint8_t* m = static_cast<const uint8_t*>(mask.buffer->data()) + mask.offset;
+    const char* src = static_cast<const char*>(values.buffer->data()) + values.offset * is;
+    const int64_t vstep = (values.strides.empty() ? 0 : values.strides[0]) * is;
+    for (int64_t i = 0, e = a.size(); i < e; ++i)
+      if (m[i]) {
+        copy_element(dst + i * is, src, static_cast<int>(is));
+        src += vstep;
+      }
+    return;
+  }
+  const int nd = static_cast<int>(a.ndim());
+  const std::vector<int64_t> ao = offsets(a, range(0, nd)), mo = offsets(mask, range(0, nd));
+  const int64_t is = itemsize(a.dtype);
+  char* dst = static_cast<char*>(a.buffer->data()) + a.offset * is;
+  const uint8_t* m = static_cast<const uint8_t*>(mask.buffer->data()) + mask.offset;
+  const char* src = static_cast<const char*>(values.buffer->data()) + values.offset * is;
+  const int64_t vstride = values.strides.empty() ? 0 : values.strides[0];
+  int64_t n = 0;
+  for (size_t k = 0; k < ao.size(); ++k)
+    if (m[mo[k]]) copy_element(dst + ao[k] * is, src + (n++) * vstride * is, static_cast<int>(is));
+}
+
+void mask_gather(const View& a, const View& mask, const View& out) {
+  if (mask.shape != a.shape || mask.dtype != DType::Bool || out.dtype != a.dtype || out.ndim() != 1)
+    throw std::invalid_argument("mask_gather: mask of the array's shape, 1-D output of its type");
+  const int64_t is = itemsize(a.dtype);
+  if (a.is_c_contiguous() && mask.is_c_contiguous() && (out.ndim() == 1 && (out.shape[0] <= 1 || out.strides[0] == 1))) {
+    const char* src = static_cast<const char*>(a.buffer->data()) + a.offset * is;
+    const uint8_t* m = static_cast<const uint8_t*>(mask.buffer->data()) + mask.offset;
+    char* dst = static_cast<char*>(out.buffer->data()) + out.offset * is;
+    int64_t n = 0;
+    for (int64_t i = 0, e = a.size(); i < e; ++i)
+      if (m[i]) copy_element(dst + (n++) * is, src + i * is, static_cast<int>(is));
+    if (n != out.shape[0]) throw std::logic_error("mask_gather: the output's length is not the mask's count");
+    return;
+  }
+  const int nd = static_cast<int>(a.ndim());
+  const std::vector<int64_t> ao = offsets(a, range(0, nd)), mo = offsets(mask, range(0, nd));
+  const char* src = static_cast<const char*>(a.buffer->data()) + a.offset * is;
+  const uint8_t* m = static_cast<const uint8_t*>(mask.buffer->data()) + mask.offset;
+  char* dst = static_cast<char*>(out.buffer->data()) + out.offset * is;
+  const int64_t ostride = out.strides.empty() ? 1 : out.strides[0];
+  int64_t n = 0;
+  for (size_t k = 0; k < ao.size(); ++k)
+    if (m[mo[k]]) copy_element(dst + (n++) * ostride * is, src + ao[k] * is, static_cast<int>(is));
+  if (n != out.shape[0]) throw std::logic_error("mask_gather: the output's length is not the mask's count");
+}
+
+namespace {
+template <typename T>
+void add_into(char* d, const char* s) {
+  T x, y;
+  std::memcpy(&x, d, sizeof x);
+  std::memcpy(&y, s, sizeof y);
+  if constexpr (std::is_same_v<T, bool>) x = x || y;
+  else x = static_cast<T>(x + y);
+  std::memcpy(d, &x, sizeof x);
+}
+
+using AddFn = void (*)(char*, const char*);
+AddFn adder(DType t) {
+  switch (t) {
+    case DType::Bool: return add_into<bool>;
+    case DType::Int8: return add_into<int8_t>;
+    case DType::Int16: return add_into<int16_t>;
+    case DType::Int32: return add_into<int32_t>;
+    case DType::Int64: return add_into<int64_t>;
+    case DType::UInt8: return add_into<uint8_t>;
+    case DType::UInt16: return add_into<uint16_t>;
+    case DType::UInt32: return add_into<uint32_t>;
+    case DType::UInt64: return add_into<uint64_t>;
+    case DType::Float32: return add_into<float>;
+    case DType::Float64: return add_into<double>;
+  }
+  return nullptr;
+}
+}  // namespace
+
+void put(const View& target, const View& indices, int axis, const View& values, bool accumulate) {
+  const int nd = static_cast<int>(target.ndim()), ni = static_cast<int>(indices.ndim());
+  if (indices.dtype != DType::Int64) throw std::invalid_argument("put: indices must be int64");
+  if (values.dtype != target.dtype || static_cast<int>(values.ndim()) != nd - 1 + ni)
+    throw std::invalid_argument("put: values of the wrong type or rank");
+  const int64_t size = target.shape[axis];
+  const std::vector<int64_t> ioff = offsets(indices, range(0, ni));
+  const int64_t* ip = static_cast<const int64_t*>(indices.buffer->data());
+  std::vector<int64_t> idx(ioff.size());
+  for (size_t k = 0; k < ioff.size(); ++k) {
+    int64_t i = ip[indices.offset + ioff[k]];
+    if (i < -size || i >= size)
+      throw IndexError("index " + std::to_string(i) + " is out of bounds for axis " + std::to_string(axis) +
+                       " with size " + std::to_string(size));
+    idx[k] = i < 0 ? i + size : i;
+  }
+  const std::vector<int64_t> t_outer = offsets(target, range(0, axis));
+  const std::vector<int64_t> t_inner = offsets(target, range(axis + 1, nd));
+  const std::vector<int64_t> v_outer = offsets(values, range(0, axis));
+  const std::vector<int64_t> v_mid = offsets(values, range(axis, axis + ni));
+  const std::vector<int64_t> v_inner = offsets(values, range(axis + ni, nd - 1 + ni));
+  const int64_t is = itemsize(target.dtype);
+  char* dst = static_cast<char*>(target.buffer->data()) + target.offset * is;
+  const char* src = static_cast<const char*>(values.buffer->data()) + values.offset * is;
+  const int64_t tstride = target.strides[axis];
+  const AddFn add = adder(target.dtype);
+  // Rows (outer points) in parallel; within a row the indices in order, so a
+  // repeated index keeps the last value (assignment) or every value (add.at).
+  tbb::parallel_for(size_t(0), t_outer.size(), [&](size_t o) {
+    for (size_t j = 0; j < idx.size(); ++j) {
+      char* d = dst + (t_outer[o] + idx[j] * tstride) * is;
+      const char* s = src + (v_outer[o] + v_mid[j]) * is;
+      for (size_t k = 0; k < t_inner.size(); ++k) {
+        if (accumulate) add(d + t_inner[k] * is, s + v_inner[k] * is);
+        else copy_element(d + t_inner[k] * is, s + v_inner[k] * is, static_cast<int>(is));
+      }
     }
   });
 }

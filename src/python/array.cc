@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "pipeline/pipeline.h"
+#include "extern/extern.h"
 #include "python/bindings.h"
 
 #include <structmember.h>  // after Python.h (via pybind11)
@@ -21,7 +22,7 @@ PyTypeObject* g_ndarray_type = nullptr;
 namespace {
 
 py::handle g_getattr_fallback;
-py::handle g_fancy_warn, g_ufunc_fallback, g_operator_fallback, g_array_ufunc, g_ndarray_new,
+py::handle g_fancy_get, g_fancy_set, g_fancy_warn, g_ufunc_fallback, g_operator_fallback, g_array_ufunc, g_ndarray_new,
     g_matmul, g_iter_rows, g_pow, g_rpow, g_item, g_tolist;
 // NumPy ufunc object -> (nin, numfuse op) for __array_ufunc__'s fast path.
 std::unordered_map<PyObject*, std::pair<int, int>> g_ufunc_ops;
@@ -286,6 +287,9 @@ bool parse_item(PyObject* o, IndexItems& out) {
       it.stop = as_index(s->stop);
       it.has_stop = true;
     }
+  } else if (is_numpy_integer(o)) {
+    it.kind = IndexItem::Kind::Int;  // (it has __array__ too, but indexes as an integer)
+    it.i = as_index(o);
   } else if (PyBool_Check(o) || PyList_Check(o) || PyTuple_Check(o) || is_ndarray(o) ||
              !PyIndex_Check(o) || PyObject_HasAttrString(o, "__array__")) {
     return false;
@@ -365,7 +369,163 @@ py::object numpy_key(PyObject* key) {
   return py::reinterpret_borrow<py::object>(key);
 }
 
+// An index array as an int64 or bool View: a numfuse array, a NumPy array
+// (its memory used in place for the call) or a list of Python ints. False:
+// anything else (python/numfuse/_indexing.py decides).
+bool index_view(PyObject* key, View* k) {
+  if (is_ndarray(py::handle(key))) {
+    *k = view_of(key);
+    return k->dtype == DType::Int64 || k->dtype == DType::Bool;
+  }
+  if (py::isinstance<py::array>(py::handle(key))) {
+    const std::optional<DType> t = to_dtype(py::handle(numpy_array_descr(key)));
+    if (!t || (*t != DType::Int64 && *t != DType::Bool)) return false;
+    *k = from_numpy(py::handle(key), true);  // (read during this call only)
+    return true;
+  }
+  if (PyList_CheckExact(key)) {
+    const Py_ssize_t n = PyList_GET_SIZE(key);
+    if (n == 0) return false;
+    View v = View::fresh(DType::Int64, Dims{static_cast<int64_t>(n)});
+    int64_t* p = static_cast<int64_t*>(v.buffer->data());
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      PyObject* o = PyList_GET_ITEM(key, i);
+      if (!PyLong_CheckExact(o)) return false;  // (bools, floats, nested lists: the general path)
+      int overflow = 0;
+      const long long x = PyLong_AsLongLongAndOverflow(o, &overflow);
+      if (overflow || (x == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return false;
+      }
+      p[i] = x;
+    }
+    *k = std::move(v);
+    return true;
+  }
+  return false;
+}
+
+// a[idx] / a[:, ..., idx] (full slices before one int64 index array) and
+// a[mask] (a boolean array of a's shape): the gather, at the call, without
+// Python. False: not such a key.
+bool fast_fancy_get(PyObject* self, PyObject* key, PyObject** result) {
+  const View& a = view_of(self);
+  if (a.ndim() == 0) return false;
+  int axis = 0;
+  PyObject* item = key;
+  if (PyTuple_CheckExact(key)) {
+    const Py_ssize_t n = PyTuple_GET_SIZE(key);
+    if (n == 0 || n > static_cast<Py_ssize_t>(a.ndim())) return false;
+    for (Py_ssize_t i = 0; i + 1 < n; ++i) {
+      PyObject* s = PyTuple_GET_ITEM(key, i);
+      if (!PySlice_Check(s)) return false;
+      auto* sl = reinterpret_cast<PySliceObject*>(s);
+      if (sl->start != Py_None || sl->stop != Py_None || sl->step != Py_None) return false;
+    }
+    axis = static_cast<int>(n - 1);
+    item = PyTuple_GET_ITEM(key, n - 1);
+  }
+  View k;
+  // (A 0-d integer array indexes as an integer: the Python path.)
+  if (!index_view(item, &k) || k.ndim() == 0) return false;
+  const bool mask = k.dtype == DType::Bool && axis == 0 && k.shape == a.shape;
+  if (k.dtype != DType::Int64 && !mask) return false;
+  if (k.buffer->pending_write() || a.buffer->pending_write()) flush_all("advanced indexing");
+  View out;
+  if (mask) {
+    out = View::fresh(a.dtype, Dims{ext::count_true(k)});
+    ext::mask_gather(a, k, out);
+  } else {
+    Dims shape;
+    for (int d = 0; d < axis; ++d) shape.push_back(a.shape[d]);
+    for (int64_t n : k.shape) shape.push_back(n);
+    for (size_t d = axis + 1; d < a.ndim(); ++d) shape.push_back(a.shape[d]);
+    out = View::fresh(a.dtype, shape);
+    ext::take(a, k, axis, out);
+  }
+  *result = wrap(std::move(out)).release().ptr();
+  return true;
+}
+
+// a[idx] = v, a[:, ..., idx] = v and a[mask] = v (the keys of
+// fast_fancy_get) for a Python or NumPy scalar v, or an array v of a's type
+// and the gathered shape (a mask: of the mask's count): the scatter, at the
+// call. False: anything else.
+bool fast_fancy_set(PyObject* self, PyObject* key, PyObject* value) {
+  const View& a = view_of(self);
+  if (a.ndim() == 0) return false;
+  int axis = 0;
+  PyObject* item = key;
+  if (PyTuple_CheckExact(key)) {
+    const Py_ssize_t n = PyTuple_GET_SIZE(key);
+    if (n == 0 || n > static_cast<Py_ssize_t>(a.ndim())) return false;
+    for (Py_ssize_t i = 0; i + 1 < n; ++i) {
+      PyObject* s = PyTuple_GET_ITEM(key, i);
+      if (!PySlice_Check(s)) return false;
+      auto* sl = reinterpret_cast<PySliceObject*>(s);
+      if (sl->start != Py_None || sl->stop != Py_None || sl->step != Py_None) return false;
+    }
+    axis = static_cast<int>(n - 1);
+    item = PyTuple_GET_ITEM(key, n - 1);
+  }
+  View k;
+  // (A 0-d integer array indexes as an integer: the Python path.)
+  if (!index_view(item, &k) || k.ndim() == 0) return false;
+  const bool mask = k.dtype == DType::Bool && axis == 0 && k.shape == a.shape;
+  if (k.dtype != DType::Int64 && !mask) return false;
+  // The value: a scalar (stored once, read through stride 0) or an array.
+  View v;
+  const bool scalar = !is_ndarray(py::handle(value)) && !PyList_Check(value) && !PyTuple_Check(value) &&
+                      !py::isinstance<py::array>(py::handle(value));
+  if (scalar) {
+    Operand src;
+    if (!to_operand(value, src) || src.kind == Operand::Kind::Array) return false;
+    v = View::fresh(a.dtype, Dims{});
+    element_value(src, a.dtype).store(v.buffer->data());
+  } else if (is_ndarray(py::handle(value))) {
+    v = view_of(value);
+    if (v.dtype != a.dtype || v.buffer == a.buffer) return false;  // (casts, overlap: the general path)
+  } else {
+    return false;
+  }
+  if (k.buffer->pending_write() || v.buffer->pending_write() || a.buffer->pending()) flush_all("advanced assignment");
+  if (mask) {
+    const int64_t count = ext::count_true(k);
+    View vals = v;
+    if (scalar || (v.ndim() == 0)) {
+      vals.shape = Dims{count};
+      vals.strides = Dims{0};
+    } else if (!(v.ndim() == 1 && (v.shape[0] == count || v.shape[0] == 1))) {
+      return false;  // (NumPy's error, from the general path)
+    } else if (v.shape[0] == 1) {
+      vals.shape = Dims{count};
+      vals.strides = Dims{0};
+    }
+    ext::mask_scatter(a, k, vals);
+    return true;
+  }
+  Dims shape;
+  for (int d = 0; d < axis; ++d) shape.push_back(a.shape[d]);
+  for (int64_t n : k.shape) shape.push_back(n);
+  for (size_t d = axis + 1; d < a.ndim(); ++d) shape.push_back(a.shape[d]);
+  View vals = v;
+  if (scalar || v.ndim() == 0) {
+    vals.shape = shape;
+    vals.strides = Dims(shape.size(), 0);
+  } else if (v.shape != shape) {
+    return false;  // (broadcasting: the general path)
+  }
+  ext::put(a, k, axis, vals, false);
+  return true;
+}
+
 PyObject* fancy_getitem(PyObject* self, PyObject* key) {
+  if (PyObject* r = nullptr; fast_fancy_get(self, key, &r)) return r;
+  // numfuse's gather (python/numfuse/_indexing.py) takes the common keys.
+  if (g_fancy_get) {
+    py::object r = g_fancy_get(py::handle(self), py::handle(key));
+    if (!r.is(py::handle(Py_NotImplemented))) return r.release().ptr();
+  }
   g_fancy_warn();
   py::object k = numpy_key(key);
   const View& v = view_of(self);
@@ -385,6 +545,12 @@ PyObject* fancy_getitem(PyObject* self, PyObject* key) {
 }
 
 void fancy_setitem(PyObject* self, PyObject* key, PyObject* value) {
+  if (fast_fancy_set(self, key, value)) return;
+  // numfuse's scatter (python/numfuse/_indexing.py) takes the common keys.
+  if (g_fancy_set) {
+    py::object r = g_fancy_set(py::handle(self), py::handle(key), py::handle(value));
+    if (!r.is(py::handle(Py_NotImplemented))) return;
+  }
   g_fancy_warn();
   py::object k = numpy_key(key);
   py::object val = is_ndarray(py::handle(value)) ? py::object(to_numpy(view_of(value), false))
@@ -807,6 +973,10 @@ PyTypeObject* make_ndarray_type(py::module_& m) {
   m.def("_set_pow", [](py::object pow, py::object rpow) {
     g_pow = pow.release();
     g_rpow = rpow.release();
+  });
+  m.def("_set_fancy_hooks", [](py::object get, py::object set) {
+    g_fancy_get = get.release();
+    g_fancy_set = set.release();
   });
   m.def("_set_index_hooks", [](py::object fancy_warn, py::object ufunc_fallback, py::object op_fallback) {
     g_fancy_warn = fancy_warn.release();

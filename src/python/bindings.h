@@ -196,6 +196,8 @@ void init_numpy_api();
 // A NumPy array's dtype object (borrowed) and whether its data is in native
 // byte order (`arr` must be a numpy.ndarray).
 PyObject* numpy_array_descr(PyObject* arr);
+// A NumPy integer scalar (numpy.int64(3), ...): an index like a Python int.
+bool is_numpy_integer(PyObject* o);
 bool numpy_array_native(PyObject* arr);
 int64_t numpy_array_nbytes(PyObject* arr);
 // Whether the memory behind a NumPy array is NumPy's: its base chain ends in

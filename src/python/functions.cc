@@ -380,6 +380,18 @@ void bind_functions(py::module_& m) {
     }
     return wrap(std::move(out));
   });
+  m.def("put", [computed](py::handle target, py::handle indices, int axis, py::handle values, bool accumulate) {
+    const View& t = as_ndarray(target).v;
+    const View& ix = as_ndarray(indices).v;
+    const View& v = as_ndarray(values).v;
+    if (t.readonly) throw ValueError("assignment destination is read-only");
+    computed(ix, "scatter");
+    computed(v, "scatter");
+    // Pending operations reading or writing the target run first.
+    if (t.buffer->pending()) flush_all("scatter");
+    NoGil nogil;
+    ext::put(t, ix, axis, v, accumulate);
+  });
   m.def("nonzero", [computed](py::handle x) {
     const View& v = as_ndarray(x).v;
     computed(v, "nonzero");

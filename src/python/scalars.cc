@@ -17,6 +17,8 @@ void init_numpy_api() {
   if (_import_array() < 0) throw py::error_already_set();
 }
 
+bool is_numpy_integer(PyObject* o) { return PyArray_IsScalar(o, Integer); }
+
 PyObject* numpy_array_descr(PyObject* arr) {
   return reinterpret_cast<PyObject*>(PyArray_DESCR(reinterpret_cast<PyArrayObject*>(arr)));
 }
