@@ -35,7 +35,7 @@ $(VPY):
 	$(PYTHON) -m venv $(VENV)
 
 python-deps: $(VPY)
-	@$(VPY) -c "import numpy, pybind11, scikit_build_core, pytest, hypothesis, scipy, numba, pandas, auditwheel, IPython, nbclient, ipykernel, nbformat" 2>/dev/null || \
+	@$(VPY) -c "import numpy, pybind11, scikit_build_core, pytest, hypothesis, scipy, numba, pandas, auditwheel, IPython, nbclient, ipykernel, nbformat, matplotlib, sklearn" 2>/dev/null || \
 	  $(VPY) -m pip install -q --upgrade pip -r requirements-dev.txt
 
 # Builds the extension (incrementally, in $(BUILD)) together with the C++ tests

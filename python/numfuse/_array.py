@@ -92,7 +92,9 @@ def _install(ns):
         return self.copy()
 
     def __reduce__(self):
-        return (_from_numpy_copy, (self._to_numpy(False).copy(),))
+        # NumPy pickles a Fortran-contiguous array in Fortran order, anything else in C order.
+        f = self.flags.f_contiguous and not self.flags.c_contiguous
+        return (_from_numpy_copy, (self._to_numpy(False).copy(order="F" if f else "C"),))
 
     # -- operators that need Python-level dispatch --------------------------------
     # a ** b is the C slot nb_power (src/python/array.cc): float arrays to a
