@@ -24,7 +24,7 @@ from ._hooks import NumfuseWarning
 from ._fallback import FallbackWarning
 from ._errstate import errstate, seterr, geterr, seterrcall, geterrcall  # noqa: F401
 
-__version__ = "0.1.0"
+from ._version import __version__  # noqa: E402,F401
 
 ndarray = _core.ndarray
 
@@ -54,15 +54,20 @@ from ._creation import (  # noqa: E402,F401
 )
 from ._reductions import (  # noqa: E402,F401
     sum, prod, max, min, amax, amin, any, all, argmax, argmin, mean, var, std, count_nonzero, ptp, nansum,
-    nanprod, nanmean, cumsum, cumprod,
+    nanprod, nanmean, cumsum, cumprod, trace,
 )
 from ._manip import (  # noqa: E402,F401
     reshape, ravel, transpose, permute_dims, swapaxes, moveaxis, expand_dims, squeeze, broadcast_to,
     broadcast_arrays, atleast_1d, atleast_2d, atleast_3d, where, concatenate, stack, vstack, hstack, dstack,
-    column_stack, row_stack, flip, fliplr, flipud, split, array_split, diagonal, trace, diff, shape, ndim, size,
+    column_stack, row_stack, flip, fliplr, flipud, split, array_split, diagonal, diff, shape, ndim, size,
 )
 from . import linalg, random, testing, fft, lib  # noqa: E402,F401
 from .linalg import matmul, dot, vdot, inner, outer, tensordot  # noqa: E402,F401
+from . import _array, _creation as _cr0, _reductions as _red0, _ufuncs as _uf0  # noqa: E402
+
+# The ufuncs' methods call into modules above _ufuncs (imports go downward only).
+_uf0.wire(reduce_op=_red0.reduce_op, asarray=_cr0.asarray, check_int_power=_array._check_int_power,
+          matmul=linalg.matmul)
 
 # The functions loops call most enter C directly (src/python/calls.cc); any
 # call form those entry points do not take goes on to the Python

@@ -291,7 +291,7 @@ def show_config(mode="stdout"):
 
     import numpy as np
 
-    from . import __version__
+    from ._version import __version__
 
     if mode not in ("stdout", "dicts"):
         raise AttributeError(f"Invalid `mode`, use one of: stdout, dicts (got {mode!r})")

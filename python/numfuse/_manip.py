@@ -258,8 +258,6 @@ def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
 
 
 def vstack(tup, *, dtype=None, casting="same_kind"):
-    from ._manip import atleast_2d
-
     arrs = [atleast_2d(a) for a in tup]
     return concatenate(arrs, axis=0, dtype=dtype, casting=casting)
 
@@ -352,15 +350,6 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
     if type(a) is not ndarray:
         return _numpy(np.diagonal, a, offset, axis1, axis2)
     return a._diagonal(operator.index(offset), operator.index(axis1), operator.index(axis2))
-
-
-def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
-    from ._reductions import sum as _sum
-
-    a = asarray(a)
-    if type(a) is not ndarray:
-        return _numpy(np.trace, a, offset, axis1, axis2, dtype, out)
-    return _sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype, out=out)
 
 
 def diff(a, n=1, axis=-1, prepend=np._NoValue, append=np._NoValue):

@@ -8,6 +8,7 @@ import numpy as np
 
 from . import _core, _fallback
 from ._creation import asarray
+from ._manip import diagonal, where as _where
 from ._ufuncs import UFUNCS
 
 ndarray = _core.ndarray
@@ -229,9 +230,15 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
 
 
 def _where_nan(a, value):
-    from ._manip import where
+    return _where(UFUNCS["isnan"](a), value, a)
 
-    return where(UFUNCS["isnan"](a), value, a)
+
+def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+    a = asarray(a)
+    if type(a) is not ndarray:
+        return _fallback.call_numpy(np.trace, (a, offset, axis1, axis2, dtype, out), {},
+                                    f"numpy.trace ({a.dtype})", warn=False)
+    return sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype, out=out)
 
 
 import builtins as _builtins  # noqa: E402

@@ -75,7 +75,7 @@ class _UfuncMethods:
             if initial is not np._NoValue:
                 kw["initial"] = initial
             return _fallback.call_numpy(self._np.reduce, (array,), kw, f"{self.__name__}.reduce")
-        return _reductions.reduce_op(op, array, axis, dtype, out, keepdims, initial)
+        return _impl["reduce_op"](op, array, axis, dtype, out, keepdims, initial)
 
     def accumulate(self, array, axis=0, dtype=None, out=None):
         return _fallback.call_numpy(self._np.accumulate, (array,), dict(axis=axis, dtype=dtype, out=out),
@@ -84,7 +84,7 @@ class _UfuncMethods:
     def outer(self, A, B, **kwargs):
         if self.nin != 2 or kwargs:
             return _fallback.call_numpy(self._np.outer, (A, B), kwargs, f"{self.__name__}.outer")
-        a, b = _creation.asarray(A), _creation.asarray(B)
+        a, b = _impl["asarray"](A), _impl["asarray"](B)
         a2 = a.reshape(a.shape + (1,) * b.ndim)
         return self(a2, b)
 
@@ -152,7 +152,7 @@ def ufunc_call(uf, args, out, dtype, kwargs):
         # Scalars only: NumPy's scalar arithmetic (what NumPy returns, at its speed).
         return uf._np(*args, **kwargs) if dtype is None else uf._np(*args, dtype=dtype, **kwargs)
     if uf._op == _POWER and len(args) == 2:
-        _array._check_int_power(args[0], args[1])
+        _impl["check_int_power"](args[0], args[1])
     if isinstance(out, tuple):
         if len(out) != 1:
             return _np_fallback(uf, args, out, dtype, kwargs)
@@ -188,7 +188,7 @@ def _call_with_dtype(uf, args, out, dt, kwargs):
     raises if the inputs cannot be cast to it with same_kind casting)."""
     if uf._np is None or not _core.supported_dtype(dt):
         return _np_fallback(uf, args, out, dt, kwargs)
-    asarray = _creation.asarray
+    asarray = _impl["asarray"]
     loop = uf._np.resolve_dtypes(tuple(_descriptor(a) for a in args) + (None,),
                                  signature=(None,) * uf.nin + (dt,))
     if not all(_core.supported_dtype(t) for t in loop):
@@ -276,7 +276,7 @@ def array_ufunc(self, np_ufunc, method, inputs, kwargs):
     if name == "divmod" and method == "__call__" and not kwargs:
         return divmod_(*inputs)
     if name == "matmul" and method == "__call__":
-        return linalg.matmul(*inputs, **kwargs)
+        return _impl["matmul"](*inputs, **kwargs)
     if method == "__call__":
         return _fallback.call_numpy(np_ufunc, inputs, kwargs, name)
     return _fallback.call_numpy(getattr(np_ufunc, method), inputs, kwargs, f"{name}.{method}")
@@ -290,6 +290,11 @@ def divmod_(x1, x2, out=(None, None)):
 
 _core._set_array_ufunc_hook(array_ufunc)
 
-# The modules this one calls into import it first (they use UFUNCS): bound
-# here, once it is complete, instead of at every call.
-from . import _array, _creation, _reductions, linalg  # noqa: E402
+# What the ufunc methods call that lives in modules above this one (they
+# import it: UFUNCS): given by the package once they are loaded (wire), so
+# imports only go downward.
+_impl = {}
+
+
+def wire(*, reduce_op, asarray, check_int_power, matmul):
+    _impl.update(reduce_op=reduce_op, asarray=asarray, check_int_power=check_int_power, matmul=matmul)
