@@ -79,3 +79,26 @@ def test_the_check_sees_an_upward_import(tmp_path):
     p = tmp_path / "m.py"
     p.write_text("def f():\n    from ._sorting import sort\n")
     assert imports(str(p), 0) == {"_sorting"}
+
+
+# One owner per rule: matmul's 1-D rules live in C++ (record_matmul_any),
+# for the plain call and for dtype=/out= alike.
+@pytest.mark.parametrize("shapes", [((2, 3), (3,)), ((3,), (3, 4)), ((3,), (3,)), ((5, 2, 3), (3,)), ((3,), (5, 3, 2))])
+@pytest.mark.parametrize("dtype", [None, "float32", "float64"])
+def test_matmul_one_d_rules_with_dtype(shapes, dtype):
+    import numpy as onp
+
+    import numfuse as nf
+
+    x = onp.arange(int(onp.prod(shapes[0])), dtype=float).reshape(shapes[0])
+    y = onp.arange(int(onp.prod(shapes[1])), dtype=float).reshape(shapes[1]) - 2
+    g = nf.matmul(nf.asarray(x), nf.asarray(y), dtype=dtype)
+    w = onp.matmul(x, y, dtype=dtype)
+    assert onp.asarray(g).dtype == w.dtype and onp.shape(g) == onp.shape(w)
+    onp.testing.assert_allclose(onp.asarray(g), w)
+    if onp.ndim(w):
+        o = nf.empty(w.shape, dtype=w.dtype)
+        assert nf.matmul(nf.asarray(x), nf.asarray(y), out=o, dtype=dtype) is o
+        onp.testing.assert_allclose(onp.asarray(o), w)
+    with pytest.raises(ValueError, match="does not have enough dimensions"):
+        nf.matmul(nf.asarray(x), nf.asarray(onp.float64(2.0)), dtype=dtype)

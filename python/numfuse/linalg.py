@@ -32,38 +32,14 @@ def matmul(x1, x2, /, out=None, *, casting="same_kind", order="K", dtype=None, s
         kw = {k: v for k, v in dict(out=out, casting=casting, dtype=dtype, axes=axes, axis=axis).items()
               if v is not None and not (k == "casting" and v == "same_kind")}
         return _fallback.call_numpy(np.matmul, (a, b), kw, "numpy.matmul")
-    if a.ndim == 0 or b.ndim == 0:
-        which = 0 if a.ndim == 0 else 1
-        raise ValueError(f"matmul: Input operand {which} does not have enough dimensions (has 0, gufunc core "
-                         "with signature (n?,k),(k,m?)->(n?,m?) requires 1)")
+    # The 1-D rules, the 0-d error and broadcasting: record_matmul_any (C++), their one owner.
     dt = np.dtype(dtype) if dtype is not None else _result_dtype(a, b)
     if not _core.supported_dtype(dt):
         return _fallback.call_numpy(np.matmul, (a, b), dict(out=out, dtype=dtype), "numpy.matmul")
-    a2 = a[None, :] if a.ndim == 1 else a
-    b2 = b[:, None] if b.ndim == 1 else b
-    squeeze = []
-    if a.ndim == 1:
-        squeeze.append(-2)
-    if b.ndim == 1:
-        squeeze.append(-1)
-    out2 = out
-    if out is not None and squeeze:
-        out2 = out._reshape(_full_shape(a, b), False)  # a view: only adds size-1 axes
-    r = _core.matmul(a2, b2, dt, out2)
+    r = _core.matmul_any(a, b, out, False, dt)
     if r is NotImplemented:
         return _fallback.call_numpy(np.matmul, (a, b), dict(out=out, dtype=dtype), "numpy.matmul")
-    if out is not None:
-        return out
-    if squeeze:
-        r = r._squeeze(tuple(r.ndim + s for s in squeeze))
     return r
-
-
-def _full_shape(a, b):
-    a2 = a.shape if a.ndim > 1 else (1,) + a.shape
-    b2 = b.shape if b.ndim > 1 else b.shape + (1,)
-    batch = np.broadcast_shapes(a2[:-2], b2[:-2])
-    return batch + (a2[-2], b2[-1])
 
 
 def _np_shape(shape):

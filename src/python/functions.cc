@@ -140,11 +140,18 @@ void bind_functions(py::module_& m) {
   });
   m.def(
       "matmul_any",
-      [](py::handle x, py::handle y, py::handle out, bool numpy_dot) -> py::object {
+      [](py::handle x, py::handle y, py::handle out, bool numpy_dot, py::handle dtype) -> py::object {
         if (!is_ndarray(x) || !is_ndarray(y) || (!out.is_none() && !is_ndarray(out))) return not_implemented();
-        return matmul_arrays(as_ndarray(x).v, as_ndarray(y).v, out, numpy_dot);
+        if (dtype.is_none()) return matmul_arrays(as_ndarray(x).v, as_ndarray(y).v, out, numpy_dot);
+        // dtype= (numpy.matmul's keyword): the same 1-D rules (record_matmul_any), computed in it.
+        std::optional<DType> t = to_dtype(dtype);
+        if (!t) return not_implemented();
+        before_record();
+        RecordGuard guard;
+        View r = record_matmul_any(as_ndarray(x).v, as_ndarray(y).v, out_view(out), *t);
+        return out.is_none() ? scalar_result(std::move(r)) : py::reinterpret_borrow<py::object>(out);
       },
-      py::arg("x"), py::arg("y"), py::arg("out"), py::arg("numpy_dot") = false);
+      py::arg("x"), py::arg("y"), py::arg("out"), py::arg("numpy_dot") = false, py::arg("dtype") = py::none());
   m.def("matmul", [](py::handle x, py::handle y, py::handle dtype, py::handle out) -> py::object {
     std::optional<DType> t = to_dtype(dtype);
     if (!t || !is_ndarray(x) || !is_ndarray(y)) return not_implemented();

@@ -473,7 +473,7 @@ View record_matmul(const View& a, const View& b, DType dtype, const View* out) {
   return c;
 }
 
-View record_matmul_any(const View& a, const View& b, const View* out) {
+View record_matmul_any(const View& a, const View& b, const View* out, std::optional<DType> dtype) {
   if (a.ndim() == 0 || b.ndim() == 0)
     throw ValueError(std::string("matmul: Input operand ") + (a.ndim() == 0 ? "0" : "1") +
                      " does not have enough dimensions (has 0, gufunc core with signature (n?,k),(k,m?)->(n?,m?) "
@@ -486,7 +486,7 @@ View record_matmul_any(const View& a, const View& b, const View* out) {
   };
   const View a2 = a.ndim() == 1 ? unit_axis(a, 0) : a;          // (K,) -> (1, K)
   const View b2 = b.ndim() == 1 ? unit_axis(b, 1) : b;          // (K,) -> (K, 1)
-  const DType t = promote(a.dtype, b.dtype);
+  const DType t = dtype ? *dtype : promote(a.dtype, b.dtype);
   View out2;
   const View* o = nullptr;
   if (out) {

@@ -353,7 +353,7 @@ View record_reduce(ReduceSpec spec);
 View record_matmul(const View& a, const View& b, DType dtype, const View* out);
 // numpy.matmul with NumPy's handling of 1-D operands (promoted to a row /
 // column, then removed from the result) and result type.
-View record_matmul_any(const View& a, const View& b, const View* out);
+View record_matmul_any(const View& a, const View& b, const View* out, std::optional<DType> dtype = std::nullopt);
 
 // numpy.einsum with labels already parsed (the Python layer handles the
 // subscript string, ellipses and broadcasting): operand k's axis a carries
