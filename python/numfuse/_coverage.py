@@ -12,6 +12,9 @@ Categories:
   run by tier 0 at the call).
 - **native, some arguments run NumPy**: numfuse's implementation, which hands
   some argument combinations to NumPy (its source calls the fallback).
+- **NumPy's kernel on numfuse memory**: numfuse runs NumPy's own kernel (its
+  SIMD sort, isin's table) as a library routine on its arrays' memory, the
+  result a numfuse array; no fallback, no copies.
 - **NumPy's object**: the same object as NumPy's (types, dtype helpers,
   printing options, error state...): nothing to compute, or it works on
   numfuse arrays as it is.
@@ -29,10 +32,11 @@ import numpy as np
 
 NATIVE = "native"
 PARTIAL = "native, some arguments run NumPy"
+KERNEL = "NumPy's kernel on numfuse memory"
 SHARED = "NumPy's object"
 FALLBACK = "runs NumPy (fallback)"
 MISSING = "missing"
-ORDER = (NATIVE, PARTIAL, SHARED, FALLBACK, MISSING)
+ORDER = (NATIVE, PARTIAL, KERNEL, SHARED, FALLBACK, MISSING)
 
 
 def numpy_callables():
@@ -78,6 +82,8 @@ def classify_function(name):
         return SHARED
     if _is_fallback_wrapper(obj, np_obj):
         return FALLBACK
+    if getattr(obj, "_numpy_kernel", False):
+        return KERNEL
     return PARTIAL if _falls_back_inside(obj) else NATIVE
 
 
@@ -127,6 +133,9 @@ def render():
         "- **native**: numfuse's own implementation, recorded, fused and compiled (or run at the call by tier 0).",
         "- **native, some arguments run NumPy**: numfuse's implementation; some argument combinations "
         "(dtypes numfuse does not compute in, rare keywords) are handed to NumPy.",
+        "- **NumPy's kernel on numfuse memory**: NumPy's own kernel (its SIMD sort and partition, isin's table, "
+        "interp's loop) run as a library routine on the arrays' memory, the result a numfuse array; no fallback "
+        "warning, no copies.",
         "- **NumPy's object**: the very object NumPy exports (types, dtype helpers, printing options); "
         "nothing to compute.",
         "- **runs NumPy (fallback)**: numfuse computes what is pending, runs NumPy on views of the arrays' "

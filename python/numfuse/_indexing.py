@@ -139,6 +139,12 @@ def _plan(a, key):
         flat = flatnonzero(mask)
         return tuple(basic), axis, mask.ndim, flat, flat.shape
     ints = [i for i in arrays]
+    if len(ints) == 1 and start[ints[0]] == axis:
+        # One integer array whose axis keeps its number in the view: the
+        # gather/scatter wraps negative indices and reports NumPy's
+        # out-of-bounds error itself.
+        arr = kinds[ints[0]][1]
+        return tuple(basic), axis, 1, arr.astype(np.int64) if arr.dtype != np.int64 else arr, arr.shape
     shapes = [kinds[i][1].shape for i in ints]
     try:
         bshape = np.broadcast_shapes(*shapes)

@@ -1,13 +1,22 @@
 """Sorting, searching and what is built on them: sort, argsort, partition,
-searchsorted, nonzero, take, unique, median, percentile, quantile.
+searchsorted, nonzero, take, unique, median, percentile, quantile, the set
+operations, lexsort, digitize, interp.
 
-The sorts, searches and gathers are numfuse's own parallel routines
-(src/extern/sort.cc, gather.cc), computed at the call on the inputs'
-computed memory (a sort needs every element of a row, so it is a sync point
-for its input); what is built on them (unique's masks, median's and
-quantile's interpolation) is recorded and fused like any other operation.
-Order is NumPy's: ascending, NaNs last. argsort is stable whatever `kind`
-says (NumPy's default kind leaves the order of equal elements unspecified).
+Two kinds of routine do the work, as BLAS does for matmul (Fern: black boxes
+at a sync point, their results feeding fused kernels):
+
+- numfuse's own (src/extern/sort.cc, gather.cc): stable argsort (parallel
+  chunks merged), searchsorted, nonzero, take and the scatters;
+- NumPy's own kernels, run on numfuse's memory without copies where they
+  are the fastest there is (its SIMD sort and partition; isin's table;
+  interp's loop): a value sort copies the input into the result's buffer and
+  sorts it there in place, rows split over the configured threads (NumPy's
+  sorts release the GIL). Results are NumPy's, bit for bit.
+
+Order is NumPy's: ascending, NaNs last. Each is computed at the call on the
+inputs' computed memory (a sort needs every element of a row: it is a sync
+point for its input); what is built on them (unique's masks, quantile's
+interpolation) is recorded and fused like any other operation.
 """
 
 import operator
@@ -18,6 +27,14 @@ from . import _core, _fallback
 from ._core import ndarray
 from ._creation import asarray
 from ._manip import concatenate, moveaxis, where
+
+def _numpy_kernel(fn):
+    """Marks a function whose work is NumPy's own kernel run on numfuse's
+    memory (a library routine, like BLAS for matmul): docs/coverage.md lists
+    it as such."""
+    fn._numpy_kernel = True
+    return fn
+
 
 _KINDS = {None, "quicksort", "quick", "mergesort", "merge", "heapsort", "heap", "stable"}
 
@@ -37,6 +54,56 @@ def _axis(axis, nd):
     return ax % nd
 
 
+def _threads():
+    return _core.get_num_threads()
+
+
+def _in_rows(o, axis, fn):
+    """fn(part) over parts of the NumPy view `o` split along a dimension other
+    than `axis`, on the configured threads (NumPy's sorts release the GIL)."""
+    n = _threads()
+    other = [d for d in range(o.ndim) if d != axis]
+    if n <= 1 or not other or o.size < (1 << 16):
+        fn(o)
+        return
+    d = max(other, key=lambda k: o.shape[k])
+    m = o.shape[d]
+    if m < 2:
+        fn(o)
+        return
+    cuts = [m * i // n for i in range(n + 1)]
+    parts = [o[(slice(None),) * d + (slice(cuts[i], cuts[i + 1]),)] for i in range(n) if cuts[i] < cuts[i + 1]]
+    import threading
+    errors = []
+
+    def run(part):
+        try:
+            fn(part)
+        except BaseException as e:  # (re-raised below)
+            errors.append(e)
+
+    ts = [threading.Thread(target=run, args=(p,)) for p in parts[1:]]
+    for t in ts:
+        t.start()
+    run(parts[0])
+    for t in ts:
+        t.join()
+    if errors:
+        raise errors[0]
+
+
+def _sorted_copy(a, axis, kind=None):
+    """a sorted along axis into a new C-ordered array: NumPy's sort, in place
+    in the result's memory."""
+    from ._creation import empty
+    out = empty(a.shape, dtype=a.dtype)
+    o = out._to_numpy(True)
+    np.copyto(o, a._to_numpy(False))
+    _in_rows(o, axis, lambda part: part.sort(axis=axis, kind=kind))
+    return out
+
+
+@_numpy_kernel
 def sort(a, axis=-1, kind=None, order=None, *, stable=None):
     a = asarray(a)
     if type(a) is not ndarray or order is not None:
@@ -45,27 +112,79 @@ def sort(a, axis=-1, kind=None, order=None, *, stable=None):
     st = _kind_is_stable(kind, stable)
     if axis is None:
         a, axis = a.ravel(), 0
-    return _core.sort(a, _axis(axis, a.ndim), st)
+    return _sorted_copy(a, _axis(axis, a.ndim), "stable" if st else kind)
 
 
 def sort_inplace(a, axis=-1, kind=None, order=None, stable=None):
-    """ndarray.sort."""
+    """ndarray.sort: NumPy's sort on the array's own memory (what is pending on
+    it runs first, so pending readers see it unsorted)."""
     if order is not None:
         a._to_numpy(True).sort(axis=axis, kind=kind, order=order)
         return
     st = _kind_is_stable(kind, stable)
-    _core.sort_inplace(a, _axis(axis, a.ndim), st)
+    ax = _axis(axis, a.ndim)
+    if a.flags.writeable is False:
+        raise ValueError("assignment destination is read-only")
+    o = a._to_numpy(True)
+    _in_rows(o, ax, lambda part: part.sort(axis=ax, kind="stable" if st else kind))
 
 
+@_numpy_kernel
 def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
+    """numpy.argsort: stable kinds run numfuse's parallel stable argsort; the
+    default kind NumPy's SIMD argsort (rows over the threads), so ties come
+    out as NumPy orders them."""
     a = asarray(a)
     if type(a) is not ndarray or order is not None:
         return _fallback.call_numpy(np.argsort, (a,), dict(axis=axis, kind=kind, order=order, stable=stable),
                                     "numpy.argsort (order= or a dtype numfuse does not hold)")
-    _kind_is_stable(kind, stable)
+    st = _kind_is_stable(kind, stable)
     if axis is None:
         a, axis = a.ravel(), 0
-    return _core.argsort(a, _axis(axis, a.ndim))
+    ax = _axis(axis, a.ndim)
+    if st:
+        return _core.argsort(a, ax)
+    from ._creation import empty
+    out = empty(a.shape, dtype=np.int64)
+    o, src = out._to_numpy(True), a._to_numpy(False)
+    if o.ndim == 0:
+        o[()] = 0
+        return out
+    other = [d for d in range(o.ndim) if d != ax]
+    d = max(other, key=lambda k: o.shape[k]) if other else None
+
+    def part(sl):
+        o[sl] = np.argsort(src[sl], axis=ax, kind=kind)
+
+    n = _threads()
+    if d is None or n <= 1 or o.size < (1 << 16) or o.shape[d] < 2:
+        part(Ellipsis)
+    else:
+        m = o.shape[d]
+        cuts = [m * i // n for i in range(n + 1)]
+        slices = [(slice(None),) * d + (slice(cuts[i], cuts[i + 1]),) for i in range(n) if cuts[i] < cuts[i + 1]]
+        _in_rows_slices(part, slices)
+    return out
+
+
+def _in_rows_slices(fn, slices):
+    import threading
+    errors = []
+
+    def run(sl):
+        try:
+            fn(sl)
+        except BaseException as e:
+            errors.append(e)
+
+    ts = [threading.Thread(target=run, args=(sl,)) for sl in slices[1:]]
+    for t in ts:
+        t.start()
+    run(slices[0])
+    for t in ts:
+        t.join()
+    if errors:
+        raise errors[0]
 
 
 def _kth(kth, n):
@@ -77,10 +196,9 @@ def _kth(kth, n):
             raise ValueError(f"kth(={int(k)}) out of bounds ({n})")
 
 
+@_numpy_kernel
 def partition(a, kth, axis=-1, kind="introselect", order=None):
-    """numpy.partition: a fully sorted result is one of the arrangements NumPy's
-    specification allows (the kth element in its sorted place, smaller ones
-    before, larger ones after)."""
+    """numpy.partition: NumPy's introselect on the result's memory."""
     a = asarray(a)
     if type(a) is not ndarray or order is not None or kind != "introselect":
         return _fallback.call_numpy(np.partition, (a, kth), dict(axis=axis, kind=kind, order=order),
@@ -89,11 +207,17 @@ def partition(a, kth, axis=-1, kind="introselect", order=None):
         a, axis = a.ravel(), 0
     ax = _axis(axis, a.ndim)
     _kth(kth, a.shape[ax])
-    return _core.sort(a, ax, False)
+    from ._creation import empty
+    out = empty(a.shape, dtype=a.dtype)
+    o = out._to_numpy(True)
+    np.copyto(o, a._to_numpy(False))
+    _in_rows(o, ax, lambda part: part.partition(kth, axis=ax))
+    return out
 
 
+@_numpy_kernel
 def argpartition(a, kth, axis=-1, kind="introselect", order=None):
-    """numpy.argpartition, as a full (stable) argsort: see partition."""
+    """numpy.argpartition: NumPy's introselect, its result in numfuse's memory."""
     a = asarray(a)
     if type(a) is not ndarray or order is not None or kind != "introselect":
         return _fallback.call_numpy(np.argpartition, (a, kth), dict(axis=axis, kind=kind, order=order),
@@ -102,7 +226,10 @@ def argpartition(a, kth, axis=-1, kind="introselect", order=None):
         a, axis = a.ravel(), 0
     ax = _axis(axis, a.ndim)
     _kth(kth, a.shape[ax])
-    return _core.argsort(a, ax)
+    from ._creation import empty
+    out = empty(a.shape, dtype=np.int64)
+    out._to_numpy(True)[...] = np.argpartition(a._to_numpy(False), kth, axis=ax)
+    return out
 
 
 def searchsorted(a, v, side="left", sorter=None):
@@ -264,7 +391,7 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
         perm = _core.argsort(flat, 0)
         aux = _core.take(flat, perm, 0)
     else:
-        aux = _core.sort(flat, 0, False)
+        aux = _sorted_copy(flat, 0)
     if n == 0:
         mask = aux.astype(bool)
     else:
@@ -295,14 +422,14 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
 def _sorted_along(a, axis):
     """a sorted along `axis` (None: flattened) with that axis moved last."""
     if axis is None:
-        return _core.sort(a.ravel(), 0, False), None
+        return _sorted_copy(a.ravel(), 0), None
     axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
     axes = tuple(_axis(x, a.ndim) for x in axes)
     if len(axes) > 1:
         rest = [d for d in range(a.ndim) if d not in axes]
         a = a.transpose(rest + list(axes)).reshape(tuple(a.shape[d] for d in rest) + (-1,))
-        return _core.sort(a, a.ndim - 1, False), axes
-    return moveaxis(_core.sort(a, axes[0], False), axes[0], -1), axes
+        return _sorted_copy(a, a.ndim - 1), axes
+    return moveaxis(_sorted_copy(a, axes[0]), axes[0], -1), axes
 
 
 def _quantile(a, q, axis, keepdims, name, scale):
@@ -432,21 +559,17 @@ def _all_native(*arrays):
     return all(type(x) is ndarray for x in arrays)
 
 
+@_numpy_kernel
 def isin(element, test_elements, assume_unique=False, invert=False, *, kind=None):
+    """numpy.isin: NumPy's kernel (a lookup table for integers, a sort
+    otherwise) on numfuse's memory, the result in numfuse's."""
     e, t = asarray(element), _flat(test_elements)
-    if not _all_native(e, t) or kind not in (None, "sort", "table"):
+    if not _all_native(e, t):
         return _fallback.call_numpy(np.isin, (element, test_elements),
                                     dict(assume_unique=assume_unique, invert=invert, kind=kind),
                                     "numpy.isin (a dtype numfuse does not hold)")
-    if t.size == 0:
-        from ._creation import zeros, ones
-        return (ones if invert else zeros)(e.shape, dtype=bool)
-    dt = np.result_type(e.dtype, t.dtype)
-    e2 = e.astype(dt) if e.dtype != dt else e
-    st = _core.sort(t.astype(dt) if t.dtype != dt else t, 0, False)
-    idx = _core.searchsorted(st, e2, False, None)
-    found = _core.take(st, where(idx > st.size - 1, st.size - 1, idx), 0) == e2
-    return ~found if invert else found
+    r = np.isin(e._to_numpy(False), t._to_numpy(False), assume_unique=assume_unique, invert=invert, kind=kind)
+    return asarray(r)  # (NumPy's new array: numfuse uses its memory)
 
 
 def intersect1d(ar1, ar2, assume_unique=False, return_indices=False):
@@ -457,7 +580,7 @@ def intersect1d(ar1, ar2, assume_unique=False, return_indices=False):
                                     "numpy.intersect1d (return_indices= or a dtype numfuse does not hold)")
     if not assume_unique:
         a1, a2 = unique(a1), unique(a2)
-    aux = _core.sort(concatenate((a1, a2)), 0, False)
+    aux = _sorted_copy(concatenate((a1, a2)), 0)
     if aux.size == 0:
         return aux
     mask = aux[1:] == aux[:-1]
@@ -489,7 +612,7 @@ def setxor1d(ar1, ar2, assume_unique=False):
                                     "numpy.setxor1d (a dtype numfuse does not hold)")
     if not assume_unique:
         a1, a2 = unique(a1), unique(a2)
-    aux = _core.sort(concatenate((a1, a2)), 0, False)
+    aux = _sorted_copy(concatenate((a1, a2)), 0)
     if aux.size == 0:
         return aux
     from ._creation import ones
@@ -542,44 +665,19 @@ def digitize(x, bins, right=False):
     return searchsorted(b, xa, side="left" if right else "right")
 
 
+@_numpy_kernel
 def interp(x, xp, fp, left=None, right=None, period=None):
-    """numpy.interp (real, 1-D xp increasing): NumPy's arithmetic, point for point."""
+    """numpy.interp: NumPy's loop (a binary search per point, its arithmetic)
+    on numfuse's memory, the result in numfuse's."""
     xa, xpa, fpa = asarray(x), asarray(xp), asarray(fp)
-    if not _all_native(xa, xpa, fpa) or period is not None or fpa.dtype.kind not in "iufb":
+    if not _all_native(xa, xpa, fpa):
         return _fallback.call_numpy(np.interp, (x, xp, fp), dict(left=left, right=right, period=period),
-                                    "numpy.interp (period=, complex or a dtype numfuse does not hold)")
-    if xpa.ndim != 1 or fpa.ndim != 1:
-        raise ValueError("object too deep for desired array")
-    if xpa.shape[0] != fpa.shape[0]:
-        raise ValueError("fp and xp are not of the same length.")
-    if xpa.shape[0] == 0:
-        raise ValueError("array of sample points is empty")
-    scalar = np.ndim(x) == 0 and not isinstance(x, ndarray)
-    f64 = np.float64
-    out_shape = xa.shape
-    xa = xa.reshape(-1)  # (0-d arithmetic would give NumPy scalars)
-    xv = xa.astype(f64) if xa.dtype != f64 else xa
-    xpv = xpa.astype(f64) if xpa.dtype != f64 else xpa
-    fpv = fpa.astype(f64) if fpa.dtype != f64 else fpa
-    n = xpv.shape[0]
-    lval = fpv[0] if left is None else f64(left)
-    rval = fpv[n - 1] if right is None else f64(right)
-    if n == 1:
-        r = where(xv < xpv[0], lval, where(xv > xpv[0], rval, fpv[0]))
-    else:
-        j = _core.searchsorted(xpv, xv, True, None) - 1
-        j = where(j < 0, 0, where(j > n - 2, n - 2, j))
-        x0, x1 = _core.take(xpv, j, 0), _core.take(xpv, j + 1, 0)
-        f0, f1 = _core.take(fpv, j, 0), _core.take(fpv, j + 1, 0)
-        slope = (f1 - f0) / (x1 - x0)
-        r = slope * (xv - x0) + f0
-        r2 = slope * (xv - x1) + f1
-        r = where(r != r, where((r2 != r2) & (f0 == f1), f0, r2), r)
-        r = where(xv == xpv[n - 1], fpv[n - 1], r)
-        r = where(xv < xpv[0], lval, where(xv > xpv[n - 1], rval, r))
-        r = where(xv != xv, xv, r)
-    r = r.reshape(out_shape)
-    return f64(r.item()) if scalar else r
+                                    "numpy.interp (complex or a dtype numfuse does not hold)")
+    r = np.interp(xa._to_numpy(False), xpa._to_numpy(False), fpa._to_numpy(False), left=left, right=right,
+                  period=period)
+    if np.ndim(r) == 0:
+        return r
+    return asarray(r)  # (NumPy's new array: numfuse uses its memory)
 
 
 def _nanquantile(a, q, axis, keepdims, scale, median):

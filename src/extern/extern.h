@@ -28,9 +28,9 @@ bool gemm_strided(DType t, const void* a, int64_t as0, int64_t as1, const void* 
 bool dot_like_numpy(DType t, const char* a, int64_t as, const char* b, int64_t bs, int64_t n, double* out);
 // Sorting and searching (sort.cc) on computed memory (the caller has run
 // what was pending on it), rows in parallel. NumPy's order: ascending, NaN
-// last. `out` has the input's shape (any strides).
-void sort(const View& in, const View& out, int axis, bool stable);
-// Int64 indices that sort each row, ties in index order.
+// last. (Value sorts run NumPy's SIMD sort: python/numfuse/_sorting.py.)
+// Int64 indices that sort each row of `in` into `out` (its shape, any
+// strides), ties in index order: numpy's kind='stable'.
 void argsort(const View& in, const View& out, int axis);
 // For each of `values` (the sorted array's type, any shape), the insertion
 // point into the 1-D `sorted` (through the int64 permutation `sorter`, or

@@ -44,6 +44,27 @@ std::vector<int> range(int lo, int hi) {
   return r;
 }
 
+// The indices (any shape, C order), checked and wrapped as NumPy's
+// mode='raise' does: IndexError for the first out of range.
+std::vector<int64_t> checked_indices(const View& indices, int64_t size, int axis) {
+  const int64_t* ip = static_cast<const int64_t*>(indices.buffer->data()) + indices.offset;
+  std::vector<int64_t> idx(static_cast<size_t>(indices.size()));
+  auto check = [&](int64_t i) {
+    if (i < -size || i >= size)
+      throw IndexError("index " + std::to_string(i) + " is out of bounds for axis " + std::to_string(axis) +
+                       " with size " + std::to_string(size));
+    return i < 0 ? i + size : i;
+  };
+  if (indices.ndim() == 1) {
+    const int64_t st = indices.strides[0];
+    for (size_t k = 0; k < idx.size(); ++k) idx[k] = check(ip[static_cast<int64_t>(k) * st]);
+    return idx;
+  }
+  const std::vector<int64_t> ioff = offsets(indices, range(0, static_cast<int>(indices.ndim())));
+  for (size_t k = 0; k < ioff.size(); ++k) idx[k] = check(ip[ioff[k]]);
+  return idx;
+}
+
 }  // namespace
 
 void take(const View& a, const View& indices, int axis, const View& out) {
@@ -51,18 +72,7 @@ void take(const View& a, const View& indices, int axis, const View& out) {
   if (indices.dtype != DType::Int64) throw std::invalid_argument("take: indices must be int64");
   if (out.dtype != a.dtype || static_cast<int>(out.ndim()) != nd - 1 + ni)
     throw std::invalid_argument("take: output of the wrong type or rank");
-  const int64_t size = a.shape[axis];
-  // The indices, checked and wrapped as NumPy's mode='raise' does.
-  const std::vector<int64_t> ioff = offsets(indices, range(0, ni));
-  const int64_t* ip = static_cast<const int64_t*>(indices.buffer->data());
-  std::vector<int64_t> idx(ioff.size());
-  for (size_t k = 0; k < ioff.size(); ++k) {
-    int64_t i = ip[indices.offset + ioff[k]];
-    if (i < -size || i >= size)
-      throw IndexError("index " + std::to_string(i) + " is out of bounds for axis " + std::to_string(axis) +
-                       " with size " + std::to_string(size));
-    idx[k] = i < 0 ? i + size : i;
-  }
+  const std::vector<int64_t> idx = checked_indices(indices, a.shape[axis], axis);
   // out[outer..., j..., inner...] = a[outer..., idx[j...], inner...]
   const std::vector<int64_t> a_outer = offsets(a, range(0, axis));
   const std::vector<int64_t> a_inner = offsets(a, range(axis + 1, nd));
@@ -190,6 +200,23 @@ void add_into(char* d, const char* s) {
   std::memcpy(d, &x, sizeof x);
 }
 
+template <typename F>
+void with_any(DType t, F&& f) {
+  switch (t) {
+    case DType::Bool: return f(bool{});
+    case DType::Int8: return f(int8_t{});
+    case DType::Int16: return f(int16_t{});
+    case DType::Int32: return f(int32_t{});
+    case DType::Int64: return f(int64_t{});
+    case DType::UInt8: return f(uint8_t{});
+    case DType::UInt16: return f(uint16_t{});
+    case DType::UInt32: return f(uint32_t{});
+    case DType::UInt64: return f(uint64_t{});
+    case DType::Float32: return f(float{});
+    case DType::Float64: return f(double{});
+  }
+}
+
 using AddFn = void (*)(char*, const char*);
 AddFn adder(DType t) {
   switch (t) {
@@ -214,33 +241,80 @@ void put(const View& target, const View& indices, int axis, const View& values, 
   if (indices.dtype != DType::Int64) throw std::invalid_argument("put: indices must be int64");
   if (values.dtype != target.dtype || static_cast<int>(values.ndim()) != nd - 1 + ni)
     throw std::invalid_argument("put: values of the wrong type or rank");
-  const int64_t size = target.shape[axis];
-  const std::vector<int64_t> ioff = offsets(indices, range(0, ni));
-  const int64_t* ip = static_cast<const int64_t*>(indices.buffer->data());
-  std::vector<int64_t> idx(ioff.size());
-  for (size_t k = 0; k < ioff.size(); ++k) {
-    int64_t i = ip[indices.offset + ioff[k]];
-    if (i < -size || i >= size)
-      throw IndexError("index " + std::to_string(i) + " is out of bounds for axis " + std::to_string(axis) +
-                       " with size " + std::to_string(size));
-    idx[k] = i < 0 ? i + size : i;
-  }
   const std::vector<int64_t> t_outer = offsets(target, range(0, axis));
   const std::vector<int64_t> t_inner = offsets(target, range(axis + 1, nd));
   const std::vector<int64_t> v_outer = offsets(values, range(0, axis));
-  const std::vector<int64_t> v_mid = offsets(values, range(axis, axis + ni));
+  // One 1-D index array into a target without inner dimensions (a histogram's
+  // add.at): checked in one pass, applied in a second, nothing materialized.
+  if (ni == 1 && t_inner.size() == 1 && t_inner[0] == 0 && axis == nd - 1) {
+    const int64_t size = target.shape[axis], n = indices.shape[0], ist = indices.strides[0];
+    const int64_t* ip = static_cast<const int64_t*>(indices.buffer->data()) + indices.offset;
+    for (int64_t j = 0; j < n; ++j) {
+      const int64_t i = ip[j * ist];
+      if (i < -size || i >= size)
+        throw IndexError("index " + std::to_string(i) + " is out of bounds for axis " + std::to_string(axis) +
+                         " with size " + std::to_string(size));
+    }
+    const int64_t is = itemsize(target.dtype);
+    const int64_t tstride = target.strides[axis], vstep = values.strides[axis];
+    with_any(target.dtype, [&](auto t) {
+      using T = decltype(t);
+      for (size_t o = 0; o < t_outer.size(); ++o) {
+        T* d = reinterpret_cast<T*>(static_cast<char*>(target.buffer->data()) + target.offset * is) + t_outer[o];
+        const T* sv =
+            reinterpret_cast<const T*>(static_cast<const char*>(values.buffer->data()) + values.offset * is) +
+            v_outer[o];
+        for (int64_t j = 0; j < n; ++j) {
+          int64_t i = ip[j * ist];
+          i += i < 0 ? size : 0;
+          T& x = d[i * tstride];
+          if (!accumulate) x = sv[j * vstep];
+          else if constexpr (std::is_same_v<T, bool>) x = x || sv[j * vstep];
+          else x = static_cast<T>(x + sv[j * vstep]);
+        }
+      }
+    });
+    return;
+  }
+  const std::vector<int64_t> idx = checked_indices(indices, target.shape[axis], axis);
+  // (One index dimension: the values' offsets along it are j * stride.)
+  const std::vector<int64_t> v_mid = ni == 1 ? std::vector<int64_t>() : offsets(values, range(axis, axis + ni));
+  const int64_t v_step = ni == 1 ? values.strides[axis] : 0;
+  auto vmid = [&](size_t j) { return ni == 1 ? static_cast<int64_t>(j) * v_step : v_mid[j]; };
   const std::vector<int64_t> v_inner = offsets(values, range(axis + ni, nd - 1 + ni));
   const int64_t is = itemsize(target.dtype);
   char* dst = static_cast<char*>(target.buffer->data()) + target.offset * is;
   const char* src = static_cast<const char*>(values.buffer->data()) + values.offset * is;
   const int64_t tstride = target.strides[axis];
+  // No inner dimensions (a 1-D target, or the last axis): typed loops, one
+  // element per index (numpy.add.at(counts, bins, 1) at memory speed).
+  if (t_inner.size() == 1 && t_inner[0] == 0 && v_inner.size() == 1 && v_inner[0] == 0) {
+    with_any(target.dtype, [&](auto t) {
+      using T = decltype(t);
+      T* d0 = reinterpret_cast<T*>(dst);
+      const T* s0 = reinterpret_cast<const T*>(src);
+      for (size_t o = 0; o < t_outer.size(); ++o) {
+        T* d = d0 + t_outer[o];
+        const T* sv = s0 + v_outer[o];
+        if (accumulate) {
+          for (size_t j = 0; j < idx.size(); ++j) {
+            if constexpr (std::is_same_v<T, bool>) d[idx[j] * tstride] = d[idx[j] * tstride] || sv[vmid(j)];
+            else d[idx[j] * tstride] = static_cast<T>(d[idx[j] * tstride] + sv[vmid(j)]);
+          }
+        } else {
+          for (size_t j = 0; j < idx.size(); ++j) d[idx[j] * tstride] = sv[vmid(j)];
+        }
+      }
+    });
+    return;
+  }
   const AddFn add = adder(target.dtype);
   // Rows (outer points) in parallel; within a row the indices in order, so a
   // repeated index keeps the last value (assignment) or every value (add.at).
   tbb::parallel_for(size_t(0), t_outer.size(), [&](size_t o) {
     for (size_t j = 0; j < idx.size(); ++j) {
       char* d = dst + (t_outer[o] + idx[j] * tstride) * is;
-      const char* s = src + (v_outer[o] + v_mid[j]) * is;
+      const char* s = src + (v_outer[o] + vmid(j)) * is;
       for (size_t k = 0; k < t_inner.size(); ++k) {
         if (accumulate) add(d + t_inner[k] * is, s + v_inner[k] * is);
         else copy_element(d + t_inner[k] * is, s + v_inner[k] * is, static_cast<int>(is));

@@ -1,14 +1,13 @@
-// Sorting and searching (numpy.sort, argsort, searchsorted, nonzero) as
-// black-box routines on computed memory: each row along the sorted axis is
-// gathered into a contiguous scratch row, sorted there, and written out;
-// rows run in parallel on TBB's threads, and a single long row is sorted in
-// parallel chunks merged pairwise.
+// Stable argsort, searchsorted and nonzero as black-box routines on
+// computed memory (value sorts run NumPy's SIMD sort:
+// python/numfuse/_sorting.py). For argsort each row along the axis is
+// gathered into a contiguous scratch row and sorted there; rows run in
+// parallel on TBB's threads, and a single long row is sorted in parallel
+// chunks merged pairwise (faster than NumPy's stable argsort, whose ties it
+// orders the same way: by index).
 //
 // Order is NumPy's: ascending, NaNs last (a float NaN compares after
-// everything, as NumPy's sort puts NaNs at the end); `stable` keeps equal
-// elements in index order (numpy's kind='stable'); argsort is always stable
-// (NumPy's default kind leaves the order of ties unspecified; a stable one is
-// among its answers).
+// everything, as NumPy's sort puts NaNs at the end).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -18,7 +17,6 @@
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
-#include <tbb/parallel_sort.h>
 
 #include "extern/extern.h"
 
@@ -82,22 +80,15 @@ Rows rows_of(const View& v, int axis) {
   return r;
 }
 
-// Sorts keys (and their indices, when `index`) in parallel chunks merged
-// pairwise: for one long row.
+// The permutation that sorts `keys` stably (index order among equals), in
+// parallel chunks merged pairwise: for one long row. `index` holds the
+// positions on entry (0..n-1) and the permutation on return.
 template <typename T>
-void parallel_stable_sort(std::vector<T>& keys, std::vector<int64_t>* index) {
+void parallel_stable_argsort(const std::vector<T>& keys, std::vector<int64_t>& index) {
   const size_t n = keys.size();
   const size_t chunks = std::max<size_t>(1, std::min<size_t>(64, n / 65536));
   if (chunks == 1) {
-    if (index) {
-      std::vector<int64_t>& ix = *index;
-      std::stable_sort(ix.begin(), ix.end(), [&](int64_t a, int64_t b) { return less(keys[a], keys[b]); });
-      std::vector<T> sorted(n);
-      for (size_t i = 0; i < n; ++i) sorted[i] = keys[ix[i]];
-      keys.swap(sorted);
-    } else {
-      std::stable_sort(keys.begin(), keys.end(), less<T>);
-    }
+    std::stable_sort(index.begin(), index.end(), [&](int64_t a, int64_t b) { return less(keys[a], keys[b]); });
     return;
   }
   // Pairs (key, original position) sorted by key then position: stable.
@@ -106,7 +97,7 @@ void parallel_stable_sort(std::vector<T>& keys, std::vector<int64_t>* index) {
     int64_t i;
   };
   std::vector<P> p(n), tmp(n);
-  for (size_t i = 0; i < n; ++i) p[i] = {keys[i], index ? (*index)[i] : static_cast<int64_t>(i)};
+  for (size_t i = 0; i < n; ++i) p[i] = {keys[i], index[i]};
   auto lt = [](const P& a, const P& b) { return less(a.k, b.k) || (!less(b.k, a.k) && a.i < b.i); };
   std::vector<size_t> bounds(chunks + 1);
   for (size_t c = 0; c <= chunks; ++c) bounds[c] = n * c / chunks;
@@ -120,43 +111,26 @@ void parallel_stable_sort(std::vector<T>& keys, std::vector<int64_t>* index) {
     });
     p.swap(tmp);
   }
-  for (size_t i = 0; i < n; ++i) keys[i] = p[i].k;
-  if (index)
-    for (size_t i = 0; i < n; ++i) (*index)[i] = p[i].i;
+  for (size_t i = 0; i < n; ++i) index[i] = p[i].i;
 }
 
+// argsort of every row along `axis`: rows in parallel, or one long row in
+// parallel chunks.
 template <typename T>
-void sort_rows(const View& in, const View& out, int axis, bool stable, bool want_index) {
+void argsort_rows(const View& in, const View& out, int axis) {
   const Rows ri = rows_of(in, axis), ro = rows_of(out, axis);
   const T* src = static_cast<const T*>(in.buffer->data());
-  char* dst = static_cast<char*>(out.buffer->data());
+  int64_t* dst = static_cast<int64_t*>(out.buffer->data());
   const int64_t len = ri.len;
   const size_t nrows = ri.starts.size();
   auto one_row = [&](size_t r, bool parallel) {
     std::vector<T> keys(static_cast<size_t>(len));
     for (int64_t i = 0; i < len; ++i) keys[i] = src[ri.starts[r] + i * ri.stride];
-    if (want_index) {
-      std::vector<int64_t> ix(static_cast<size_t>(len));
-      std::iota(ix.begin(), ix.end(), 0);
-      if (parallel) {
-        parallel_stable_sort(keys, &ix);
-      } else {
-        std::stable_sort(ix.begin(), ix.end(), [&](int64_t a, int64_t b) { return less(keys[a], keys[b]); });
-      }
-      int64_t* o = reinterpret_cast<int64_t*>(dst);
-      for (int64_t i = 0; i < len; ++i) o[ro.starts[r] + i * ro.stride] = ix[i];
-    } else {
-      if (parallel) {
-        if (stable) parallel_stable_sort(keys, nullptr);
-        else tbb::parallel_sort(keys.begin(), keys.end(), less<T>);
-      } else if (stable) {
-        std::stable_sort(keys.begin(), keys.end(), less<T>);
-      } else {
-        std::sort(keys.begin(), keys.end(), less<T>);
-      }
-      T* o = reinterpret_cast<T*>(dst);
-      for (int64_t i = 0; i < len; ++i) o[ro.starts[r] + i * ro.stride] = keys[i];
-    }
+    std::vector<int64_t> ix(static_cast<size_t>(len));
+    std::iota(ix.begin(), ix.end(), 0);
+    if (parallel) parallel_stable_argsort(keys, ix);
+    else std::stable_sort(ix.begin(), ix.end(), [&](int64_t a, int64_t b) { return less(keys[a], keys[b]); });
+    for (int64_t i = 0; i < len; ++i) dst[ro.starts[r] + i * ro.stride] = ix[i];
   };
   if (nrows == 1) {
     one_row(0, len >= (1 << 17));
@@ -176,16 +150,10 @@ void check_same_rows(const View& in, const View& out, int axis) {
 
 }  // namespace
 
-void sort(const View& in, const View& out, int axis, bool stable) {
-  check_same_rows(in, out, axis);
-  if (in.dtype != out.dtype) throw std::invalid_argument("sort: output dtype differs from the input's");
-  with_type(in.dtype, [&](auto t) { sort_rows<decltype(t)>(in, out, axis, stable, false); });
-}
-
 void argsort(const View& in, const View& out, int axis) {
   check_same_rows(in, out, axis);
   if (out.dtype != DType::Int64) throw std::invalid_argument("argsort: the output must be int64");
-  with_type(in.dtype, [&](auto t) { sort_rows<decltype(t)>(in, out, axis, true, true); });
+  with_type(in.dtype, [&](auto t) { argsort_rows<decltype(t)>(in, out, axis); });
 }
 
 void searchsorted(const View& sorted, const View* sorter, const View& values, const View& out, bool right) {

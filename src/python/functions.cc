@@ -327,25 +327,6 @@ void bind_functions(py::module_& m) {
   auto computed = [](const View& v, const char* why) {
     if (v.buffer->pending_write()) flush_all(why);
   };
-  m.def("sort", [computed](py::handle x, int axis, bool stable) {
-    const View& v = as_ndarray(x).v;
-    computed(v, "sort");
-    View out = View::fresh(v.dtype, v.shape);
-    {
-      NoGil nogil;
-      ext::sort(v, out, axis, stable);
-    }
-    return wrap(std::move(out));
-  });
-  m.def("sort_inplace", [](py::handle x, int axis, bool stable) {
-    const View& v = as_ndarray(x).v;
-    if (v.readonly) throw ValueError("assignment destination is read-only");
-    // Pending operations reading or writing the memory run first: they
-    // must see it unsorted.
-    if (v.buffer->pending()) flush_all("ndarray.sort");
-    NoGil nogil;
-    ext::sort(v, v, axis, stable);
-  });
   m.def("argsort", [computed](py::handle x, int axis) {
     const View& v = as_ndarray(x).v;
     computed(v, "argsort");
