@@ -191,11 +191,7 @@ def _install(ns):
             return self
         if order == "A":
             order = "F" if self._f_contiguous and not self._c_contiguous else "C"
-        if order == "F" and self.ndim > 1 and _core.supported_dtype(dt):
-            r = _core.empty(self.shape[::-1], dt).T
-            r[...] = self
-            return r
-        r = self._astype(dt, 0 if order == "C" else 1)
+        r = self._astype(dt, _LAYOUT[order])
         if r is NotImplemented:
             _fallback.warn_once(f"astype to {dt}")
             return self._to_numpy(False).astype(dt, order=order)
@@ -204,9 +200,7 @@ def _install(ns):
     def copy(self, order="C"):
         if order == "A":
             order = "F" if self._f_contiguous and not self._c_contiguous else "C"
-        if order == "F":
-            return _fcopy(self)
-        return self._astype(self.dtype, 1 if order == "K" else 0)
+        return self._astype(self.dtype, _LAYOUT[order])
 
     def fill(self, value):
         self[...] = value
@@ -415,10 +409,10 @@ class _Flags:
                 f"  OWNDATA : {self.owndata}\n  WRITEABLE : {self.writeable}\n  ALIGNED : True")
 
 
-def _fcopy(a):
-    out = _core.empty(a.shape[::-1], a.dtype).T if a.ndim > 1 else _core.empty(a.shape, a.dtype)
-    out[...] = a
-    return out
+# CastLayout (src/stream/stream.h) of each NumPy order; Fortran copies are
+# record_astype's (the one owner of that rule).
+_LAYOUT = dict(_core.CAST_LAYOUTS)
+_LAYOUT[None] = _LAYOUT["K"]
 
 
 def _from_numpy_copy(arr):

@@ -154,7 +154,7 @@ def empty(shape, dtype=float, order="C", *, like=None):
 
 
 def _fortran(r):
-    return r.T.copy().T if r.ndim > 1 else r
+    return r._astype(r.dtype, _core.CAST_LAYOUTS["F"])  # (a Fortran-ordered copy: record_astype's rule)
 
 
 def full(shape, fill_value, dtype=None, order="C", *, like=None):

@@ -99,15 +99,7 @@ void bind_array(py::module_& m) {
     if (reshape_view(a.v, s, fortran, &r)) return wrap(r);
     before_record();
     RecordGuard guard;
-    View copy;
-    if (!fortran) {
-      copy = record_astype(a.v, a.v.dtype, CastLayout::C);
-    } else {
-      std::vector<int> f_order(a.v.ndim());  // Fortran order: the last axis outermost
-      for (int k = 0; k < a.v.ndim(); ++k) f_order[k] = a.v.ndim() - 1 - k;
-      copy = View::fresh_in_order(a.v.dtype, a.v.shape, f_order);
-      record_assign(copy, Operand::array(a.v));
-    }
+    View copy = record_astype(a.v, a.v.dtype, fortran ? CastLayout::F : CastLayout::C);
     if (!reshape_view(copy, s, fortran, &r)) throw ValueError("reshape failed");
     return wrap(r);
   });

@@ -113,6 +113,12 @@ void bind_functions(py::module_& m) {
   py::list names;
   for (int i = 0; i < kNumDTypes; ++i) names.append(dtype_name(static_cast<DType>(i)));
   m.attr("DTYPES") = names;
+  // CastLayout (stream.h) by NumPy's order letter, for ndarray._astype.
+  py::dict layouts;
+  layouts["C"] = static_cast<int>(CastLayout::C);
+  layouts["K"] = static_cast<int>(CastLayout::Keep);
+  layouts["F"] = static_cast<int>(CastLayout::F);
+  m.attr("CAST_LAYOUTS") = layouts;
 
   m.def("unary", [](int op, py::handle x, py::handle out) { return record_ufunc(1, op, x, py::none(), out); });
   m.def("binary", [](int op, py::handle x, py::handle y, py::handle out) { return record_ufunc(2, op, x, y, out); });

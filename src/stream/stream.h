@@ -454,7 +454,10 @@ Scalar element_value(const Operand& src, DType t);
 // v.astype(to) into a fresh array: C order, NumPy's order 'K' for astype
 // (alloc_new_like), or laid out as a ufunc's result over v (alloc_like_order:
 // a cast that stands for a ufunc's internal casting).
-enum class CastLayout : uint8_t { C, Keep, Ufunc };
+// The layout of a cast's (or copy's) result: C order; the input's (NumPy's
+// order='K'); a ufunc result's; Fortran order (numpy's order='F': the one
+// owner of Fortran-ordered copies, for astype, copy, reshape and creation).
+enum class CastLayout : uint8_t { C, Keep, Ufunc, F };
 View record_astype(const View& v, DType to, CastLayout layout);
 
 struct ReductionArgs {

@@ -468,9 +468,16 @@ void write_element(const View& dst, const Operand& src) {
 }
 
 View record_astype(const View& v, DType to, CastLayout layout) {
-  View out = layout == CastLayout::C      ? View::fresh(to, v.shape)
-             : layout == CastLayout::Keep ? alloc_new_like(to, v)
-                                          : alloc_like_order(to, v.shape, std::span<const View>(&v, 1));
+  View out;
+  if (layout == CastLayout::F && v.ndim() > 1) {
+    std::vector<int> f_order(v.ndim());  // Fortran order: the last axis outermost
+    for (size_t k = 0; k < v.ndim(); ++k) f_order[k] = static_cast<int>(v.ndim() - 1 - k);
+    out = View::fresh_in_order(to, v.shape, f_order);
+  } else {
+    out = layout == CastLayout::C || layout == CastLayout::F ? View::fresh(to, v.shape)
+          : layout == CastLayout::Keep                      ? alloc_new_like(to, v)
+                                                            : alloc_like_order(to, v.shape, std::span<const View>(&v, 1));
+  }
   {
     SimpleOp s;
     s.node.set(ExprNode::Kind::Cast, to, 0, 0);
