@@ -27,8 +27,10 @@ enum : uint8_t { Divide = 1, Over = 2, Under = 4, Invalid = 8 };
 namespace detail {
 // MXCSR's sticky exception flags: IE (invalid) 0x01, ZE (divide) 0x04,
 // OE (overflow) 0x08, UE (underflow) 0x10. DE (denormal operand, 0x02) and
-// PE (inexact, 0x20) are not NumPy's and are ignored (and cleared).
-constexpr unsigned kMask = 0x3f;
+// PE (inexact, 0x20) are not NumPy's and are left alone: almost every
+// floating-point operation sets PE, and clearing it each time (ldmxcsr)
+// would cost every small operation tier 0 runs.
+constexpr unsigned kMask = 0x1d;
 inline uint8_t from_csr(unsigned c) {
   return static_cast<uint8_t>(((c & 0x04) ? Divide : 0) | ((c & 0x08) ? Over : 0) | ((c & 0x10) ? Under : 0) |
                               ((c & 0x01) ? Invalid : 0));
