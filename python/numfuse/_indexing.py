@@ -200,23 +200,38 @@ def getitem(a, key):
     return _core.take(src, flat, axis)
 
 
+def _scatter_target(a, key):
+    """(target view with the indexed dimensions merged, axis, int64 indices,
+    the gathered shape) for a scatter through `key`, or None."""
+    plan = _plan(a, key)
+    if plan is None:
+        return None
+    basic, axis, count, flat, ishape = plan
+    view = a[basic]
+    target = _merged(view, axis, count)
+    if target is None:
+        return None  # (dimensions that do not merge into one: NumPy's indexing)
+    return target, axis, flat, view.shape[:axis] + tuple(ishape) + view.shape[axis + count:]
+
+
+def _scatter(a, target, axis, flat, values, source, accumulate):
+    """Scatter `values` (a's type, the gathered shape); `source` is what the
+    caller gave (a numfuse array overlapping `a` is read whole first)."""
+    if isinstance(source, ndarray) and source._may_share_memory(a):
+        values = values.copy()
+    _core.put(target, flat, axis, values, accumulate)
+
+
 def setitem(a, key, value):
     k = _zero_d_ints(key)
     if k is not None:
         a[k] = value
         return None
-    plan = _plan(a, key)
-    if plan is None:
-        return NotImplemented
-    basic, axis, count, flat, ishape = plan
-    view = a[basic]
-    target = _merged(view, axis, count)
-    if target is None:
-        return NotImplemented  # (dimensions that do not merge into one: NumPy's indexing)
-    gathered = view.shape[:axis] + tuple(ishape) + view.shape[axis + count:]
+    t = _scatter_target(a, key)
     v = asarray(value)
-    if type(v) is not ndarray:
+    if t is None or type(v) is not ndarray:
         return NotImplemented
+    target, axis, flat, gathered = t
     if v.dtype != a.dtype:
         v = v.astype(a.dtype)  # (assignment casts as NumPy's setitem does)
     try:
@@ -224,33 +239,22 @@ def setitem(a, key, value):
     except ValueError:
         raise ValueError(f"shape mismatch: value array of shape {tuple(np.shape(value))} could not be broadcast to "
                          f"indexing result of shape {tuple(gathered)}") from None
-    if isinstance(value, ndarray) and value._may_share_memory(a):
-        v = v.copy()  # (read whole before the scatter writes)
-    _core.put(target, flat, axis, v, False)
+    _scatter(a, target, axis, flat, v, value, False)
     return None
 
 
 def add_at(a, indices, b):
     """numpy.add.at(a, indices, b) for the keys getitem takes: unbuffered,
     every repeated index adds."""
-    plan = _plan(a, indices)
-    if plan is None:
-        return NotImplemented
-    basic, axis, count, flat, ishape = plan
-    view = a[basic]
-    target = _merged(view, axis, count)
-    if target is None:
-        return NotImplemented
-    gathered = view.shape[:axis] + tuple(ishape) + view.shape[axis + count:]
+    t = _scatter_target(a, indices)
     v = asarray(b)
-    if type(v) is not ndarray:
+    if t is None or type(v) is not ndarray:
         return NotImplemented
+    target, axis, flat, gathered = t
     weak = isinstance(b, (bool, int, float)) and not isinstance(b, np.generic)
     rt = np.result_type(a.dtype, b if weak else v.dtype)
     if rt != a.dtype and not np.can_cast(rt, a.dtype, "same_kind"):
         return NotImplemented  # (NumPy raises its casting error)
     v = broadcast_to(v.astype(a.dtype) if v.dtype != a.dtype else v, gathered)
-    if isinstance(b, ndarray) and b._may_share_memory(a):
-        v = v.copy()
-    _core.put(target, flat, axis, v, True)
+    _scatter(a, target, axis, flat, v, b, True)
     return None

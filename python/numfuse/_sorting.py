@@ -71,25 +71,7 @@ def _in_rows(o, axis, fn):
     if m < 2:
         fn(o)
         return
-    cuts = [m * i // n for i in range(n + 1)]
-    parts = [o[(slice(None),) * d + (slice(cuts[i], cuts[i + 1]),)] for i in range(n) if cuts[i] < cuts[i + 1]]
-    import threading
-    errors = []
-
-    def run(part):
-        try:
-            fn(part)
-        except BaseException as e:  # (re-raised below)
-            errors.append(e)
-
-    ts = [threading.Thread(target=run, args=(p,)) for p in parts[1:]]
-    for t in ts:
-        t.start()
-    run(parts[0])
-    for t in ts:
-        t.join()
-    if errors:
-        raise errors[0]
+    _in_rows_slices(lambda sl: fn(o[sl]), _row_slices(m, n, d))
 
 
 def _sorted_copy(a, axis, kind=None):
@@ -160,14 +142,18 @@ def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
     if d is None or n <= 1 or o.size < (1 << 16) or o.shape[d] < 2:
         part(Ellipsis)
     else:
-        m = o.shape[d]
-        cuts = [m * i // n for i in range(n + 1)]
-        slices = [(slice(None),) * d + (slice(cuts[i], cuts[i + 1]),) for i in range(n) if cuts[i] < cuts[i + 1]]
-        _in_rows_slices(part, slices)
+        _in_rows_slices(part, _row_slices(o.shape[d], n, d))
     return out
 
 
+def _row_slices(m, n, d):
+    """Index tuples cutting dimension d (of extent m) into n nearly equal parts."""
+    cuts = [m * i // n for i in range(n + 1)]
+    return [(slice(None),) * d + (slice(cuts[i], cuts[i + 1]),) for i in range(n) if cuts[i] < cuts[i + 1]]
+
+
 def _in_rows_slices(fn, slices):
+    """fn(sl) for each index tuple, the first on this thread, the others on threads of their own."""
     import threading
     errors = []
 
@@ -196,17 +182,25 @@ def _kth(kth, n):
             raise ValueError(f"kth(={int(k)}) out of bounds ({n})")
 
 
-@_numpy_kernel
-def partition(a, kth, axis=-1, kind="introselect", order=None):
-    """numpy.partition: NumPy's introselect on the result's memory."""
+def _partition_args(fn, a, kth, axis, kind, order):
+    """(array, normalized axis, None), or (.., .., NumPy's result) for what numfuse does not take."""
     a = asarray(a)
     if type(a) is not ndarray or order is not None or kind != "introselect":
-        return _fallback.call_numpy(np.partition, (a, kth), dict(axis=axis, kind=kind, order=order),
-                                    "numpy.partition (order=, kind= or a dtype numfuse does not hold)")
+        return a, None, _fallback.call_numpy(fn, (a, kth), dict(axis=axis, kind=kind, order=order),
+                                             f"numpy.{fn.__name__} (order=, kind= or a dtype numfuse does not hold)")
     if axis is None:
         a, axis = a.ravel(), 0
     ax = _axis(axis, a.ndim)
     _kth(kth, a.shape[ax])
+    return a, ax, None
+
+
+@_numpy_kernel
+def partition(a, kth, axis=-1, kind="introselect", order=None):
+    """numpy.partition: NumPy's introselect on the result's memory."""
+    a, ax, done = _partition_args(np.partition, a, kth, axis, kind, order)
+    if done is not None:
+        return done
     from ._creation import empty
     out = empty(a.shape, dtype=a.dtype)
     o = out._to_numpy(True)
@@ -218,14 +212,9 @@ def partition(a, kth, axis=-1, kind="introselect", order=None):
 @_numpy_kernel
 def argpartition(a, kth, axis=-1, kind="introselect", order=None):
     """numpy.argpartition: NumPy's introselect, its result in numfuse's memory."""
-    a = asarray(a)
-    if type(a) is not ndarray or order is not None or kind != "introselect":
-        return _fallback.call_numpy(np.argpartition, (a, kth), dict(axis=axis, kind=kind, order=order),
-                                    "numpy.argpartition (order=, kind= or a dtype numfuse does not hold)")
-    if axis is None:
-        a, axis = a.ravel(), 0
-    ax = _axis(axis, a.ndim)
-    _kth(kth, a.shape[ax])
+    a, ax, done = _partition_args(np.argpartition, a, kth, axis, kind, order)
+    if done is not None:
+        return done
     from ._creation import empty
     out = empty(a.shape, dtype=np.int64)
     out._to_numpy(True)[...] = np.argpartition(a._to_numpy(False), kth, axis=ax)
@@ -432,6 +421,26 @@ def _sorted_along(a, axis):
     return moveaxis(_sorted_copy(a, axes[0]), axes[0], -1), axes
 
 
+def _stacked(results, q, a, axes, keepdims):
+    """The quantiles for each q (q's shape first), with the reduced axes kept
+    as length 1 when keepdims."""
+    if np.ndim(q) == 0:
+        out = results[0]
+    else:
+        from ._manip import stack
+        out = stack(results).reshape(np.shape(q) + results[0].shape)
+    if not keepdims:
+        return out
+    if axes is None:
+        return out.reshape(out.shape + (1,) * a.ndim)
+    lead = out.ndim - (a.ndim - len(axes))
+    shp = list(out.shape[:lead])
+    rest = iter(out.shape[lead:])
+    for d in range(a.ndim):
+        shp.append(1 if d in axes else next(rest))
+    return out.reshape(tuple(shp))
+
+
 def _quantile(a, q, axis, keepdims, name, scale):
     """Linear-method quantiles of a along axis: NumPy's algorithm (virtual
     index q*(n-1), its floor and next, and NumPy's _lerp)."""
@@ -460,22 +469,7 @@ def _quantile(a, q, axis, keepdims, name, scale):
         last = s[..., n - 1]
         r = where(last != last, last, r)
         results.append(r)
-    if np.ndim(q) == 0:
-        out = results[0]
-    else:
-        from ._manip import stack
-        out = stack(results).reshape(np.shape(q) + results[0].shape)
-    if keepdims:
-        if axes is None:
-            out = out.reshape(out.shape + (1,) * a.ndim)
-        else:
-            lead = out.ndim - (a.ndim - len(axes))
-            shp = list(out.shape[:lead])
-            rest = iter(out.shape[lead:])
-            for d in range(a.ndim):
-                shp.append(1 if d in axes else next(rest))
-            out = out.reshape(tuple(shp))
-    return out
+    return _stacked(results, q, a, axes, keepdims)
 
 
 def _checked(a, fn, args, kwargs, name):
@@ -716,22 +710,7 @@ def _nanquantile(a, q, axis, keepdims, scale, median):
             r = where(g >= 0.5, bv - diff * (1 - g), av + diff * g)
         r = where(c[..., 0] == 0, dt.type(np.nan), r)
         results.append(r)
-    if np.ndim(q) == 0:
-        out = results[0]
-    else:
-        from ._manip import stack
-        out = stack(results).reshape(np.shape(q) + results[0].shape)
-    if keepdims is True:
-        if axes is None:
-            out = out.reshape(out.shape + (1,) * a.ndim)
-        else:
-            lead = out.ndim - (a.ndim - len(axes))
-            shp = list(out.shape[:lead])
-            rest = iter(out.shape[lead:])
-            for d in range(a.ndim):
-                shp.append(1 if d in axes else next(rest))
-            out = out.reshape(tuple(shp))
-    return out
+    return _stacked(results, q, a, axes, keepdims is True)
 
 
 def U_floor(x):

@@ -10,6 +10,7 @@
 #include <tbb/parallel_for.h>
 
 #include "core/error.h"
+#include "extern/dispatch.h"
 #include "extern/extern.h"
 
 namespace nf::ext {
@@ -200,22 +201,6 @@ void add_into(char* d, const char* s) {
   std::memcpy(d, &x, sizeof x);
 }
 
-template <typename F>
-void with_any(DType t, F&& f) {
-  switch (t) {
-    case DType::Bool: return f(bool{});
-    case DType::Int8: return f(int8_t{});
-    case DType::Int16: return f(int16_t{});
-    case DType::Int32: return f(int32_t{});
-    case DType::Int64: return f(int64_t{});
-    case DType::UInt8: return f(uint8_t{});
-    case DType::UInt16: return f(uint16_t{});
-    case DType::UInt32: return f(uint32_t{});
-    case DType::UInt64: return f(uint64_t{});
-    case DType::Float32: return f(float{});
-    case DType::Float64: return f(double{});
-  }
-}
 
 using AddFn = void (*)(char*, const char*);
 AddFn adder(DType t) {
@@ -257,7 +242,7 @@ void put(const View& target, const View& indices, int axis, const View& values, 
     }
     const int64_t is = itemsize(target.dtype);
     const int64_t tstride = target.strides[axis], vstep = values.strides[axis];
-    with_any(target.dtype, [&](auto t) {
+    with_dtype(target.dtype, [&](auto t) {
       using T = decltype(t);
       for (size_t o = 0; o < t_outer.size(); ++o) {
         T* d = reinterpret_cast<T*>(static_cast<char*>(target.buffer->data()) + target.offset * is) + t_outer[o];
@@ -289,7 +274,7 @@ void put(const View& target, const View& indices, int axis, const View& values, 
   // No inner dimensions (a 1-D target, or the last axis): typed loops, one
   // element per index (numpy.add.at(counts, bins, 1) at memory speed).
   if (t_inner.size() == 1 && t_inner[0] == 0 && v_inner.size() == 1 && v_inner[0] == 0) {
-    with_any(target.dtype, [&](auto t) {
+    with_dtype(target.dtype, [&](auto t) {
       using T = decltype(t);
       T* d0 = reinterpret_cast<T*>(dst);
       const T* s0 = reinterpret_cast<const T*>(src);

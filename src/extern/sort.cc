@@ -18,29 +18,13 @@
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
+#include "extern/dispatch.h"
 #include "extern/extern.h"
 
 namespace nf::ext {
 
 namespace {
 
-template <typename F>
-void with_type(DType t, F&& f) {
-  switch (t) {
-    case DType::Bool: return f(uint8_t{});
-    case DType::Int8: return f(int8_t{});
-    case DType::Int16: return f(int16_t{});
-    case DType::Int32: return f(int32_t{});
-    case DType::Int64: return f(int64_t{});
-    case DType::UInt8: return f(uint8_t{});
-    case DType::UInt16: return f(uint16_t{});
-    case DType::UInt32: return f(uint32_t{});
-    case DType::UInt64: return f(uint64_t{});
-    case DType::Float32: return f(float{});
-    case DType::Float64: return f(double{});
-  }
-  throw std::logic_error("sort: unknown dtype");
-}
 
 // NumPy's order: NaN after everything.
 template <typename T>
@@ -153,7 +137,7 @@ void check_same_rows(const View& in, const View& out, int axis) {
 void argsort(const View& in, const View& out, int axis) {
   check_same_rows(in, out, axis);
   if (out.dtype != DType::Int64) throw std::invalid_argument("argsort: the output must be int64");
-  with_type(in.dtype, [&](auto t) { argsort_rows<decltype(t)>(in, out, axis); });
+  with_dtype(in.dtype, [&](auto t) { argsort_rows<decltype(t)>(in, out, axis); });
 }
 
 void searchsorted(const View& sorted, const View* sorter, const View& values, const View& out, bool right) {
@@ -161,7 +145,7 @@ void searchsorted(const View& sorted, const View* sorter, const View& values, co
   if (out.dtype != DType::Int64 || out.shape != values.shape)
     throw std::invalid_argument("searchsorted: the output must be int64 of the values' shape");
   if (sorted.dtype != values.dtype) throw std::invalid_argument("searchsorted: the values must be of the array's type");
-  with_type(sorted.dtype, [&](auto t) {
+  with_dtype(sorted.dtype, [&](auto t) {
     using T = decltype(t);
     const int64_t n = sorted.shape[0];
     const T* s = static_cast<const T*>(sorted.buffer->data());
@@ -192,7 +176,7 @@ std::vector<int64_t> nonzero_flat(const View& in) {
   const int nd = static_cast<int>(in.ndim());
   const int axis = nd ? nd - 1 : 0;
   const Rows r = rows_of(in, axis);
-  with_type(in.dtype, [&](auto t) {
+  with_dtype(in.dtype, [&](auto t) {
     using T = decltype(t);
     const T* p = static_cast<const T*>(in.buffer->data());
     int64_t flat = 0;

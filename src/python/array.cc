@@ -405,13 +405,11 @@ bool index_view(PyObject* key, View* k) {
   return false;
 }
 
-// a[idx] / a[:, ..., idx] (full slices before one int64 index array) and
-// a[mask] (a boolean array of a's shape): the gather, at the call, without
-// Python. False: not such a key.
-bool fast_fancy_get(PyObject* self, PyObject* key, PyObject** result) {
-  const View& a = view_of(self);
+// The keys the fast paths take: full slices before one int64 index array
+// (its axis), or a boolean array of a's shape (`mask`). False: any other key.
+bool fast_fancy_key(const View& a, PyObject* key, int* axis, View* k, bool* mask) {
   if (a.ndim() == 0) return false;
-  int axis = 0;
+  *axis = 0;
   PyObject* item = key;
   if (PyTuple_CheckExact(key)) {
     const Py_ssize_t n = PyTuple_GET_SIZE(key);
@@ -422,14 +420,24 @@ bool fast_fancy_get(PyObject* self, PyObject* key, PyObject** result) {
       auto* sl = reinterpret_cast<PySliceObject*>(s);
       if (sl->start != Py_None || sl->stop != Py_None || sl->step != Py_None) return false;
     }
-    axis = static_cast<int>(n - 1);
+    *axis = static_cast<int>(n - 1);
     item = PyTuple_GET_ITEM(key, n - 1);
   }
-  View k;
   // (A 0-d integer array indexes as an integer: the Python path.)
-  if (!index_view(item, &k) || k.ndim() == 0) return false;
-  const bool mask = k.dtype == DType::Bool && axis == 0 && k.shape == a.shape;
-  if (k.dtype != DType::Int64 && !mask) return false;
+  if (!index_view(item, k) || k->ndim() == 0) return false;
+  *mask = k->dtype == DType::Bool && *axis == 0 && k->shape == a.shape;
+  return k->dtype == DType::Int64 || *mask;
+}
+
+// a[idx] / a[:, ..., idx] (full slices before one int64 index array) and
+// a[mask] (a boolean array of a's shape): the gather, at the call, without
+// Python. False: not such a key.
+bool fast_fancy_get(PyObject* self, PyObject* key, PyObject** result) {
+  const View& a = view_of(self);
+  int axis = 0;
+  View k;
+  bool mask = false;
+  if (!fast_fancy_key(a, key, &axis, &k, &mask)) return false;
   if (k.buffer->pending_write() || a.buffer->pending_write()) flush_all("advanced indexing");
   View out;
   if (mask) {
@@ -453,26 +461,10 @@ bool fast_fancy_get(PyObject* self, PyObject* key, PyObject** result) {
 // call. False: anything else.
 bool fast_fancy_set(PyObject* self, PyObject* key, PyObject* value) {
   const View& a = view_of(self);
-  if (a.ndim() == 0) return false;
   int axis = 0;
-  PyObject* item = key;
-  if (PyTuple_CheckExact(key)) {
-    const Py_ssize_t n = PyTuple_GET_SIZE(key);
-    if (n == 0 || n > static_cast<Py_ssize_t>(a.ndim())) return false;
-    for (Py_ssize_t i = 0; i + 1 < n; ++i) {
-      PyObject* s = PyTuple_GET_ITEM(key, i);
-      if (!PySlice_Check(s)) return false;
-      auto* sl = reinterpret_cast<PySliceObject*>(s);
-      if (sl->start != Py_None || sl->stop != Py_None || sl->step != Py_None) return false;
-    }
-    axis = static_cast<int>(n - 1);
-    item = PyTuple_GET_ITEM(key, n - 1);
-  }
   View k;
-  // (A 0-d integer array indexes as an integer: the Python path.)
-  if (!index_view(item, &k) || k.ndim() == 0) return false;
-  const bool mask = k.dtype == DType::Bool && axis == 0 && k.shape == a.shape;
-  if (k.dtype != DType::Int64 && !mask) return false;
+  bool mask = false;
+  if (!fast_fancy_key(a, key, &axis, &k, &mask)) return false;
   // The value: a scalar (stored once, read through stride 0) or an array.
   View v;
   const bool scalar = !is_ndarray(py::handle(value)) && !PyList_Check(value) && !PyTuple_Check(value) &&
