@@ -232,3 +232,29 @@ def test_mask_assignment_values(fusion):
     same(a, x)
     with pytest.raises(ValueError):
         a[a > -100] = nf.asarray(arr((3,)))
+
+
+BIG = arr((40, 6000))
+BIG_KEYS = [
+    (slice(3, 30), RNG.integers(-6000, 6000, 5000)),
+    (7, RNG.integers(0, 6000, 5000)),
+    (RNG.integers(0, 40, 5000), RNG.integers(0, 6000, 5000)),
+    (RNG.integers(0, 40, (50, 100)), RNG.integers(0, 6000, (1, 100))),
+    (BIG[:, 0] > 0, slice(None, None, 2)),
+    (BIG[:, 0] > 0, RNG.integers(0, 6000, int((BIG[:, 0] > 0).sum()))),
+    (Ellipsis, RNG.integers(0, 6000, 4500)),
+]
+
+
+@pytest.mark.parametrize("k", range(len(BIG_KEYS)))
+def test_large_keys_are_numfuses_gather_and_scatter(k):
+    """Index arrays beyond 4096 elements: numfuse's gather/scatter
+    (python/numfuse/_indexing.py); smaller ones run NumPy's kernel."""
+    key = BIG_KEYS[k]
+    a = nf.asarray(BIG.copy())
+    same(a[key], BIG[key])
+    x = BIG.copy()
+    vals = RNG.standard_normal(x[key].shape)
+    x[key] = vals
+    a[key] = nf.asarray(vals)
+    same(a, x)

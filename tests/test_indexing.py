@@ -516,18 +516,20 @@ def test_advanced_indexing_warns_once_at_the_users_line():
 
     # (Advanced indices apart from each other: NumPy's indexing; the keys that
     # are one gather are native, tests/test_advanced_indexing.py.)
+    # (Small keys run NumPy's indexing kernel as a routine, without a warning.)
     nf._fallback._warned.discard("advanced (integer/boolean array) indexing")
-    a = nf.arange(24.0).reshape(2, 3, 4)
-    x = onp.arange(24.0).reshape(2, 3, 4)
+    a = nf.arange(2 * 3 * 5000.0).reshape(2, 3, 5000)
+    x = onp.arange(2 * 3 * 5000.0).reshape(2, 3, 5000)
+    big = onp.arange(4200) % 5000
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
-        b = a[0, :, nf.array([1, 2])]; line = sys._getframe().f_lineno  # noqa: E702
-        a[1, :, [3]] = b[:1]
+        b = a[0, :, nf.array(big)]; line = sys._getframe().f_lineno  # noqa: E702
+        a[1, :, big] = b
     fw = [m for m in w if issubclass(m.category, nf.FallbackWarning)]
     assert len(fw) == 1 and fw[0].filename == __file__ and fw[0].lineno == line, [(m.filename, m.lineno) for m in fw]
     assert type(b) is nf.ndarray
-    xb = x[0, :, [1, 2]]
-    x[1, :, [3]] = xb[:1]
+    xb = x[0, :, big]
+    x[1, :, big] = xb
     assert_same(a, x)
 
 

@@ -405,23 +405,29 @@ bool index_view(PyObject* key, View* k) {
   return false;
 }
 
-// The keys the fast paths take: full slices before one int64 index array
+// The keys the fast paths take: one int64 index array among full slices
 // (its axis), or a boolean array of a's shape (`mask`). False: any other key.
 bool fast_fancy_key(const View& a, PyObject* key, int* axis, View* k, bool* mask) {
   if (a.ndim() == 0) return false;
   *axis = 0;
   PyObject* item = key;
   if (PyTuple_CheckExact(key)) {
+    // Full slices around one index item: a[idx, :], a[:, idx], a[:, idx, :].
     const Py_ssize_t n = PyTuple_GET_SIZE(key);
     if (n == 0 || n > static_cast<Py_ssize_t>(a.ndim())) return false;
-    for (Py_ssize_t i = 0; i + 1 < n; ++i) {
+    item = nullptr;
+    for (Py_ssize_t i = 0; i < n; ++i) {
       PyObject* s = PyTuple_GET_ITEM(key, i);
-      if (!PySlice_Check(s)) return false;
-      auto* sl = reinterpret_cast<PySliceObject*>(s);
-      if (sl->start != Py_None || sl->stop != Py_None || sl->step != Py_None) return false;
+      if (PySlice_Check(s)) {
+        auto* sl = reinterpret_cast<PySliceObject*>(s);
+        if (sl->start != Py_None || sl->stop != Py_None || sl->step != Py_None) return false;
+        continue;
+      }
+      if (item) return false;  // (two index items: the Python path)
+      item = s;
+      *axis = static_cast<int>(i);
     }
-    *axis = static_cast<int>(n - 1);
-    item = PyTuple_GET_ITEM(key, n - 1);
+    if (!item) return false;
   }
   // (A 0-d integer array indexes as an integer: the Python path.)
   if (!index_view(item, k) || k->ndim() == 0) return false;
@@ -511,14 +517,35 @@ bool fast_fancy_set(PyObject* self, PyObject* key, PyObject* value) {
   return true;
 }
 
+// Index arrays of at most this many elements (each): a key the fast paths do
+// not take runs NumPy's indexing kernel on the array's memory (a library
+// routine, ~1 us) rather than numfuse's general gather, whose analysis costs
+// more than such a gather (python/numfuse/_indexing.py, for large keys).
+constexpr int64_t kSmallIndex = 4096;
+
+int64_t index_item_size(PyObject* o) {
+  if (PyList_Check(o) || PyTuple_Check(o)) return PySequence_Size(o);
+  if (is_ndarray(py::handle(o))) return view_of(o).size();
+  if (py::isinstance<py::array>(py::handle(o))) return py::reinterpret_borrow<py::array>(o).size();
+  return 0;
+}
+
+bool small_key(PyObject* key) {
+  if (!PyTuple_CheckExact(key)) return index_item_size(key) <= kSmallIndex;
+  for (Py_ssize_t i = 0, n = PyTuple_GET_SIZE(key); i < n; ++i)
+    if (index_item_size(PyTuple_GET_ITEM(key, i)) > kSmallIndex) return false;
+  return true;
+}
+
 PyObject* fancy_getitem(PyObject* self, PyObject* key) {
   if (PyObject* r = nullptr; fast_fancy_get(self, key, &r)) return r;
-  // numfuse's gather (python/numfuse/_indexing.py) takes the common keys.
-  if (g_fancy_get) {
+  const bool small = small_key(key);
+  // numfuse's gather (python/numfuse/_indexing.py) takes the large keys that are one gather.
+  if (!small && g_fancy_get) {
     py::object r = g_fancy_get(py::handle(self), py::handle(key));
     if (!r.is(py::handle(Py_NotImplemented))) return r.release().ptr();
   }
-  g_fancy_warn();
+  if (!small) g_fancy_warn();
   py::object k = numpy_key(key);
   const View& v = view_of(self);
   py::array base = to_numpy(v, false);
@@ -538,12 +565,13 @@ PyObject* fancy_getitem(PyObject* self, PyObject* key) {
 
 void fancy_setitem(PyObject* self, PyObject* key, PyObject* value) {
   if (fast_fancy_set(self, key, value)) return;
-  // numfuse's scatter (python/numfuse/_indexing.py) takes the common keys.
-  if (g_fancy_set) {
+  const bool small = small_key(key);
+  // numfuse's scatter (python/numfuse/_indexing.py) takes the large keys that are one gather.
+  if (!small && g_fancy_set) {
     py::object r = g_fancy_set(py::handle(self), py::handle(key), py::handle(value));
     if (!r.is(py::handle(Py_NotImplemented))) return;
   }
-  g_fancy_warn();
+  if (!small) g_fancy_warn();
   py::object k = numpy_key(key);
   py::object val = is_ndarray(py::handle(value)) ? py::object(to_numpy(view_of(value), false))
                                                   : py::reinterpret_borrow<py::object>(value);
