@@ -48,6 +48,10 @@ CASES = {
     "fused chain": (lambda m, a, b: m.sqrt(m.log(a / b) + 1.0) * 2.0, [1.0, 0.0], [0.0, 1.0]),
     "reduction of divide": (lambda m, a, b: (a / b).sum(), [1.0, 2.0], [0.0, 1.0]),
     "float32 divide": (lambda m, a, b: a.astype(m.float32) / b.astype(m.float32), [1.0, 2.0], [0.0, 1.0]),
+    "int floor_divide": (lambda m, a, b: a.astype(m.int64) // b.astype(m.int64), [7.0, 2.0], [0.0, 3.0]),
+    "int remainder": (lambda m, a, b: a.astype(m.int32) % b.astype(m.int32), [7.0, 2.0], [0.0, 3.0]),
+    "uint8 floor_divide": (lambda m, a, b: a.astype(m.uint8) // b.astype(m.uint8), [7.0, 2.0], [0.0, 3.0]),
+    "int fmod": (lambda m, a, b: m.fmod(a.astype(m.int16), b.astype(m.int16)), [-7.0, 2.0], [0.0, 3.0]),
 }
 
 
@@ -293,7 +297,7 @@ def test_warnings_as_errors_keep_the_result(lazy):
     assert onp.isinf(onp.asarray(r)).all()
 
 
-def test_integer_arithmetic_raises_no_float_flags(fusion):
+def test_integer_arithmetic_without_zero_divisors_raises_no_flags(fusion):
     a = onp.arange(-50, 50)
     w_np, w_nf, r_np, r_nf = both(lambda m, x: (x * 3 + 7) // 2 - x % 5, a)
     assert w_np == w_nf == set()

@@ -237,6 +237,18 @@ std::string binary(Reg& reg, BinaryOp op, DType t, const std::string& a, const s
                 {v, a, b});
   };
   auto m2 = [&](const char* fn) { return nanfix(call(libm(reg, fn, t, 2), {a, b})); };
+  // An integer division by zero gives 0 and raises the divide-by-zero flag,
+  // as NumPy's integer loops do (numpy.errstate): a floating-point 1/0
+  // stored to a volatile, so that it is neither folded nor removed.
+  auto int_zero = [&]() {
+    const std::string name = "nf_divzero_" + s;
+    return call(reg(name, "static inline " + T + " " + name + "(void) {\n"
+                          "  volatile double z = 0.0;\n"
+                          "  volatile double r = 1.0 / z;\n"
+                          "  (void)r;\n"
+                          "  return 0;\n}"),
+                {});
+  };
   switch (op) {
     case BinaryOp::Add: return bl ? "(" + a + " | " + b + ")" : arith("+");
     case BinaryOp::Subtract: return arith("-");
@@ -263,13 +275,14 @@ std::string binary(Reg& reg, BinaryOp op, DType t, const std::string& a, const s
       if (sg)
         return call(reg("nf_floordiv_" + s,
                         "static inline " + T + " nf_floordiv_" + s + "(" + T + " a, " + T + " b) {\n"
-                        "  if (b == 0) return 0;\n"
+                        "  if (b == 0) return " + int_zero() + ";\n"
                         "  if (b == -1) return (" + T + ")(0ULL - (unsigned long long)a);\n"
                         "  " + T + " q = a / b;\n"
                         "  if ((a % b != 0) && ((a < 0) != (b < 0))) q -= 1;\n"
                         "  return q;\n}"),
                     {a, b});
-      return "(" + b + " == 0 ? 0 : " + wrap(a + " / " + b) + ")";
+      if (bl) return "(" + b + " == 0 ? 0 : " + wrap(a + " / " + b) + ")";
+      return "(" + b + " == 0 ? " + int_zero() + " : " + wrap(a + " / " + b) + ")";
     case BinaryOp::Remainder:
       if (fl) {
         libm(reg, "fmod", t, 2);
@@ -287,16 +300,18 @@ std::string binary(Reg& reg, BinaryOp op, DType t, const std::string& a, const s
       if (sg)
         return call(reg("nf_rem_" + s,
                         "static inline " + T + " nf_rem_" + s + "(" + T + " a, " + T + " b) {\n"
-                        "  if (b == 0 || b == -1) return 0;\n"
+                        "  if (b == 0) return " + int_zero() + ";\n"
+                        "  if (b == -1) return 0;\n"
                         "  " + T + " r = a % b;\n"
                         "  if (r != 0 && ((r < 0) != (b < 0))) r += b;\n"
                         "  return r;\n}"),
                     {a, b});
-      return "(" + b + " == 0 ? 0 : " + wrap(a + " % " + b) + ")";
+      if (bl) return "(" + b + " == 0 ? 0 : " + wrap(a + " % " + b) + ")";
+      return "(" + b + " == 0 ? " + int_zero() + " : " + wrap(a + " % " + b) + ")";
     case BinaryOp::Fmod:
       if (fl) return m2("fmod");  // (m2 applies the NaN rule)
-      if (sg) return "((" + b + " == 0 || " + b + " == -1) ? 0 : " + wrap(a + " % " + b) + ")";
-      return "(" + b + " == 0 ? 0 : " + wrap(a + " % " + b) + ")";
+      if (sg) return "(" + b + " == 0 ? " + int_zero() + " : " + b + " == -1 ? 0 : " + wrap(a + " % " + b) + ")";
+      return "(" + b + " == 0 ? " + int_zero() + " : " + wrap(a + " % " + b) + ")";
     case BinaryOp::Power:
       if (fl) return m2("pow");
       return call(reg("nf_pow_" + s,
