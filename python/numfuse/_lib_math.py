@@ -22,7 +22,7 @@ from ._reductions import cumprod as _cumprod, cumsum as _cumsum, max as _max, me
 from ._reductions import sum as _sum, var as _var
 from ._signal import convolve as _convolve
 from .linalg import dot as _dot, matmul as _matmul
-from ._ufuncs import UFUNCS as U
+from ._ufuncs import UFUNCS as U, _descriptor
 
 ndarray = _core.ndarray
 _NoValue = np._NoValue
@@ -80,21 +80,12 @@ def _to_out(r, out):
     return out
 
 
-def _descr(x):
-    if hasattr(x, "dtype"):
-        return x.dtype
-    if isinstance(x, bool):
-        return np.dtype(bool)
-    if type(x) in (int, float, complex):
-        return type(x)
-    return np.asarray(x).dtype
-
 
 def _loop(npufunc, args):
     """NumPy's loop (input and output dtypes) of ufunc `npufunc` for `args`,
     or None where it does not resolve to dtypes numfuse holds."""
     try:
-        loop = npufunc.resolve_dtypes(tuple(_descr(a) for a in args) + (None,) * npufunc.nout)
+        loop = npufunc.resolve_dtypes(tuple(_descriptor(a) for a in args) + (None,) * npufunc.nout)
     except (TypeError, ValueError, np.exceptions.DTypePromotionError):
         return None
     return loop if _builtins.all(_core.supported_dtype(t) for t in loop) else None
@@ -969,18 +960,24 @@ def vecdot(x1, x2, /, out=None, **kwargs):
     return _to_out(_scalar_if_0d(r, r), out)
 
 
+def _check_core(name, signature, a, b, need_a, need_b, b_axis):
+    """NumPy's gufunc errors: an operand with too few dimensions, or a core
+    dimension n that differs (a's last, b's `b_axis`)."""
+    if a.ndim < need_a or b.ndim < need_b:
+        i, n, need = (0, a.ndim, need_a) if a.ndim < need_a else (1, b.ndim, need_b)
+        raise ValueError(f"{name}: Input operand {i} does not have enough dimensions (has {n}, gufunc core with "
+                         f"signature {signature} requires {need})")
+    if a.shape[-1] != b.shape[b_axis]:
+        raise ValueError(f"{name}: Input operand 1 has a mismatch in its core dimension 0, with gufunc signature "
+                         f"{signature} (size {b.shape[b_axis]} is different from {a.shape[-1]})")
+
+
 def matvec(x1, x2, /, out=None, **kwargs):
     arrs = _gufunc_check(np.matvec, (x1, x2), kwargs)
     if arrs is None or (out is not None and type(out) is not ndarray):
         return _numpy(np.matvec, (x1, x2), dict(out=out, **kwargs), why="arguments", warn=True)
     a, b = arrs
-    if a.ndim < 2 or b.ndim < 1:
-        i, n, need = (0, a.ndim, 2) if a.ndim < 2 else (1, b.ndim, 1)
-        raise ValueError(f"matvec: Input operand {i} does not have enough dimensions (has {n}, gufunc core with "
-                         f"signature (m,n),(n)->(m) requires {need})")
-    if a.shape[-1] != b.shape[-1]:
-        raise ValueError(f"matvec: Input operand 1 has a mismatch in its core dimension 0, with gufunc signature "
-                         f"(m,n),(n)->(m) (size {b.shape[-1]} is different from {a.shape[-1]})")
+    _check_core("matvec", "(m,n),(n)->(m)", a, b, 2, 1, -1)
     r = _matmul(a, b[..., :, None])[..., 0]
     return _to_out(r, out)
 
@@ -990,13 +987,7 @@ def vecmat(x1, x2, /, out=None, **kwargs):
     if arrs is None or (out is not None and type(out) is not ndarray):
         return _numpy(np.vecmat, (x1, x2), dict(out=out, **kwargs), why="arguments", warn=True)
     a, b = arrs
-    if a.ndim < 1 or b.ndim < 2:
-        i, n, need = (0, a.ndim, 1) if a.ndim < 1 else (1, b.ndim, 2)
-        raise ValueError(f"vecmat: Input operand {i} does not have enough dimensions (has {n}, gufunc core with "
-                         f"signature (n),(n,m)->(m) requires {need})")
-    if a.shape[-1] != b.shape[-2]:
-        raise ValueError(f"vecmat: Input operand 1 has a mismatch in its core dimension 0, with gufunc signature "
-                         f"(n),(n,m)->(m) (size {b.shape[-2]} is different from {a.shape[-1]})")
+    _check_core("vecmat", "(n),(n,m)->(m)", a, b, 1, 2, -2)
     r = _matmul(a[..., None, :], b)[..., 0, :]
     return _to_out(r, out)
 
