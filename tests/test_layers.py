@@ -20,9 +20,10 @@ LAYERS = [
     {"_creation"},
     {"_manip"},
     {"_reductions"},
-    {"linalg", "_signal", "_einsum", "fft", "random", "testing", "lib"},
+    {"linalg", "_signal", "_einsum", "random", "testing", "lib"},
     {"_sorting", "_histograms"},
     {"_lib_math", "_lib_shape", "_indexing"},
+    {"fft"},
     {"_array", "_docs", "_coverage", "_ipython"},
     {"__init__"},
 ]

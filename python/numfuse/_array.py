@@ -8,6 +8,7 @@ __array__, iteration over values, and any NumPy fallback.
 import builtins
 import copy as _copy
 import operator
+import warnings
 
 import numpy as np
 
@@ -157,12 +158,19 @@ def _install(ns):
     # -- properties ---------------------------------------------------------------
     C.mT = property(lambda self: self._swapaxes(-1, -2))
     def _real(self):
+        if self.dtype.kind == "c":  # a float view of every other float of the memory
+            return self._part(0)
         return self  # a real array's real part is the array itself, as in NumPy
 
     def _set_real(self, value):
-        self[...] = value
+        if self.dtype.kind == "c":
+            self._part(0)[...] = value
+        else:
+            self[...] = value
 
     def _imag(self):
+        if self.dtype.kind == "c":
+            return self._part(1)
         # a real array's imaginary part: read-only zeros, C-ordered unless the
         # array is Fortran-ordered (as NumPy allocates it)
         z = ns["zeros"](self.shape, self.dtype, order="F" if self._f_contiguous and not self._c_contiguous else "C")
@@ -170,6 +178,9 @@ def _install(ns):
         return z
 
     def _set_imag(self, value):
+        if self.dtype.kind == "c":
+            self._part(1)[...] = value
+            return
         raise TypeError("array does not have imaginary part to set")
 
     C.real = property(_real, _set_real)
@@ -189,6 +200,9 @@ def _install(ns):
                             f"'{casting}'")
         if dt == self.dtype and not copy:
             return self
+        if self.dtype.kind == "c" and dt.kind not in "cb":
+            warnings.warn("Casting complex values to real discards the imaginary part", np.exceptions.ComplexWarning,
+                          stacklevel=2)
         if order == "A":
             order = "F" if self._f_contiguous and not self._c_contiguous else "C"
         r = self._astype(dt, _LAYOUT[order])

@@ -136,6 +136,22 @@ def numpy_function(func, name=None):
     return wrapper
 
 
+def numpy_kernel(func, name=None):
+    """A numfuse function whose work is NumPy's own routine (pocketfft,
+    LAPACK) run as a library call, like BLAS for matmul: pending inputs are
+    computed and handed over as zero-copy views, and array results come back
+    as numfuse arrays adopting NumPy's memory. No FallbackWarning: this is
+    how numfuse computes it (docs/coverage.md lists it as NumPy's kernel)."""
+    label = name or f"numpy.{getattr(func, '__name__', 'function')}"
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        return call_numpy(func, args, kwargs, label, warn=False)
+
+    wrapper._numpy_kernel = True
+    return wrapper
+
+
 def module_getattr(np_module, module_name, namespace=None):
     """A module ``__getattr__`` that falls back to the NumPy module's attribute.
 

@@ -49,6 +49,9 @@ def _bin_sum(mask, weights, ntype):
         # exact integer sums (wrapping into the weights' type like NumPy's astype)
         w64 = w.astype(np.int64) if w.dtype != np.int64 else w
         s = _sum(where(mask, w64[None, :], np.int64(0)), axis=1)
+    elif ntype.kind == "c":
+        wc = w.astype(np.complex128) if w.dtype != np.complex128 else w
+        s = _sum(where(mask, wc[None, :], 0j), axis=1)
     else:
         w64 = w.astype(np.float64) if w.dtype != np.float64 else w
         s = _sum(where(mask, w64[None, :], 0.0), axis=1)

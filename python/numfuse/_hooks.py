@@ -17,7 +17,7 @@ DTYPES = [np.dtype(name) for name in _core.DTYPES]
 _INDEX = {dt: i for i, dt in enumerate(DTYPES)}
 # Python bool is the weakest kind: promoting with it is promoting with the bool
 # dtype (resolve_dtypes accepts only int/float/complex as abstract scalars).
-_WEAK = {16: np.dtype(bool), 17: int, 18: float}
+_WEAK = {16: np.dtype(bool), 17: int, 18: float, 19: complex}
 UNSUPPORTED = 255  # the loop needs a dtype numfuse does not compute in
 
 

@@ -161,6 +161,8 @@ def i0(x):
     x = _arr(x)
     if type(x) is not ndarray:
         return _numpy(np.i0, (x,), why=str(x.dtype))
+    if x.dtype.kind == "c":
+        raise TypeError("i0 not supported for complex values")
     if x.dtype.kind != "f":
         x = x.astype(float)
     x = U["absolute"](x)
@@ -195,6 +197,8 @@ def _isinf_sign(npf, x, out, neg):
     a = _arr(x)
     if type(a) is not ndarray or (out is not None and type(out) is not ndarray):
         return _numpy(npf, (a, out), why="complex" if type(a) is not ndarray else "out")
+    if a.dtype.kind == "c":
+        raise TypeError("This operation is not supported for complex values because it would be ambiguous.")
     if a.dtype.kind != "f":  # never infinite (NumPy's loops for bool are float16's)
         r = U["not_equal"](a, a)
         return _scalar_if_0d(r, x) if out is None else U["not_equal"](a, a, out=out)
@@ -317,6 +321,9 @@ def imag(val):
 
 def angle(z, deg=False):
     a = _arr(z)
+    if type(a) is ndarray and a.dtype.kind == "c":
+        r = U["arctan2"](a.imag, a.real)
+        return r * (180 / np.pi) if deg else r
     loop = _loop(np.arctan2, (0, a)) if type(a) is ndarray else None
     if loop is None:
         return _numpy(np.angle, (a, deg), why=str(a.dtype))
@@ -330,6 +337,8 @@ def iscomplex(x):
     ax = _arr(x)
     if type(ax) is not ndarray:
         return _numpy(np.iscomplex, (ax,), why=str(ax.dtype))
+    if ax.dtype.kind == "c":
+        return ax.imag != 0
     res = zeros(ax.shape, bool)
     return res[()]
 
@@ -355,6 +364,11 @@ def real_if_close(a, tol=100):
     a = _arr(a)
     if type(a) is not ndarray:
         return _numpy(np.real_if_close, (a, tol), why=str(a.dtype))
+    if a.dtype.kind == "c":
+        if tol > 1:
+            tol = np.finfo(a.dtype.type).eps * tol
+        if bool(U["absolute"](a.imag).__lt__(tol).all()):
+            a = a.real
     return a
 
 

@@ -89,8 +89,9 @@ def all(a, axis=None, out=None, keepdims=False, *, where=True):
 def _arg(op, a, axis, out, keepdims):
     a = asarray(a)
     axis = _zero_d_axis(a, axis)
-    if type(a) is not ndarray or (out is not None and type(out) is not ndarray):
-        return _fallback.call_numpy(getattr(np, op), (a,), dict(axis=axis, out=out, keepdims=keepdims), f"numpy.{op}")
+    if type(a) is not ndarray or (out is not None and type(out) is not ndarray) or a.dtype.kind == "c":
+        return _fallback.call_numpy(getattr(np, op), (a,), dict(axis=axis, out=out, keepdims=keepdims),
+                                    f"numpy.{op}" + (" (complex)" if type(a) is ndarray else ""))
     if axis is None:
         r = _core.reduce(_R[op], a, None, False, None, None, None)
         if keepdims:

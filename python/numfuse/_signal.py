@@ -81,7 +81,7 @@ def _correlate(a, v, mode, dt):
 
 
 def correlate(a, v, mode="valid"):
-    """numpy.correlate (1-D, real): out[k] = sum_n a[n + k] * v[n], one
+    """numpy.correlate (1-D): out[k] = sum_n a[n + k] * conj(v[n]), one
     contraction over a sliding window."""
     m = _mode(mode)
     x, y = asarray(a), asarray(v)
@@ -92,6 +92,8 @@ def correlate(a, v, mode="valid"):
         return _fallback.call_numpy(np.correlate, (x, y), dict(mode=mode), "numpy.correlate")
     _check_1d(x)
     _check_1d(y)
+    if y.dtype.kind == "c":  # NumPy's correlate conjugates v (convolve does not)
+        y = y.conj()
     r = _correlate(x, y, m, dt)
     if r is NotImplemented:
         return _fallback.call_numpy(np.correlate, (x, y), dict(mode=mode), "numpy.correlate")
@@ -99,7 +101,7 @@ def correlate(a, v, mode="valid"):
 
 
 def convolve(a, v, mode="full"):
-    """numpy.convolve (1-D, real): the longer operand is correlated with the
+    """numpy.convolve (1-D): the longer operand is correlated with the
     reversed shorter one, one contraction over a sliding window."""
     x, y = asarray(a), asarray(v)
     if type(x) is not ndarray or type(y) is not ndarray:

@@ -242,8 +242,7 @@ _ALIASES = {
 }
 for _alias, _target in _ALIASES.items():
     UFUNCS[_alias] = UFUNCS[_target]
-# Complex conjugation is the identity on the real types numfuse computes in.
-UFUNCS["conjugate"] = UFUNCS["conj"] = _new_ufunc("conjugate", np.conjugate, 1, _U["positive"])
+UFUNCS["conj"] = UFUNCS["conjugate"]
 
 # __array_ufunc__'s fast path (C++) records plain calls of these NumPy ufuncs
 # (power is left to array_ufunc for its integer-power checks).

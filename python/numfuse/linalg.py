@@ -1,6 +1,7 @@
 """numfuse.linalg: products are recorded (matmul is an MDH reduction over k,
-or a BLAS routine for floating types); factorizations and solvers run with
-NumPy/LAPACK through the fallback."""
+or a BLAS routine for floating types); factorizations and solvers are
+NumPy's LAPACK routines run as library calls on numfuse's memory (pending
+inputs computed and passed as zero-copy views, results numfuse arrays)."""
 
 import operator
 
@@ -116,11 +117,13 @@ def dot(a, b, out=None):
 
 
 def vdot(a, b, /):
-    """numpy.vdot: the dot product of the flattened arrays (one contraction).
-    Complex arrays (conjugation) run with NumPy."""
+    """numpy.vdot: the dot product of the flattened arrays (one contraction),
+    the first conjugated."""
     a, b = asarray(a), asarray(b)
     if not _native(a, b):
         return _fallback.call_numpy(np.vdot, (a, b), {}, "numpy.vdot")
+    if a.dtype.kind == "c":
+        a = a.conj()
     if a.size != b.size:
         raise ValueError(f"cannot reshape array of size {b.size} into shape ({a.size},)")
     dt = _result_dtype(a, b)
@@ -272,5 +275,13 @@ def matrix_power(a, n):
             base = matmul(base, base)
     return result if result is not None else eye(a.shape[-1], dtype=a.dtype)
 
+
+# LAPACK-backed routines: NumPy's, as library calls (no FallbackWarning).
+_LAPACK = ("solve", "inv", "det", "slogdet", "eig", "eigh", "eigvals", "eigvalsh", "svd", "svdvals", "qr",
+           "cholesky", "lstsq", "pinv", "matrix_rank", "cond", "tensorsolve", "tensorinv", "multi_dot")
+for _name in _LAPACK:
+    if hasattr(np.linalg, _name):
+        globals()[_name] = _fallback.numpy_kernel(getattr(np.linalg, _name), f"numpy.linalg.{_name}")
+del _name
 
 __getattr__ = _fallback.module_getattr(np.linalg, "numfuse.linalg", globals())

@@ -109,12 +109,21 @@ class CRenderer {
         return e.dtype == DType::Int64 || e.dtype == DType::Bool ? spell_int(e.ival, e.dtype)
                                                                  : spell_int(e.ival, e.dtype);
       case Ex::K::FloatLit:
+        if (is_complex(e.dtype)) {
+          const DType p = real_part_type(e.dtype);
+          return "__builtin_complex(" + spell_float(e.fval, p) + ", " + spell_float(e.fimag, p) + ")";
+        }
         return spell_float(e.fval, e.dtype);
       case Ex::K::IntParam:
         if (e.dtype == DType::Int64) return "ip[" + std::to_string(e.slot) + "]";
         if (e.dtype == DType::Bool) return "(ip[" + std::to_string(e.slot) + "] != 0)";
         return "((" + std::string(c_type(e.dtype)) + ")ip[" + std::to_string(e.slot) + "])";
       case Ex::K::FloatParam:
+        if (is_complex(e.dtype)) {
+          const std::string c = e.dtype == DType::Complex64 ? "(float)" : "";
+          return "__builtin_complex(" + c + "fp[" + std::to_string(e.slot) + "], " + c + "fp[" +
+                 std::to_string(e.slot + 1) + "])";
+        }
         return e.dtype == DType::Float32 ? "((float)fp[" + std::to_string(e.slot) + "])"
                                          : "fp[" + std::to_string(e.slot) + "]";
       case Ex::K::Load:

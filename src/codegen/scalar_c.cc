@@ -118,14 +118,290 @@ std::string float_to_int(Reg& reg, const std::string& x, DType from, DType to) {
   }
 }
 
+// ---------------------------------------------------------------------------
+// Complex numbers: C's `float _Complex` / `double _Complex` (NumPy's layout,
+// real part first), built with __builtin_complex and taken apart with
+// __real__ / __imag__. Arithmetic is spelled out as NumPy's loops compute
+// it: C's own complex * and / follow Annex G (inf/NaN recovery, __muldc3),
+// which NumPy does not; multiplication is the textbook formula and division
+// Smith's algorithm. The elementary functions are glibc's (csqrt, cexp,
+// ...), as NumPy's npymath calls them.
+
+struct Cx {
+  Reg& reg;
+  DType t;        // the complex type
+  std::string C;  // its C type
+  std::string R;  // its parts' C type
+  std::string s;  // suffix
+  std::string f;  // "f" for complex64 (libm names), "" for complex128
+  Cx(Reg& r, DType ty)
+      : reg(r), t(ty), C(c_type(ty)), R(c_type(real_part_type(ty))), s(suffix(ty)),
+        f(ty == DType::Complex64 ? "f" : "") {}
+  std::string re(const std::string& a) const { return "__real__(" + a + ")"; }
+  std::string im(const std::string& a) const { return "__imag__(" + a + ")"; }
+  std::string mk(const std::string& r, const std::string& i) const {
+    return "__builtin_complex((" + R + ")(" + r + "), (" + R + ")(" + i + "))";
+  }
+  // A helper `static inline RET name(PARAMS) { BODY }`, registered once.
+  // `opaque`: never inlined, so that a vectorized loop calls it for its
+  // active lanes only instead of if-converting its branches (which would
+  // run the divisions of masked-off lanes, flags and all).
+  std::string fn(const std::string& base, const std::string& ret, const std::string& params, const std::string& body,
+                 bool opaque = false) {
+    const std::string name = "nf_" + base + "_" + s;
+    return reg(name, std::string(opaque ? "static __attribute__((noinline)) " : "static inline ") + ret + " " + name +
+                         "(" + params + ") {\n" + body + "}");
+  }
+  std::string real_libm(const char* name, int nargs) {
+    const std::string n = std::string(name) + f;
+    std::string params = R;
+    for (int i = 1; i < nargs; ++i) params += ", " + R;
+    return reg(n, R + " " + n + "(" + params + ");");
+  }
+  std::string complex_libm(const char* name) {
+    const std::string n = std::string(name) + f;
+    return reg(n, C + " " + n + "(" + C + ");");
+  }
+  // NumPy's SIMD loop (on every x86 CPU with FMA3): re = fma(ar, br,
+  // -(ai*bi)), im = fma(ar, bi, ai*br).
+  std::string mul() {
+    const std::string fma_ = real_libm("fma", 3);
+    return fn("cmul", C, C + " a, " + C + " b",
+              "  " + R + " ar = __real__ a, ai = __imag__ a, br = __real__ b, bi = __imag__ b;\n"
+              "  return " + mk(fma_ + "(ar, br, -(ai * bi))", fma_ + "(ar, bi, ai * br)") + ";\n");
+  }
+  // Smith's algorithm as NumPy computes it, with both branches written as
+  // one (the loop is vectorized: every lane computes the same divisions,
+  // and LLVM speculates a division of selected operands into a select of
+  // both divisions, so each part of b is replaced by 1 where it is 0, and
+  // 0j's own division divides by |br| + |bi|, which is 0 for 0j alone: no
+  // lane divides by zero unless NumPy's does). For |br| >= |bi|: rat = bi/br, scl = 1/(br + bi*rat), result
+  // ((ar + ai*rat)*scl, (ai - ar*rat)*scl); else the same with the parts of
+  // b swapped; both zero: (ar/|br|, ai/|br|).
+  std::string div() {
+    const std::string fabs_ = real_libm("fabs", 1);
+    return fn("cdiv", C, C + " a, " + C + " b",
+              "  " + R + " ar = __real__ a, ai = __imag__ a, br = __real__ b, bi = __imag__ b;\n"
+              "  " + R + " abr = " + fabs_ + "(br), abi = " + fabs_ + "(bi);\n"
+              "  _Bool zero = (abr == 0) & (abi == 0), big = abr >= abi;\n"
+              "  " + R + " brs = br == 0 ? (" + R + ")1 : br, bis = bi == 0 ? (" + R + ")1 : bi;\n"
+              "  " + R + " num = big ? bi : br, d = big ? brs : bis;\n"
+              "  " + R + " rat = num / d, scl = (" + R + ")1.0 / (d + num * rat);\n"
+              "  " + R + " p = big ? ar : ai, q = big ? ai : ar;\n"
+              "  " + R + " t = q - p * rat;\n"
+              "  " + R + " zd = abr + abi;\n"  /* 0 exactly for 0j (not a select: see above) */
+              "  " + R + " zr = ar / zd, zi = ai / zd;\n"
+              "  " + R + " re = (p + q * rat) * scl, im = (big ? t : -t) * scl;\n"
+              "  return " + mk("zero ? zr : re", "zero ? zi : im") + ";\n");
+  }
+  // NumPy's complex order: lexicographic, and false wherever a NaN is.
+  std::string less(bool or_equal) {
+    const std::string op = or_equal ? "<=" : "<";
+    return fn(or_equal ? "cle" : "clt", "_Bool", C + " a, " + C + " b",
+              "  " + R + " ar = __real__ a, ai = __imag__ a, br = __real__ b, bi = __imag__ b;\n"
+              "  return (ar < br && ai == ai && bi == bi) || (ar == br && ai " + op + " bi);\n");
+  }
+  std::string isnan_(const std::string& a) const {
+    return "((" + re(a) + " != " + re(a) + ") | (" + im(a) + " != " + im(a) + "))";
+  }
+  std::string pow_() {
+    const std::string m = mul(), d = div(), cpow_ = reg("cpow" + f, C + " cpow" + f + "(" + C + ", " + C + ");");
+    return fn("cpow", C, C + " a, " + C + " b",
+              "  " + R + " ar = __real__ a, ai = __imag__ a, br = __real__ b, bi = __imag__ b;\n"
+              "  if (br == 0 && bi == 0) return " + mk("1", "0") + ";\n"
+              "  if (ar == 0 && ai == 0) {\n"
+              "    if (br > 0) return " + mk("0", "0") + ";\n"
+              "    volatile " + R + " inv = __builtin_inf(); inv -= __builtin_inf(); (void)inv;\n"
+              "    return " + mk("__builtin_nan(\"\")", "__builtin_nan(\"\")") + ";\n"
+              "  }\n"
+              "  if (bi == 0 && br >= -9223372036854775808.0 && br < 9223372036854775808.0 && (" + R +
+              ")(long long)br == br) {\n"
+              "    long long n = (long long)br;\n"
+              "    if (n == 1) return a;\n"
+              "    if (n == 2) return " + m + "(a, a);\n"
+              "    if (n == 3) return " + m + "(a, " + m + "(a, a));\n"
+              "    if (n > -100 && n < 100) {\n"
+              "      " + C + " aa = " + mk("1", "0") + ", p = a;\n"
+              "      long long mask = 1;\n"
+              "      if (n < 0) n = -n;\n"
+              "      for (;;) {\n"
+              "        if (n & mask) aa = " + m + "(aa, p);\n"
+              "        mask <<= 1;\n"
+              "        if (n < mask || mask <= 0) break;\n"
+              "        p = " + m + "(p, p);\n"
+              "      }\n"
+              "      if (br < 0) aa = " + d + "(" + mk("1", "0") + ", aa);\n"
+              "      return aa;\n"
+              "    }\n"
+              "  }\n"
+              "  return " + cpow_ + "(a, b);\n",
+              /*opaque=*/true);
+  }
+};
+
+// NumPy's complex unary loops; r is the result type (the real type for
+// absolute).
+std::string complex_unary(Reg& reg, UnaryOp op, DType t, const std::string& a) {
+  Cx x(reg, t);
+  const std::string& R = x.R;
+  auto lib = [&](const char* name) { return call(x.complex_libm(name), {a}); };
+  switch (op) {
+    case UnaryOp::Negative: return "(-" + a + ")";
+    case UnaryOp::Positive: return a;
+    case UnaryOp::Conjugate: return x.fn("conj", x.C, x.C + " a", "  return " + x.mk("__real__ a", "-__imag__ a") + ";\n") + "(" + a + ")";
+    case UnaryOp::Absolute: return call(x.real_libm("hypot", 2), {x.re(a), x.im(a)});
+    case UnaryOp::Square: return call(x.mul(), {a, a});  // (NumPy: z*z, bit for bit)
+    case UnaryOp::Reciprocal: {
+      // NumPy: |ai| <= |ar|: r = ai/ar, d = ar + ai*r, (1/d, -r/d); else
+      // r = ar/ai, d = ar*r + ai, (r/d, -1/d); 0j gives nan+nanj (0/0).
+      // One branch-free form, as cdiv.
+      const std::string fabs_ = x.real_libm("fabs", 1);
+      return call(x.fn("crecip", x.C, x.C + " a",
+                       "  " + R + " ar = __real__ a, ai = __imag__ a;\n"
+                       "  _Bool zero = (ar == 0) & (ai == 0), big = " + fabs_ + "(ai) <= " + fabs_ + "(ar);\n"
+                       "  " + R + " ars = ar == 0 ? (" + R + ")1 : ar, ais = ai == 0 ? (" + R + ")1 : ai;\n"
+                       "  " + R + " num = big ? ai : ar, den = big ? ars : ais;\n"
+                       "  " + R + " r = num / den, d = den + num * r;\n"
+                       "  " + R + " re = big ? 1 / d : r / d, im = big ? -r / d : -1 / d;\n"
+                       "  " + R + " nan = ar / (" + fabs_ + "(ar) + " + fabs_ + "(ai));\n"  /* 0/0 for 0j only */
+                       "  return " + x.mk("zero ? nan : re", "zero ? nan : im") + ";\n"),
+                  {a});
+    }
+    case UnaryOp::Sign: {
+      const std::string hyp = x.real_libm("hypot", 2);
+      return call(x.fn("csign", x.C, x.C + " a",
+                       "  " + R + " ar = __real__ a, ai = __imag__ a, m = " + hyp + "(ar, ai);\n"
+                       "  if (m != m) return " + x.mk("__builtin_nan(\"\")", "__builtin_nan(\"\")") + ";\n"
+                       "  if (__builtin_isinf(m)) {\n"
+                       "    if (__builtin_isinf(ar)) {\n"
+                       "      if (__builtin_isinf(ai)) return " + x.mk("__builtin_nan(\"\")", "__builtin_nan(\"\")") + ";\n"
+                       "      return " + x.mk("ar > 0 ? 1 : -1", "0") + ";\n"
+                       "    }\n"
+                       "    return " + x.mk("0", "ai > 0 ? 1 : -1") + ";\n"
+                       "  }\n"
+                       "  if (m == 0) return " + x.mk("0", "0") + ";\n"
+                       "  return " + x.mk("ar / m", "ai / m") + ";\n"),
+                  {a});
+    }
+    case UnaryOp::LogicalNot: return "(" + a + " == 0)";
+    case UnaryOp::Sqrt: return lib("csqrt");
+    case UnaryOp::Exp: return lib("cexp");
+    case UnaryOp::Log: return lib("clog");
+    case UnaryOp::Sin: return lib("csin");
+    case UnaryOp::Cos: return lib("ccos");
+    case UnaryOp::Tan: return lib("ctan");
+    case UnaryOp::Arcsin: return lib("casin");
+    case UnaryOp::Arccos: return lib("cacos");
+    case UnaryOp::Arctan: return lib("catan");
+    case UnaryOp::Sinh: return lib("csinh");
+    case UnaryOp::Cosh: return lib("ccosh");
+    case UnaryOp::Tanh: return lib("ctanh");
+    case UnaryOp::Arcsinh: return lib("casinh");
+    case UnaryOp::Arccosh: return lib("cacosh");
+    case UnaryOp::Arctanh: return lib("catanh");
+    case UnaryOp::Exp2: {
+      const std::string e = x.complex_libm("cexp");
+      return call(x.fn("cexp2", x.C, x.C + " a",
+                       "  return " + e + "(" + x.mk("__real__ a * (" + R + ")0.693147180559945309417232121458176568",
+                                                     "__imag__ a * (" + R + ")0.693147180559945309417232121458176568") +
+                           ");\n"),
+                  {a});
+    }
+    case UnaryOp::Log2:
+    case UnaryOp::Log10: {
+      const bool two = op == UnaryOp::Log2;
+      const std::string l = x.complex_libm("clog");
+      const std::string k = two ? "1.442695040888963407359924681001892137" : "0.434294481903251827651128918916605082";
+      return call(x.fn(two ? "clog2" : "clog10", x.C, x.C + " a",
+                       "  " + x.C + " r = " + l + "(a);\n"
+                       "  return " + x.mk("__real__ r * (" + R + ")" + k, "__imag__ r * (" + R + ")" + k) + ";\n"),
+                  {a});
+    }
+    case UnaryOp::Expm1: {
+      const std::string sn = x.real_libm("sin", 1), cs = x.real_libm("cos", 1), em = x.real_libm("expm1", 1),
+                        ex = x.real_libm("exp", 1);
+      return call(x.fn("cexpm1", x.C, x.C + " a",
+                       "  " + R + " ar = __real__ a, ai = __imag__ a, h = " + sn + "(ai / 2);\n"
+                       "  return " + x.mk(em + "(ar) * " + cs + "(ai) - 2 * h * h", ex + "(ar) * " + sn + "(ai)") +
+                           ";\n"),
+                  {a});
+    }
+    case UnaryOp::Log1p: {
+      const std::string hyp = x.real_libm("hypot", 2), at2 = x.real_libm("atan2", 2), lg = x.real_libm("log", 1);
+      return call(x.fn("clog1p", x.C, x.C + " a",
+                       "  " + R + " ar = __real__ a + 1, ai = __imag__ a;\n"
+                       "  return " + x.mk(lg + "(" + hyp + "(ar, ai))", at2 + "(ai, ar)") + ";\n"),
+                  {a});
+    }
+    case UnaryOp::Rint: {
+      const std::string ri = x.real_libm("rint", 1);
+      return x.mk(ri + "(" + x.re(a) + ")", ri + "(" + x.im(a) + ")");
+    }
+    case UnaryOp::Isnan: return x.isnan_(a);
+    case UnaryOp::Isinf: return "((__builtin_isinf(" + x.re(a) + ") != 0) | (__builtin_isinf(" + x.im(a) + ") != 0))";
+    case UnaryOp::Isfinite:
+      return "((__builtin_isfinite(" + x.re(a) + ") != 0) & (__builtin_isfinite(" + x.im(a) + ") != 0))";
+    default: break;
+  }
+  throw std::logic_error(std::string("no C spelling for complex ") + unary_name(op));
+}
+
+std::string complex_binary(Reg& reg, BinaryOp op, DType t, const std::string& a, const std::string& b) {
+  Cx x(reg, t);
+  switch (op) {
+    case BinaryOp::Add: return "(" + a + " + " + b + ")";
+    case BinaryOp::Subtract: return "(" + a + " - " + b + ")";
+    case BinaryOp::Multiply: return call(x.mul(), {a, b});
+    case BinaryOp::TrueDivide: return call(x.div(), {a, b});
+    case BinaryOp::Power: return call(x.pow_(), {a, b});
+    case BinaryOp::Equal: return "(" + a + " == " + b + ")";
+    case BinaryOp::NotEqual: return "(" + a + " != " + b + ")";
+    case BinaryOp::Less: return call(x.less(false), {a, b});
+    case BinaryOp::LessEqual: return call(x.less(true), {a, b});
+    case BinaryOp::Greater: return call(x.less(false), {b, a});
+    case BinaryOp::GreaterEqual: return call(x.less(true), {b, a});
+    case BinaryOp::Maximum:
+    case BinaryOp::Minimum: {
+      // NumPy: the first operand if it is NaN or wins (>= / <=), else the second.
+      const bool mx = op == BinaryOp::Maximum;
+      const std::string ge = x.less(true);
+      const std::string body = "  if (" + x.isnan_("a") + " || " + ge + (mx ? "(b, a)" : "(a, b)") + ") return a;\n  return b;\n";
+      return call(x.fn(mx ? "cmax" : "cmin", x.C, x.C + " a, " + x.C + " b", body), {a, b});
+    }
+    case BinaryOp::Fmax:
+    case BinaryOp::Fmin: {
+      // NumPy: the first operand if the second is NaN or the first wins.
+      const bool mx = op == BinaryOp::Fmax;
+      const std::string ge = x.less(true);
+      const std::string body = "  if (" + x.isnan_("b") + " || " + ge + (mx ? "(b, a)" : "(a, b)") + ") return a;\n  return b;\n";
+      return call(x.fn(mx ? "cfmax" : "cfmin", x.C, x.C + " a, " + x.C + " b", body), {a, b});
+    }
+    case BinaryOp::LogicalAnd: return "((" + a + " != 0) & (" + b + " != 0))";
+    case BinaryOp::LogicalOr: return "((" + a + " != 0) | (" + b + " != 0))";
+    case BinaryOp::LogicalXor: return "((" + a + " != 0) != (" + b + " != 0))";
+    default: break;
+  }
+  throw std::logic_error(std::string("no C spelling for complex ") + binary_name(op));
+}
+
+
 std::string spell_cast(Reg& reg, const std::string& a, DType from, DType to) {
   if (from == to) return a;
   if (to == DType::Bool) return "(" + a + " != 0)";
-  if (is_float(from) && !is_float(to)) return float_to_int(reg, a, from, to);
+  // Complex to real: the real part (C's conversion discards the imaginary
+  // part; to an integer, through the float conversion NumPy uses).
+  if (is_complex(from) && !is_complex(to)) {
+    const std::string r = "__real__(" + a + ")";
+    if (is_float(to)) return "((" + ct(to) + ")" + r + ")";
+    return float_to_int(reg, r, real_part_type(from), to);
+  }
+  if (is_float(from) && !is_inexact(to)) return float_to_int(reg, a, from, to);
   return "((" + ct(to) + ")(" + a + "))";
 }
 
 std::string unary(Reg& reg, UnaryOp op, DType t, DType r, const std::string& a) {
+  if (is_complex(t)) return complex_unary(reg, op, t, a);
+  if (op == UnaryOp::Conjugate) return a;  // (real types: NumPy's conjugate is the identity)
   const std::string s = suffix(t);
   const bool fl = is_float(t);
   const bool sg = kind(t) == Kind::Signed;
@@ -207,6 +483,7 @@ std::string unary(Reg& reg, UnaryOp op, DType t, DType r, const std::string& a) 
 }
 
 std::string binary(Reg& reg, BinaryOp op, DType t, const std::string& a, const std::string& b) {
+  if (is_complex(t)) return complex_binary(reg, op, t, a, b);
   const std::string s = suffix(t);
   const std::string T = ct(t);
   const bool fl = is_float(t);
@@ -400,7 +677,7 @@ std::string HelperSet::definitions() const {
 }
 
 const char* suffix(DType t) {
-  static const char* s[] = {"b", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f32", "f64"};
+  static const char* s[] = {"b", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f32", "f64", "c64", "c128"};
   return s[static_cast<int>(t)];
 }
 
@@ -497,6 +774,7 @@ std::string spell_combine(ReduceOp op, DType t, const std::string& a, const std:
 
 std::string spell_arg_better(ReduceOp op, DType t, const std::string& acc, const std::string& ai, const std::string& v,
                              const std::string& vi, HelperSet& helpers, bool later) {
+  if (is_complex(t)) throw std::logic_error("spell_arg_better: complex arg-reductions run NumPy's");
   const char* cmp = op == ReduceOp::ArgMax ? ">" : "<";
   if (later) {
     // The first point wins every tie; a NaN wins once, and nothing beats it.

@@ -26,6 +26,8 @@ constexpr Info kInfo[kNumDTypes] = {
     {"uint64", 'L', "uint64_t", 8, Kind::Unsigned},
     {"float32", 'f', "float", 4, Kind::Float},
     {"float64", 'd', "double", 8, Kind::Float},
+    {"complex64", 'F', "_Complex float", 8, Kind::Complex},
+    {"complex128", 'D', "_Complex double", 16, Kind::Complex},
 };
 const Info& info(DType t) { return kInfo[static_cast<int>(t)]; }
 constexpr bool inline_tables_agree() {
@@ -44,6 +46,9 @@ DType signed_of_bits(int bits) {
   }
 }
 int bits(DType t) { return itemsize(t) * 8; }
+
+// numpy.result_type of two real types (promote's real half).
+DType promote_real(DType a, DType b);
 }  // namespace
 
 const char* dtype_name(DType t) { return info(t).name; }
@@ -57,6 +62,21 @@ std::optional<DType> dtype_from_name(const std::string& name) {
 }
 
 DType promote(DType a, DType b) {
+  if (a == b) return a;
+  if (is_complex(a) || is_complex(b)) {
+    // The complex type whose parts hold both: the real type the parts
+    // promote to with the other operand (complex64 + int16 -> complex64,
+    // complex64 + int32 or float64 -> complex128).
+    const DType pa = real_part_type(a), pb = real_part_type(b);
+    DType r = promote_real(pa, pb);
+    if (!is_float(r)) r = DType::Float64;  // (bool/ints with complex: only via the parts above)
+    return complex_of(r);
+  }
+  return promote_real(a, b);
+}
+
+namespace {
+DType promote_real(DType a, DType b) {
   if (a == b) return a;
   Kind ka = kind(a), kb = kind(b);
   if (ka == Kind::Bool) return b;
@@ -76,6 +96,7 @@ DType promote(DType a, DType b) {
   if (bits(u) < 64) return signed_of_bits(2 * bits(u));
   return DType::Float64;
 }
+}  // namespace
 
 DType promote_weak(DType a, WeakKind k) {
   switch (k) {
@@ -84,7 +105,10 @@ DType promote_weak(DType a, WeakKind k) {
     case WeakKind::Int:
       return a == DType::Bool ? DType::Int64 : a;
     case WeakKind::Float:
-      return is_float(a) ? a : DType::Float64;
+      return is_inexact(a) ? a : DType::Float64;
+    case WeakKind::Complex:
+      if (is_complex(a)) return a;
+      return a == DType::Float32 ? DType::Complex64 : DType::Complex128;
   }
   return a;
 }
@@ -94,6 +118,7 @@ DType weak_default(WeakKind k) {
     case WeakKind::Bool: return DType::Bool;
     case WeakKind::Int: return DType::Int64;
     case WeakKind::Float: return DType::Float64;
+    case WeakKind::Complex: return DType::Complex128;
   }
   return DType::Float64;
 }
@@ -109,9 +134,10 @@ bool can_cast(DType from, DType to, Casting casting) {
       if (promote(from, to) == to) return true;
       Kind kf = kind(from), kt = kind(to);
       if (kf == Kind::Bool) return true;
-      if (kf == Kind::Float) return kt == Kind::Float;
-      if (kf == Kind::Signed) return kt == Kind::Signed || kt == Kind::Float;
-      return kt != Kind::Bool;  // unsigned -> any integer or float
+      if (kf == Kind::Complex) return kt == Kind::Complex;
+      if (kf == Kind::Float) return kt == Kind::Float || kt == Kind::Complex;
+      if (kf == Kind::Signed) return kt == Kind::Signed || kt == Kind::Float || kt == Kind::Complex;
+      return kt != Kind::Bool;  // unsigned -> any integer, float or complex
     }
     case Casting::Unsafe:
       return true;
@@ -135,7 +161,7 @@ bool int_fits(DType t, int64_t v) {
 }
 
 bool uint_fits(DType t, uint64_t v) {
-  if (t == DType::UInt64 || is_float(t)) return true;
+  if (t == DType::UInt64 || is_inexact(t)) return true;
   if (v > static_cast<uint64_t>(INT64_MAX)) return false;
   return int_fits(t, static_cast<int64_t>(v));
 }
@@ -178,6 +204,16 @@ void Scalar::store(void* p) const {
     case DType::Float64:
       std::memcpy(p, &f, sizeof f);
       break;
+    case DType::Complex64: {
+      const float x[2] = {static_cast<float>(f), static_cast<float>(im)};
+      std::memcpy(p, x, sizeof x);
+      break;
+    }
+    case DType::Complex128: {
+      const double x[2] = {f, im};
+      std::memcpy(p, x, sizeof x);
+      break;
+    }
     default:  // integers: the value's low bytes (x86-64 is little-endian)
       copy_element(p, &u, itemsize(dtype));
       break;
@@ -203,6 +239,20 @@ Scalar Scalar::load(DType t, const void* p) {
     case DType::Float64:
       std::memcpy(&r.f, p, sizeof r.f);
       break;
+    case DType::Complex64: {
+      float x[2];
+      std::memcpy(x, p, sizeof x);
+      r.f = x[0];
+      r.im = x[1];
+      break;
+    }
+    case DType::Complex128: {
+      double x[2];
+      std::memcpy(x, p, sizeof x);
+      r.f = x[0];
+      r.im = x[1];
+      break;
+    }
     case DType::Int8: { int8_t x; std::memcpy(&x, p, 1); r.i = x; break; }
     case DType::Int16: { int16_t x; std::memcpy(&x, p, 2); r.i = x; break; }
     case DType::Int32: { int32_t x; std::memcpy(&x, p, 4); r.i = x; break; }
@@ -219,10 +269,29 @@ Scalar Scalar::cast(DType to) const {
   Scalar r;
   r.dtype = to;
   Kind kf = kind(dtype);
+  // Complex to real takes the real part (NumPy's ComplexWarning is the
+  // caller's to give).
+  if (kf == Kind::Complex && kind(to) != Kind::Complex && kind(to) != Kind::Bool) {
+    Scalar re = of_float(DType::Float64, f);
+    return re.cast(to);
+  }
   switch (kind(to)) {
     case Kind::Bool:
       r.i = truthy() ? 1 : 0;
       break;
+    case Kind::Complex: {
+      if (kf == Kind::Complex) {
+        r.f = f;
+        r.im = im;
+      } else {
+        r.f = cast(DType::Float64).f;
+      }
+      if (to == DType::Complex64) {
+        r.f = static_cast<double>(static_cast<float>(r.f));
+        r.im = static_cast<double>(static_cast<float>(r.im));
+      }
+      break;
+    }
     case Kind::Float: {
       double v = kf == Kind::Float ? f
                  : kf == Kind::Unsigned ? static_cast<double>(u)
@@ -260,19 +329,21 @@ Scalar Scalar::cast(DType to) const {
 
 double Scalar::as_double() const {
   switch (kind(dtype)) {
-    case Kind::Float: return f;
+    case Kind::Float:
+    case Kind::Complex: return f;
     case Kind::Unsigned: return static_cast<double>(u);
     default: return static_cast<double>(i);
   }
 }
 
 int64_t Scalar::as_int64() const {
-  if (kind(dtype) == Kind::Float) return f2i64(f);
+  if (is_inexact(dtype)) return f2i64(f);
   return i;
 }
 
 bool Scalar::truthy() const {
   if (kind(dtype) == Kind::Float) return f != 0.0;  // NaN is truthy, as in NumPy
+  if (kind(dtype) == Kind::Complex) return f != 0.0 || im != 0.0;
   return u != 0;
 }
 

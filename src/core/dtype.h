@@ -1,8 +1,8 @@
 // Element types and NumPy 2 type promotion.
 //
-// numfuse computes natively on the eleven fixed-size real types below; every
-// other NumPy dtype (complex, float16, strings, objects) goes to the NumPy
-// fallback. Promotion follows NEP 50: arrays and NumPy scalars are "strong",
+// numfuse computes natively on the eleven fixed-size real types and the two
+// complex types below; every other NumPy dtype (float16, longdouble, strings,
+// objects) goes to the NumPy fallback. Promotion follows NEP 50: arrays and NumPy scalars are "strong",
 // Python bool/int/float scalars are "weak" and take the array's type when the
 // kinds allow it.
 #pragma once
@@ -25,21 +25,23 @@ enum class DType : uint8_t {
   UInt64,
   Float32,
   Float64,
+  Complex64,   // two float32 (real, imag), as C's float _Complex
+  Complex128,  // two float64
 };
-inline constexpr int kNumDTypes = 11;
+inline constexpr int kNumDTypes = 13;
 
-enum class Kind : uint8_t { Bool, Signed, Unsigned, Float };
+enum class Kind : uint8_t { Bool, Signed, Unsigned, Float, Complex };
 
 // The kind of a weak (Python) scalar operand.
-enum class WeakKind : uint8_t { Bool, Int, Float };
+enum class WeakKind : uint8_t { Bool, Int, Float, Complex };
 
 // (Inline: asked on every view of every task, by recording, fusion's
 // signatures and rebinding.)
 constexpr int itemsize(DType t) {
-  constexpr int8_t kSize[kNumDTypes] = {1, 1, 2, 4, 8, 1, 2, 4, 8, 4, 8};
+  constexpr int8_t kSize[kNumDTypes] = {1, 1, 2, 4, 8, 1, 2, 4, 8, 4, 8, 8, 16};
   return kSize[static_cast<int>(t)];
 }
-// Copies one element of `size` bytes (1, 2, 4 or 8) with one fixed-size
+// Copies one element of `size` bytes (1, 2, 4, 8 or 16) with one fixed-size
 // move. (A memcpy whose size the compiler only knows to be small can be
 // expanded into `rep movs`, whose start-up costs more than copying a whole
 // small vector element by element: numpy.dot's copy of a reversed slice
@@ -49,13 +51,15 @@ inline void copy_element(void* to, const void* from, int size) {
     case 1: __builtin_memcpy(to, from, 1); break;
     case 2: __builtin_memcpy(to, from, 2); break;
     case 4: __builtin_memcpy(to, from, 4); break;
+    case 16: __builtin_memcpy(to, from, 16); break;
     default: __builtin_memcpy(to, from, 8); break;
   }
 }
 constexpr Kind kind(DType t) {
   constexpr Kind kKind[kNumDTypes] = {Kind::Bool,     Kind::Signed,   Kind::Signed,   Kind::Signed,
                                       Kind::Signed,   Kind::Unsigned, Kind::Unsigned, Kind::Unsigned,
-                                      Kind::Unsigned, Kind::Float,    Kind::Float};
+                                      Kind::Unsigned, Kind::Float,    Kind::Float,    Kind::Complex,
+                                      Kind::Complex};
   return kKind[static_cast<int>(t)];
 }
 inline bool is_float(DType t) { return kind(t) == Kind::Float; }
@@ -63,6 +67,16 @@ inline bool is_integer(DType t) {
   return kind(t) == Kind::Signed || kind(t) == Kind::Unsigned;
 }
 inline bool is_bool(DType t) { return t == DType::Bool; }
+inline bool is_complex(DType t) { return kind(t) == Kind::Complex; }
+// A floating-point type, real or complex (values that can be NaN or inf).
+inline bool is_inexact(DType t) { return is_float(t) || is_complex(t); }
+// The type of one part of a complex type (float32 / float64); t itself
+// for the other types.
+constexpr DType real_part_type(DType t) {
+  return t == DType::Complex64 ? DType::Float32 : t == DType::Complex128 ? DType::Float64 : t;
+}
+// The complex type whose parts have float type t.
+constexpr DType complex_of(DType t) { return t == DType::Float32 ? DType::Complex64 : DType::Complex128; }
 // NumPy's name ("float64") and single-character code ("d").
 const char* dtype_name(DType t);
 char dtype_char(DType t);
@@ -87,6 +101,8 @@ bool int_fits(DType t, int64_t v);
 bool uint_fits(DType t, uint64_t v);
 
 // A scalar value with its type; used for Python scalars and kernel constants.
+// A complex value keeps its real part in `f` and its imaginary part in `im`
+// (which is 0 for every other type).
 struct Scalar {
   DType dtype = DType::Float64;
   union {
@@ -95,11 +111,19 @@ struct Scalar {
     uint64_t u;
     double f;
   };
+  double im = 0.0;
   Scalar() : f(0.0) {}
   static Scalar of_bool(bool v) { Scalar s; s.dtype = DType::Bool; s.i = v ? 1 : 0; return s; }
   static Scalar of_int(DType t, int64_t v) { Scalar s; s.dtype = t; s.i = v; return s; }
   static Scalar of_uint(DType t, uint64_t v) { Scalar s; s.dtype = t; s.u = v; return s; }
   static Scalar of_float(DType t, double v) { Scalar s; s.dtype = t; s.f = v; return s; }
+  static Scalar of_complex(DType t, double re, double imag) {
+    Scalar s;
+    s.dtype = t;
+    s.f = re;
+    s.im = imag;
+    return s;
+  }
   // Convert with C (NumPy "unsafe") semantics to another type.
   Scalar cast(DType to) const;
   double as_double() const;
@@ -110,7 +134,9 @@ struct Scalar {
   // Reads an element of type t from memory (store's inverse).
   static Scalar load(DType t, const void* p);
   // Bit-exact equality (used by caches; NaN == NaN here).
-  bool same(const Scalar& o) const { return dtype == o.dtype && u == o.u; }
+  bool same(const Scalar& o) const {
+    return dtype == o.dtype && u == o.u && __builtin_bit_cast(uint64_t, im) == __builtin_bit_cast(uint64_t, o.im);
+  }
 };
 
 }  // namespace nf

@@ -85,6 +85,7 @@ Scalar reduce_identity(ReduceOp op, DType t) {
     case ReduceOp::ArgMax:
       switch (kind(t)) {
         case Kind::Float: return Scalar::of_float(t, -std::numeric_limits<double>::infinity());
+        case Kind::Complex: return Scalar::of_complex(t, -std::numeric_limits<double>::infinity(), 0.0);
         case Kind::Bool: return Scalar::of_bool(false);
         case Kind::Unsigned: return Scalar::of_uint(t, 0);
         case Kind::Signed: return Scalar::of_int(t, itemsize(t) == 8 ? INT64_MIN : -(int64_t{1} << (itemsize(t) * 8 - 1)));
@@ -94,6 +95,7 @@ Scalar reduce_identity(ReduceOp op, DType t) {
     case ReduceOp::ArgMin:
       switch (kind(t)) {
         case Kind::Float: return Scalar::of_float(t, std::numeric_limits<double>::infinity());
+        case Kind::Complex: return Scalar::of_complex(t, std::numeric_limits<double>::infinity(), 0.0);
         case Kind::Bool: return Scalar::of_bool(true);
         case Kind::Unsigned: return Scalar::of_uint(t, itemsize(t) == 8 ? UINT64_MAX : (uint64_t{1} << (itemsize(t) * 8)) - 1);
         case Kind::Signed: return Scalar::of_int(t, itemsize(t) == 8 ? INT64_MAX : (int64_t{1} << (itemsize(t) * 8 - 1)) - 1);

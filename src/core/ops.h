@@ -26,7 +26,8 @@ namespace nf {
   X(Arccosh, "arccosh") X(Arctanh, "arctanh") X(Floor, "floor")             \
   X(Ceil, "ceil") X(Trunc, "trunc") X(Rint, "rint") X(Isnan, "isnan")       \
   X(Isinf, "isinf") X(Isfinite, "isfinite") X(Signbit, "signbit")           \
-  X(Erf, "erf") X(Deg2rad, "deg2rad") X(Rad2deg, "rad2deg")
+  X(Erf, "erf") X(Deg2rad, "deg2rad") X(Rad2deg, "rad2deg")                \
+  X(Conjugate, "conjugate")
 
 #define NF_BINARY_OPS(X)                                                    \
   X(Add, "add") X(Subtract, "subtract") X(Multiply, "multiply")             \

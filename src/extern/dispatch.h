@@ -1,7 +1,8 @@
 // The C++ type of each DType, for the routines of this folder: f(T{}) with T
-// the element type (bool for Bool).
+// the element type (bool for Bool, std::complex for the complex types).
 #pragma once
 
+#include <complex>
 #include <cstdint>
 #include <stdexcept>
 
@@ -23,8 +24,15 @@ void with_dtype(DType t, F&& f) {
     case DType::UInt64: return f(uint64_t{});
     case DType::Float32: return f(float{});
     case DType::Float64: return f(double{});
+    case DType::Complex64: return f(std::complex<float>{});
+    case DType::Complex128: return f(std::complex<double>{});
   }
   throw std::logic_error("unknown dtype");
 }
+
+template <typename T>
+inline constexpr bool is_complex_v = false;
+template <typename T>
+inline constexpr bool is_complex_v<std::complex<T>> = true;
 
 }  // namespace nf::ext

@@ -216,6 +216,8 @@ AddFn adder(DType t) {
     case DType::UInt64: return add_into<uint64_t>;
     case DType::Float32: return add_into<float>;
     case DType::Float64: return add_into<double>;
+    case DType::Complex64: return add_into<std::complex<float>>;
+    case DType::Complex128: return add_into<std::complex<double>>;
   }
   return nullptr;
 }

@@ -27,10 +27,20 @@ namespace {
 
 
 // NumPy's order: NaN after everything.
+// Complex numbers: lexicographic, NaNs last (NumPy's npysort CLT).
 template <typename T>
 inline bool less(T a, T b) {
-  if constexpr (std::is_floating_point_v<T>) return a < b || (std::isnan(b) && !std::isnan(a));
-  else return a < b;
+  if constexpr (is_complex_v<T>) {
+    const auto ar = a.real(), ai = a.imag(), br = b.real(), bi = b.imag();
+    if (ar < br) return ai == ai || bi != bi;
+    if (ar > br) return bi != bi && ai == ai;
+    if (ar == br || (ar != ar && br != br)) return ai < bi || (bi != bi && ai == ai);
+    return br != br;
+  } else if constexpr (std::is_floating_point_v<T>) {
+    return a < b || (std::isnan(b) && !std::isnan(a));
+  } else {
+    return a < b;
+  }
 }
 
 // The rows of `v` along `axis`: the element offset of each row's first

@@ -110,9 +110,10 @@ ExP arg_better(ReduceOp op, DType t, ExP acc, ExP ai, ExP v, ExP vi, bool later)
 ExP scalar_lit(const Scalar& s, DType t) {
   Scalar c = s.cast(t);
   auto e = std::make_shared<Ex>();
-  if (is_float(t)) {
+  if (is_inexact(t)) {
     e->k = Ex::K::FloatLit;
     e->fval = c.f;
+    e->fimag = c.im;
   } else {
     e->k = Ex::K::IntLit;
     e->ival = c.i;
@@ -190,6 +191,7 @@ StmtP free_stmt(const std::string& name) {
 bool is_arg(ReduceOp op) { return op == ReduceOp::ArgMax || op == ReduceOp::ArgMin; }
 
 char simd_op(ReduceOp op, DType t) {
+  if (is_complex(t)) return 0;  // (no OpenMP reduction clauses on complex values: combined in loop order)
   switch (op) {
     case ReduceOp::Sum: return '+';
     case ReduceOp::Prod: return '*';

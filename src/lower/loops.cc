@@ -54,7 +54,7 @@ ExP Lowerer::access_index(int a, const std::vector<ExP>& idx) const {
 
 ExP Lowerer::const_value(int k) const {
   DType ct = h_.const_type[k];
-  return is_float(ct) ? float_param(h_.const_slot[k], ct) : int_param(h_.const_slot[k], ct);
+  return is_inexact(ct) ? float_param(h_.const_slot[k], ct) : int_param(h_.const_slot[k], ct);
 }
 
 ExP Lowerer::end_of(int d, int level) const {

@@ -26,7 +26,7 @@ struct Ex {
   enum class K : uint8_t {
     Var,       // name
     IntLit,    // ival
-    FloatLit,  // fval (in dtype)
+    FloatLit,  // fval (in dtype; a complex dtype: fval + fimag i)
     IntParam,  // ip[slot]  (int64)
     FloatParam,// fp[slot]
     Load,      // name[args[0]]  (name = pointer or local array)
@@ -40,7 +40,8 @@ struct Ex {
   std::string name;
   int64_t ival = 0;
   double fval = 0;
-  int slot = 0;
+  double fimag = 0;  // FloatLit of a complex type: the imaginary part
+  int slot = 0;      // FloatParam of a complex type: fp[slot] real, fp[slot + 1] imaginary
   char op = 0;
   ExprNode node{};  // for Scalar
   ReduceOp rop = ReduceOp::Sum;

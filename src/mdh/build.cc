@@ -157,7 +157,7 @@ void rebind_again(const std::vector<Task>& window, const Built& tmpl, Bindings& 
   for (const Recipe::ParamSource& p : tmpl.recipe.params) {
     const Task& t = window[p.task];
     if (p.index_offset) b.ints[p.slot] = t.indices[p.which].offset;
-    else if (p.is_float) b.floats[p.slot] = t.consts[p.which].f;
+    else if (p.is_float) b.floats[p.slot] = p.imag ? t.consts[p.which].im : t.consts[p.which].f;
     else b.ints[p.slot] = t.consts[p.which].i;
   }
 }
@@ -292,9 +292,13 @@ Built build(const std::vector<Task>& window, const fusion::Group& group) {
     for (size_t k = 0; k < t.consts.size(); ++k) {
       const Scalar& c = t.consts[k];
       h.const_type.push_back(c.dtype);
-      const int slot = is_float(c.dtype) ? new_float(c.f) : new_int(c.i);
+      const int slot = is_inexact(c.dtype) ? new_float(c.f) : new_int(c.i);
       h.const_slot.push_back(slot);
-      out.recipe.params.push_back({slot, cur_task, static_cast<int>(k), false, is_float(c.dtype)});
+      out.recipe.params.push_back({slot, cur_task, static_cast<int>(k), false, is_inexact(c.dtype)});
+      if (is_complex(c.dtype)) {  // the imaginary part in the next float slot
+        const int im = new_float(c.im);
+        out.recipe.params.push_back({im, cur_task, static_cast<int>(k), false, true, true});
+      }
       const_id[k] = static_cast<int>(h.const_type.size()) - 1;
     }
     for (size_t k = 0; k < t.indices.size(); ++k) {

@@ -112,6 +112,7 @@ struct Recipe {
     int which;  // const index, or index-function index
     bool index_offset;
     bool is_float;
+    bool imag = false;  // a complex constant's imaginary part (its real part has the slot before)
   };
   std::vector<AccessSource> access;  // per access
   std::vector<ParamSource> params;

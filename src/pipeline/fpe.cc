@@ -84,6 +84,11 @@ const Spurious kSpurious[] = {
     {"cosh", kInv, kOver},   {"tanh", kInv, kOver},      {"arcsinh", kInv, kOver},
     {"arctanh", kInv, kOver}, {"cbrt", kInv, kOver},     {"erf", kInv, kOver},
     {"isinf", 0, kInv},          {"isfinite", 0, kInv},
+    // Complex operations (fp_ops_of adds this name beside the operation's):
+    // glibc's complex functions and the textbook arithmetic compute through
+    // infinities and NaNs of the parts where NumPy's loops special-case
+    // them. (Their divide/invalid flags have one more rule: genuine.)
+    {"complex", 0, kOver | fpe::Under},
     // float32's power (exp2(y * log2(x)) in float32) overflows where NumPy's
     // computes in double: its overflow is not reported.
     {kPowerFloat32, kOver, kInv | kOver},
@@ -107,9 +112,60 @@ bool extreme_value(const char* p) {
   return extreme(x);
 }
 
-// Whether v holds a NaN, an infinity or a value beyond 1e300 in magnitude.
+// A complex element counts as extreme when either part is, and when it is
+// 0j: the compiled complex division and reciprocal evaluate both of
+// Smith's branches in every lane (LLVM speculates the divisions), so their
+// divide/invalid flags are a result's own only where a divisor may be 0j.
+template <typename T>
+bool complex_extreme(const char* p) {
+  T x[2];
+  std::memcpy(x, p, sizeof x);
+  return extreme(x[0]) || extreme(x[1]);
+}
+template <typename T>
+bool complex_special(const char* p) {
+  T x[2];
+  std::memcpy(x, p, sizeof x);
+  return !std::isfinite(x[0]) || !std::isfinite(x[1]) || (x[0] == 0 && x[1] == 0);
+}
+
+// Whether a complex view holds 0j, a NaN or an infinity: the only values
+// for which NumPy's complex division, reciprocal and power raise divide or
+// invalid. numfuse's compiled ones evaluate both of Smith's branches in
+// every lane (LLVM speculates the divisions), so for them a divide/invalid
+// flag with no such input is not a result's own.
+bool has_complex_special(const View& v) {
+  if (!is_inexact(v.dtype)) return false;
+  if (!v.buffer || !v.buffer->allocated() || v.size() == 0) return true;  // (computed in the kernel: keep)
+  const char* base = static_cast<const char*>(v.buffer->data_if_allocated());
+  const int64_t is = itemsize(v.dtype);
+  const int nd = static_cast<int>(v.ndim());
+  SmallVector<int64_t, 8> idx(nd, 0);
+  for (;;) {
+    int64_t off = v.offset;
+    for (int d = 0; d < nd; ++d) off += idx[d] * v.strides[d];
+    const char* p = base + off * is;
+    bool sp;
+    switch (v.dtype) {
+      case DType::Complex128: sp = complex_special<double>(p); break;
+      case DType::Complex64: sp = complex_special<float>(p); break;
+      case DType::Float64: { double x; std::memcpy(&x, p, 8); sp = !(std::isfinite(x) && x != 0); break; }
+      default: { float x; std::memcpy(&x, p, 4); sp = !(std::isfinite(x) && x != 0); break; }
+    }
+    if (sp) return true;
+    int d = nd - 1;
+    for (; d >= 0; --d) {
+      if (++idx[d] < v.shape[d]) break;
+      idx[d] = 0;
+    }
+    if (d < 0) return false;
+  }
+}
+
+// Whether v holds a NaN, an infinity or a value beyond 1e300 in magnitude
+// (complex: see complex_extreme).
 bool has_extreme(const View& v) {
-  if (!is_float(v.dtype) || !v.buffer || !v.buffer->allocated() || v.size() == 0) return false;
+  if (!is_inexact(v.dtype) || !v.buffer || !v.buffer->allocated() || v.size() == 0) return false;
   const char* base = static_cast<const char*>(v.buffer->data_if_allocated());
   const int64_t is = itemsize(v.dtype);
   const int nd = static_cast<int>(v.ndim());
@@ -122,6 +178,10 @@ bool has_extreme(const View& v) {
       if (extreme_value<double>(p)) return true;
     } else if (v.dtype == DType::Float32) {
       if (extreme_value<float>(p)) return true;
+    } else if (v.dtype == DType::Complex128) {  // either part
+      if (complex_extreme<double>(p)) return true;
+    } else if (v.dtype == DType::Complex64) {
+      if (complex_extreme<float>(p)) return true;
     } else {
       return true;  // (another float type: assume the worst)
     }
@@ -146,6 +206,13 @@ uint8_t detail::genuine(uint8_t flags, const std::vector<const char*>& ops, std:
                         bool extreme_scalar) {
   for (const char* o : ops)
     if (const Spurious* s = spurious(o)) flags &= ~s->never;
+  if ((flags & (fpe::Divide | fpe::Invalid)) && std::find_if(ops.begin(), ops.end(), [](const char* o) {
+        return std::strcmp(o, "complex") == 0;
+      }) != ops.end()) {
+    bool special = extreme_scalar;
+    for (const View* v : inputs) special = special || has_complex_special(*v);
+    if (!special) flags &= ~(fpe::Divide | fpe::Invalid);
+  }
   const uint8_t extreme = extreme_flags(ops);
   if (extreme_scalar) return flags & ~extreme;
   if (flags & extreme)
@@ -154,7 +221,10 @@ uint8_t detail::genuine(uint8_t flags, const std::vector<const char*>& ops, std:
   return flags;
 }
 
-bool detail::extreme_scalar(const Scalar& c) { return is_float(c.dtype) && extreme(c.f); }
+bool detail::extreme_scalar(const Scalar& c) {
+  if (is_complex(c.dtype)) return extreme(c.f) || extreme(c.im) || (c.f == 0 && c.im == 0);  // (0j: see genuine)
+  return is_float(c.dtype) && extreme(c.f);
+}
 
 uint8_t detail::genuine(uint8_t flags, const std::vector<const char*>& ops, const std::vector<Task>& window,
                         int begin, int end) {
@@ -173,9 +243,16 @@ std::vector<const char*> fp_ops_of(const Expr& e, bool reduce) {
     switch (n.kind) {
       case ExprNode::Kind::Unary:
         add(out, unary_name(static_cast<UnaryOp>(n.op)));
+        if (n.a >= 0 && is_complex(e.nodes[n.a].dtype)) {
+          add(out, "complex");
+          // |z| and z/|z| are hypot's (with its spurious lanes)
+          const auto op = static_cast<UnaryOp>(n.op);
+          if (op == UnaryOp::Absolute || op == UnaryOp::Sign) add(out, "hypot");
+        }
         break;
       case ExprNode::Kind::Binary:
         add(out, binary_name(static_cast<BinaryOp>(n.op)));
+        if (n.a >= 0 && is_complex(e.nodes[n.a].dtype)) add(out, "complex");
         if (static_cast<BinaryOp>(n.op) == BinaryOp::Power && n.dtype == DType::Float32) add(out, kPowerFloat32);
         break;
       case ExprNode::Kind::Cast:

@@ -99,10 +99,16 @@ bool run_now(Task& t) {
 
 // The operation a SimpleOp computes, for its floating-point events.
 std::vector<const char*> simple_fp_ops(const SimpleOp& s) {
+  const bool cx = is_complex(s.type[0]) || (s.nin == 2 && is_complex(s.type[1]));
   switch (s.node.kind) {
-    case ExprNode::Kind::Unary:
-      return {unary_name(static_cast<UnaryOp>(s.node.op))};
+    case ExprNode::Kind::Unary: {
+      const auto op = static_cast<UnaryOp>(s.node.op);
+      if (!cx) return {unary_name(op)};
+      if (op == UnaryOp::Absolute || op == UnaryOp::Sign) return {unary_name(op), "complex", "hypot"};
+      return {unary_name(op), "complex"};
+    }
     case ExprNode::Kind::Binary:
+      if (cx) return {binary_name(static_cast<BinaryOp>(s.node.op)), "complex"};
       if (static_cast<BinaryOp>(s.node.op) == BinaryOp::Power && s.node.dtype == DType::Float32)
         return {"power", kPowerFloat32};
       return {binary_name(static_cast<BinaryOp>(s.node.op))};
@@ -167,7 +173,7 @@ bool copy_or_fill(const SimpleOp& s, const Dims& shape, const View& dst) {
     return true;
   }
   if (bytes == 0) return false;
-  alignas(8) char value[8];
+  alignas(16) char value[16];
   s.value[0].cast(dst.dtype).store(value);
   fill_pattern(to, bytes, value, itemsize(dst.dtype));
   return true;
@@ -241,7 +247,7 @@ bool run_simple(const SimpleOp& s, View* result) {
   char* bases[3];
   int64_t strides[3][kMaxDims];
   const int64_t* sp[3] = {strides[0], strides[1], strides[2]};
-  alignas(8) char scalars[2][8];
+  alignas(16) char scalars[2][16];
   for (int k = 0; k < s.nin; ++k) {
     if (const View* v = s.view[k]) {
       bases[k] = static_cast<char*>(v->buffer->data()) + v->offset * itemsize(v->dtype);

@@ -133,6 +133,7 @@ double now_s() {
 // denormals to slow anything down), integers in [1, 8), bools 0/1.
 void fill(char* p, int64_t bytes, DType t, uint64_t seed) {
   std::mt19937_64 r(seed);
+  if (is_complex(t)) return fill(p, bytes, real_part_type(t), seed);  // (both parts as floats)
   const int64_t item = itemsize(t);
   const int64_t n = bytes / item;
   switch (t) {
@@ -269,30 +270,36 @@ class Bench {
       }
       return e;
     };
-    auto elem = [&](const char* p, int64_t e) -> double {
-      const char* q = p + base + e * item;
-      switch (a.dtype) {
+    // A value's parts (one for a real type, two for a complex one).
+    const DType pt = real_part_type(a.dtype);
+    const int parts = is_complex(a.dtype) ? 2 : 1;
+    auto elem = [&](const char* p, int64_t e, int part) -> double {
+      const char* q = p + base + e * item + part * itemsize(pt);
+      switch (pt) {
         case DType::Float64: { double v; std::memcpy(&v, q, 8); return v; }
         case DType::Float32: { float v; std::memcpy(&v, q, 4); return v; }
         default: break;
       }
       return 0;
     };
-    const bool fl = is_float(a.dtype);
+    const bool fl = is_inexact(a.dtype);
     double scale = 0;
     if (fl) {
-      for (int64_t n = 0; n < count; ++n) {
-        const double r = elem(ref, offset(n));
-        if (std::isfinite(r)) scale = std::max(scale, std::fabs(r));
-      }
+      for (int64_t n = 0; n < count; ++n)
+        for (int k = 0; k < parts; ++k) {
+          const double r = elem(ref, offset(n), k);
+          if (std::isfinite(r)) scale = std::max(scale, std::fabs(r));
+        }
     }
-    const double tol = (a.dtype == DType::Float32 ? 1e-3 : 1e-8) * std::max(scale, 1e-30);
+    const double tol = (pt == DType::Float32 ? 1e-3 : 1e-8) * std::max(scale, 1e-30);
     for (int64_t n = 0; n < count; ++n) {
       const int64_t e = offset(n);
-      bool ok;
+      bool ok = true;
       if (fl) {
-        const double x = elem(got, e), y = elem(ref, e);
-        ok = (std::isnan(x) && std::isnan(y)) || x == y || std::fabs(x - y) <= tol;
+        for (int k = 0; k < parts; ++k) {
+          const double x = elem(got, e, k), y = elem(ref, e, k);
+          ok &= (std::isnan(x) && std::isnan(y)) || x == y || std::fabs(x - y) <= tol;
+        }
       } else {
         ok = std::memcmp(got + base + e * item, ref + base + e * item, static_cast<size_t>(item)) == 0;
       }

@@ -208,6 +208,16 @@ void bind_array(py::module_& m) {
     }
     return wrap(r);
   });
+  def(c, "_part", [](const NdArray& a, int part) {
+    // z.real (part 0) / z.imag (part 1) of a complex array: a view of the
+    // float type over every other float of the same memory.
+    if (!is_complex(a.v.dtype) || (part != 0 && part != 1)) throw TypeError("_part: not a complex array");
+    View r = a.v;
+    r.dtype = real_part_type(a.v.dtype);
+    r.offset = a.v.offset * 2 + part;
+    for (int k = 0; k < r.ndim(); ++k) r.strides[k] = a.v.strides[k] * 2;
+    return wrap(r);
+  });
   def(c, "_set_writeable", [](NdArray& a, bool on) {
     if (on && a.v.readonly) {
       for (int k = 0; k < a.v.ndim(); ++k)

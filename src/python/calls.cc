@@ -305,8 +305,9 @@ PyObject* astype_fast(PyObject* self, PyObject* const* args, Py_ssize_t nargs, P
   if (nargs != 1 || (kwnames && PyTuple_GET_SIZE(kwnames) > 0)) return nullptr;
   std::optional<DType> t = to_dtype(args[0]);
   if (!t) return nullptr;
-  *taken = true;
   const View& v = as_ndarray(self).v;
+  if (is_complex(v.dtype) && !is_complex(*t) && *t != DType::Bool) return nullptr;  // (the Python method: ComplexWarning)
+  *taken = true;
   before_record();
   RecordGuard guard;
   return wrap(record_astype(v, *t, CastLayout::Keep)).release().ptr();
@@ -413,12 +414,16 @@ py::object reduce_array(ReduceOp op, const View& v, py::handle axes, bool keepdi
       throw TypeError("initial must be a scalar");
     a.has_initial = true;
   }
-  Scalar value;
-  if (reduce_to_scalar(v, a, &value)) return numpy_scalar(value);
-  before_record();
-  RecordGuard guard;
-  View r = record_reduction(v, a);
-  return out.is_none() ? scalar_result(std::move(r)) : py::reinterpret_borrow<py::object>(out);
+  try {
+    Scalar value;
+    if (reduce_to_scalar(v, a, &value)) return numpy_scalar(value);
+    before_record();
+    RecordGuard guard;
+    View r = record_reduction(v, a);
+    return out.is_none() ? scalar_result(std::move(r)) : py::reinterpret_borrow<py::object>(out);
+  } catch (const FallbackRequired&) {
+    return not_implemented();  // (the caller runs NumPy's reduction)
+  }
 }
 
 py::object matmul_arrays(const View& a, const View& b, py::handle out, bool numpy_dot) {

@@ -199,7 +199,14 @@ bool to_operand(py::handle h, Operand& out) {
   if (PyFloat_Check(o) || PyLong_Check(o)) {  // subclasses of float / int
     return to_operand(py::reinterpret_steal<py::object>(PyNumber_Float(o)), out);
   }
-  if (PyComplex_Check(o)) return false;
+  if (PyComplex_Check(o)) {  // a Python complex (or subclass): weak, like float
+    const Py_complex c = PyComplex_AsCComplex(o);
+    if (PyErr_Occurred()) throw py::error_already_set();
+    out.kind = Operand::Kind::Weak;
+    out.weak = WeakKind::Complex;
+    out.value = Scalar::of_complex(DType::Complex128, c.real, c.imag);
+    return true;
+  }
   py::object arr;
   if (PyObject_IsInstance(o, g_np_ndarray.ptr()) == 1) {
     arr = py::reinterpret_borrow<py::object>(h);

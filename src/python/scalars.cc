@@ -108,6 +108,8 @@ py::object numpy_scalar(DType t, const void* data) {
     case DType::UInt64: s = make<npy_ulong>(&PyULongArrType_Type, data); break;
     case DType::Float32: s = make<npy_float>(&PyFloatArrType_Type, data); break;
     case DType::Float64: s = make<npy_double>(&PyDoubleArrType_Type, data); break;
+    case DType::Complex64: s = make<npy_cfloat>(&PyCFloatArrType_Type, data); break;
+    case DType::Complex128: s = make<npy_cdouble>(&PyCDoubleArrType_Type, data); break;
   }
   if (!s) throw py::error_already_set();
   return py::reinterpret_steal<py::object>(s);
@@ -130,12 +132,22 @@ PyObject* python_scalar(DType t, const void* data) {
     case DType::UInt64: return PyLong_FromUnsignedLongLong(load(uint64_t{}));
     case DType::Float32: return PyFloat_FromDouble(load(float{}));
     case DType::Float64: return PyFloat_FromDouble(load(double{}));
+    case DType::Complex64: {
+      float v[2];
+      std::memcpy(v, data, sizeof v);
+      return PyComplex_FromDoubles(v[0], v[1]);
+    }
+    case DType::Complex128: {
+      double v[2];
+      std::memcpy(v, data, sizeof v);
+      return PyComplex_FromDoubles(v[0], v[1]);
+    }
   }
   return nullptr;
 }
 
 py::object numpy_scalar(const Scalar& value) {
-  alignas(8) unsigned char bytes[8];
+  alignas(16) unsigned char bytes[16];
   value.store(bytes);
   return numpy_scalar(value.dtype, bytes);
 }
@@ -179,6 +191,19 @@ int numpy_scalar_value(PyObject* o, Scalar* out) {
     std::memcpy(&v, buf, sizeof v);
     return v;
   };
+  if (kind == 'c' && (size == 8 || size == 16)) {
+    PyArray_ScalarAsCtype(o, buf);
+    if (size == 8) {
+      float v[2];
+      std::memcpy(v, buf, sizeof v);
+      *out = Scalar::of_complex(DType::Complex64, v[0], v[1]);
+    } else {
+      double v[2];
+      std::memcpy(v, buf, sizeof v);
+      *out = Scalar::of_complex(DType::Complex128, v[0], v[1]);
+    }
+    return 1;
+  }
   if ((kind != 'b' && kind != 'i' && kind != 'u' && kind != 'f') || size > 8) return -1;
   PyArray_ScalarAsCtype(o, buf);
   switch (kind) {

@@ -43,6 +43,8 @@ const char* buffer_format(DType t) {
     case DType::UInt64: return sizeof(long) == 8 ? "L" : "Q";
     case DType::Float32: return "f";
     case DType::Float64: return "d";
+    case DType::Complex64: return "Zf";
+    case DType::Complex128: return "Zd";
   }
   return "B";
 }
@@ -61,6 +63,8 @@ const char* typestr(DType t) {
     case DType::UInt64: return "<u8";
     case DType::Float32: return "<f4";
     case DType::Float64: return "<f8";
+    case DType::Complex64: return "<c8";
+    case DType::Complex128: return "<c16";
   }
   return "|u1";
 }
@@ -169,7 +173,7 @@ struct DLDevice {
   int32_t device_id;
 };
 struct DLDataType {
-  uint8_t code;  // kDLInt 0, kDLUInt 1, kDLFloat 2, kDLBool 6
+  uint8_t code;  // kDLInt 0, kDLUInt 1, kDLFloat 2, kDLComplex 5, kDLBool 6
   uint8_t bits;
   uint16_t lanes;
 };
@@ -208,6 +212,7 @@ DLDataType dl_dtype(DType t) {
     case Kind::Signed: return {0, static_cast<uint8_t>(8 * itemsize(t)), 1};
     case Kind::Unsigned: return {1, static_cast<uint8_t>(8 * itemsize(t)), 1};
     case Kind::Float: return {2, static_cast<uint8_t>(8 * itemsize(t)), 1};
+    case Kind::Complex: return {5, static_cast<uint8_t>(8 * itemsize(t)), 1};  // kDLComplex
   }
   return {1, 8, 1};
 }

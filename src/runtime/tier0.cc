@@ -617,21 +617,25 @@ void for_each_line(const Plan& p, const bool* collapse, F&& f) {
 // ---------------------------------------------------------------------------
 // Expression evaluation, block by block along a line.
 
+// Bytes a temporary or constant slot holds per element: the widest type
+// (complex128).
+constexpr int64_t kSlot = 16;
+
 class Evaluator {
  public:
   Evaluator(const Task& t, const Plan& p) : t_(t), p_(p), n_(static_cast<int>(t.expr.nodes.size())) {
     thread_local std::vector<uint64_t> scratch;
-    const size_t words = static_cast<size_t>(n_) * kBlock + 8 * static_cast<size_t>(n_);
+    const size_t words = (static_cast<size_t>(n_) * kBlock + static_cast<size_t>(n_)) * (kSlot / 8);
     if (scratch.size() < words) scratch.resize(words);
     temp_ = reinterpret_cast<char*>(scratch.data());
-    consts_ = temp_ + static_cast<size_t>(n_) * kBlock * 8;
+    consts_ = temp_ + static_cast<size_t>(n_) * kBlock * kSlot;
     ptr_.resize(static_cast<size_t>(n_), nullptr);
     step_.resize(static_cast<size_t>(n_), 0);
     loops_.resize(static_cast<size_t>(n_), nullptr);
     rules_.resize(static_cast<size_t>(n_), nullptr);
     for (int k = 0; k < n_; ++k) {
       const ExprNode& x = t.expr.nodes[k];
-      if (x.kind == ExprNode::Kind::Const) t.consts[x.a].cast(x.dtype).store(consts_ + 8 * k);
+      if (x.kind == ExprNode::Kind::Const) t.consts[x.a].cast(x.dtype).store(consts_ + kSlot * k);
       if (is_leaf(x)) continue;
       loops_[k] = loop_of(t.expr, x);
       rules_[k] = rule_of(x);
@@ -658,11 +662,11 @@ class Evaluator {
           break;
         }
         case ExprNode::Kind::Const:
-          ptr_[k] = consts_ + 8 * k;
+          ptr_[k] = consts_ + kSlot * k;
           step_[k] = 0;
           break;
         case ExprNode::Kind::Index: {
-          auto* d = reinterpret_cast<int64_t*>(temp_ + static_cast<size_t>(k) * kBlock * 8);
+          auto* d = reinterpret_cast<int64_t*>(temp_ + static_cast<size_t>(k) * kBlock * kSlot);
           const int64_t s = p_.idx[x.a].step[in];
           int64_t at = ioff[x.a] + j0 * s;
           for (int64_t i = 0; i < n; ++i, at += s) d[i] = at;  // (an induction: no 64-bit multiply per point)
@@ -679,7 +683,7 @@ class Evaluator {
             args[na] = ptr_[a];
             steps[na++] = step_[a];
           }
-          char* r = temp_ + static_cast<size_t>(k) * kBlock * 8;
+          char* r = temp_ + static_cast<size_t>(k) * kBlock * kSlot;
           long long rs = itemsize(x.dtype);
           if (k == direct_node) {
             r = direct;
@@ -899,14 +903,14 @@ void run_reduce(const Task& t, Plan& p) {
       a.step[d] = reduced[d] ? 0 : count * itemsize(acc_t);
       if (!reduced[d]) count *= p.ext[d];
     }
-    acc_mem.assign(static_cast<size_t>(count + 1), 0);
+    acc_mem.assign(static_cast<size_t>(count + 1) * (kSlot / 8), 0);
     a.base = reinterpret_cast<char*>(acc_mem.data());
     acc = static_cast<int>(p.ops.size());
     p.ops.push_back(a);
   }
   // Initialize: the identity, or `initial=`; arg indices past any index.
   {
-    alignas(8) char init[8];
+    alignas(16) char init[kSlot];
     (t.init_const >= 0 ? t.consts[t.init_const].cast(acc_t) : reduce_identity(t.reduce, acc_t)).store(init);
     const int64_t big = std::numeric_limits<int64_t>::max();
     for_each_line(p, reduced, [&](const int64_t* off, const int64_t*, const int64_t*) {
@@ -934,7 +938,7 @@ void run_reduce(const Task& t, Plan& p) {
     }
     if (pairwise_sum) {
       const int64_t is = itemsize(acc_t);
-      if (line.size() * 8 < static_cast<size_t>(len * is)) line.resize(static_cast<size_t>(len) + 1);
+      if (line.size() * 8 < static_cast<size_t>(len * is)) line.resize(static_cast<size_t>(len * is / 8) + 1);
       char* buf = reinterpret_cast<char*>(line.data());
       for (int64_t j0 = 0; j0 < len; j0 += kBlock) {
         const int64_t n = std::min(kBlock, len - j0);
@@ -1161,10 +1165,10 @@ void tier0_reduce_all(const View& in, const View* in2, ReduceOp op, DType acc, D
                        : nullptr;
   const Loop comb = arg ? nullptr : combine_loop(op, acc);
   const bool pairwise_sum = op == ReduceOp::Sum && is_float(acc);
-  alignas(8) char accv[8];
+  alignas(16) char accv[kSlot];
   (initial ? initial->cast(acc) : reduce_identity(op, acc)).store(accv);
   int64_t best = std::numeric_limits<int64_t>::max();
-  alignas(16) char va[kBlock * 8], vb[kBlock * 8], vp[kBlock * 8];
+  alignas(16) char va[kBlock * kSlot], vb[kBlock * kSlot], vp[kBlock * kSlot];
   int64_t idx[kBlock];
   thread_local std::vector<uint64_t> line;
   const int64_t vs = itemsize(vt);
@@ -1176,7 +1180,7 @@ void tier0_reduce_all(const View& in, const View* in2, ReduceOp op, DType acc, D
     // One line: values block by block.
     char* lb = nullptr;
     if (pairwise_sum && (in2 || in.dtype != vt)) {
-      if (line.size() * 8 < static_cast<size_t>(len * vs)) line.resize(static_cast<size_t>(len) + 1);
+      if (line.size() * 8 < static_cast<size_t>(len * vs)) line.resize(static_cast<size_t>(len * vs / 8) + 1);
       lb = reinterpret_cast<char*>(line.data());
     }
     if (pairwise_sum && !lb) {
@@ -1252,6 +1256,8 @@ void tier0_reduce_all(const View& in, const View* in2, ReduceOp op, DType acc, D
     case DType::UInt16: r = Scalar::of_uint(acc, load<uint16_t>(accv)); break;
     case DType::UInt32: r = Scalar::of_uint(acc, load<uint32_t>(accv)); break;
     case DType::UInt64: r = Scalar::of_uint(acc, load<uint64_t>(accv)); break;
+    case DType::Complex64:
+    case DType::Complex128: r = Scalar::load(acc, accv); break;
   }
   *value = r.cast(out);
 }

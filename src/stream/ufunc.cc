@@ -135,6 +135,15 @@ Scalar scalar_cast(const Scalar& v, DType t) {
 // does so for Python scalars but casts NumPy scalars; a float array casts.
 Scalar setitem_value(const Operand& src, DType t) {
   const bool weak = src.kind == Operand::Kind::Weak;
+  if (is_complex(t)) return src.value.cast(t);
+  if (is_complex(src.value.dtype) && t != DType::Bool) {
+    // NumPy: a Python complex does not convert to a real element; a NumPy
+    // complex scalar is cast (dropping the imaginary part).
+    if (weak)
+      throw TypeError(std::string(is_float(t) ? "float" : "int") +
+                      "() argument must be a string or a real number, not 'complex'");
+    return src.value.cast(t);
+  }
   if (t == DType::Bool) {
     if (!weak) return src.value.cast(t);
     if (src.weak == WeakKind::Int) return Scalar::of_bool(src.huge || src.value.u != 0);
@@ -290,8 +299,9 @@ View record_binary(BinaryOp op, const Operand& a, const Operand& b, const View* 
   // NumPy's float power loop special-cases scalar exponents (2 -> square,
   // 0.5 -> sqrt, -1 -> reciprocal, 1 -> copy); the results differ from
   // pow() for signed zeros and infinities, so do the same.
-  if (op == BinaryOp::Power && is_float(l.in[0]) && b.kind != Operand::Kind::Array && l.in[0] == l.out) {
-    const double e = scalar_in(b, DType::Float64).f;
+  if (op == BinaryOp::Power && is_inexact(l.in[0]) && b.kind != Operand::Kind::Array && l.in[0] == l.out &&
+      b.value.im == 0) {
+    const double e = is_complex(b.value.dtype) ? b.value.f : scalar_in(b, DType::Float64).f;
     std::optional<UnaryOp> fast;
     if (e == 2.0) fast = UnaryOp::Square;
     else if (e == 0.5) fast = UnaryOp::Sqrt;
@@ -387,7 +397,7 @@ View record_where(const Operand& cond, const Operand& x, const Operand& y) {
     if (o.kind == Operand::Kind::Array) return operand_node(spec, o, t);
     // NumPy converts the value to an array first: an int beyond 64 bits has
     // no integer type to go to.
-    if (o.huge && !is_float(t)) throw OverflowError("Python int too large to convert to C long");
+    if (o.huge && !is_inexact(t)) throw OverflowError("Python int too large to convert to C long");
     int slot = static_cast<int>(spec.consts.size());
     spec.consts.push_back(o.huge ? Scalar::of_float(DType::Float64, o.value.f).cast(t) : o.value.cast(t));
     return spec.expr.constant(slot, t);
@@ -531,6 +541,8 @@ void reduction_types(const View& in, const ReductionArgs& a, DType* out_type, DT
       break;
     case ReduceOp::ArgMax:
     case ReduceOp::ArgMin:
+      // (NumPy's lexicographic complex arg-reductions are not compiled)
+      if (is_complex(t)) throw FallbackRequired("argmax/argmin of complex values");
       out_t = DType::Int64;
       acc_t = t;
       break;

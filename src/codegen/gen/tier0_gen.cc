@@ -37,7 +37,7 @@ struct Entry {
 // float loop first) or only for integers: no loop is generated for the other
 // kinds (some would not even compile: ~x of a double).
 bool defined(const ExprNode& node, const std::vector<DType>& ts) {
-  const bool fl = is_float(ts.back());
+  const bool fl = is_inexact(ts.back());  // (complex operations NumPy lacks throw in spell_scalar)
   if (node.kind == ExprNode::Kind::Unary) {
     switch (static_cast<UnaryOp>(node.op)) {
       case UnaryOp::Invert: return !fl;
@@ -210,7 +210,10 @@ int main(int argc, char** argv) {
   for (int op = 0; op < static_cast<int>(UnaryOp::Count); ++op) {
     for (int i = 0; i < kNumDTypes; ++i) {
       const DType t = static_cast<DType>(i);
-      const DType r = is_predicate(static_cast<UnaryOp>(op)) ? DType::Bool : t;
+      // (absolute of a complex number is real)
+      const DType r = is_predicate(static_cast<UnaryOp>(op))                              ? DType::Bool
+                      : static_cast<UnaryOp>(op) == UnaryOp::Absolute && is_complex(t) ? real_part_type(t)
+                                                                                         : t;
       g.add(1, op, t, t, r, {t}, ExprNode{ExprNode::Kind::Unary, r, static_cast<uint8_t>(op), 0});
     }
   }
