@@ -3,9 +3,10 @@
 Every test runs the same code on NumPy and on numfuse and compares dtype,
 shape, result type (a numfuse array where NumPy gives an array) and values.
 A FallbackWarning fails a test (conftest), so a test passes only if numfuse
-computed the complex values itself; the few tests of functions numfuse runs
-through NumPy (FFT, eigenvalues) are marked ``@pytest.mark.fallback``, or
-allow the fallback only around that one call.
+computed the complex values itself. FFT, eigenvalues and large complex
+products are NumPy's routines (pocketfft, LAPACK, BLAS) run as library calls
+on numfuse's memory: they must not warn either, and must return numfuse
+arrays.
 
 Tolerances (relative to the modulus |expected| for complex values):
 
@@ -833,10 +834,9 @@ def test_mandelbrot(variant, dt, fusion):
     assert (onp.abs(onp.asarray(got_z)[inside]) <= 2 + 1e-5).all()
 
 
-# -- FFT and eigenvalues (run by NumPy inside; their results are numfuse arrays) -------------
+# -- FFT and eigenvalues (NumPy's routines as library calls; their results are numfuse arrays) --
 
 
-@pytest.mark.fallback
 @pytest.mark.parametrize("dt", ["float64", "float32", "complex64", "complex128"])
 def test_fft_returns_numfuse_arrays(dt):
     rng = onp.random.default_rng(6)
@@ -851,7 +851,6 @@ def test_fft_returns_numfuse_arrays(dt):
     check(got, onp.fft.ifft(onp.fft.fft(x, axis=0), axis=0), rtol=tol, atol=tol)
 
 
-@pytest.mark.fallback
 def test_eigvals_return_numfuse_arrays():
     a = onp.array([[0.0, -2.0, 0.1], [2.0, 0.0, 0.3], [0.0, 0.5, 1.0]])  # a pair of complex eigenvalues
     got = nf.linalg.eigvals(nf.asarray(a))
@@ -865,11 +864,10 @@ def test_eigvals_return_numfuse_arrays():
 @pytest.mark.parametrize("dt", CDTYPES)
 def test_fft_results_feed_native_operations(dt, fusion):
     """What comes back from NumPy's FFT is an ordinary numfuse complex array:
-    the arithmetic on it is native (only the FFT call may fall back)."""
+    the arithmetic on it is native."""
     rng = onp.random.default_rng(7)
     x = rand_c(rng, (64,), dt)
-    with allow_fallback():
-        F = nf.fft.fft(nf.asarray(x))
+    F = nf.fft.fft(nf.asarray(x))
     assert type(F) is nf.ndarray and F.dtype == onp.dtype(dt)
     Fn = onp.fft.fft(x)
     power = (F * nf.conj(F)).real
@@ -963,3 +961,66 @@ def test_random_chains(ops, seed, shape, dt, tier):
             check(got, exp, rtol=tol, atol=tol)
         except AssertionError as ex:
             raise AssertionError(f"chain {names} ({tier}): {ex}") from None
+
+
+# -- library calls, grids, linspace, products ----------------------------------------------------
+
+
+@pytest.mark.parametrize("dt", CDTYPES)
+@pytest.mark.parametrize("n", [3, 40, 130])
+def test_complex_matmul_dot_vdot(dt, n):
+    """Small products are compiled contractions, large ones NumPy's BLAS
+    (zgemm/cgemm) as a library call: both without a fallback, both numfuse
+    arrays; vdot conjugates its first operand."""
+    rng = onp.random.default_rng(11)
+    a, b = rand_c(rng, (n, n), dt), rand_c(rng, (n, n), dt)
+    A, B = nf.asarray(a), nf.asarray(b)
+    tol = 1e-4 if _single(dt) else 1e-11
+    for got, exp in ((A @ B, a @ b), (nf.matmul(A, B), onp.matmul(a, b)), (nf.dot(A, B), onp.dot(a, b)),
+                     (A @ B[:, 0], a @ b[:, 0])):
+        assert type(got) is nf.ndarray
+        check(got, exp, rtol=tol, atol=tol * n)
+    check(nf.vdot(A, B), onp.vdot(a, b), rtol=tol, atol=tol * n)
+
+
+def test_complex_correlate_conjugates_convolve_does_not():
+    a = onp.array([1 + 1j, 2, 3j, -1 - 2j])
+    v = onp.array([0.5 - 1j, 2j])
+    check(nf.correlate(nf.asarray(a), nf.asarray(v), "full"), onp.correlate(a, v, "full"), rtol=1e-14, atol=1e-14)
+    check(nf.convolve(nf.asarray(a), nf.asarray(v)), onp.convolve(a, v), rtol=1e-14, atol=1e-14)
+
+
+def test_grids_and_concatenators_stay_numfuse():
+    y, x = nf.ogrid[-1.4:1.4:7j, -2:0.8:5j]
+    ey, ex = onp.ogrid[-1.4:1.4:7j, -2:0.8:5j]
+    assert type(x) is nf.ndarray and type(y) is nf.ndarray
+    check(x + y * 1j, ex + ey * 1j, rtol=0, atol=0)
+    g = nf.mgrid[0:3, 0:4:0.5]
+    assert type(g) is nf.ndarray
+    check(g, onp.mgrid[0:3, 0:4:0.5], rtol=0, atol=0)
+    r = nf.r_[nf.arange(3), 7, nf.asarray(onp.array([1j]))]
+    assert type(r) is nf.ndarray
+    check(r, onp.r_[onp.arange(3), 7, onp.array([1j])], rtol=0, atol=0)
+    check(nf.c_[nf.arange(3), nf.arange(3)], onp.c_[onp.arange(3), onp.arange(3)], rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("args", [(0, 1 + 1j, 5), (1j, -2 + 0.5j, 7), (0.5, 2j, 1), (1 + 1j, 3, 4)])
+@pytest.mark.parametrize("endpoint", [True, False])
+def test_linspace_complex_endpoints(args, endpoint):
+    got = nf.linspace(*args, endpoint=endpoint)
+    exp = onp.linspace(*args, endpoint=endpoint)
+    assert type(got) is nf.ndarray
+    check(got, exp, rtol=0, atol=0)
+    g2, s2 = nf.linspace(*args, endpoint=endpoint, retstep=True)
+    e2, t2 = onp.linspace(*args, endpoint=endpoint, retstep=True)
+    check(g2, e2, rtol=0, atol=0)
+    assert complex(s2) == complex(t2) or (onp.isnan(s2) and onp.isnan(t2))
+
+
+def test_argmax_of_complex_runs_numpys_kernel():
+    """Complex arg-reductions (NumPy's lexicographic order) are NumPy's; the
+    only part of this suite allowed to fall back."""
+    z = onp.array([1 + 5j, 3 - 1j, 3 + 2j, -4j])
+    with allow_fallback():
+        assert int(nf.argmax(nf.asarray(z))) == int(onp.argmax(z))
+        assert int(nf.argmin(nf.asarray(z))) == int(onp.argmin(z))

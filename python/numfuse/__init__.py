@@ -50,7 +50,7 @@ globals().update(_UFUNCS)
 
 from ._creation import (  # noqa: E402,F401
     array, asarray, asanyarray, ascontiguousarray, asfortranarray, empty, empty_like, zeros, zeros_like, ones,
-    ones_like, full, full_like, arange, linspace, logspace, eye, identity, copy, from_dlpack,
+    ones_like, full, full_like, arange, linspace, logspace, eye, identity, copy, from_dlpack, mgrid, ogrid, r_, c_,
 )
 from ._reductions import (  # noqa: E402,F401
     sum, prod, max, min, amax, amin, any, all, argmax, argmin, mean, var, std, count_nonzero, ptp, nansum,

@@ -297,12 +297,18 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     num = operator.index(num)
     if num < 0:
         raise ValueError(f"Number of samples, {num}, must be non-negative.")
-    if not (np.isscalar(start) and np.isscalar(stop)) or axis != 0 or isinstance(start, complex) or isinstance(stop, complex):
+    if not (np.isscalar(start) and np.isscalar(stop)) or axis != 0:
         return _fallback.call_numpy(np.linspace, (start, stop, num), dict(endpoint=endpoint, retstep=retstep,
                                                                          dtype=dtype, axis=axis), "numpy.linspace")
     div = (num - 1) if endpoint else num
-    start_f, stop_f = float(start), float(stop)
-    dt = np.dtype(float) if dtype is None else np.dtype(dtype)
+    if isinstance(start, (complex, np.complexfloating)) or isinstance(stop, (complex, np.complexfloating)):
+        # Complex endpoints: NumPy's arithmetic on complex128 scalars (its
+        # delta / div is Smith's division), then the same steps.
+        start_f, stop_f = np.complex128(start), np.complex128(stop)
+        dt = np.dtype(complex) if dtype is None else np.dtype(dtype)
+    else:
+        start_f, stop_f = float(start), float(stop)
+        dt = np.dtype(float) if dtype is None else np.dtype(dtype)
     y = arange(0, num, dtype=np.float64)
     delta = stop_f - start_f
     if div > 0:
@@ -349,3 +355,39 @@ def copy(a, order="K", subok=False):
     if type(a) is not ndarray:
         return np.copy(a, order=order)
     return a.copy(order=order)
+
+
+class _IndexTricks:
+    """numpy.mgrid / ogrid / r_ / c_ as numfuse objects: NumPy's own
+    construction of the (small, or index-built) arrays, whose results come
+    back as numfuse arrays, so that a program that starts from
+    ``np.ogrid[...]`` or ``np.r_[...]`` stays in numfuse (NumPy's objects
+    would hand it NumPy arrays)."""
+
+    _numpy_kernel = True
+
+    def __init__(self, np_obj, name):
+        self._np = np_obj
+        self._name = name
+
+    def __getitem__(self, key):
+        if isinstance(key, tuple):
+            key = tuple(x._to_numpy(False) if type(x) is ndarray else x for x in key)
+        elif type(key) is ndarray:
+            key = key._to_numpy(False)
+        r = self._np[key]
+        if isinstance(r, (tuple, list)):
+            return type(r)(asarray(x) if isinstance(x, np.ndarray) else x for x in r)
+        return asarray(r) if isinstance(r, np.ndarray) else r
+
+    def __len__(self):
+        return len(self._np)
+
+    def __repr__(self):
+        return f"numfuse.{self._name}"
+
+
+mgrid = _IndexTricks(np.mgrid, "mgrid")
+ogrid = _IndexTricks(np.ogrid, "ogrid")
+r_ = _IndexTricks(np.r_, "r_")
+c_ = _IndexTricks(np.c_, "c_")

@@ -39,7 +39,10 @@ def matmul(x1, x2, /, out=None, *, casting="same_kind", order="K", dtype=None, s
         return _fallback.call_numpy(np.matmul, (a, b), dict(out=out, dtype=dtype), "numpy.matmul")
     r = _core.matmul_any(a, b, out, False, dt)
     if r is NotImplemented:
-        return _fallback.call_numpy(np.matmul, (a, b), dict(out=out, dtype=dtype), "numpy.matmul")
+        # Complex products of some size: NumPy's BLAS (zgemm/cgemm) as a
+        # library call, as BLAS serves float products.
+        return _fallback.call_numpy(np.matmul, (a, b), dict(out=out, dtype=dtype), "numpy.matmul",
+                                    warn=dt.kind != "c")
     return r
 
 

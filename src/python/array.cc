@@ -210,8 +210,10 @@ PyObject* nb_unary(PyObject* a) {
 // CPython passes the operands in source order whichever one's slot it calls.
 PyObject* nb_matmul(PyObject* a, PyObject* b) {
   return guarded([&] {
-    if (Py_TYPE(a) == g_ndarray_type && Py_TYPE(b) == g_ndarray_type)
-      return matmul_arrays(view_of(a), view_of(b), py::none()).release().ptr();
+    if (Py_TYPE(a) == g_ndarray_type && Py_TYPE(b) == g_ndarray_type) {
+      py::object r = matmul_arrays(view_of(a), view_of(b), py::none());
+      if (r.ptr() != Py_NotImplemented) return r.release().ptr();  // (else: numfuse.matmul, NumPy's BLAS)
+    }
     return g_matmul(py::handle(a), py::handle(b)).release().ptr();
   });
 }

@@ -73,9 +73,11 @@ PyObject* reduce_call(ReduceOp op, PyObject* const* args, Py_ssize_t nargs, PyOb
     if (nargs < 1 || !is_ndarray(args[0]) || !parse_reduce(args, nargs, kwnames, &axis, &keepdims)) return nullptr;
     const View& v = as_ndarray(args[0]).v;
     if (v.ndim() == 0 || (is_arg(op) && keepdims)) return nullptr;  // (NumPy's special cases: the full path)
-    fast = true;
     py::object axes = axis == Py_None ? py::object(py::none()) : py::object(py::make_tuple(py::handle(axis)));
-    return reduce_array(op, v, axes, keepdims, py::none(), py::none(), py::none()).release().ptr();
+    py::object res = reduce_array(op, v, axes, keepdims, py::none(), py::none(), py::none());
+    if (res.ptr() == Py_NotImplemented) return nullptr;  // (complex arg-reductions: the Python path)
+    fast = true;
+    return res.release().ptr();
   });
   if (fast || PyErr_Occurred()) return r;
   return call_fallback(g_reduce_fallback[static_cast<int>(op)], args, nargs, kwnames);
@@ -115,8 +117,10 @@ PyObject* dot(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwna
     const View& b = as_ndarray(args[1]).v;
     const int na = a.ndim(), nb = b.ndim();
     if (na < 1 || na > 2 || nb < 1 || nb > 2 || a.shape[na - 1] != b.shape[nb == 1 ? 0 : nb - 2]) return nullptr;
+    py::object m = matmul_arrays(a, b, py::none(), true);
+    if (m.ptr() == Py_NotImplemented) return nullptr;  // (numfuse.dot: NumPy's BLAS)
     fast = true;
-    return matmul_arrays(a, b, py::none(), true).release().ptr();
+    return m.release().ptr();
   });
   if (fast || PyErr_Occurred()) return r;
   return call_fallback(g_dot_fallback, args, nargs, kwnames);
@@ -431,8 +435,12 @@ py::object matmul_arrays(const View& a, const View& b, py::handle out, bool nump
   if (out.is_none() && dot_to_scalar(a, b, &value, numpy_dot)) return numpy_scalar(value);
   before_record();
   RecordGuard guard;
-  View r = record_matmul_any(a, b, out_view(out));
-  return out.is_none() ? scalar_result(std::move(r)) : py::reinterpret_borrow<py::object>(out);
+  try {
+    View r = record_matmul_any(a, b, out_view(out));
+    return out.is_none() ? scalar_result(std::move(r)) : py::reinterpret_borrow<py::object>(out);
+  } catch (const FallbackRequired&) {
+    return not_implemented();  // (numfuse.matmul runs NumPy's BLAS)
+  }
 }
 
 void bind_calls(py::module_& m) {

@@ -154,8 +154,12 @@ void bind_functions(py::module_& m) {
         if (!t) return not_implemented();
         before_record();
         RecordGuard guard;
-        View r = record_matmul_any(as_ndarray(x).v, as_ndarray(y).v, out_view(out), *t);
-        return out.is_none() ? scalar_result(std::move(r)) : py::reinterpret_borrow<py::object>(out);
+        try {
+          View r = record_matmul_any(as_ndarray(x).v, as_ndarray(y).v, out_view(out), *t);
+          return out.is_none() ? scalar_result(std::move(r)) : py::reinterpret_borrow<py::object>(out);
+        } catch (const FallbackRequired&) {
+          return not_implemented();
+        }
       },
       py::arg("x"), py::arg("y"), py::arg("out"), py::arg("numpy_dot") = false, py::arg("dtype") = py::none());
   m.def("matmul", [](py::handle x, py::handle y, py::handle dtype, py::handle out) -> py::object {

@@ -408,6 +408,11 @@ View record_matmul(const View& a, const View& b, DType dtype, const View* out) {
   Dims res = batch;
   res.push_back(m);
   res.push_back(n);
+  // Complex products of some size are BLAS's (zgemm/cgemm, through NumPy's
+  // matmul): a compiled complex contraction runs 4x behind them at 500^2.
+  constexpr int64_t kComplexBlasWork = int64_t(1) << 15;
+  if (is_complex(dtype) && shape_size(res) * k >= kComplexBlasWork)
+    throw FallbackRequired("complex matmul: NumPy's BLAS");
   View c;
   if (out) {
     if (out->readonly) throw ValueError("output array is read-only");
