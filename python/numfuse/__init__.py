@@ -11,6 +11,7 @@ Anything numfuse does not implement runs with NumPy (with a one-time
 """
 
 import builtins as _builtins
+import operator as _operator
 
 import numpy as _np
 
@@ -116,6 +117,7 @@ def wait_background():
 
 def round(a, decimals=0, out=None):
     """numpy.round: round half to even, scaling by 10**decimals like NumPy."""
+    decimals = _operator.index(decimals)  # (NumPy's TypeError for 0.5)
     a = asarray(a)
     if a.dtype.kind == "b":  # NumPy rounds booleans in float16
         return _fallback.call_numpy(_np.round, (a, decimals), dict(out=out), "numpy.round (bool)")
@@ -263,15 +265,9 @@ def array_equal(a1, a2, equal_nan=False):
     return _builtins.bool(all(eq))
 
 
-def fabs(x, out=None):
-    """numpy.fabs: absolute value as a float."""
-    x = asarray(x)
-    if x.dtype.kind in "biu":
-        x = x.astype(_np.float64)
-    return _UFUNCS["absolute"](x, out=out)
-
-
 def may_share_memory(a, b, max_work=None):
+    if max_work is not None and not isinstance(max_work, (int, _np.integer)):
+        raise ValueError("max_work must be an integer")
     if type(a) is ndarray and type(b) is ndarray:
         return a._may_share_memory(b)
     return _fallback.call_numpy(_np.may_share_memory, (a, b), {}, "numpy.may_share_memory", warn=False)

@@ -14,6 +14,8 @@ ndarray = _core.ndarray
 
 
 def _shape(shape):
+    if isinstance(shape, (bool, np.bool_)):  # (NumPy refuses a bool as a shape)
+        raise TypeError(f"expected a sequence of integers or a single integer, got '{shape!r}'")
     if isinstance(shape, (int, np.integer)):
         shape = (operator.index(shape),)
     else:
@@ -338,8 +340,16 @@ def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
     return r if dtype is None else r.astype(dtype, copy=False)
 
 
+def _count_arg(n):
+    """An integer count (N, M): NumPy's TypeError for a bool or a float."""
+    if isinstance(n, (bool, np.bool_)):
+        raise TypeError("an integer is required")
+    return operator.index(n)
+
+
 def eye(N, M=None, k=0, dtype=float, order="C", *, like=None, device=None):
-    M = N if M is None else M
+    N = _count_arg(N)
+    M = N if M is None else _count_arg(M)
     dt = _dtype(dtype)
     if not _core.supported_dtype(dt):
         return _fallback.call_numpy(np.eye, (N, M, k), dict(dtype=dtype, order=order), "numpy.eye")
@@ -351,6 +361,8 @@ def identity(n, dtype=None, *, like=None):
 
 
 def copy(a, order="K", subok=False):
+    if not isinstance(order, str) and order is not None:
+        raise TypeError(f"order must be str, not {type(order).__name__}")
     a = asarray(a)
     if type(a) is not ndarray:
         return np.copy(a, order=order)

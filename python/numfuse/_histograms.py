@@ -70,8 +70,8 @@ def histogram(a, bins=10, range=None, density=None, weights=None):
 
     x = asarray(a)
     w = None if weights is None else asarray(weights)
-    if type(x) is not ndarray or (w is not None and type(w) is not ndarray):
-        return fallback(x, w)
+    if type(x) is not ndarray or (w is not None and type(w) is not ndarray) or x.dtype.kind == "c":
+        return fallback(x, w)  # (complex data: NumPy's lexicographic range and bins)
     # NumPy's _ravel_and_check_weights
     if x.dtype == np.bool_:
         warnings.warn(f"Converting input from {x.dtype} to {np.uint8} for compatibility.", RuntimeWarning,

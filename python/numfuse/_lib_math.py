@@ -36,7 +36,7 @@ __all__ = [
     "nanargmin", "nanvar", "nanstd", "nancumsum", "nancumprod", "cumulative_sum", "cumulative_prod", "ediff1d",
     "gradient", "trapezoid", "unwrap", "cross", "kron", "vecdot", "matvec", "vecmat", "polyval", "polyadd",
     "polysub",
-    "polymul", "polyder", "polyint", "vander", "geomspace", "asarray_chkfinite", "array_equiv",
+    "polymul", "polyder", "polyint", "vander", "geomspace", "asarray_chkfinite", "array_equiv", "fabs",
 ]
 
 
@@ -239,6 +239,23 @@ def _ufunc_args(npuf, args, out, kwargs):
     return [_cast(a, loop[i]) for i, a in enumerate(ops)], loop
 
 
+def _loop_operand(a, t):
+    """An operand of a resolved loop as a numfuse value of the loop's type
+    (a Python scalar too: ``fabs(2)`` is float64)."""
+    return asarray(a, dtype=t) if isinstance(a, (bool, int, float)) else _cast(a, t)
+
+
+def fabs(x, /, out=None, **kwargs):
+    """numpy.fabs: the absolute value in NumPy's float loop for the input
+    (float16 for bool/int8/uint8, which numfuse does not hold: NumPy's;
+    complex input: NumPy's TypeError)."""
+    ops, loop = _ufunc_args(np.fabs, (x,), out, kwargs)
+    if ops is None:
+        return _numpy(np.fabs, (x,), dict(out=out, **kwargs), why="arguments", warn=bool(kwargs))
+    r = U["absolute"](_loop_operand(ops[0], loop[0]), out=out)
+    return r if out is not None else _scalar_if_0d(r, x)
+
+
 def heaviside(x1, x2, /, out=None, **kwargs):
     ops, loop = _ufunc_args(np.heaviside, (x1, x2), out, kwargs)
     if ops is None:
@@ -275,8 +292,14 @@ def float_power(x1, x2, /, out=None, **kwargs):
     return r
 
 
-def modf(x, /, out=(None, None), **kwargs):
-    if out == (None, None) or out is None:
+def modf(x, /, *outs, out=(None, None), **kwargs):
+    if outs:  # NumPy's positional outputs
+        if len(outs) > 2:
+            raise TypeError(f"modf() takes from 1 to 3 positional arguments but {len(outs) + 1} were given")
+        out = tuple(outs) + (None,) * (2 - len(outs))
+    elif type(out) is ndarray or isinstance(out, np.ndarray):
+        out = (out, None)
+    if out is None or _builtins.all(o is None for o in out):
         out = None
     ops, loop = _ufunc_args(np.modf, (x,), out, kwargs)
     if ops is None or out is not None:
@@ -284,7 +307,7 @@ def modf(x, /, out=(None, None), **kwargs):
         if out is not None:
             kw["out"] = out
         return _numpy(np.modf, (x,), kw, why="arguments", warn=out is not None or bool(kwargs))
-    a = ops[0]
+    a = _loop_operand(ops[0], loop[0])
     d = where(U["isinf"](a), 0.0, a)
     ip = U["trunc"](a)
     frac = U["copysign"](d - U["trunc"](d), a)
@@ -525,6 +548,8 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
         fact = 0.0
     X = X - avg[:, None]
     X_T = X.T if w is None else (X * w).T
+    if X_T.dtype.kind == "c":
+        X_T = X_T.conj()
     c = _dot(X, X_T)
     c = U["multiply"](c, U["divide"](1, fact)).astype(c.dtype, copy=False)  # NumPy's c *= (in c's type)
     return c.squeeze()
@@ -537,9 +562,14 @@ def corrcoef(x, y=None, rowvar=True, *, dtype=None):
     if c.ndim == 0:
         return c / c
     d = diagonal(c)
-    stddev = U["sqrt"](d)
+    stddev = U["sqrt"](d.real)
     c = c / stddev[:, None]
     c = c / stddev[None, :]
+    if c.dtype.kind == "c":  # each part clipped to [-1, 1], as NumPy does
+        c = c.copy()
+        c.real = U["minimum"](U["maximum"](c.real, -1), 1)
+        c.imag = U["minimum"](U["maximum"](c.imag, -1), 1)
+        return c
     return U["minimum"](U["maximum"](c, -1), 1)
 
 
@@ -970,6 +1000,8 @@ def vecdot(x1, x2, /, out=None, **kwargs):
     if a.shape[-1] != b.shape[-1]:
         raise ValueError(f"vecdot: Input operand 1 has a mismatch in its core dimension 0, with gufunc signature "
                          f"(n),(n)->() (size {b.shape[-1]} is different from {a.shape[-1]})")
+    if a.dtype.kind == "c":  # vecdot conjugates the first vector
+        a = a.conj()
     r = _matmul(a[..., None, :], b[..., :, None])[..., 0, 0]
     return _to_out(_scalar_if_0d(r, r), out)
 
@@ -1122,7 +1154,15 @@ def polymul(a1, a2):
     a1, a2 = _atleast_1d(a1), _atleast_1d(a2)
     if type(a1) is not ndarray or type(a2) is not ndarray:
         return _numpy(np.polymul, (a1, a2), why="dtype")
-    return _convolve(a1, a2)
+    return _convolve(_poly_trim(a1), _poly_trim(a2))
+
+
+def _poly_trim(p):
+    """poly1d's coefficients: leading zeros dropped ([0] if all are)."""
+    nz = np.flatnonzero(np.asarray(p))
+    if len(nz) == 0:
+        return zeros(1, dtype=p.dtype) if p.ndim == 1 else p
+    return p[int(nz[0]):] if nz[0] else p
 
 
 def polyder(p, m=1):
@@ -1165,6 +1205,8 @@ def polyint(p, m=1, k=None):
 
 
 def vander(x, N=None, increasing=False):
+    if N is not None:
+        N = operator.index(N)
     x = _arr(x)
     if type(x) is not ndarray:
         return _numpy(np.vander, (x, N, increasing), why=str(x.dtype))

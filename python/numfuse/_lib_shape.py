@@ -293,7 +293,7 @@ def tile(A, reps):
         tup = tuple(reps)
     except TypeError:
         tup = (reps,)
-    tup = tuple(operator.index(t) for t in tup)
+    tup = tuple(int(t) if isinstance(t, np.bool_) else operator.index(t) for t in tup)
     d = len(tup)
     is_array = type(A) is ndarray or isinstance(A, np.ndarray)
     if is_array and all(x == 1 for x in tup):
@@ -508,6 +508,8 @@ def dsplit(ary, indices_or_sections):
 
 
 def unstack(x, /, *, axis=0):
+    if not hasattr(x, "ndim"):  # (NumPy's unstack takes arrays only: x.ndim)
+        raise AttributeError(f"'{type(x).__name__}' object has no attribute 'ndim'")
     x = asarray(x)
     if type(x) is not ndarray:
         return _numpy(np.unstack, (x,), dict(axis=axis))

@@ -3,6 +3,8 @@ task), copies recorded as tasks where NumPy copies (concatenate, stack)."""
 
 import operator
 
+import warnings
+
 import numpy as np
 
 from . import _core, _fallback
@@ -68,7 +70,12 @@ def transpose(a, axes=None):
     if type(a) is not ndarray:
         return _numpy(np.transpose, a, axes)
     if axes is not None:
+        if not isinstance(axes, (tuple, list)) and np.ndim(axes) == 0:
+            axes = (axes,)  # (NumPy: one axis for a 1-D array; AxisError otherwise)
         axes = tuple(operator.index(x) for x in axes)
+        if len(axes) != a.ndim:
+            raise ValueError("axes don't match array")
+        axes = tuple(_norm_axis(x, a.ndim) for x in axes)
     return a._transpose(axes)
 
 
@@ -88,12 +95,10 @@ def moveaxis(a, source, destination):
     if type(a) is not ndarray:
         return _numpy(np.moveaxis, a, source, destination)
     nd = a.ndim
-    src = [operator.index(s) for s in (source if isinstance(source, (list, tuple)) else [source])]
-    dst = [operator.index(d) for d in (destination if isinstance(destination, (list, tuple)) else [destination])]
+    src = np.lib.array_utils.normalize_axis_tuple(source, nd, "source")
+    dst = np.lib.array_utils.normalize_axis_tuple(destination, nd, "destination")
     if len(src) != len(dst):
         raise ValueError("`source` and `destination` arguments must have the same number of elements")
-    src = [_norm_axis(s, nd) for s in src]
-    dst = [_norm_axis(d, nd) for d in dst]
     order = [n for n in range(nd) if n not in src]
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)
@@ -119,7 +124,7 @@ def squeeze(a, axis=None):
     if type(a) is not ndarray:
         return _numpy(np.squeeze, a, axis)
     if axis is not None:
-        axis = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+        axis = tuple(operator.index(x) for x in (axis if isinstance(axis, (tuple, list)) else (axis,)))
     return a._squeeze(axis)
 
 
@@ -281,7 +286,10 @@ def column_stack(tup):
     return concatenate(arrs, axis=1)
 
 
-row_stack = vstack
+def row_stack(tup, *, dtype=None, casting="same_kind"):
+    """numpy.row_stack: vstack's deprecated alias (NumPy's DeprecationWarning)."""
+    warnings.warn("`row_stack` alias is deprecated. Use `np.vstack` directly.", DeprecationWarning, stacklevel=2)
+    return vstack(tup, dtype=dtype, casting=casting)
 
 
 _REVERSED = slice(None, None, -1)
@@ -296,7 +304,7 @@ def flip(m, axis=None):
     if axis is None:
         axes = range(m.ndim)
     else:
-        axes = [_norm_axis(operator.index(a), m.ndim) for a in (axis if isinstance(axis, (tuple, list)) else [axis])]
+        axes = np.lib.array_utils.normalize_axis_tuple(axis, m.ndim)
     idx = [slice(None)] * m.ndim
     for a in axes:
         idx[a] = slice(None, None, -1)
@@ -325,6 +333,12 @@ def _split(ary, ios, axis, strict):
         return _numpy(np.split if strict else np.array_split, a, ios, axis)
     ax = _norm_axis(operator.index(axis), a.ndim)
     n = a.shape[ax]
+    if np.ndim(ios) == 0 and not isinstance(ios, (int, np.integer)):
+        # NumPy: anything without a len() is a number of sections, checked
+        # for an equal division as given (5 % 2.5 == 0), then made an int
+        if strict and n % ios:
+            raise ValueError("array split does not result in an equal division")
+        ios, strict = int(ios), False
     if isinstance(ios, (int, np.integer)):
         sections = operator.index(ios)
         if sections <= 0:
@@ -382,4 +396,14 @@ def ndim(a):
 def size(a, axis=None):
     if axis is None:
         return a.size if hasattr(a, "size") else np.size(a)
-    return shape(a)[axis]
+    s = shape(a)
+    if not isinstance(axis, (tuple, list)) and np.ndim(axis) > 0:
+        axis = tuple(np.asarray(axis))
+    if isinstance(axis, (tuple, list)):
+        axis = tuple(operator.index(x) for x in axis)
+        axes = np.lib.array_utils.normalize_axis_tuple(axis, len(s))
+        n = 1
+        for ax in axes:
+            n *= s[ax]
+        return n
+    return s[np.lib.array_utils.normalize_axis_index(operator.index(axis), len(s))]

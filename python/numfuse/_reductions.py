@@ -3,11 +3,13 @@ all, argmax, argmin); mean/var/std compose them as NumPy does, so their
 elementwise parts fuse into the reductions."""
 
 import operator
+import warnings
 
 import numpy as np
 
 from . import _core, _fallback
 from ._creation import asarray
+from ._errstate import errstate as _errstate
 from ._manip import diagonal, where as _where
 from ._ufuncs import UFUNCS
 
@@ -128,6 +130,8 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
         return _fallback.call_numpy(np.mean, (a,), dict(axis=axis, dtype=dtype, out=out, keepdims=keepdims,
                                                         where=where), "numpy.mean")
     rcount = _count(a, axis)
+    if rcount == 0:
+        warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=2)
     if dtype is None and a.dtype.kind in "biu":
         dtype = np.float64
     s = sum(a, axis=axis, dtype=dtype, keepdims=keepdims)
@@ -153,12 +157,20 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Tru
             raise ValueError("ddof and correction can't be provided simultaneously.")
         ddof = correction
     rcount = _count(a, axis)
+    if ddof >= rcount:
+        warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=2)
     if dtype is None and a.dtype.kind in "biu":
         dtype = np.float64
     arrmean = sum(a, axis=axis, dtype=dtype, keepdims=True)
     arrmean = UFUNCS["divide"](arrmean, rcount)
     x = UFUNCS["subtract"](a, arrmean)
-    x = UFUNCS["multiply"](x, x)
+    if x.dtype.kind == "c":  # |x|^2, as NumPy: re*re + im*im, a real sum
+        re, im = x.real, x.imag
+        x = UFUNCS["add"](UFUNCS["multiply"](re, re), UFUNCS["multiply"](im, im))
+        if dtype is not None and np.dtype(dtype).kind == "c":
+            dtype = np.dtype(dtype).type(0).real.dtype
+    else:
+        x = UFUNCS["multiply"](x, x)
     ret = sum(x, axis=axis, dtype=dtype, keepdims=keepdims)
     ret = UFUNCS["divide"](ret, builtin_max(rcount - ddof, 0))
     if dtype is not None and ret.dtype != np.dtype(dtype):
@@ -221,7 +233,10 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
     valid = UFUNCS["logical_not"](UFUNCS["isnan"](a))
     s = sum(_where_nan(a, 0), axis=axis, dtype=dtype, keepdims=keepdims)
     n = sum(valid, axis=axis, keepdims=keepdims)
-    r = UFUNCS["divide"](s, n)
+    with _errstate(invalid="ignore", divide="ignore"):  # (NumPy's too; it warns itself below)
+        r = UFUNCS["divide"](s, n)
+    if bool(any(UFUNCS["equal"](n, 0))):
+        warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=2)
     if r.dtype != a.dtype and dtype is None:
         r = r.astype(a.dtype)
     if out is not None:

@@ -121,7 +121,7 @@ def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
         return _fallback.call_numpy(np.argsort, (a,), dict(axis=axis, kind=kind, order=order, stable=stable),
                                     "numpy.argsort (order= or a dtype numfuse does not hold)")
     st = _kind_is_stable(kind, stable)
-    if axis is None:
+    if axis is None or a.ndim == 0:  # (NumPy: a 0-d array sorts as one element)
         a, axis = a.ravel(), 0
     ax = _axis(axis, a.ndim)
     if st:
@@ -290,12 +290,17 @@ def take(a, indices, axis=None, out=None, mode="raise"):
         a, axis = a.ravel(), 0
     ax = _axis(axis, a.ndim)
     idx = asarray(indices)
+    # NumPy casts indices 'same_kind' to intp: bool and integer arrays, and
+    # any Python or NumPy scalar (converted as int() does), are indices.
+    if isinstance(indices, (int, float, bool, np.generic)) and not (type(idx) is ndarray and idx.dtype.kind in "iub"):
+        try:
+            idx = asarray(np.int64(int(np.asarray(indices))))
+        except (TypeError, ValueError, OverflowError):
+            pass
     if type(idx) is not ndarray or idx.dtype.kind not in "iub":
-        if np.asarray(indices).dtype.kind not in "iu":
-            raise TypeError("Cannot cast array data from dtype('float64') to dtype('int64') according to the rule 'safe'"
-                            if np.asarray(indices).dtype.kind == "f" else "index array must be integers")
-    if idx.dtype.kind == "b":
-        raise TypeError("Cannot cast array data from dtype('bool') to dtype('int64') according to the rule 'safe'")
+        if np.asarray(indices).dtype.kind not in "iub":
+            raise TypeError(f"Cannot cast array data from dtype('{np.asarray(indices).dtype}') to dtype('int64') "
+                            "according to the rule 'same_kind'")
     if idx.dtype != np.int64:
         idx = idx.astype(np.int64)
     return _core.take(a, idx, ax)
@@ -321,6 +326,10 @@ def extract(condition, arr):
 
 
 def take_along_axis(arr, indices, axis=-1):
+    if not hasattr(indices, "dtype"):  # (NumPy reads indices.dtype first)
+        raise AttributeError(f"'{type(indices).__name__}' object has no attribute 'dtype'")
+    if axis is not None:
+        axis = operator.index(axis)
     arr = asarray(arr)
     idx = asarray(indices)
     if type(arr) is not ndarray or type(idx) is not ndarray:
@@ -625,6 +634,8 @@ def lexsort(keys, axis=-1):
     if not ks or not _all_native(*ks):
         return _fallback.call_numpy(np.lexsort, (keys,), dict(axis=axis),
                                     "numpy.lexsort (a dtype numfuse does not hold)")
+    if all(k.ndim == 0 for k in ks):  # scalar keys: one element, index 0
+        return np.intp(0)
     shape = ks[0].shape
     if any(k.shape != shape for k in ks):
         raise ValueError("all keys need to be the same shape")
@@ -649,10 +660,12 @@ def digitize(x, bins, right=False):
     if b.ndim != 1:
         raise ValueError("object too deep for desired array" if b.ndim > 1 else "object of too small depth for desired array")
     bn = np.asarray(b)
-    d = np.diff(bn)
-    if bn.size > 1 and not (np.all(d >= 0) or np.all(d <= 0)):
+    # (neighbours compared, not differences: those wrap for unsigned types
+    # and are `!=` for bools)
+    inc, dec = bool(np.all(bn[1:] >= bn[:-1])), bool(np.all(bn[1:] <= bn[:-1]))
+    if bn.size > 1 and not (inc or dec):
         raise ValueError("bins must be monotonically increasing or decreasing")
-    if bn.size > 1 and np.all(d <= 0) and not np.all(d >= 0):
+    if bn.size > 1 and dec and not inc:
         n = bn.size
         r = searchsorted(b[::-1].copy(), xa, side="left" if right else "right")
         return n - r

@@ -6,6 +6,8 @@ compute natively (``where=``, unusual ``casting=``, complex inputs, loops in
 float16) runs with NumPy through the fallback.
 """
 
+import warnings
+
 import numpy as np
 
 from . import _core, _fallback
@@ -52,6 +54,11 @@ class _UfuncMethods:
     def _call(self, *args, out=None, where=True, casting="same_kind", order="K", dtype=None, subok=True,
               signature=None):
         if len(args) == self.nin + 1 and out is None:
+            if self.__name__ in ("maximum", "minimum"):
+                warnings.warn("Passing more than 2 positional arguments to np.maximum and np.minimum is deprecated. "
+                              "If you meant to use the third argument as an output, use the `out` keyword argument "
+                              "instead. If you hoped to work with more than 2 inputs, combine them into a single "
+                              "array and get the extrema for the relevant axis.", DeprecationWarning, stacklevel=2)
             args, out = args[:-1], args[-1]
         if len(args) != self.nin:
             raise TypeError(f"{self.__name__}() takes from {self.nin} to {self.nin + 1} positional arguments "
@@ -281,8 +288,16 @@ def array_ufunc(self, np_ufunc, method, inputs, kwargs):
     return _fallback.call_numpy(getattr(np_ufunc, method), inputs, kwargs, f"{name}.{method}")
 
 
-def divmod_(x1, x2, out=(None, None)):
-    if out != (None, None):
+def divmod_(x1, x2, *outs, out=(None, None)):
+    if outs:  # NumPy's positional outputs
+        if len(outs) > 2:
+            raise TypeError(f"divmod() takes from 2 to 4 positional arguments but {len(outs) + 2} were given")
+        out = tuple(outs) + (None,) * (2 - len(outs))
+    elif out is None:
+        out = (None, None)
+    elif not isinstance(out, tuple):
+        out = (out, None)
+    if any(o is not None for o in out):
         return _fallback.call_numpy(np.divmod, (x1, x2), dict(out=out), "divmod")
     return UFUNCS["floor_divide"](x1, x2), UFUNCS["remainder"](x1, x2)
 

@@ -24,7 +24,17 @@ def matmul(x1, x2, /, out=None, *, casting="same_kind", order="K", dtype=None, s
     # Fast path: two numfuse arrays, NumPy's defaults (1-D handling in C++).
     if (type(x1) is ndarray and type(x2) is ndarray and dtype is None and casting == "same_kind"
             and axes is None and axis is None):
-        r = _core.matmul_any(x1, x2, out)
+        try:
+            r = _core.matmul_any(x1, x2, out)
+        except ValueError as e:
+            # NumPy broadcasts the result into a larger `out` (1-D @ 1-D into a vector)
+            if out is None or not str(e).startswith("matmul: Output operand 0"):
+                raise
+            r = matmul(x1, x2)
+            if np.broadcast_shapes(np.shape(r), out.shape) != out.shape:
+                raise
+            out[...] = r
+            return out
         if r is not NotImplemented:
             return r
     a, b = asarray(x1), asarray(x2)

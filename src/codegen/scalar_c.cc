@@ -442,10 +442,18 @@ std::string unary(Reg& reg, UnaryOp op, DType t, DType r, const std::string& a) 
       if (!fl && t != DType::Bool)
         return "((" + ct(t) + ")((unsigned long long)(" + a + ") * (unsigned long long)(" + a + ")))";
       return "((" + ct(t) + ")(" + a + " * " + a + "))";
-    case UnaryOp::Reciprocal:
+    case UnaryOp::Reciprocal: {
       if (fl) return "(1 / " + a + ")";
-      // NumPy computes 1.0/x in double and converts (x86 conversion of inf).
-      return float_to_int(reg, "(1.0 / (double)" + a + ")", DType::Float64, t == DType::Bool ? DType::Int8 : t);
+      // NumPy computes 1.0/x in double and converts (x86 conversion of inf:
+      // 1/0 raises divide by zero, and the conversion of its inf invalid).
+      const DType it = t == DType::Bool ? DType::Int8 : t;
+      const std::string name = "nf_recip_" + s, T = ct(t);
+      return call(reg(name, "static inline " + T + " " + name + "(" + T + " a) {\n"
+                            "  double r = 1.0 / (double)a;\n"
+                            "  if (a == 0) { volatile double z = 0.0; volatile double q = z / z; (void)q; }\n"
+                            "  return " + float_to_int(reg, "r", DType::Float64, it) + ";\n}"),
+                  {a});
+    }
     case UnaryOp::Exp: return m("exp");
     case UnaryOp::Exp2: return m("exp2");
     case UnaryOp::Expm1: return m("expm1");
@@ -539,14 +547,21 @@ std::string binary(Reg& reg, BinaryOp op, DType t, const std::string& a, const s
         const std::string f = t == DType::Float32 ? "f" : "";
         return call(reg("nf_floordiv_" + s,
                         "static inline " + T + " nf_floordiv_" + s + "(" + T + " a, " + T + " b) {\n"
-                        "  if (b == 0) return a / b;\n"
-                        "  " + T + " mod = fmod" + f + "(a, b);\n"
-                        "  " + T + " div = (a - mod) / b;\n"
+                        // NumPy: a / b where b is 0. Written without an early return: a
+                        // vectorized loop computes every lane through all of it, and
+                        // fmod(a, 0) would raise `invalid` where NumPy raises only
+                        // `divide`, so the divisor is b, or 1 where it is 0 (not a select
+                        // with a constant arm, which LLVM would split back into fmod(a, b);
+                        // after `if (b == 0) return` it would fold b == 0 to false).
+                        "  " + T + " q = a / b;\n"
+                        "  " + T + " bs = b + (" + T + ")(b == 0);\n"
+                        "  " + T + " mod = fmod" + f + "(a, bs);\n"
+                        "  " + T + " div = (a - mod) / bs;\n"
                         "  if (mod != 0) { if ((b < 0) != (mod < 0)) div -= 1; }\n"
                         "  " + T + " fd;\n"
                         "  if (div != 0) { fd = floor" + f + "(div); if (div - fd > 0.5) fd += 1; }\n"
-                        "  else fd = copysign" + f + "(0, a / b);\n"
-                        "  return fd;\n}"),
+                        "  else fd = copysign" + f + "(0, q);\n"
+                        "  return b == 0 ? q : fd;\n}"),
                     {a, b});
       }
       if (sg)

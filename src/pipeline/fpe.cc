@@ -105,38 +105,10 @@ bool extreme(T x) {
   constexpr T kLimit = sizeof(T) == 4 ? T(1e37) : T(1e300);
   return !(std::fabs(x) <= kLimit);  // (NaN too)
 }
-template <typename T>
-bool extreme_value(const char* p) {
-  T x;
-  std::memcpy(&x, p, sizeof x);
-  return extreme(x);
-}
-
-// A complex element counts as extreme when either part is, and when it is
-// 0j: the compiled complex division and reciprocal evaluate both of
-// Smith's branches in every lane (LLVM speculates the divisions), so their
-// divide/invalid flags are a result's own only where a divisor may be 0j.
-template <typename T>
-bool complex_extreme(const char* p) {
-  T x[2];
-  std::memcpy(x, p, sizeof x);
-  return extreme(x[0]) || extreme(x[1]);
-}
-template <typename T>
-bool complex_special(const char* p) {
-  T x[2];
-  std::memcpy(x, p, sizeof x);
-  return !std::isfinite(x[0]) || !std::isfinite(x[1]) || (x[0] == 0 && x[1] == 0);
-}
-
-// Whether a complex view holds 0j, a NaN or an infinity: the only values
-// for which NumPy's complex division, reciprocal and power raise divide or
-// invalid. numfuse's compiled ones evaluate both of Smith's branches in
-// every lane (LLVM speculates the divisions), so for them a divide/invalid
-// flag with no such input is not a result's own.
-bool has_complex_special(const View& v) {
-  if (!is_inexact(v.dtype)) return false;
-  if (!v.buffer || !v.buffer->allocated() || v.size() == 0) return true;  // (computed in the kernel: keep)
+// Whether any element of a view satisfies pred(real, imag) (imag 0 for a
+// real type), reading each element as doubles.
+template <typename Pred>
+bool any_value(const View& v, Pred pred) {
   const char* base = static_cast<const char*>(v.buffer->data_if_allocated());
   const int64_t is = itemsize(v.dtype);
   const int nd = static_cast<int>(v.ndim());
@@ -144,15 +116,8 @@ bool has_complex_special(const View& v) {
   for (;;) {
     int64_t off = v.offset;
     for (int d = 0; d < nd; ++d) off += idx[d] * v.strides[d];
-    const char* p = base + off * is;
-    bool sp;
-    switch (v.dtype) {
-      case DType::Complex128: sp = complex_special<double>(p); break;
-      case DType::Complex64: sp = complex_special<float>(p); break;
-      case DType::Float64: { double x; std::memcpy(&x, p, 8); sp = !(std::isfinite(x) && x != 0); break; }
-      default: { float x; std::memcpy(&x, p, 4); sp = !(std::isfinite(x) && x != 0); break; }
-    }
-    if (sp) return true;
+    const Scalar x = Scalar::load(v.dtype, base + off * is);
+    if (pred(x.as_double(), x.im)) return true;
     int d = nd - 1;
     for (; d >= 0; --d) {
       if (++idx[d] < v.shape[d]) break;
@@ -163,35 +128,43 @@ bool has_complex_special(const View& v) {
 }
 
 // Whether v holds a NaN, an infinity or a value beyond 1e300 in magnitude
-// (complex: see complex_extreme).
+// (1e37 for float32 and complex64), in either part of a complex value.
 bool has_extreme(const View& v) {
   if (!is_inexact(v.dtype) || !v.buffer || !v.buffer->allocated() || v.size() == 0) return false;
-  const char* base = static_cast<const char*>(v.buffer->data_if_allocated());
-  const int64_t is = itemsize(v.dtype);
-  const int nd = static_cast<int>(v.ndim());
-  SmallVector<int64_t, 8> idx(nd, 0);
-  for (;;) {
-    int64_t off = v.offset;
-    for (int d = 0; d < nd; ++d) off += idx[d] * v.strides[d];
-    const char* p = base + off * is;
-    if (v.dtype == DType::Float64) {
-      if (extreme_value<double>(p)) return true;
-    } else if (v.dtype == DType::Float32) {
-      if (extreme_value<float>(p)) return true;
-    } else if (v.dtype == DType::Complex128) {  // either part
-      if (complex_extreme<double>(p)) return true;
-    } else if (v.dtype == DType::Complex64) {
-      if (complex_extreme<float>(p)) return true;
-    } else {
-      return true;  // (another float type: assume the worst)
-    }
-    int d = nd - 1;
-    for (; d >= 0; --d) {
-      if (++idx[d] < v.shape[d]) break;
-      idx[d] = 0;
-    }
-    if (d < 0) return false;
+  if (real_part_type(v.dtype) == DType::Float32)
+    return any_value(v, [](double re, double im) { return extreme(static_cast<float>(re)) || extreme(static_cast<float>(im)); });
+  return any_value(v, [](double re, double im) { return extreme(re) || extreme(im); });
+}
+
+// Whether an inexact view holds 0 (0j), a NaN or an infinity: the only values
+// for which NumPy's complex division, reciprocal and power raise divide or
+// invalid. numfuse's compiled ones evaluate both of Smith's branches in
+// every lane (LLVM speculates the divisions), so for them a divide/invalid
+// flag with no such input is not a result's own.
+bool has_complex_special(const View& v) {
+  if (!is_inexact(v.dtype)) return false;
+  if (!v.buffer || !v.buffer->allocated() || v.size() == 0) return true;  // (computed in the kernel: keep)
+  return any_value(v, [](double re, double im) {
+    return !std::isfinite(re) || !std::isfinite(im) || (re == 0 && im == 0);
+  });
+}
+
+// An input outside the domain of arccosh (x < 1) or arctanh (|x| > 1): the
+// `invalid` those raise for it is NumPy's (libmvec's lanes raise it for
+// other values too, so `never` drops it otherwise).
+bool has_domain_error(const std::vector<const char*>& ops, std::span<const View* const> inputs) {
+  bool acosh = false, atanh = false;
+  for (const char* o : ops) {
+    acosh |= std::strcmp(o, "arccosh") == 0;
+    atanh |= std::strcmp(o, "arctanh") == 0;
   }
+  if (!acosh && !atanh) return false;
+  for (const View* v : inputs) {
+    if (!v->buffer || !v->buffer->allocated() || v->size() == 0 || is_complex(v->dtype)) continue;
+    if (acosh && any_value(*v, [](double x, double) { return x < 1; })) return true;
+    if (atanh && any_value(*v, [](double x, double) { return std::fabs(x) > 1; })) return true;
+  }
+  return false;
 }
 
 uint8_t extreme_flags(const std::vector<const char*>& ops) {
@@ -204,8 +177,10 @@ uint8_t extreme_flags(const std::vector<const char*>& ops) {
 
 uint8_t detail::genuine(uint8_t flags, const std::vector<const char*>& ops, std::span<const View* const> inputs,
                         bool extreme_scalar) {
+  const uint8_t raised = flags;
   for (const char* o : ops)
     if (const Spurious* s = spurious(o)) flags &= ~s->never;
+  if ((raised & fpe::Invalid) && !(flags & fpe::Invalid) && has_domain_error(ops, inputs)) flags |= fpe::Invalid;
   if ((flags & (fpe::Divide | fpe::Invalid)) && std::find_if(ops.begin(), ops.end(), [](const char* o) {
         return std::strcmp(o, "complex") == 0;
       }) != ops.end()) {

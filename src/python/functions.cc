@@ -120,8 +120,18 @@ void bind_functions(py::module_& m) {
   layouts["F"] = static_cast<int>(CastLayout::F);
   m.attr("CAST_LAYOUTS") = layouts;
 
-  m.def("unary", [](int op, py::handle x, py::handle out) { return record_ufunc(1, op, x, py::none(), out); });
-  m.def("binary", [](int op, py::handle x, py::handle y, py::handle out) { return record_ufunc(2, op, x, y, out); });
+  // (Called from Python, not through guarded(): the floating-point errors
+  // of an operation computed at the call are reported here, at the call.)
+  m.def("unary", [](int op, py::handle x, py::handle out) {
+    py::object r = record_ufunc(1, op, x, py::none(), out);
+    if (pipeline::detail::t_fp_pending) report_fp_events();
+    return r;
+  });
+  m.def("binary", [](int op, py::handle x, py::handle y, py::handle out) {
+    py::object r = record_ufunc(2, op, x, y, out);
+    if (pipeline::detail::t_fp_pending) report_fp_events();
+    return r;
+  });
   m.def("where", [](py::handle c, py::handle x, py::handle y) -> py::object {
     Operand oc, ox, oy;
     if (!to_operand(c, oc) || !to_operand(x, ox) || !to_operand(y, oy)) return not_implemented();

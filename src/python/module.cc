@@ -353,7 +353,10 @@ std::string last_sync_site() {
 
 void flush_all(const char* reason) {
   // Nothing recorded and nothing being computed by another thread's flush.
-  if (global_stream().size() == 0 && pipeline::idle()) return;
+  if (global_stream().size() == 0 && pipeline::idle()) {
+    if (pipeline::fp_pending()) report_fp_events();  // (errors of work computed at an earlier call)
+    return;
+  }
   pipeline::FlushReport rep;
   rep.sync_reason = reason;
   note_sync_site();
