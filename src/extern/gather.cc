@@ -73,6 +73,25 @@ void take(const View& a, const View& indices, int axis, const View& out) {
   if (indices.dtype != DType::Int64) throw std::invalid_argument("take: indices must be int64");
   if (out.dtype != a.dtype || static_cast<int>(out.ndim()) != nd - 1 + ni)
     throw std::invalid_argument("take: output of the wrong type or rank");
+  if (nd == 1 && ni == 1 && indices.shape[0] < 32768) {
+    // a[idx] on a vector (loops gather a few elements at a time): no
+    // offset tables, the indices checked first as NumPy does.
+    const int64_t n = a.shape[0], m = indices.shape[0], is = itemsize(a.dtype);
+    const int64_t ist = indices.strides[0], ast = a.strides[0] * is, ost = out.strides[0] * is;
+    const int64_t* ip = static_cast<const int64_t*>(indices.buffer->data()) + indices.offset;
+    for (int64_t j = 0; j < m; ++j) {
+      const int64_t i = ip[j * ist];
+      if (i < -n || i >= n)
+        throw IndexError("index " + std::to_string(i) + " is out of bounds for axis 0 with size " + std::to_string(n));
+    }
+    const char* src = static_cast<const char*>(a.buffer->data()) + a.offset * is;
+    char* dst = static_cast<char*>(out.buffer->data()) + out.offset * is;
+    for (int64_t j = 0; j < m; ++j) {
+      const int64_t i = ip[j * ist];
+      copy_element(dst + j * ost, src + (i < 0 ? i + n : i) * ast, static_cast<int>(is));
+    }
+    return;
+  }
   const std::vector<int64_t> idx = checked_indices(indices, a.shape[axis], axis);
   // out[outer..., j..., inner...] = a[outer..., idx[j...], inner...]
   const std::vector<int64_t> a_outer = offsets(a, range(0, axis));
@@ -228,6 +247,27 @@ void put(const View& target, const View& indices, int axis, const View& values, 
   if (indices.dtype != DType::Int64) throw std::invalid_argument("put: indices must be int64");
   if (values.dtype != target.dtype || static_cast<int>(values.ndim()) != nd - 1 + ni)
     throw std::invalid_argument("put: values of the wrong type or rank");
+  if (nd == 1 && ni == 1 && !accumulate && indices.shape[0] < 32768) {
+    // a[idx] = v on a vector (loops store a few elements at a time): no
+    // offset tables; the indices checked first, then stored in order (a
+    // repeated index keeps the last value, as NumPy's).
+    const int64_t size = target.shape[0], n = indices.shape[0], is = itemsize(target.dtype);
+    const int64_t ist = indices.strides[0], tst = target.strides[0] * is, vst = values.strides[0] * is;
+    const int64_t* ip = static_cast<const int64_t*>(indices.buffer->data()) + indices.offset;
+    for (int64_t j = 0; j < n; ++j) {
+      const int64_t i = ip[j * ist];
+      if (i < -size || i >= size)
+        throw IndexError("index " + std::to_string(i) + " is out of bounds for axis 0 with size " +
+                         std::to_string(size));
+    }
+    char* dst = static_cast<char*>(target.buffer->data()) + target.offset * is;
+    const char* src = static_cast<const char*>(values.buffer->data()) + values.offset * is;
+    for (int64_t j = 0; j < n; ++j) {
+      const int64_t i = ip[j * ist];
+      copy_element(dst + (i < 0 ? i + size : i) * tst, src + j * vst, static_cast<int>(is));
+    }
+    return;
+  }
   const std::vector<int64_t> t_outer = offsets(target, range(0, axis));
   const std::vector<int64_t> t_inner = offsets(target, range(axis + 1, nd));
   const std::vector<int64_t> v_outer = offsets(values, range(0, axis));

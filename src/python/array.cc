@@ -475,12 +475,20 @@ bool fast_fancy_set(PyObject* self, PyObject* key, PyObject* value) {
   if (!fast_fancy_key(a, key, &axis, &k, &mask)) return false;
   // The value: a scalar (stored once, read through stride 0) or an array.
   View v;
-  const bool scalar = !is_ndarray(py::handle(value)) && !PyList_Check(value) && !PyTuple_Check(value) &&
-                      !py::isinstance<py::array>(py::handle(value));
+  const bool scalar = PyFloat_CheckExact(value) || PyLong_CheckExact(value) ||
+                      (!is_ndarray(py::handle(value)) && !PyList_Check(value) && !PyTuple_Check(value) &&
+                       !py::isinstance<py::array>(py::handle(value)));
   if (scalar) {
     Operand src;
     if (!to_operand(value, src) || src.kind == Operand::Kind::Array) return false;
-    v = View::fresh(a.dtype, Dims{});
+    // The value in a 0-d buffer of this thread's, reused: the scatter below
+    // reads it during this call only (a loop storing into a[idx] allocates
+    // nothing).
+    thread_local std::vector<View> scalar_value;  // (a pointer's worth of static TLS)
+    if (scalar_value.empty()) scalar_value.resize(kNumDTypes);
+    View& sv = scalar_value[static_cast<int>(a.dtype)];
+    if (!sv.buffer) sv = View::fresh(a.dtype, Dims{});
+    v = sv;
     element_value(src, a.dtype).store(v.buffer->data());
   } else if (is_ndarray(py::handle(value))) {
     v = view_of(value);
