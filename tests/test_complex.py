@@ -1024,3 +1024,23 @@ def test_argmax_of_complex_runs_numpys_kernel():
     with allow_fallback():
         assert int(nf.argmax(nf.asarray(z))) == int(onp.argmax(z))
         assert int(nf.argmin(nf.asarray(z))) == int(onp.argmin(z))
+
+
+@pytest.mark.parametrize("dt", CDTYPES)
+def test_complex_memory_shared_the_standard_ways(dt):
+    """Buffer protocol ('Zd'/'Zf'), __array_interface__ ('<c16'/'<c8') and
+    DLPack (kDLComplex) carry complex arrays both ways, without copies."""
+    z = onp.array([1 + 2j, 3 - 1j, -0.5j], dtype=dt)
+    Z = nf.asarray(z) * 1  # a numfuse array of its own memory
+    mv = memoryview(Z)
+    assert mv.format == ("Zd" if dt == "complex128" else "Zf") and mv.itemsize == onp.dtype(dt).itemsize
+    onp.testing.assert_array_equal(onp.asarray(mv), z)
+    assert onp.asarray(Z).__array_interface__["typestr"] == onp.dtype(dt).str
+    d = onp.from_dlpack(Z)
+    onp.testing.assert_array_equal(d, z)
+    back = nf.from_dlpack(onp.array(z))
+    assert type(back) is nf.ndarray and back.dtype == onp.dtype(dt)
+    check(back, z, rtol=0, atol=0)
+    view = onp.asarray(Z)  # a NumPy view observes numfuse's writes
+    Z[1] = 5 - 5j
+    assert view[1] == 5 - 5j
