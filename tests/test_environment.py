@@ -85,3 +85,26 @@ def test_benchmark_computes_what_each_call_returns():
     assert nf.benchmark(lambda: nf.ones(3).sum(), n_repeat=2, name="tiny").name == "tiny"
     with pytest.raises(ValueError):
         nf.benchmark(kept, (x,), n_repeat=0)
+
+
+def test_core_static_tls_stays_small():
+    """numfuse's module has static TLS (initial-exec thread-local variables):
+    its whole TLS segment is taken from the surplus glibc reserves for
+    libraries loaded later, and scikit-learn's libgomp failed to load
+    ("cannot allocate memory in static TLS block") once numfuse used ~1.6 KB
+    of it. Large per-thread state goes on the heap behind a pointer."""
+    import struct
+
+    from numfuse import _core
+
+    with open(_core.__file__, "rb") as f:
+        data = f.read()
+    assert data[:4] == b"\x7fELF" and data[4] == 2  # ELF64
+    phoff, = struct.unpack_from("<Q", data, 0x20)
+    phentsize, phnum = struct.unpack_from("<HH", data, 0x36)
+    tls = 0
+    for i in range(phnum):
+        p_type, = struct.unpack_from("<I", data, phoff + i * phentsize)
+        if p_type == 7:  # PT_TLS
+            tls, = struct.unpack_from("<Q", data, phoff + i * phentsize + 0x28)  # p_memsz
+    assert tls < 512, f"numfuse._core has {tls} bytes of static TLS"

@@ -55,14 +55,19 @@ struct ThreadCache {
   }
   bool give(void* p, size_t cls);
 };
-// (Trivially destructible and zero-initialized: no guard on access. Its
-// closer, constructed by the first give(), drains it at thread exit.)
-thread_local ThreadCache t_cache{};
+// On the heap, one pointer of thread-local storage per thread: numfuse's
+// module has static TLS (initial-exec variables), and every byte of it is
+// taken from the surplus that libraries loaded later need (scikit-learn's
+// libgomp fails to load once ~1.3 KB more of it is used). Made by the first
+// give(); its closer, constructed then too, drains it at thread exit (the
+// cache itself stays, closed, for frees later in the thread's exit).
+thread_local ThreadCache* t_cache = nullptr;
 void drain(ThreadCache& c);
 struct ThreadCacheCloser {
   ~ThreadCacheCloser() {
-    t_cache.closed = true;
-    drain(t_cache);
+    if (!t_cache) return;
+    t_cache->closed = true;
+    drain(*t_cache);
   }
 };
 thread_local ThreadCacheCloser t_cache_closer;
@@ -100,7 +105,8 @@ struct Pool {
 
   void* get(size_t cls) {
     if (cls <= kThreadMax) {
-      if (void* p = t_cache.take(cls)) return p;
+      if (t_cache)
+        if (void* p = t_cache->take(cls)) return p;
     }
     if (cls < kCacheMin) {
       std::lock_guard<std::mutex> lock(mu);
@@ -140,7 +146,10 @@ struct Pool {
   }
 
   void put(void* p, size_t cls) {
-    if (cls <= kThreadMax && t_cache.give(p, cls)) return;
+    if (cls <= kThreadMax) {
+      if (!t_cache) t_cache = new ThreadCache{};
+      if (t_cache->give(p, cls)) return;
+    }
     put_shared(p, cls);
   }
 
@@ -331,7 +340,7 @@ void* Buffer::allocate() {
 }
 
 void Buffer::trim_cache() {
-  drain(t_cache);  // (this thread's small blocks; other threads keep theirs, a few KiB each)
+  if (t_cache) drain(*t_cache);  // (this thread's small blocks; other threads keep theirs, a few KiB each)
   pool().trim();
 }
 int64_t Buffer::cached_bytes() {

@@ -481,12 +481,13 @@ bool fast_fancy_set(PyObject* self, PyObject* key, PyObject* value) {
   if (scalar) {
     Operand src;
     if (!to_operand(value, src) || src.kind == Operand::Kind::Array) return false;
-    // The value in a 0-d buffer of this thread's, reused: the scatter below
-    // reads it during this call only (a loop storing into a[idx] allocates
-    // nothing).
-    thread_local std::vector<View> scalar_value;  // (a pointer's worth of static TLS)
-    if (scalar_value.empty()) scalar_value.resize(kNumDTypes);
-    View& sv = scalar_value[static_cast<int>(a.dtype)];
+    // The value in a 0-d buffer, reused: the scatter below reads it during
+    // this call only, which holds the GIL (a loop storing into a[idx]
+    // allocates nothing). Not thread_local: numfuse's module has static TLS
+    // (initial-exec variables), and every byte of it is taken from the
+    // surplus that libraries loaded later (scikit-learn's libgomp) need.
+    static std::vector<View>* scalar_value = new std::vector<View>(kNumDTypes);
+    View& sv = (*scalar_value)[static_cast<int>(a.dtype)];
     if (!sv.buffer) sv = View::fresh(a.dtype, Dims{});
     v = sv;
     element_value(src, a.dtype).store(v.buffer->data());
