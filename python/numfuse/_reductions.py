@@ -9,7 +9,6 @@ import numpy as np
 
 from . import _core, _fallback
 from ._creation import asarray
-from ._errstate import errstate as _errstate
 from ._manip import diagonal, where as _where
 from ._ufuncs import UFUNCS
 
@@ -233,9 +232,11 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
     valid = UFUNCS["logical_not"](UFUNCS["isnan"](a))
     s = sum(_where_nan(a, 0), axis=axis, dtype=dtype, keepdims=keepdims)
     n = sum(valid, axis=axis, keepdims=keepdims)
-    with _errstate(invalid="ignore", divide="ignore"):  # (NumPy's too; it warns itself below)
-        r = UFUNCS["divide"](s, n)
-    if bool(any(UFUNCS["equal"](n, 0))):
+    # An empty (or all-NaN) slice is NaN with NumPy's own warning, not a 0/0
+    # (NumPy divides with invalid ignored): the division never sees a 0.
+    empty = UFUNCS["equal"](n, 0)
+    r = _where(empty, np.nan, UFUNCS["divide"](s, _where(empty, 1, n)))
+    if bool(any(empty)):
         warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=2)
     if r.dtype != a.dtype and dtype is None:
         r = r.astype(a.dtype)
