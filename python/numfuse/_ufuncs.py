@@ -60,6 +60,8 @@ class _UfuncMethods:
                               "instead. If you hoped to work with more than 2 inputs, combine them into a single "
                               "array and get the extrema for the relevant axis.", DeprecationWarning, stacklevel=2)
             args, out = args[:-1], args[-1]
+            if out is not None and type(out) is not ndarray and not isinstance(out, np.ndarray):
+                raise TypeError("return arrays must be of ArrayType")  # (NumPy: a positional output is an array)
         if len(args) != self.nin:
             raise TypeError(f"{self.__name__}() takes from {self.nin} to {self.nin + 1} positional arguments "
                             f"but {len(args)} were given")
