@@ -45,15 +45,30 @@ std::vector<int> range(int lo, int hi) {
   return r;
 }
 
+// NumPy's mode='raise' error for index i along `axis` of extent `size`.
+[[noreturn]] void out_of_bounds(int64_t i, int axis, int64_t size) {
+  throw IndexError("index " + std::to_string(i) + " is out of bounds for axis " + std::to_string(axis) +
+                   " with size " + std::to_string(size));
+}
+
+// A 1-D int64 index array's first element and stride, every index checked
+// against `size` first (nothing is read or written before an error).
+const int64_t* checked_vector(const View& indices, int64_t size, int axis, int64_t* stride) {
+  const int64_t* ip = static_cast<const int64_t*>(indices.buffer->data()) + indices.offset;
+  const int64_t n = indices.shape[0], st = indices.strides[0];
+  for (int64_t j = 0; j < n; ++j)
+    if (ip[j * st] < -size || ip[j * st] >= size) out_of_bounds(ip[j * st], axis, size);
+  *stride = st;
+  return ip;
+}
+
 // The indices (any shape, C order), checked and wrapped as NumPy's
 // mode='raise' does: IndexError for the first out of range.
 std::vector<int64_t> checked_indices(const View& indices, int64_t size, int axis) {
   const int64_t* ip = static_cast<const int64_t*>(indices.buffer->data()) + indices.offset;
   std::vector<int64_t> idx(static_cast<size_t>(indices.size()));
   auto check = [&](int64_t i) {
-    if (i < -size || i >= size)
-      throw IndexError("index " + std::to_string(i) + " is out of bounds for axis " + std::to_string(axis) +
-                       " with size " + std::to_string(size));
+    if (i < -size || i >= size) out_of_bounds(i, axis, size);
     return i < 0 ? i + size : i;
   };
   if (indices.ndim() == 1) {
@@ -77,13 +92,9 @@ void take(const View& a, const View& indices, int axis, const View& out) {
     // a[idx] on a vector (loops gather a few elements at a time): no
     // offset tables, the indices checked first as NumPy does.
     const int64_t n = a.shape[0], m = indices.shape[0], is = itemsize(a.dtype);
-    const int64_t ist = indices.strides[0], ast = a.strides[0] * is, ost = out.strides[0] * is;
-    const int64_t* ip = static_cast<const int64_t*>(indices.buffer->data()) + indices.offset;
-    for (int64_t j = 0; j < m; ++j) {
-      const int64_t i = ip[j * ist];
-      if (i < -n || i >= n)
-        throw IndexError("index " + std::to_string(i) + " is out of bounds for axis 0 with size " + std::to_string(n));
-    }
+    const int64_t ast = a.strides[0] * is, ost = out.strides[0] * is;
+    int64_t ist;
+    const int64_t* ip = checked_vector(indices, n, 0, &ist);
     const char* src = static_cast<const char*>(a.buffer->data()) + a.offset * is;
     char* dst = static_cast<char*>(out.buffer->data()) + out.offset * is;
     for (int64_t j = 0; j < m; ++j) {
@@ -252,14 +263,9 @@ void put(const View& target, const View& indices, int axis, const View& values, 
     // offset tables; the indices checked first, then stored in order (a
     // repeated index keeps the last value, as NumPy's).
     const int64_t size = target.shape[0], n = indices.shape[0], is = itemsize(target.dtype);
-    const int64_t ist = indices.strides[0], tst = target.strides[0] * is, vst = values.strides[0] * is;
-    const int64_t* ip = static_cast<const int64_t*>(indices.buffer->data()) + indices.offset;
-    for (int64_t j = 0; j < n; ++j) {
-      const int64_t i = ip[j * ist];
-      if (i < -size || i >= size)
-        throw IndexError("index " + std::to_string(i) + " is out of bounds for axis 0 with size " +
-                         std::to_string(size));
-    }
+    const int64_t tst = target.strides[0] * is, vst = values.strides[0] * is;
+    int64_t ist;
+    const int64_t* ip = checked_vector(indices, size, 0, &ist);
     char* dst = static_cast<char*>(target.buffer->data()) + target.offset * is;
     const char* src = static_cast<const char*>(values.buffer->data()) + values.offset * is;
     for (int64_t j = 0; j < n; ++j) {
@@ -274,14 +280,9 @@ void put(const View& target, const View& indices, int axis, const View& values, 
   // One 1-D index array into a target without inner dimensions (a histogram's
   // add.at): checked in one pass, applied in a second, nothing materialized.
   if (ni == 1 && t_inner.size() == 1 && t_inner[0] == 0 && axis == nd - 1) {
-    const int64_t size = target.shape[axis], n = indices.shape[0], ist = indices.strides[0];
-    const int64_t* ip = static_cast<const int64_t*>(indices.buffer->data()) + indices.offset;
-    for (int64_t j = 0; j < n; ++j) {
-      const int64_t i = ip[j * ist];
-      if (i < -size || i >= size)
-        throw IndexError("index " + std::to_string(i) + " is out of bounds for axis " + std::to_string(axis) +
-                         " with size " + std::to_string(size));
-    }
+    const int64_t size = target.shape[axis], n = indices.shape[0];
+    int64_t ist;
+    const int64_t* ip = checked_vector(indices, size, axis, &ist);
     const int64_t is = itemsize(target.dtype);
     const int64_t tstride = target.strides[axis], vstep = values.strides[axis];
     with_dtype(target.dtype, [&](auto t) {
