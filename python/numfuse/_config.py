@@ -21,6 +21,9 @@ _ENV = {
     "NUMFUSE_TIER": "tier",
     "NUMFUSE_EAGER_MAX_ELEMENTS": "eager_max_elements",
     "NUMFUSE_QUICK_COMPILE": "quick_compile",
+    "NUMFUSE_STAGES": "stages",
+    "NUMFUSE_STAGE_ROWS": "stage_rows",
+    "NUMFUSE_STAGE_STORAGE": "stage_storage",
 }
 # NUMFUSE_CACHE_DIR is read by the C++ core when it starts.
 
@@ -44,6 +47,9 @@ _SETTERS = {
     "tier": (lambda v: _core.set_tier(str(v)), _core.get_tier),
     "eager_max_elements": (lambda v: _core.set_eager_max_elements(int(v)), _core.get_eager_max_elements),
     "quick_compile": (lambda v: _core.set_quick_compile(_truthy(v)), _core.get_quick_compile),
+    "stages": (lambda v: _core.set_stages(_truthy(v)), _core.get_stages),
+    "stage_rows": (lambda v: _core.set_stage_rows(int(v)), _core.get_stage_rows),
+    "stage_storage": (lambda v: _core.set_stage_storage(str(v)), _core.get_stage_storage),
 }
 
 
@@ -105,7 +111,14 @@ def config(**opts):
     eager_max_elements (the 'auto' size limit; NUMFUSE_EAGER_MAX_ELEMENTS),
     quick_compile (True: a kernel a flush waits for is compiled with a short
     pass pipeline and fast code generation, and recompiled at -O3 in the
-    background once it has run 2 ms; False: always -O3; NUMFUSE_QUICK_COMPILE).
+    background once it has run 2 ms; False: always -O3; NUMFUSE_QUICK_COMPILE),
+    stages (True: consecutive kernels linked by intermediates -- stencil
+    chains, reductions feeding their consumers -- run as one multi-stage
+    kernel over tiles of rows, the intermediates kept in per-thread tile
+    buffers instead of memory; NUMFUSE_STAGES), stage_rows (rows per tile of
+    such a kernel, 0 = chosen from the cache size), stage_storage
+    ('rolling', the default: the halo rows a tile's stencils need are kept
+    from the thread's previous tile; 'recompute': each tile recomputes them).
     Pending work is flushed on entry and exit so options apply cleanly.
     """
     _core.flush("config")
@@ -171,6 +184,8 @@ class Explanation:
                         f"writes {g['writes']}")
             if g["tier0"]:
                 how += " (run by the interpreter while its kernel compiles)"
+        if g.get("stages"):
+            how += f" (stage {g['stage']} of {g['stages']} of one multi-stage kernel)"
         line = f"kernel {i}: {what} -- {how}"
         if g["temporaries"]:
             n = len(g["temporaries"])
@@ -181,8 +196,14 @@ class Explanation:
 
     def __str__(self):
         r = self.report
-        plain = [self.plain(i, g) for i, g in enumerate(self.groups)]
-        lines = plain + ([""] if plain else []) + [f"flush: {r['tasks']} operations -> {len(self.groups)} kernels "
+        plain, k = [], -1
+        for g in self.groups:
+            k += 0 if g.get("stage", 0) > 1 else 1
+            plain.append(self.plain(k, g))
+            if g.get("chain"):
+                plain += ["  " + l for l in g["chain"].splitlines()]
+        kernels = k + 1
+        lines = plain + ([""] if plain else []) + [f"flush: {r['tasks']} operations -> {kernels} kernels "
                  f"(synced by {r['sync_reason']} at {r['sync_site']})"
                  + (" [analysis memoized]" if r.get("memo_hit") else ""),
                  f"  analyse {r['analyse_ms']:.3f} ms, compile {r['compile_ms']:.3f} ms "
@@ -193,6 +214,8 @@ class Explanation:
                     "loaded from disk cache" if g["disk_hit"] else "compiled")
             if g.get("tuned"):
                 kind += ", tuned schedule"
+            if g.get("stages"):
+                kind += f", stage {g['stage']} of {g['stages']}"
             lines.append(f"group {i}: {len(g['ops'])} ops [{kind}, {g['run_ms']:.3f} ms]: " + ", ".join(g["ops"]))
             if g["temporaries"]:
                 lines.append(f"  temporaries never allocated: {len(g['temporaries'])} "

@@ -46,6 +46,9 @@ struct Group {
   std::vector<BufferPtr> temporaries;
   // Tasks whose result nobody can observe (dead code): skipped entirely.
   std::vector<int> dead;
+  // A stage of a chain (below): its MdHom keeps the outer dimension of the
+  // domain apart (never merged with the next), the dimension the chain tiles.
+  bool stage = false;
   int size() const { return end - begin; }
 };
 
@@ -65,6 +68,53 @@ struct Partition {
 // 67 operations) stay one kernel.
 inline constexpr int kDefaultMaxGroupAccesses = 32;
 Partition partition(const std::vector<Task>& window, Policy policy, int max_accesses = kDefaultMaxGroupAccesses);
+
+// Stage chains (multi-stage kernels; HFAV's stencil chains, reductions
+// feeding their consumers). Consecutive groups G_first..G_last whose later
+// groups read what earlier ones wrote run as one kernel over tiles of the
+// outer dimension: for each tile of the last stage's rows, every stage
+// computes the rows its consumers read -- the tile's rows shifted by the
+// offsets of the views (halo/extent inference, done per launch on the
+// bindings: runtime.h, ChainLaunch) -- before the next stage runs. This
+// relaxes constraint 1 between groups: their domains differ (a blur's
+// (n, n-2) then (n-2, n-2)), but every consumer tile's producer region is
+// computable.
+//
+// A link is a buffer one stage writes (through one view) and later stages
+// read. Its storage:
+//   Tile - not visible to Python and touched by nothing outside the chain,
+//          written whole (C-contiguous, from its first element): it is never
+//          allocated; each thread keeps the rows its tile needs in a scratch
+//          buffer, and halo rows are recomputed by neighbouring tiles (or
+//          kept from the thread's previous tile: rolling storage);
+//   Full - anything else: the buffer itself, read back through the very view
+//          that wrote it (same rows: the writer's tile is the reader's).
+// Legality (checked here on views, and per launch on the strides):
+//   - no contraction, no buffer written by two groups of the chain, no buffer
+//     written by one group and read by an earlier one;
+//   - a stage that writes a Full link or any other buffer Python can see (or
+//     a later group reads) computes each of its rows exactly once: zero halo;
+//   - no stage reduces or scans along the outer dimension.
+// Proof sketch: rows of the outer dimension are independent in every stage
+// (no combine along it), so a stage may compute any subset of its rows in
+// any order; a consumer row reads only producer rows the same tile computed
+// before (halo inference), and rows written to memory visible after the
+// kernel are written once, by the stage that owns them.
+struct Chain {
+  int first = 0, last = 0;  // groups [first, last] of the partition
+  struct Link {
+    BufferPtr buffer;
+    bool tile = false;  // Tile storage (else Full)
+  };
+  std::vector<Link> links;
+  int stages() const { return last - first + 1; }
+};
+
+// Chains of at least two groups that keep at least `min_bytes` of traffic
+// out of memory (their links, and the repeated reads of inputs several
+// stages read): smaller ones stay in cache anyway. Marks their groups as
+// stages.
+std::vector<Chain> chains(const std::vector<Task>& window, Partition& p, int64_t min_bytes);
 
 // Domain of a task with extent-1 dimensions dropped (what constraint 1 compares).
 Dims squeezed_domain(const Task& t);

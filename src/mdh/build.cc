@@ -53,7 +53,9 @@ struct Normalizer {
 
 // A scan dimension is never merged with a neighbour (the scan restarts at
 // each of its lines); `scans` lists the scanned squeezed dims.
-Normalizer normalize(const std::vector<const Task*>& tasks) {
+// `keep_outer`: the outer dimension of the first task's domain is never
+// merged either (a stage of a chain: fusion.h, Chain, tiles it).
+Normalizer normalize(const std::vector<const Task*>& tasks, bool keep_outer) {
   Normalizer n;
   const Task& t0 = *tasks.front();
   Dims ext;
@@ -79,6 +81,11 @@ Normalizer normalize(const std::vector<const Task*>& tasks) {
       fake[t->scan_axis] = 1;
       views.push_back(sq(fake));
     }
+  }
+  if (keep_outer && D > 1) {
+    Dims fake(D, 0);
+    fake[0] = 1;
+    views.push_back(fake);
   }
   // Order and merge dimensions as every walk of a domain does (core/coalesce.h).
   std::vector<const int64_t*> ptrs;
@@ -241,7 +248,7 @@ Built build(const std::vector<Task>& window, const fusion::Group& group) {
       out.tasks.push_back(k);
     }
   if (tasks.empty()) return out;
-  Normalizer norm = normalize(tasks);
+  Normalizer norm = normalize(tasks, group.stage);
   h.ndim = static_cast<int>(norm.extents.size());
   auto new_int = [&](int64_t v) {
     b.ints.push_back(v);

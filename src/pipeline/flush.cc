@@ -87,8 +87,16 @@ struct PlanGroup {
   mutable bool bound_once = false;
 };
 
+// A multi-stage kernel of the plan (fusion::Chain): plan groups
+// [first, last] run together when all their kernels are ready.
+struct PlanChain {
+  int first = 0, last = 0;
+  std::vector<std::pair<int, bool>> links;  // (the window task writing the link, Tile storage)
+};
+
 struct Plan {
   std::vector<PlanGroup> groups;
+  std::vector<PlanChain> chains;
   // Buffers to give back after each group runs: (task, slot) references
   // (slot -1 = output) to buffers that no Python array can see and that no
   // later group reads. Without this, a loop body's dead intermediates (e.g.
@@ -267,6 +275,7 @@ void choose_tier(const std::vector<Task>& window, Prepared& p, const Config& cfg
   // from the store (someone tuned this kernel: it is wanted compiled).
   if (cfg.tier == Tier::Lazy || cfg.random_schedule_seed >= 0 || cfg.tune_seconds > 0 || p.tuned) return;
   if (!detail::interpretable(window, p.group)) return;
+  if (p.group.stage) return;  // a stage of a multi-stage kernel: compiled now
   auto it = interp_ms.find(p.key);
   const double interp = it == interp_ms.end() ? 0.0 : it->second;
   if (cfg.tier == Tier::Eager || interp < detail::compile_estimate_ms()) {
@@ -300,6 +309,8 @@ Prepared prepare(const std::vector<Task>& window, const fusion::Group& g, const 
   p.built = std::make_shared<mdh::Built>(mdh::build(window, g));
   if (p.built->tasks.empty()) return p;
   p.schedule = detail::choose_schedule(p.built->hom, p.built->bind, cfg, &p.tuned);
+  // A stage runs on one thread per tile: the launcher parallelizes the tiles.
+  if (g.stage) p.schedule.parallel = false;
   p.key = detail::kernel_key(p.built->hom, p.schedule);
   return p;
 }
@@ -364,6 +375,20 @@ void note_group_fp(uint8_t f, const std::vector<Task>& window, const PlanGroup& 
   if (const uint8_t real = detail::genuine(f, ops, window, g.begin, g.end)) detail::note_fp(real, std::move(ops));
 }
 
+// The group's bindings: `given`, or (memo hits) its template rebound to the
+// window in the group's own bindings (the caller holds g_exec_mu; the
+// bindings borrow the window's buffers).
+const mdh::Bindings* bindings_of(const std::vector<Task>& window, const PlanGroup& g, const mdh::Bindings* given) {
+  if (given) return given;
+  if (g.bound_once) {
+    mdh::rebind_again(window, *g.tmpl, g.bound);
+  } else {
+    mdh::rebind(window, *g.tmpl, g.bound);
+    g.bound_once = true;
+  }
+  return &g.bound;
+}
+
 // Runs one group of a plan on `window` and describes it in `gr` (a fresh
 // report, built in place in the flush's report). `bind`: the
 // group's bindings, or nullptr to rebind its template to the window.
@@ -383,17 +408,7 @@ void run_group(const std::vector<Task>& window, const std::shared_ptr<const Plan
   if (runs(g)) {
     jit::Kernel* const fn = kernel_of(g);
     if (fn || g.schedule.routine != tune::Routine::None) {
-      if (!bind) {
-        // Memo hits rebind into the group's own bindings (the caller holds
-        // g_exec_mu; the bindings borrow the window's buffers).
-        if (g.bound_once) {
-          mdh::rebind_again(window, *g.tmpl, g.bound);
-        } else {
-          mdh::rebind(window, *g.tmpl, g.bound);
-          g.bound_once = true;
-        }
-        bind = &g.bound;
-      }
+      bind = bindings_of(window, g, bind);
       // The kernel's floating-point flags, as NumPy reads them around a
       // ufunc loop: cleared before (whatever ran here last, a compile
       // included, set them), read after.
@@ -421,6 +436,101 @@ void run_group(const std::vector<Task>& window, const std::shared_ptr<const Plan
     for (const std::string& o : gr.ops()) ops += (ops.empty() ? "" : ", ") + o;
     detail::capture_group(std::shared_ptr<const mdh::MdHom>(g.tmpl, gr.hom), *bind, ops, gr.run_ms);
   }
+}
+
+// Runs the multi-stage kernel `c` of the plan (its groups' kernels, one per
+// stage, launched per tile: runtime.h) and appends a report per stage.
+// Returns false, having run nothing, when a stage has no kernel yet (tier 0
+// runs it) or the launch's halo inference refuses the bound views; the
+// caller then runs the groups one by one. `given`: the groups' bindings
+// (indexed by plan group), or empty to rebind the templates.
+bool run_chain(const std::vector<Task>& window, const std::shared_ptr<const Plan>& plan, const PlanChain& c,
+               const std::vector<const mdh::Bindings*>& given, const Config& cfg, uint64_t& clock,
+               std::vector<GroupReport>& reports) {
+  std::vector<runtime::ChainStage> stages;
+  std::vector<jit::Kernel*> kernels;
+  for (int g = c.first; g <= c.last; ++g) {
+    const PlanGroup& pg = plan->groups[g];
+    if (!runs(pg) || pg.schedule.routine != tune::Routine::None) return false;
+    jit::Kernel* k = kernel_of(pg);
+    if (!k) return false;
+    kernels.push_back(k);
+    runtime::ChainStage st;
+    st.fn = k->fn.load(std::memory_order_acquire);
+    st.hom = &pg.tmpl->hom;
+    st.bind = bindings_of(window, pg, given.empty() ? nullptr : given[g]);
+    stages.push_back(st);
+  }
+  std::vector<std::pair<const Buffer*, bool>> links;
+  for (const auto& [task, tile] : c.links) links.emplace_back(window[task].output.buffer.get(), tile);
+  runtime::ChainOptions opt;
+  opt.tile_rows = cfg.stage_rows;
+  opt.rolling = cfg.stage_rolling;
+  // Half of L2 for the tile buffers, the rest for the rows streaming
+  // through (measured, 2048² float64: the blur's one 16 KB-row link ran best
+  // at 64 rows, the diffusion's three at 8-16, both 1.4x slower at 4x that).
+  opt.scratch_budget = tune::Asm::host().l2_bytes / 2;
+  if (cfg.random_schedule_seed >= 0) {
+    // Random schedules draw the launch's choices too.
+    std::mt19937_64 rng(static_cast<uint64_t>(cfg.random_schedule_seed) ^ jit::hash64(plan->groups[c.first].key));
+    static constexpr int64_t kRows[] = {0, 1, 2, 3, 5, 16};
+    opt.tile_rows = kRows[rng() % 6];
+    opt.rolling = rng() % 2;
+  }
+  runtime::ChainPlan cp = runtime::plan_chain(stages, links, opt);
+  if (!cp.why_not.empty()) return false;
+  fpe::take();
+  const uint64_t t0 = ticks();
+  runtime::run_chain(stages, cp);
+  const uint64_t t1 = ticks();
+  if (const uint8_t f = fpe::take()) {
+    const PlanGroup& a = plan->groups[c.first];
+    const PlanGroup& b = plan->groups[c.last];
+    std::vector<int> dead;
+    for (int g = c.first; g <= c.last; ++g) dead.insert(dead.end(), plan->groups[g].dead.begin(), plan->groups[g].dead.end());
+    std::vector<const char*> ops = fp_ops_of(window, a.begin, b.end, dead);
+    if (const uint8_t real = detail::genuine(f, ops, window, a.begin, b.end)) detail::note_fp(real, std::move(ops));
+  }
+  const int64_t ns = static_cast<int64_t>(ticks_to_ms(t1 - t0) * 1e6);
+  for (jit::Kernel* k : kernels) detail::credit_quick(k, ns / static_cast<int64_t>(kernels.size()));
+  for (int g = c.first; g <= c.last; ++g) {
+    const PlanGroup& pg = plan->groups[g];
+    GroupReport& gr = reports.emplace_back();
+    gr.stop_ptr = &pg.stop_reason;
+    gr.dead = static_cast<int>(pg.dead.size());
+    gr.names_ptr = &pg.op_names;
+    gr.dead_ptr = &pg.dead_ops;
+    for (int k : pg.temp_tasks) gr.temporaries.push_back(window[k].output.buffer->id());
+    for (const auto& [task, tile] : c.links)
+      if (tile && task >= pg.begin && task < pg.end) gr.temporaries.push_back(window[task].output.buffer->id());
+    gr.hom = &pg.tmpl->hom;
+    gr.ints.assign(stages[g - c.first].bind->ints.data(), stages[g - c.first].bind->ints.size());
+    gr.schedule_ptr = &pg.schedule;
+    gr.key_ptr = &pg.key;
+    gr.tuned = pg.tuned;
+    gr.stage = g - c.first + 1;
+    gr.stages = c.last - c.first + 1;
+    if (g == c.first) {
+      gr.chain = cp.to_string();
+      gr.run_ms = ticks_to_ms(t1 - clock);
+    }
+    if (cfg.dump) gr.source = jit::KernelCache::instance().source_of(pg.key);
+  }
+  clock = t1;
+  return true;
+}
+
+// Runs the plan's group `i` -- or, when a multi-stage kernel starts there,
+// all its stages -- and returns how many groups ran (their reports appended).
+size_t run_groups_at(const std::vector<Task>& window, const std::shared_ptr<const Plan>& plan, size_t i,
+                     const std::vector<const mdh::Bindings*>& given, const Config& cfg, uint64_t& clock,
+                     std::vector<GroupReport>& reports) {
+  for (const PlanChain& c : plan->chains)
+    if (c.first == static_cast<int>(i) && run_chain(window, plan, c, given, cfg, clock, reports))
+      return static_cast<size_t>(c.last - c.first + 1);
+  GroupReport& gr = reports.emplace_back();
+  run_group(window, plan, i, given.empty() ? nullptr : given[i], cfg.dump, clock, gr);
+  return 1;
 }
 
 }  // namespace
@@ -658,18 +768,24 @@ void flush_window(std::vector<Task>& window, const Structure& structure, FlushRe
     rep.analyse_ms = ticks_to_ms(t2 - t0);
     uint64_t clock = t2;
     rep.groups.reserve(plan->groups.size());
-    for (size_t i = 0; i < plan->groups.size(); ++i) {
-      GroupReport& gr = rep.groups.emplace_back();
-      run_group(window, plan, i, nullptr, cfg.dump, clock, gr);
-      ran = plan->groups[i].end;
-      release(window, plan->release_after[i]);
-      gr.cache_hit = gr.hom != nullptr && !gr.is_routine() && !gr.tier0;
-      if (gr.cache_hit) rep.memory_hits++;
-      if (gr.tier0) rep.tier0_groups++;
+    for (size_t i = 0; i < plan->groups.size();) {
+      const size_t n = run_groups_at(window, plan, i, {}, cfg, clock, rep.groups);
+      for (size_t k = i; k < i + n; ++k) {
+        GroupReport& gr = rep.groups[k];
+        ran = plan->groups[k].end;
+        release(window, plan->release_after[k]);
+        gr.cache_hit = gr.hom != nullptr && !gr.is_routine() && !gr.tier0;
+        if (gr.cache_hit) rep.memory_hits++;
+        if (gr.tier0) rep.tier0_groups++;
+      }
+      i += n;
     }
     rep.run_ms = ticks_to_ms(clock - t2);
   } else {
     fusion::Partition part = fusion::partition(window, cfg.policy, cfg.max_kernel_ops);
+    std::vector<fusion::Chain> chains;
+    if (cfg.stages && cfg.policy == fusion::Policy::Diffuse && cfg.tier != Tier::Eager)
+      chains = fusion::chains(window, part, kMinChainBytes);
     std::vector<Prepared> prepared;
     prepared.reserve(part.groups.size());
     for (const fusion::Group& g : part.groups) prepared.push_back(prepare(window, g, cfg));
@@ -723,24 +839,43 @@ void flush_window(std::vector<Task>& window, const Structure& structure, FlushRe
     auto plan_new = std::make_shared<Plan>();
     rep.plan = plan_new;
     for (const Prepared& p : runnable) plan_new->groups.push_back(to_plan_group(window, p));
+    // (A compile failure split groups: the chains' group numbers are gone.)
+    if (!failed)
+      for (const fusion::Chain& c : chains) {
+        PlanChain pc;
+        pc.first = c.first;
+        pc.last = c.last;
+        for (const fusion::Chain::Link& l : c.links)
+          for (int k = part.groups[c.first].begin; k < part.groups[c.last].end; ++k)
+            if (window[k].output.buffer == l.buffer) {
+              pc.links.emplace_back(k, l.tile);
+              break;
+            }
+        plan_new->chains.push_back(std::move(pc));
+      }
     plan_releases(window, *plan_new);
     plan_new->points = points_of(window);
     const uint64_t t2 = ticks();
     uint64_t clock = t2;
-    for (size_t i = 0; i < runnable.size(); ++i) {
-      const Prepared& p = runnable[i];
-      GroupReport& gr = rep.groups.emplace_back();
-      run_group(window, plan_new, i, p.built ? &p.built->bind : nullptr, cfg.dump, clock, gr);
-      ran = plan_new->groups[i].end;
-      release(window, plan_new->release_after[i]);
-      gr.cache_hit = p.hit;
-      gr.disk_hit = p.disk_hit;
-      if (p.fn) {
-        if (p.hit) rep.memory_hits++;
-        else if (p.disk_hit) rep.disk_hits++;
-        else rep.kernels_compiled++;
+    std::vector<const mdh::Bindings*> given;
+    for (const Prepared& p : runnable) given.push_back(p.built ? &p.built->bind : nullptr);
+    for (size_t i = 0; i < runnable.size();) {
+      const size_t n = run_groups_at(window, plan_new, i, given, cfg, clock, rep.groups);
+      for (size_t k = i; k < i + n; ++k) {
+        const Prepared& p = runnable[k];
+        GroupReport& gr = rep.groups[k];
+        ran = plan_new->groups[k].end;
+        release(window, plan_new->release_after[k]);
+        gr.cache_hit = p.hit;
+        gr.disk_hit = p.disk_hit;
+        if (p.fn) {
+          if (p.hit) rep.memory_hits++;
+          else if (p.disk_hit) rep.disk_hits++;
+          else rep.kernels_compiled++;
+        }
+        if (gr.tier0) rep.tier0_groups++;
       }
-      if (gr.tier0) rep.tier0_groups++;
+      i += n;
     }
     rep.run_ms = ticks_to_ms(clock - t2);
     if (!failed) g_memo.insert(sig.compact(), plan_new);

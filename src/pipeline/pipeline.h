@@ -46,8 +46,17 @@ struct Config {
   // Kernels a flush waits for are compiled jit::Opt::Quick and upgraded to
   // Full once they have run kUpgradeAfterNs (false: always Full).
   bool quick_compile = true;
+  // Multi-stage kernels (fusion.h, Chain): consecutive groups linked by
+  // intermediates run as one kernel over tiles of the outer dimension.
+  bool stages = true;
+  int64_t stage_rows = 0;      // rows per tile (0: from the cache size)
+  // Halo rows kept from the thread's previous tile (rolling buffers) instead
+  // of recomputed per tile: a little faster on every chain measured.
+  bool stage_rolling = true;
 };
 Config& config();
+// Intermediates smaller than this stay in cache anyway: no chain.
+inline constexpr int64_t kMinChainBytes = 256 << 10;
 
 struct GroupReport {
   // Built on every flush, so nothing here is formatted or copied until asked
@@ -71,6 +80,10 @@ struct GroupReport {
   bool disk_hit = false;   // loaded from the on-disk cache (not compiled)
   std::string source;      // if dump
   double run_ms = 0;
+  // Stage `stage` (from 1) of a multi-stage kernel of `stages` (0: a kernel
+  // of its own); the first stage's report describes the launch in `chain`.
+  int stage = 0, stages = 0;
+  std::string chain;
 
   std::vector<std::string> ops() const;  // names, dead ones marked
   const std::string& stop_reason() const;

@@ -67,6 +67,12 @@ void run_scheduled(const mdh::MdHom& h, const tune::Schedule& s, jit::Kernel* k,
     upgrade_in_background(k->shared_from_this());
 }
 
+void credit_quick(jit::Kernel* k, int64_t ns) {
+  if (!k->quick.load(std::memory_order_relaxed)) return;
+  if (k->quick_ns.fetch_add(ns, std::memory_order_relaxed) + ns >= kUpgradeAfterNs && !k->upgrading.exchange(true))
+    upgrade_in_background(k->shared_from_this());
+}
+
 int64_t SynthSpec::total_bytes() const {
   int64_t t = 0;
   for (int64_t x : bytes) t += x;

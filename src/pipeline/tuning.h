@@ -23,6 +23,9 @@ jit::KernelRef compile_kernel(const mdh::MdHom& h, const tune::Schedule& s, jit:
 // the background (the upgrade pays for itself when the kernel keeps running).
 void run_scheduled(const mdh::MdHom& h, const tune::Schedule& s, jit::Kernel* k, const mdh::Bindings& b);
 constexpr int64_t kUpgradeAfterNs = 2'000'000;
+// A Quick kernel that ran `ns` as a stage of a multi-stage launch: counted
+// toward its upgrade like run_scheduled's timed launches.
+void credit_quick(jit::Kernel* k, int64_t ns);
 
 // The schedule a new plan uses for h; `tuned` tells whether it came from the
 // store. May queue h for background tuning (Config::tune_seconds).

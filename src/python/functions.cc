@@ -61,6 +61,9 @@ py::dict report_dict(const pipeline::FlushReport& r) {
     d["disk_hit"] = g.disk_hit;
     d["source"] = g.source;
     d["run_ms"] = g.run_ms;
+    d["stage"] = g.stage;
+    d["stages"] = g.stages;
+    d["chain"] = g.chain;
     // The kernel's shape in plain terms (explain()'s first line per kernel):
     // its iteration domain, the arrays it reads and writes, the dimensions
     // it reduces.
@@ -677,6 +680,25 @@ void bind_functions(py::module_& m) {
   m.def("get_eager_max_elements", []() { return pipeline::config().eager_max_elements; });
   m.def("set_quick_compile", [](bool on) { pipeline::config().quick_compile = on; });
   m.def("get_quick_compile", []() { return pipeline::config().quick_compile; });
+  // (Memoized plans hold the launch decisions: forgotten when they change.)
+  m.def("set_stages", [](bool on) {
+    pipeline::config().stages = on;
+    pipeline::clear_memo();
+  });
+  m.def("get_stages", []() { return pipeline::config().stages; });
+  m.def("set_stage_rows", [](int64_t n) {
+    if (n < 0) throw py::value_error("stage_rows: expected a number of rows >= 0 (0: chosen from the cache size), got " + std::to_string(n));
+    pipeline::config().stage_rows = n;
+    pipeline::clear_memo();
+  });
+  m.def("get_stage_rows", []() { return pipeline::config().stage_rows; });
+  m.def("set_stage_storage", [](const std::string& s) {
+    if (s != "recompute" && s != "rolling")
+      throw py::value_error("stage_storage: expected 'recompute' or 'rolling', got '" + s + "'");
+    pipeline::config().stage_rolling = s == "rolling";
+    pipeline::clear_memo();
+  });
+  m.def("get_stage_storage", []() { return std::string(pipeline::config().stage_rolling ? "rolling" : "recompute"); });
   m.def("set_num_threads", [](int n) { runtime::set_num_threads(n); });
   m.def("get_num_threads", []() { return runtime::num_threads(); });
 }

@@ -11,6 +11,55 @@ namespace nf::runtime {
 // are allocated here if they are not yet; untouched ones get nullptr.
 void run_kernel(jit::KernelFn fn, const mdh::MdHom& h, const mdh::Bindings& b);
 
+// ---------------------------------------------------------------------------
+// Multi-stage kernels (fusion.h, Chain): each stage is a compiled serial
+// kernel over its own MdHom; the launcher runs them per tile of the outer
+// dimension (MdHom dimension 0 of every stage), tiles in parallel over the
+// cores, each thread with its own tile buffers for the Tile links.
+
+struct ChainStage {
+  jit::KernelFn fn = nullptr;
+  const mdh::MdHom* hom = nullptr;
+  const mdh::Bindings* bind = nullptr;
+};
+
+struct ChainOptions {
+  int64_t tile_rows = 0;          // rows of the last stage per tile; 0: from scratch_budget
+  bool rolling = false;           // keep halo rows from the thread's previous tile (else recompute them)
+  int64_t scratch_budget = 1 << 20;  // bytes of tile buffers per thread (auto tile_rows)
+};
+
+// The launch, resolved on the bindings (halo/extent inference): stage s
+// computes, for a tile [r0, r1) of the last stage's rows, its rows
+// [r0 + lo, r1 + hi) clipped to [0, rows).
+struct ChainPlan {
+  struct Stage {
+    int64_t rows = 0, lo = 0, hi = 0;
+  };
+  struct Link {
+    const Buffer* buffer = nullptr;
+    int producer = 0;
+    bool tile = false;
+    int64_t row_bytes = 0;  // bytes per row of the outer dimension
+    int64_t cap_rows = 0;   // Tile: rows of its per-thread buffer
+    int64_t scratch_at = 0; // Tile: offset of its buffer in a thread's scratch
+  };
+  std::vector<Stage> stages;
+  std::vector<Link> links;
+  int64_t tile_rows = 0, threads = 1, scratch_bytes = 0;  // scratch per thread
+  bool rolling = false;
+  std::string why_not;  // not empty: the stages cannot run as one chain (nothing to run)
+  // The intermediate bytes never written to memory (Tile links).
+  int64_t bytes_saved() const;
+  std::string to_string() const;
+};
+
+// `links`: the chain's links with their storage (fusion::Chain). Allocates
+// the buffers the stages write (a failure throws before anything runs).
+ChainPlan plan_chain(const std::vector<ChainStage>& stages, const std::vector<std::pair<const Buffer*, bool>>& links,
+                     const ChainOptions& opt);
+void run_chain(const std::vector<ChainStage>& stages, const ChainPlan& plan);
+
 // Threads per kernel (jit::set_threads / jit::threads).
 void set_num_threads(int n);
 int num_threads();

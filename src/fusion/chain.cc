@@ -1,0 +1,171 @@
+// Stage chains: consecutive groups that run as one multi-stage kernel
+// (fusion.h, Chain). This file decides what the views allow; the strides of
+// the normalized stages and the halos are checked per launch (runtime.h).
+#include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "fusion/fusion.h"
+
+namespace nf::fusion {
+
+namespace {
+
+// What one group does to memory (its live tasks).
+struct GroupUse {
+  bool ok = false;  // may be a stage at all
+  std::unordered_map<const Buffer*, std::vector<const View*>> writes;
+  std::unordered_map<const Buffer*, std::vector<const View*>> reads;
+};
+
+GroupUse use_of(const std::vector<Task>& window, const Group& g) {
+  GroupUse u;
+  std::unordered_set<int> dead(g.dead.begin(), g.dead.end());
+  int live = 0;
+  bool solo = false;
+  for (int k = g.begin; k < g.end; ++k) {
+    if (dead.count(k)) continue;
+    const Task& t = window[k];
+    ++live;
+    solo |= t.solo;
+    // The chain tiles the outer dimension: nothing may combine along it.
+    int outer = 0;
+    while (outer < static_cast<int>(t.domain.size()) && t.domain[outer] == 1) ++outer;
+    if (outer < static_cast<int>(t.domain.size()) &&
+        ((t.kind == Task::Kind::Scan && t.scan_axis == outer) ||
+         (t.kind == Task::Kind::Reduce && t.output.strides[outer] == 0)))
+      solo = true;
+    for (const View& v : t.inputs) u.reads[v.buffer.get()].push_back(&v);
+    u.writes[t.output.buffer.get()].push_back(&t.output);
+  }
+  u.ok = live > 0 && !solo;
+  return u;
+}
+
+// The view covers its whole buffer, C-contiguous from the first element
+// (dimensions a reduction's output is broadcast along, stride 0, aside).
+bool whole(const View& v) {
+  if (v.offset != 0) return false;
+  int64_t expect = 1;
+  for (int k = v.ndim(); k-- > 0;) {
+    if (v.shape[k] == 1 || v.strides[k] == 0) continue;
+    if (v.strides[k] != expect) return false;
+    expect *= v.shape[k];
+  }
+  return expect * itemsize(v.dtype) == v.buffer->nbytes();
+}
+
+bool all_same(const std::vector<const View*>& vs) {
+  for (const View* v : vs)
+    if (!v->same_as(*vs.front())) return false;
+  return true;
+}
+
+// Group g may follow groups [first, g) in a chain: it writes nothing they
+// wrote or read (no second writer, no anti-dependence across tiles).
+bool may_join(const std::vector<GroupUse>& use, int first, int g) {
+  if (!use[g].ok) return false;
+  for (const auto& [b, _] : use[g].writes)
+    for (int k = first; k < g; ++k)
+      if (use[k].writes.count(b) || use[k].reads.count(b)) return false;
+  return true;
+}
+
+// Group g reads something groups [first, g) wrote.
+bool consumes(const std::vector<GroupUse>& use, int first, int g) {
+  for (const auto& [b, _] : use[g].reads)
+    for (int k = first; k < g; ++k)
+      if (use[k].writes.count(b)) return true;
+  return false;
+}
+
+// The links of chain [first, last], or false if a Full link is read through
+// another view than the one that wrote it. `tile_bytes`: what running the
+// groups as one chain keeps out of memory -- the links, and the second and
+// later reads of inputs several stages read. `groups_of[b]`: the groups of the
+// window touching b (first, last).
+bool links_of(const std::vector<GroupUse>& use, int first, int last,
+              const std::unordered_map<const Buffer*, std::pair<int, int>>& groups_of, std::vector<Chain::Link>& out,
+              int64_t& tile_bytes) {
+  out.clear();
+  tile_bytes = 0;
+  for (int p = first; p < last; ++p)
+    for (const auto& [b, wviews] : use[p].writes) {
+      bool read_later = false;
+      for (int c = p + 1; c <= last; ++c) read_later |= use[c].reads.count(b) > 0;
+      if (!read_later) continue;
+      if (!all_same(wviews)) return false;
+      const View& w = *wviews.front();
+      const auto span = groups_of.at(b);
+      Chain::Link l;
+      l.buffer = w.buffer;
+      l.tile = !b->py_live && !b->allocated() && span.first >= first && span.second <= last && whole(w);
+      if (!l.tile)
+        for (int c = p + 1; c <= last; ++c) {
+          auto it = use[c].reads.find(b);
+          if (it == use[c].reads.end()) continue;
+          for (const View* r : it->second)
+            if (!r->same_as(w)) return false;
+        }
+        tile_bytes += b->nbytes();
+      out.push_back(std::move(l));
+    }
+  // Inputs several stages read: read once per tile, from cache, by the later ones.
+  std::unordered_map<const Buffer*, int> readers;
+  for (int g = first; g <= last; ++g)
+    for (const auto& [b, _] : use[g].reads) readers[b]++;
+  for (const auto& [b, n] : readers) {
+    bool link = false;
+    for (const Chain::Link& l : out) link |= l.buffer.get() == b;
+    if (n > 1 && !link) tile_bytes += (n - 1) * b->nbytes();
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<Chain> chains(const std::vector<Task>& window, Partition& p, int64_t min_bytes) {
+  std::vector<Chain> out;
+  const int G = static_cast<int>(p.groups.size());
+  if (G < 2) return out;
+  std::vector<GroupUse> use;
+  use.reserve(G);
+  for (const Group& g : p.groups) use.push_back(use_of(window, g));
+  std::unordered_map<const Buffer*, std::pair<int, int>> groups_of;
+  for (int g = 0; g < G; ++g) {
+    auto note = [&](const Buffer* b) {
+      auto [it, fresh] = groups_of.emplace(b, std::make_pair(g, g));
+      if (!fresh) it->second.second = g;
+    };
+    for (const auto& [b, _] : use[g].reads) note(b);
+    for (const auto& [b, _] : use[g].writes) note(b);
+  }
+  int i = 0;
+  while (i < G) {
+    if (!use[i].ok) {
+      ++i;
+      continue;
+    }
+    int j = i;
+    while (j + 1 < G && may_join(use, i, j + 1) && consumes(use, i, j + 1)) ++j;
+    // The longest valid chain from i (shorter ones drop trailing groups).
+    bool made = false;
+    for (int last = j; last > i && !made; --last) {
+      std::vector<Chain::Link> links;
+      int64_t bytes = 0;
+      if (!links_of(use, i, last, groups_of, links, bytes) || bytes < min_bytes) continue;
+      Chain c;
+      c.first = i;
+      c.last = last;
+      c.links = std::move(links);
+      for (int g = i; g <= last; ++g) p.groups[g].stage = true;
+      out.push_back(std::move(c));
+      i = last + 1;
+      made = true;
+    }
+    if (!made) ++i;
+  }
+  return out;
+}
+
+}  // namespace nf::fusion

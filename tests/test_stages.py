@@ -1,0 +1,368 @@
+"""Multi-stage kernels (fusion.h, Chain; runtime.h, ChainPlan): stencil chains
+and reductions feeding their consumers run as one kernel over tiles of rows,
+their intermediates in per-thread tile buffers.
+
+Every workload is checked against NumPy bit for bit (the stages compute what
+the separate kernels computed, in the same order), under every tile size and
+storage the launcher offers, and each test also checks from explain() that the
+multi-stage kernel really ran -- a silent return to separate kernels fails.
+"""
+
+import warnings
+
+import numpy as onp
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import numfuse as nf
+
+from conftest import to_np
+
+# Intermediates must reach numfuse's threshold (256 KiB) to form a chain.
+N = 300
+
+
+def blur(lib, a):
+    bx = (a[:, :-2] + a[:, 1:-1] + a[:, 2:]) / 3
+    return (bx[:-2, :] + bx[1:-1, :] + bx[2:, :]) / 3
+
+
+def blur_weighted(lib, a):
+    bx = 0.25 * a[:, :-2] + 0.5 * a[:, 1:-1] + 0.25 * a[:, 2:]
+    return 0.25 * bx[:-2] + 0.5 * bx[1:-1] + 0.25 * bx[2:]
+
+
+def diffusion(lib, u, alpha=0.1):
+    lap = u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:] - 4 * u[1:-1, 1:-1]
+    fx = lap[:, 1:] - lap[:, :-1]
+    fy = lap[1:, :] - lap[:-1, :]
+    return u[2:-2, 2:-2] - alpha * (fx[1:-1, 1:] - fx[1:-1, :-1] + fy[1:, 1:-1] - fy[:-1, 1:-1])
+
+
+def hdiff(lib, inp, coeff=0.025):
+    # The COSMO horizontal diffusion: Laplacian, limited fluxes, update.
+    lap = 4 * inp[1:-1, 1:-1] - (inp[2:, 1:-1] + inp[:-2, 1:-1] + inp[1:-1, 2:] + inp[1:-1, :-2])
+    flx = lap[1:-1, 1:] - lap[1:-1, :-1]
+    flx = lib.where(flx * (inp[2:-2, 2:-1] - inp[2:-2, 1:-2]) > 0, 0.0, flx)
+    fly = lap[1:, 1:-1] - lap[:-1, 1:-1]
+    fly = lib.where(fly * (inp[2:-1, 2:-2] - inp[1:-2, 2:-2]) > 0, 0.0, fly)
+    return inp[2:-2, 2:-2] - coeff * (flx[:, 1:] - flx[:, :-1] + fly[1:, :] - fly[:-1, :])
+
+
+def hfav_laplacian_chain(lib, u):
+    # HFAV's running example: a Laplacian of a Laplacian (biharmonic), each
+    # a five-point stencil over the previous result.
+    l1 = u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:] - 4 * u[1:-1, 1:-1]
+    return l1[:-2, 1:-1] + l1[2:, 1:-1] + l1[1:-1, :-2] + l1[1:-1, 2:] - 4 * l1[1:-1, 1:-1]
+
+
+def softmax(lib, x):
+    m = x.max(axis=1, keepdims=True)
+    e = lib.exp(x - m)
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def log_softmax(lib, x):
+    m = x.max(axis=1, keepdims=True)
+    return x - m - lib.log(lib.exp(x - m).sum(axis=1, keepdims=True))
+
+
+def logsumexp(lib, x):
+    m = x.max(axis=1)
+    return m + lib.log(lib.exp(x - m[:, None]).sum(axis=1))
+
+
+def standardize(lib, x):
+    mu = x.mean(axis=1, keepdims=True)
+    var = ((x - mu) ** 2).mean(axis=1, keepdims=True)
+    return (x - mu) / lib.sqrt(var + 1e-5)
+
+
+def normalize(lib, x):
+    return x / x.sum(axis=1, keepdims=True)
+
+
+def center_max(lib, x):
+    return x - x.max(axis=1, keepdims=True)
+
+
+def center_mean(lib, x):
+    return x - x.mean(axis=1, keepdims=True)
+
+
+def blur3d(lib, a):
+    bx = (a[:, :, :-2] + a[:, :, 1:-1] + a[:, :, 2:]) / 3
+    by = (bx[:, :-2] + bx[:, 1:-1] + bx[:, 2:]) / 3
+    return (by[:-2] + by[1:-1] + by[2:]) / 3
+
+
+STENCILS = [blur, blur_weighted, diffusion, hdiff, hfav_laplacian_chain]
+ROWWISE = [softmax, log_softmax, logsumexp, standardize, normalize, center_max, center_mean]
+
+
+def stages_ran():
+    """The stage counts of the last flush's multi-stage kernels."""
+    return [g["stages"] for g in nf.explain().groups if g["stage"] == 1]
+
+
+def run(fn, *args):
+    r = fn(nf, *args)
+    nf.flush()
+    return r
+
+
+def same(got, expected, exact=True):
+    g, e = to_np(got), onp.asarray(expected)
+    assert g.shape == e.shape and g.dtype == e.dtype
+    if exact:
+        onp.testing.assert_array_equal(g, e)
+    else:  # exp and log are numfuse's (glibc's), within an ulp or two of NumPy's
+        onp.testing.assert_allclose(g, e, rtol=1e-13, atol=0)
+
+
+# Workloads with transcendental functions: bit-exact against numfuse's own
+# separate kernels, close to NumPy.
+TRANSCENDENTAL = {"softmax", "log_softmax", "logsumexp", "standardize"}
+
+
+def check(fn, got, args):
+    """got == what the separate kernels give, bit for bit, and NumPy's result."""
+    exact = fn.__name__ not in TRANSCENDENTAL
+    with nf.config(stages=False):
+        ref = run(fn, *[nf.asarray(a) for a in args])
+    # (libmvec's vector exp and glibc's scalar one differ in the last bit at
+    # some points, and which points take which depends on the loop shape.)
+    same(got, to_np(ref), exact=exact)
+    same(got, fn(onp, *args), exact=exact)
+
+
+@pytest.fixture
+def data():
+    rng = onp.random.default_rng(7)
+    return rng.standard_normal((N, N + 17))
+
+
+@pytest.mark.parametrize("rows", [0, 1, 2, 3, 5, 16])
+@pytest.mark.parametrize("storage", ["rolling", "recompute"])
+@pytest.mark.parametrize("fn", STENCILS + ROWWISE, ids=lambda f: f.__name__)
+def test_chain_equals_numpy(fn, storage, rows, data):
+    x = nf.asarray(data)
+    with nf.config(stage_rows=rows, stage_storage=storage):
+        got = run(fn, x)
+        assert stages_ran(), f"{fn.__name__}: no multi-stage kernel ran\n{nf.explain()}"
+    check(fn, got, [data])
+
+
+@pytest.mark.parametrize("fn", STENCILS + ROWWISE, ids=lambda f: f.__name__)
+def test_memoized_chain_reruns(fn, data):
+    # The second and third calls reuse the memoized plan: rebound stages.
+    x = nf.asarray(data)
+    for k in range(3):
+        y = data * (k + 1)
+        got = run(fn, nf.asarray(y))
+        assert stages_ran()
+        check(fn, got, [y])
+    del x
+
+
+@pytest.mark.parametrize("fn", [blur, diffusion, softmax, standardize], ids=lambda f: f.__name__)
+def test_stages_off_gives_the_same(fn, data):
+    x = nf.asarray(data)
+    with nf.config(stages=False):
+        off = run(fn, x)
+        assert stages_ran() == []
+    on = run(fn, x)
+    assert stages_ran()
+    same(on, to_np(off))
+
+
+def test_explain_describes_the_stages(data):
+    run(blur, nf.asarray(data))
+    text = str(nf.explain())
+    assert "stage 1 of 2 of one multi-stage kernel" in text
+    assert "rows [r0 + 0, r1 + 2)" in text  # the producer's halo for the consumer's 3 rows
+    assert "tile buffer" in text and "never in memory" in text
+    assert "intermediates never written to memory" in text
+    assert "flush: 6 operations -> 1 kernels" in text
+    g = nf.explain().groups
+    assert g[0]["chain"] and not g[1]["chain"]
+
+
+def test_3d_stencil_chain():
+    a = onp.random.default_rng(1).standard_normal((40, 60, 70))
+    for rows in (0, 1, 4):
+        with nf.config(stage_rows=rows):
+            got = run(blur3d, nf.asarray(a))
+            assert stages_ran() == [3]
+        same(got, blur3d(onp, a))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int64", "int32"])
+def test_other_dtypes(dtype):
+    a = (onp.random.default_rng(2).standard_normal((N, N)) * 100).astype(dtype)
+
+    def chain(lib, a):
+        t = a[:, 1:] - a[:, :-1]
+        return t[1:] * 3 + t[:-1]
+
+    got = run(chain, nf.asarray(a))
+    assert stages_ran()
+    same(got, chain(onp, a))
+
+
+def test_odd_shapes_and_few_rows():
+    rng = onp.random.default_rng(3)
+    for shape in [(5, 40000), (3, 30000), (4, 20001), (1000, 37), (2000, 3)]:
+        a = rng.standard_normal(shape)
+        for fn in (softmax, center_mean):
+            got = run(fn, nf.asarray(a))
+            check(fn, got, [a])
+        if shape[0] >= 3 and shape[1] >= 3:
+            same(run(blur, nf.asarray(a)), blur(onp, a))
+
+
+def test_visible_intermediates_of_zero_halo_chains(data):
+    # At top level a script keeps its intermediates: they are written in full
+    # (Full links), and the chain still runs with them.
+    x = nf.asarray(data)
+    m = x.max(axis=1, keepdims=True)
+    e = nf.exp(x - m)
+    s = e.sum(axis=1, keepdims=True)
+    out = e / s
+    nf.flush()
+    assert stages_ran()
+    mn = data.max(axis=1, keepdims=True)
+    en = onp.exp(data - mn)
+    sn = en.sum(axis=1, keepdims=True)
+    same(m, mn)
+    same(e, en, exact=False)
+    same(s, sn, exact=False)
+    same(out, en / sn, exact=False)
+
+
+def test_visible_intermediate_with_halo_is_not_tiled(data):
+    # bx stays visible: the blur's halo would write its rows twice, so the
+    # groups run as separate kernels -- and give NumPy's results.
+    a = nf.asarray(data)
+    bx = (a[:, :-2] + a[:, 1:-1] + a[:, 2:]) / 3
+    by = (bx[:-2, :] + bx[1:-1, :] + bx[2:, :]) / 3
+    nf.flush()
+    assert stages_ran() == []
+    bxn = (data[:, :-2] + data[:, 1:-1] + data[:, 2:]) / 3
+    same(bx, bxn)
+    same(by, (bxn[:-2] + bxn[1:-1] + bxn[2:]) / 3)
+
+
+def test_jacobi_write_back(data):
+    # a[1:-1, 1:-1] = stencil(a): the stencil's stages chain, the write-back
+    # (which overwrites rows other tiles read) runs after them.
+    g = data.copy()
+    a = nf.asarray(g)
+    for _ in range(3):
+        lap = a[:-2, 1:-1] + a[2:, 1:-1] + a[1:-1, :-2] + a[1:-1, 2:]
+        sm = 0.5 * lap[:, 1:-1] + 0.125 * (lap[:, :-2] + lap[:, 2:])
+        a[1:-1, 2:-2] = sm
+        lapn = g[:-2, 1:-1] + g[2:, 1:-1] + g[1:-1, :-2] + g[1:-1, 2:]
+        g[1:-1, 2:-2] = 0.5 * lapn[:, 1:-1] + 0.125 * (lapn[:, :-2] + lapn[:, 2:])
+    nf.flush()
+    same(a, g)
+
+
+def test_in_place_consumer_of_its_own_reduction(data):
+    # x -= x.max(...): the subtraction writes what the reduction read, so it
+    # may not join a chain with it (tiles would read overwritten rows).
+    x = nf.asarray(data.copy())
+    x -= x.max(axis=1, keepdims=True)
+    x /= x.sum(axis=1, keepdims=True)
+    nf.flush()
+    d = data.copy()
+    d -= d.max(axis=1, keepdims=True)
+    d /= d.sum(axis=1, keepdims=True)
+    same(x, d)
+
+
+def test_reduction_along_the_tiled_dimension_is_not_tiled(data):
+    # A column reduction combines across rows: such a group is no stage.
+    x = nf.asarray(data)
+    got = run(lambda lib, x: x - x.mean(axis=0), x)
+    same(got, data - data.mean(axis=0))
+    got = run(lambda lib, x: lib.cumsum(x[:, 1:] - x[:, :-1], axis=0) * 2, x)
+    same(got, onp.cumsum(data[:, 1:] - data[:, :-1], axis=0) * 2)
+
+
+def test_floating_point_warnings_of_a_stage(data):
+    d = data.copy()
+    d[5, :] = 0.0
+    x = nf.asarray(d)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        got = run(normalize, x)
+    assert stages_ran()
+    assert any("invalid value" in str(m.message) for m in w), [str(m.message) for m in w]
+    with onp.errstate(all="ignore"):
+        same(got, normalize(onp, d))
+
+
+def test_errors_in_options():
+    with pytest.raises(ValueError, match="stage_storage"):
+        nf.set_option("stage_storage", "ring")
+    with pytest.raises(ValueError, match="stage_rows"):
+        nf.set_option("stage_rows", -1)
+    assert nf.get_option("stage_storage") == "rolling"
+    assert nf.get_option("stages") is True
+
+
+def test_random_schedules_draw_the_launch(data):
+    x = nf.asarray(data)
+    for seed in range(6):
+        with nf.config(random_schedules=seed):
+            for fn in (blur, diffusion, softmax):
+                got = run(fn, x)
+                assert stages_ran()
+                check(fn, got, [data])
+
+
+# Random stencil chains: each stage reads the previous results through random
+# shifts of rows and columns; the last result is compared with NumPy's.
+@st.composite
+def chains(draw):
+    depth = draw(st.integers(2, 4))
+    steps = []
+    for _ in range(depth):
+        shifts = draw(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 2)), min_size=1, max_size=3))
+        op = draw(st.sampled_from(["add", "mul", "sub", "max", "where"]))
+        steps.append((shifts, op))
+    rows = draw(st.sampled_from([0, 1, 2, 7]))
+    storage = draw(st.sampled_from(["rolling", "recompute"]))
+    return steps, rows, storage
+
+
+def apply_chain(lib, a, steps):
+    cur = a
+    for shifts, op in steps:
+        n0, n1 = cur.shape
+        views = [cur[i:n0 - 2 + i, j:n1 - 2 + j] for i, j in shifts]
+        acc = views[0] * 0.5
+        for v in views[1:]:
+            if op == "add":
+                acc = acc + v
+            elif op == "mul":
+                acc = acc * v
+            elif op == "sub":
+                acc = acc - v
+            elif op == "max":
+                acc = lib.maximum(acc, v)
+            else:
+                acc = lib.where(acc > v, acc, v - 1.0)
+        cur = acc + 1.0
+    return cur
+
+
+@settings(max_examples=25, deadline=None)
+@given(chains())
+def test_random_stencil_chains(case):
+    steps, rows, storage = case
+    a = onp.random.default_rng(len(steps)).standard_normal((260, 290))
+    with nf.config(stage_rows=rows, stage_storage=storage):
+        got = run(lambda lib, a: apply_chain(lib, a, steps), nf.asarray(a))
+    same(got, apply_chain(onp, a, steps))
