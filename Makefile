@@ -14,13 +14,28 @@ APT_PACKAGES := llvm-19-dev libclang-19-dev libclang-cpp19-dev libomp-19-dev lib
                 libgtest-dev cmake g++ python3-venv
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test build wheel deps system-deps python-deps cpp-test py-test bench fuzz clean
+.PHONY: demo test build wheel deps system-deps python-deps cpp-test py-test debug-test bench fuzz clean
 
 demo: build
 	$(VPY) examples/black_scholes.py
 
-test: build wheel
+test: debug-test build wheel
 	$(MAKE) --no-print-directory cpp-test py-test
+
+# The suite once more on a core built with its assertions on (no NDEBUG):
+# Task::validate on every recorded task, the recorded window structure
+# checked at every flush, and the multi-stage launcher's verifier. Built in
+# its own directory and installed first; `build` then reinstalls the release
+# core the rest of `make test` runs on. (The wheel test needs the release
+# wheel: it runs in py-test.)
+DEBUG_BUILD := build/debug
+debug-test: deps
+	$(VPY) -m pip install -q --no-build-isolation -Ccmake.build-type=RelWithDebInfo \
+	  -Ccmake.define.CMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -Ccmake.define.CMAKE_C_FLAGS_RELWITHDEBINFO=-O2 \
+	  -Cbuild-dir=$(DEBUG_BUILD) .
+	$(VPY) -c "import numfuse._core as c; assert c.assertions_on(), 'debug-test: the core was built with NDEBUG'"
+	cd tests && ../$(VPY) -m pytest -q -x -p no:cacheprovider --ignore=test_wheel.py ; rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest: no tests collected"; exit 1; fi; exit $$rc
 
 deps: system-deps python-deps
 

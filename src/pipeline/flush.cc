@@ -315,6 +315,19 @@ Prepared prepare(const std::vector<Task>& window, const fusion::Group& g, const 
   return p;
 }
 
+// Whether the chain's launch can be planned on this window's bindings.
+bool chain_launches(const fusion::Chain& c, const std::vector<Prepared>& prepared) {
+  std::vector<runtime::ChainStage> stages;
+  for (int g = c.first; g <= c.last; ++g) {
+    const Prepared& p = prepared[g];
+    if (!p.built || p.built->tasks.empty() || p.schedule.routine != tune::Routine::None) return false;
+    stages.push_back({nullptr, &p.built->hom, &p.built->bind});
+  }
+  std::vector<std::pair<const Buffer*, bool>> links;
+  for (const fusion::Chain::Link& l : c.links) links.emplace_back(l.buffer.get(), l.tile);
+  return runtime::plan_chain(stages, links, runtime::ChainOptions{}).why_not.empty();
+}
+
 PlanGroup to_plan_group(const std::vector<Task>& window, const Prepared& p) {
   PlanGroup g;
   g.begin = p.group.begin;
@@ -789,6 +802,20 @@ void flush_window(std::vector<Task>& window, const Structure& structure, FlushRe
     std::vector<Prepared> prepared;
     prepared.reserve(part.groups.size());
     for (const fusion::Group& g : part.groups) prepared.push_back(prepare(window, g, cfg));
+    // A chain whose launch the bound views refuse (a stage whose outer
+    // dimension is not the rows its links are laid out by, ...) is dropped
+    // here, its groups prepared again as kernels of their own (parallel).
+    for (auto c = chains.begin(); c != chains.end();) {
+      if (chain_launches(*c, prepared)) {
+        ++c;
+        continue;
+      }
+      for (int g = c->first; g <= c->last; ++g) {
+        part.groups[g].stage = false;
+        prepared[g] = prepare(window, part.groups[g], cfg);
+      }
+      c = chains.erase(c);
+    }
     std::unordered_map<std::string, double> interp_ms;
     for (const Prepared& p : prepared)
       if (p.built && !p.built->tasks.empty()) interp_ms[p.key] += detail::interpret_estimate_ms(window, p.group);

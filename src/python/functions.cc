@@ -681,6 +681,14 @@ void bind_functions(py::module_& m) {
   m.def("set_quick_compile", [](bool on) { pipeline::config().quick_compile = on; });
   m.def("get_quick_compile", []() { return pipeline::config().quick_compile; });
   // (Memoized plans hold the launch decisions: forgotten when they change.)
+  // Whether this core was built with its assertions on (make debug-test).
+  m.def("assertions_on", []() {
+#ifdef NDEBUG
+    return false;
+#else
+    return true;
+#endif
+  });
   m.def("set_stages", [](bool on) {
     pipeline::config().stages = on;
     pipeline::clear_memo();

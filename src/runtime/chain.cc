@@ -15,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <sstream>
+#include <stdexcept>
 #include <unordered_map>
 
 #include "core/small_vector.h"
@@ -223,16 +224,26 @@ ChainPlan plan_chain(const std::vector<ChainStage>& stages, const std::vector<st
     at += round64(l.cap_rows * l.row_bytes);
   }
   p.scratch_bytes = at;
-  // Memory the stages touch, allocated now (nothing has run yet).
-  for (int s = 0; s < S; ++s) {
-    const mdh::MdHom& h = *stages[s].hom;
-    const mdh::Bindings& b = *stages[s].bind;
-    for (const mdh::Access& a : h.accesses) {
-      if (!touches(a)) continue;
-      auto it = link_of.find(b.buffers[a.ptr]);
-      if (it == link_of.end() || !p.links[it->second].tile) b.buffers[a.ptr]->data();
+#ifndef NDEBUG
+  // The verifier (debug builds): what the launch relies on, checked.
+  auto broken = [](const std::string& what) { throw std::logic_error("plan_chain: " + what); };
+  for (int l = 0; l < L; ++l) {
+    const ChainPlan::Link& lk = p.links[l];
+    const ChainPlan::Stage& ps = p.stages[lk.producer];
+    for (const Read& r : reads[l]) {
+      const ChainPlan::Stage& cs = p.stages[r.stage];
+      // Every row a consumer reads for a tile, its producer computed for it.
+      if (r.stage <= lk.producer || ps.lo > cs.lo + r.k || ps.hi < cs.hi + r.k) broken("a consumer's rows exceed its producer's");
     }
+    if (lk.tile && (lk.cap_rows < p.tile_rows + ps.hi - ps.lo || lk.scratch_at % 64 != 0 ||
+                    lk.scratch_at + lk.cap_rows * lk.row_bytes > p.scratch_bytes))
+      broken("a tile buffer is too small or misplaced");
   }
+  for (int s = 0; s < S; ++s)
+    if (visible[s] && (p.stages[s].lo != 0 || p.stages[s].hi != 0)) broken("a stage writing memory has a halo");
+  if (p.tile_rows < 1 || p.threads < 1 || p.stages.back().lo != 0 || p.stages.back().hi != 0)
+    broken("no tiles, or the last stage has a halo");
+#endif
   return p;
 }
 
@@ -338,6 +349,7 @@ void run_chain(const std::vector<ChainStage>& stages, const ChainPlan& plan) {
           r.link = it->second;
           r.off = b.offsets[a.ptr];
         } else {
+          // (Allocated here, before any stage runs: a failure leaves nothing half done.)
           r.base = static_cast<char*>(b.buffers[a.ptr]->data()) + b.offsets[a.ptr];
           r.row = stride_bytes(a, b, 0);
         }

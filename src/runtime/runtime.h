@@ -54,8 +54,10 @@ struct ChainPlan {
   std::string to_string() const;
 };
 
-// `links`: the chain's links with their storage (fusion::Chain). Allocates
-// the buffers the stages write (a failure throws before anything runs).
+// `links`: the chain's links with their storage (fusion::Chain). Reads the
+// bindings only (the stages' kernels need not exist yet). run_chain
+// allocates the buffers the stages touch before any stage runs (a failure
+// throws with nothing run).
 ChainPlan plan_chain(const std::vector<ChainStage>& stages, const std::vector<std::pair<const Buffer*, bool>>& links,
                      const ChainOptions& opt);
 void run_chain(const std::vector<ChainStage>& stages, const ChainPlan& plan);
