@@ -248,7 +248,12 @@ def _run_both_ways(steps, seed, main=0):
     expected = ref.run(steps, main)
     # fused, unfused, and fused with a tiny window (automatic flushes in the
     # middle of the program, splitting dependent steps across windows)
-    for opts in (dict(fusion=True), dict(fusion=False), dict(fusion=True, max_window=3)):
+    # ... and recorded lazily with every chain of groups a multi-stage kernel
+    # (fusion.h, Chain: normally only for intermediates of 256 KiB and more),
+    # tiles of 1 or 2 rows, rolling or recomputed halos.
+    stages = dict(fusion=True, tier="lazy", stage_min_bytes=0, stage_rows=1 + seed % 2,
+                  stage_storage=("rolling", "recompute")[main % 2])
+    for opts in (dict(fusion=True), dict(fusion=False), dict(fusion=True, max_window=3), stages):
         with nf.config(**opts):
             it = Interp(nf, bases)
             got = it.run(steps, main)

@@ -24,6 +24,7 @@ _ENV = {
     "NUMFUSE_STAGES": "stages",
     "NUMFUSE_STAGE_ROWS": "stage_rows",
     "NUMFUSE_STAGE_STORAGE": "stage_storage",
+    "NUMFUSE_STAGE_MIN_BYTES": "stage_min_bytes",
 }
 # NUMFUSE_CACHE_DIR is read by the C++ core when it starts.
 
@@ -50,6 +51,7 @@ _SETTERS = {
     "stages": (lambda v: _core.set_stages(_truthy(v)), _core.get_stages),
     "stage_rows": (lambda v: _core.set_stage_rows(int(v)), _core.get_stage_rows),
     "stage_storage": (lambda v: _core.set_stage_storage(str(v)), _core.get_stage_storage),
+    "stage_min_bytes": (lambda v: _core.set_stage_min_bytes(int(v)), _core.get_stage_min_bytes),
 }
 
 
@@ -118,7 +120,10 @@ def config(**opts):
     buffers instead of memory; NUMFUSE_STAGES), stage_rows (rows per tile of
     such a kernel, 0 = chosen from the cache size), stage_storage
     ('rolling', the default: the halo rows a tile's stencils need are kept
-    from the thread's previous tile; 'recompute': each tile recomputes them).
+    from the thread's previous tile; 'recompute': each tile recomputes them),
+    stage_min_bytes (a multi-stage kernel forms when it keeps at least this
+    many bytes of intermediates and repeated reads out of memory; default
+    256 KiB, 0 makes every chain one kernel -- for testing).
     Pending work is flushed on entry and exit so options apply cleanly.
     """
     _core.flush("config")

@@ -798,7 +798,7 @@ void flush_window(std::vector<Task>& window, const Structure& structure, FlushRe
     fusion::Partition part = fusion::partition(window, cfg.policy, cfg.max_kernel_ops);
     std::vector<fusion::Chain> chains;
     if (cfg.stages && cfg.policy == fusion::Policy::Diffuse && cfg.tier != Tier::Eager)
-      chains = fusion::chains(window, part, kMinChainBytes);
+      chains = fusion::chains(window, part, cfg.stage_min_bytes);
     std::vector<Prepared> prepared;
     prepared.reserve(part.groups.size());
     for (const fusion::Group& g : part.groups) prepared.push_back(prepare(window, g, cfg));

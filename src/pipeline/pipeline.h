@@ -50,13 +50,14 @@ struct Config {
   // intermediates run as one kernel over tiles of the outer dimension.
   bool stages = true;
   int64_t stage_rows = 0;      // rows per tile (0: from the cache size)
+  // A chain forms when it keeps at least this much traffic out of memory
+  // (smaller intermediates stay in cache anyway; tests set 0).
+  int64_t stage_min_bytes = 256 << 10;
   // Halo rows kept from the thread's previous tile (rolling buffers) instead
   // of recomputed per tile: a little faster on every chain measured.
   bool stage_rolling = true;
 };
 Config& config();
-// Intermediates smaller than this stay in cache anyway: no chain.
-inline constexpr int64_t kMinChainBytes = 256 << 10;
 
 struct GroupReport {
   // Built on every flush, so nothing here is formatted or copied until asked

@@ -700,6 +700,12 @@ void bind_functions(py::module_& m) {
     pipeline::clear_memo();
   });
   m.def("get_stage_rows", []() { return pipeline::config().stage_rows; });
+  m.def("set_stage_min_bytes", [](int64_t n) {
+    if (n < 0) throw py::value_error("stage_min_bytes: expected a number of bytes >= 0, got " + std::to_string(n));
+    pipeline::config().stage_min_bytes = n;
+    pipeline::clear_memo();
+  });
+  m.def("get_stage_min_bytes", []() { return pipeline::config().stage_min_bytes; });
   m.def("set_stage_storage", [](const std::string& s) {
     if (s != "recompute" && s != "rolling")
       throw py::value_error("stage_storage: expected 'recompute' or 'rolling', got '" + s + "'");
