@@ -242,17 +242,62 @@ def test_visible_intermediates_of_zero_halo_chains(data):
     same(out, en / sn, exact=False)
 
 
-def test_visible_intermediate_with_halo_is_not_tiled(data):
-    # bx stays visible: the blur's halo would write its rows twice, so the
-    # groups run as separate kernels -- and give NumPy's results.
+@pytest.mark.parametrize("rows", [0, 1, 3])
+@pytest.mark.parametrize("storage", ["rolling", "recompute"])
+def test_visible_intermediate_with_halo_is_copied_out(data, rows, storage):
+    # bx stays visible (a script's top level): its rows live in tile buffers
+    # for the consumer, and each tile also writes the rows it owns to bx --
+    # every row exactly once, whatever the halo.
     a = nf.asarray(data)
-    bx = (a[:, :-2] + a[:, 1:-1] + a[:, 2:]) / 3
-    by = (bx[:-2, :] + bx[1:-1, :] + bx[2:, :]) / 3
-    nf.flush()
-    assert stages_ran() == []
+    with nf.config(stage_rows=rows, stage_storage=storage):
+        bx = (a[:, :-2] + a[:, 1:-1] + a[:, 2:]) / 3
+        by = (bx[:-2, :] + bx[1:-1, :] + bx[2:, :]) / 3
+        nf.flush()
+        assert stages_ran() == [2]
+        assert "copying the rows it owns" in str(nf.explain())
     bxn = (data[:, :-2] + data[:, 1:-1] + data[:, 2:]) / 3
     same(bx, bxn)
     same(by, (bxn[:-2] + bxn[1:-1] + bxn[2:]) / 3)
+    # ... and later code reads bx as written
+    same(run(lambda lib, b: b[::-1] * 2, bx), bxn[::-1] * 2)
+
+
+def test_visible_stencil_chain_at_top_level(data):
+    # The 3-stage diffusion with every intermediate kept by the caller.
+    u = nf.asarray(data)
+    lap = u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:] - 4 * u[1:-1, 1:-1]
+    fx = lap[:, 1:] - lap[:, :-1]
+    fy = lap[1:, :] - lap[:-1, :]
+    out = u[2:-2, 2:-2] - 0.1 * (fx[1:-1, 1:] - fx[1:-1, :-1] + fy[1:, 1:-1] - fy[:-1, 1:-1])
+    nf.flush()
+    assert stages_ran()
+    d = data
+    lapn = d[:-2, 1:-1] + d[2:, 1:-1] + d[1:-1, :-2] + d[1:-1, 2:] - 4 * d[1:-1, 1:-1]
+    fxn = lapn[:, 1:] - lapn[:, :-1]
+    fyn = lapn[1:, :] - lapn[:-1, :]
+    same(lap, lapn)
+    same(fx, fxn)
+    same(fy, fyn)
+    same(out, d[2:-2, 2:-2] - 0.1 * (fxn[1:-1, 1:] - fxn[1:-1, :-1] + fyn[1:, 1:-1] - fyn[:-1, 1:-1]))
+
+
+@pytest.mark.parametrize("rows", [0, 1, 4])
+def test_intermediate_rows_no_consumer_reads_are_still_written(data, rows):
+    # t has 300 rows but the consumer reads only rows 5..294: a visible t
+    # still gets all of them (the first and last tiles compute the rest).
+    a = nf.asarray(data)
+    with nf.config(stage_rows=rows):
+        t = a[:, 1:] - a[:, :-1]
+        u = t[5:-5] * 2
+        nf.flush()
+        assert stages_ran() == [2]
+    tn = data[:, 1:] - data[:, :-1]
+    same(t, tn)
+    same(u, tn[5:-5] * 2)
+    del t, u
+    got = run(lambda lib, a: (a[:, 1:] - a[:, :-1])[5:-5] * 2, a)
+    assert stages_ran() == [2]
+    same(got, tn[5:-5] * 2)
 
 
 def test_jacobi_write_back(data):
@@ -400,3 +445,25 @@ def test_transposed_consumer_tiles_its_own_outer_axis(data):
             got = run(fn, nf.asarray(data))
             assert stages_ran() == [2]
         same(got, fn(onp, data))
+
+
+# Fuzz programs (tests/fuzz) with every chain a multi-stage kernel, however
+# small its intermediates: seed 43986 once copied out the rows of an
+# in-place producer (`v4 /= s5`) that a shifted reader's other tiles then
+# recomputed from (fusion.h, Copy).
+FUZZ_SEEDS = [43986] + list(range(60000, 60300))
+
+
+def test_fuzz_programs_with_every_chain_a_kernel():
+    from fuzz import programs, runner
+
+    failing = []
+    nf.set_option("stage_min_bytes", 0)
+    try:
+        for seed in FUZZ_SEEDS:
+            chk = runner.check_program(programs.generate(seed))
+            if not chk.ok:
+                failing.append(f"seed {seed}:\n{chk.report()}")
+    finally:
+        nf.set_option("stage_min_bytes", 256 << 10)
+    assert not failing, "\n\n".join(failing[:3])

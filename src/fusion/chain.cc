@@ -99,14 +99,22 @@ bool links_of(const std::vector<GroupUse>& use, int first, int last,
       const auto span = groups_of.at(b);
       Chain::Link l;
       l.buffer = w.buffer;
-      l.tile = !b->py_live && !b->allocated() && span.first >= first && span.second <= last && whole(w);
-      if (!l.tile)
-        for (int c = p + 1; c <= last; ++c) {
-          auto it = use[c].reads.find(b);
-          if (it == use[c].reads.end()) continue;
-          for (const View* r : it->second)
-            if (!r->same_as(w)) return false;
-        }
+      const bool hidden = !b->py_live && !b->allocated() && span.first >= first && span.second <= last;
+      bool same_view = true;  // every later read is through the writer's view
+      for (int c = p + 1; c <= last; ++c) {
+        auto it = use[c].reads.find(b);
+        if (it == use[c].reads.end()) continue;
+        for (const View* r : it->second) same_view &= r->same_as(w);
+      }
+      if (hidden && whole(w)) {
+        l.tile = true;
+      } else if (!same_view) {
+        // A Copy link's rows reach the buffer tile by tile, while other
+        // tiles may still recompute halo rows from it: its producer must
+        // not read it (an in-place `x /= s` feeding a shifted read).
+        if (!whole(w) || use[p].reads.count(b)) return false;
+        l.tile = l.copy = true;
+      }
         tile_bytes += b->nbytes();
       out.push_back(std::move(l));
     }

@@ -87,6 +87,11 @@ Partition partition(const std::vector<Task>& window, Policy policy, int max_acce
 //          allocated; each thread keeps the rows its tile needs in a scratch
 //          buffer, and halo rows are recomputed by neighbouring tiles (or
 //          kept from the thread's previous tile: rolling storage);
+//   Copy - written whole but visible to Python (a script's variable) or
+//          touched outside the chain, and not read by its producer: Tile
+//          storage, and each tile also copies the rows it owns (the rows of
+//          the buffer partitioned over the tiles) into the buffer, so every
+//          row is written once;
 //   Full - anything else: the buffer itself, read back through the very view
 //          that wrote it (same rows: the writer's tile is the reader's).
 // Legality (checked here on views, and per launch on the strides):
@@ -104,7 +109,8 @@ struct Chain {
   int first = 0, last = 0;  // groups [first, last] of the partition
   struct Link {
     BufferPtr buffer;
-    bool tile = false;  // Tile storage (else Full)
+    bool tile = false;  // Tile or Copy storage (else Full)
+    bool copy = false;  // Copy storage
   };
   std::vector<Link> links;
   int stages() const { return last - first + 1; }

@@ -91,7 +91,11 @@ struct PlanGroup {
 // [first, last] run together when all their kernels are ready.
 struct PlanChain {
   int first = 0, last = 0;
-  std::vector<std::pair<int, bool>> links;  // (the window task writing the link, Tile storage)
+  struct Link {
+    int task = 0;  // the window task writing the link
+    bool tile = false, copy = false;
+  };
+  std::vector<Link> links;
 };
 
 struct Plan {
@@ -323,8 +327,8 @@ bool chain_launches(const fusion::Chain& c, const std::vector<Prepared>& prepare
     if (!p.built || p.built->tasks.empty() || p.schedule.routine != tune::Routine::None) return false;
     stages.push_back({nullptr, &p.built->hom, &p.built->bind});
   }
-  std::vector<std::pair<const Buffer*, bool>> links;
-  for (const fusion::Chain::Link& l : c.links) links.emplace_back(l.buffer.get(), l.tile);
+  std::vector<runtime::LinkSpec> links;
+  for (const fusion::Chain::Link& l : c.links) links.push_back({l.buffer.get(), l.tile, l.copy});
   return runtime::plan_chain(stages, links, runtime::ChainOptions{}).why_not.empty();
 }
 
@@ -474,8 +478,8 @@ bool run_chain(const std::vector<Task>& window, const std::shared_ptr<const Plan
     st.bind = bindings_of(window, pg, given.empty() ? nullptr : given[g]);
     stages.push_back(st);
   }
-  std::vector<std::pair<const Buffer*, bool>> links;
-  for (const auto& [task, tile] : c.links) links.emplace_back(window[task].output.buffer.get(), tile);
+  std::vector<runtime::LinkSpec> links;
+  for (const PlanChain::Link& l : c.links) links.push_back({window[l.task].output.buffer.get(), l.tile, l.copy});
   runtime::ChainOptions opt;
   opt.tile_rows = cfg.stage_rows;
   opt.rolling = cfg.stage_rolling;
@@ -514,8 +518,9 @@ bool run_chain(const std::vector<Task>& window, const std::shared_ptr<const Plan
     gr.names_ptr = &pg.op_names;
     gr.dead_ptr = &pg.dead_ops;
     for (int k : pg.temp_tasks) gr.temporaries.push_back(window[k].output.buffer->id());
-    for (const auto& [task, tile] : c.links)
-      if (tile && task >= pg.begin && task < pg.end) gr.temporaries.push_back(window[task].output.buffer->id());
+    for (const PlanChain::Link& l : c.links)
+      if (l.tile && !l.copy && l.task >= pg.begin && l.task < pg.end)
+        gr.temporaries.push_back(window[l.task].output.buffer->id());
     gr.hom = &pg.tmpl->hom;
     gr.ints.assign(stages[g - c.first].bind->ints.data(), stages[g - c.first].bind->ints.size());
     gr.schedule_ptr = &pg.schedule;
@@ -875,7 +880,7 @@ void flush_window(std::vector<Task>& window, const Structure& structure, FlushRe
         for (const fusion::Chain::Link& l : c.links)
           for (int k = part.groups[c.first].begin; k < part.groups[c.last].end; ++k)
             if (window[k].output.buffer == l.buffer) {
-              pc.links.emplace_back(k, l.tile);
+              pc.links.push_back({k, l.tile, l.copy});
               break;
             }
         plan_new->chains.push_back(std::move(pc));

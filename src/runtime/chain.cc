@@ -74,7 +74,7 @@ Arena& arena() {
 int64_t ChainPlan::bytes_saved() const {
   int64_t n = 0;
   for (const Link& l : links)
-    if (l.tile) n += l.buffer->nbytes();
+    if (l.tile && !l.copy) n += l.buffer->nbytes();
   return n;
 }
 
@@ -92,8 +92,10 @@ std::string ChainPlan::to_string() const {
     for (const Link& l : links)
       if (l.producer == static_cast<int>(s))
         os << "; writes buffer #" << l.buffer->id() << " ("
-           << (l.tile ? "tile buffer of " + std::to_string(l.cap_rows) + " rows per thread, never in memory"
-                      : "full array")
+           << (l.copy  ? "tile buffer of " + std::to_string(l.cap_rows) +
+                                " rows per thread, each tile copying the rows it owns to the array Python holds"
+               : l.tile ? "tile buffer of " + std::to_string(l.cap_rows) + " rows per thread, never in memory"
+                        : "full array")
            << ")";
     os << "\n";
   }
@@ -101,7 +103,7 @@ std::string ChainPlan::to_string() const {
   return os.str();
 }
 
-ChainPlan plan_chain(const std::vector<ChainStage>& stages, const std::vector<std::pair<const Buffer*, bool>>& links,
+ChainPlan plan_chain(const std::vector<ChainStage>& stages, const std::vector<LinkSpec>& links,
                      const ChainOptions& opt) {
   ChainPlan p;
   const int S = static_cast<int>(stages.size());
@@ -111,11 +113,12 @@ ChainPlan plan_chain(const std::vector<ChainStage>& stages, const std::vector<st
   };
   if (S < 2) return fail("fewer than two stages");
   std::unordered_map<const Buffer*, int> link_of;
-  for (const auto& [buf, tile] : links) {
-    link_of[buf] = static_cast<int>(p.links.size());
+  for (const LinkSpec& spec : links) {
+    link_of[spec.buffer] = static_cast<int>(p.links.size());
     ChainPlan::Link l;
-    l.buffer = buf;
-    l.tile = tile;
+    l.buffer = spec.buffer;
+    l.tile = spec.tile;
+    l.copy = spec.copy;
     l.producer = -1;
     p.links.push_back(l);
   }
@@ -189,10 +192,26 @@ ChainPlan plan_chain(const std::vector<ChainStage>& stages, const std::vector<st
       }
     }
     if (lo > hi) lo = hi = 0;  // feeds no later stage: computes the tile's rows
+    // A Copy link is visible: all its rows are computed (by the first and
+    // last tiles when no consumer reads them).
+    const int64_t root = p.stages.back().rows;
+    for (const ChainPlan::Link& l : p.links)
+      if (l.copy && l.producer == s) {
+        lo = std::min<int64_t>(lo, 0);
+        hi = std::max<int64_t>(hi, p.stages[s].rows - root);
+      }
     p.stages[s].lo = lo;
     p.stages[s].hi = hi;
   }
   const int64_t root = p.stages.back().rows;
+  // A Copy link's rows are partitioned over the tiles: every row of the
+  // buffer must be computed by some tile.
+  for (const ChainPlan::Link& l : p.links) {
+    if (!l.copy) continue;
+    const ChainPlan::Stage& ps = p.stages[l.producer];
+    if (l.row_bytes * ps.rows != l.buffer->nbytes() || ps.lo > 0 || root + ps.hi < ps.rows)
+      return fail("a visible intermediate has rows no tile computes");
+  }
   for (int s = 0; s < S; ++s)
     if (visible[s] && (p.stages[s].lo != 0 || p.stages[s].hi != 0 || p.stages[s].rows > root))
       return fail("stage " + std::to_string(s + 1) +
@@ -261,8 +280,13 @@ struct Launch {
   const ChainPlan* plan;
   std::vector<std::vector<AccessRun>> acc;  // per stage, per access
   std::vector<std::vector<int>> produces;   // per stage: its Tile links
+  std::vector<std::vector<int>> copies;     // per stage: its Copy links
+  std::vector<char*> copy_to;               // per link: a Copy link's buffer
   char* scratch = nullptr;
 };
+
+void run_stage(const Launch& L, int s, int64_t cs, int64_t B, char* mine, const std::vector<int64_t>& buf_lo,
+               std::vector<int64_t>& ip, SmallVector<char*, 32>& ptrs);
 
 void run_rows(void* ctx, int64_t tid, int64_t nt) {
   const Launch& L = *static_cast<const Launch*>(ctx);
@@ -302,26 +326,41 @@ void run_rows(void* ctx, int64_t tid, int64_t nt) {
       }
       done_lo[s] = A;
       done_hi[s] = B;
-      if (cs >= B) continue;
-      const ChainStage& stage = (*L.stages)[s];
-      const mdh::MdHom& h = *stage.hom;
-      std::vector<int64_t>& ip = ints[s];
-      const std::vector<int64_t>& orig = stage.bind->ints;
-      ip[h.extent[0]] = B - cs;
-      for (const mdh::Affine& f : h.indices) ip[f.offset] = orig[f.offset] + cs * orig[f.stride[0]];
-      const std::vector<AccessRun>& ar = L.acc[s];
-      for (size_t i = 0; i < ar.size(); ++i) {
-        const AccessRun& a = ar[i];
-        if (a.link >= 0) {
-          const ChainPlan::Link& lk = p.links[a.link];
-          ptrs[s][i] = mine + lk.scratch_at + a.off + (cs - buf_lo[a.link]) * lk.row_bytes;
-        } else if (a.base) {
-          ptrs[s][i] = a.base + cs * a.row;
-        }
+      if (cs < B) run_stage(L, s, cs, B, mine, buf_lo, ints[s], ptrs[s]);
+      // Copy links: the rows this tile owns, into the buffer.
+      for (int l : L.copies[s]) {
+        const ChainPlan::Link& lk = p.links[l];
+        const int64_t o_lo = r0 == 0 ? 0 : std::clamp(r0 + st.lo, int64_t(0), st.rows);
+        const int64_t o_hi = r1 == root ? st.rows : std::clamp(r1 + st.lo, int64_t(0), st.rows);
+        if (o_hi > o_lo)
+          std::memcpy(L.copy_to[l] + o_lo * lk.row_bytes, mine + lk.scratch_at + (o_lo - buf_lo[l]) * lk.row_bytes,
+                      (o_hi - o_lo) * lk.row_bytes);
       }
-      stage.fn(ptrs[s].data(), ip.data(), stage.bind->floats.data());
     }
   }
+}
+
+// Stage s computes rows [cs, B) of its outer dimension (`ip`, `ptrs`: the
+// thread's copies of its parameters and pointers).
+void run_stage(const Launch& L, int s, int64_t cs, int64_t B, char* mine, const std::vector<int64_t>& buf_lo,
+               std::vector<int64_t>& ip, SmallVector<char*, 32>& ptrs) {
+  const ChainPlan& p = *L.plan;
+  const ChainStage& stage = (*L.stages)[s];
+  const mdh::MdHom& h = *stage.hom;
+  const std::vector<int64_t>& orig = stage.bind->ints;
+  ip[h.extent[0]] = B - cs;
+  for (const mdh::Affine& f : h.indices) ip[f.offset] = orig[f.offset] + cs * orig[f.stride[0]];
+  const std::vector<AccessRun>& ar = L.acc[s];
+  for (size_t i = 0; i < ar.size(); ++i) {
+    const AccessRun& a = ar[i];
+    if (a.link >= 0) {
+      const ChainPlan::Link& lk = p.links[a.link];
+      ptrs[i] = mine + lk.scratch_at + a.off + (cs - buf_lo[a.link]) * lk.row_bytes;
+    } else if (a.base) {
+      ptrs[i] = a.base + cs * a.row;
+    }
+  }
+  stage.fn(ptrs.data(), ip.data(), stage.bind->floats.data());
 }
 
 }  // namespace
@@ -336,8 +375,16 @@ void run_chain(const std::vector<ChainStage>& stages, const ChainPlan& plan) {
   const int S = static_cast<int>(stages.size());
   L.acc.resize(S);
   L.produces.resize(S);
-  for (size_t l = 0; l < plan.links.size(); ++l)
-    if (plan.links[l].tile) L.produces[plan.links[l].producer].push_back(static_cast<int>(l));
+  L.copies.resize(S);
+  L.copy_to.assign(plan.links.size(), nullptr);
+  for (size_t l = 0; l < plan.links.size(); ++l) {
+    const ChainPlan::Link& lk = plan.links[l];
+    if (lk.tile) L.produces[lk.producer].push_back(static_cast<int>(l));
+    if (lk.copy) {
+      L.copies[lk.producer].push_back(static_cast<int>(l));
+      L.copy_to[l] = static_cast<char*>(lk.buffer->data());  // (allocated before any stage runs)
+    }
+  }
   for (int s = 0; s < S; ++s) {
     const mdh::MdHom& h = *stages[s].hom;
     const mdh::Bindings& b = *stages[s].bind;

@@ -37,9 +37,10 @@ struct ChainPlan {
     int64_t rows = 0, lo = 0, hi = 0;
   };
   struct Link {
-    const Buffer* buffer = nullptr;
+    Buffer* buffer = nullptr;
     int producer = 0;
     bool tile = false;
+    bool copy = false;      // Tile storage whose owned rows are also copied to the buffer
     int64_t row_bytes = 0;  // bytes per row of the outer dimension
     int64_t cap_rows = 0;   // Tile: rows of its per-thread buffer
     int64_t scratch_at = 0; // Tile: offset of its buffer in a thread's scratch
@@ -49,16 +50,22 @@ struct ChainPlan {
   int64_t tile_rows = 0, threads = 1, scratch_bytes = 0;  // scratch per thread
   bool rolling = false;
   std::string why_not;  // not empty: the stages cannot run as one chain (nothing to run)
-  // The intermediate bytes never written to memory (Tile links).
+  // The intermediate bytes never written to memory (Tile links, not Copy).
   int64_t bytes_saved() const;
   std::string to_string() const;
+};
+
+// A link of the chain and its storage (fusion::Chain::Link).
+struct LinkSpec {
+  Buffer* buffer = nullptr;
+  bool tile = false, copy = false;
 };
 
 // `links`: the chain's links with their storage (fusion::Chain). Reads the
 // bindings only (the stages' kernels need not exist yet). run_chain
 // allocates the buffers the stages touch before any stage runs (a failure
 // throws with nothing run).
-ChainPlan plan_chain(const std::vector<ChainStage>& stages, const std::vector<std::pair<const Buffer*, bool>>& links,
+ChainPlan plan_chain(const std::vector<ChainStage>& stages, const std::vector<LinkSpec>& links,
                      const ChainOptions& opt);
 void run_chain(const std::vector<ChainStage>& stages, const ChainPlan& plan);
 
