@@ -248,8 +248,10 @@ def test_visible_intermediate_with_halo_is_copied_out(data, rows, storage):
     # bx stays visible (a script's top level): its rows live in tile buffers
     # for the consumer, and each tile also writes the rows it owns to bx --
     # every row exactly once, whatever the halo.
+    # (Copy links save no traffic: such a chain forms by default only when
+    # something else is saved, here forced.)
     a = nf.asarray(data)
-    with nf.config(stage_rows=rows, stage_storage=storage):
+    with nf.config(stage_rows=rows, stage_storage=storage, stage_min_bytes=0):
         bx = (a[:, :-2] + a[:, 1:-1] + a[:, 2:]) / 3
         by = (bx[:-2, :] + bx[1:-1, :] + bx[2:, :]) / 3
         nf.flush()
@@ -260,6 +262,18 @@ def test_visible_intermediate_with_halo_is_copied_out(data, rows, storage):
     same(by, (bxn[:-2] + bxn[1:-1] + bxn[2:]) / 3)
     # ... and later code reads bx as written
     same(run(lambda lib, b: b[::-1] * 2, bx), bxn[::-1] * 2)
+
+
+def test_copy_links_alone_do_not_make_a_chain(data):
+    # By default a chain whose only link is visible saves nothing: separate
+    # kernels (as fast, without the tile copies).
+    a = nf.asarray(data)
+    bx = (a[:, :-2] + a[:, 1:-1] + a[:, 2:]) / 3
+    by = (bx[:-2, :] + bx[1:-1, :] + bx[2:, :]) / 3
+    nf.flush()
+    assert stages_ran() == []
+    bxn = (data[:, :-2] + data[:, 1:-1] + data[:, 2:]) / 3
+    same(by, (bxn[:-2] + bxn[1:-1] + bxn[2:]) / 3)
 
 
 def test_visible_stencil_chain_at_top_level(data):
@@ -286,7 +300,7 @@ def test_intermediate_rows_no_consumer_reads_are_still_written(data, rows):
     # t has 300 rows but the consumer reads only rows 5..294: a visible t
     # still gets all of them (the first and last tiles compute the rest).
     a = nf.asarray(data)
-    with nf.config(stage_rows=rows):
+    with nf.config(stage_rows=rows, stage_min_bytes=0):
         t = a[:, 1:] - a[:, :-1]
         u = t[5:-5] * 2
         nf.flush()

@@ -117,9 +117,9 @@ struct Chain {
 };
 
 // Chains of at least two groups that keep at least `min_bytes` of traffic
-// out of memory (their links, and the repeated reads of inputs several
-// stages read): smaller ones stay in cache anyway. Marks their groups as
-// stages.
+// out of memory (their Tile and Full links, and the repeated reads of inputs
+// several stages read; a Copy link is written anyway): smaller ones stay in
+// cache anyway. Marks their groups as stages.
 std::vector<Chain> chains(const std::vector<Task>& window, Partition& p, int64_t min_bytes);
 
 // Domain of a task with extent-1 dimensions dropped (what constraint 1 compares).
