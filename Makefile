@@ -24,7 +24,8 @@ test: debug-test build wheel
 
 # The suite once more on a core built with its assertions on (no NDEBUG):
 # Task::validate on every recorded task, the recorded window structure
-# checked at every flush, and the multi-stage launcher's verifier. Built in
+# checked at every flush, the loop IR verifier after every lowering pass
+# (lower/passes.h) and the multi-stage launcher's verifier. Built in
 # its own directory and installed first; `build` then reinstalls the release
 # core the rest of `make test` runs on. (The wheel test needs the release
 # wheel: it runs in py-test.)

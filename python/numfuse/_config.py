@@ -33,9 +33,15 @@ def _truthy(v):
     return str(v).lower() not in ("0", "false", "no", "off", "")
 
 
+def _set_dump(v):
+    # dump="passes" also prints each kernel's loop nest after every lowering pass.
+    _core.set_dump_passes(isinstance(v, str) and v.lower() == "passes")
+    _core.set_dump(_truthy(v))
+
+
 _SETTERS = {
     "threads": (lambda v: _core.set_num_threads(int(v)), _core.get_num_threads),
-    "dump": (lambda v: _core.set_dump(_truthy(v)), _core.get_dump),
+    "dump": (lambda v: _set_dump(v), lambda: "passes" if _core.get_dump_passes() else _core.get_dump()),
     "fusion": (lambda v: _core.set_fusion(_truthy(v)), _core.get_fusion),
     "memo": (lambda v: _core.set_memo(_truthy(v)), _core.get_memo),
     "max_window": (lambda v: _core.set_max_window(int(v)), _core.get_max_window),
@@ -98,7 +104,8 @@ def config(**opts):
     """Temporarily change numfuse options, e.g. ``with numfuse.config(dump=True):``.
 
     Options: threads (threads per kernel), dump (print generated
-    kernels and cache hits), fusion (False runs one operation per kernel),
+    kernels and cache hits; "passes" also prints each new kernel's loop nest
+    after every lowering pass, to stderr), fusion (False runs one operation per kernel),
     max_window (tasks recorded before an automatic flush), max_kernel_ops
     (reads and writes of Python-visible arrays per fused kernel at most;
     8x that many operations in all), fallback_warnings,

@@ -14,6 +14,8 @@ namespace {
 
 using lower::Ex;
 using lower::ExP;
+using lower::LoopKind;
+using lower::Scope;
 using lower::Stmt;
 using lower::StmtP;
 
@@ -91,9 +93,11 @@ class CRenderer {
 
   void capture(const Stmt& s) {
     if (s.k == Stmt::K::Decl)
-      captured_.push_back({std::string(c_type(s.dtype)) + (s.len > 0 ? "* " : " ") + s.name, s.name});
+      captured_.push_back({std::string(c_type(s.dtype)) + " " + s.name, s.name});
     else if (s.k == Stmt::K::Alloc)
       captured_.push_back({std::string(c_type(s.dtype)) + "* " + s.name, s.name});
+    else if (s.k == Stmt::K::For && s.loop == LoopKind::Cores && !s.name.empty())
+      captured_.push_back({"int64_t " + s.name, s.name});
   }
 
   // Whether `s` assigns to one of the captured variables itself (not through
@@ -169,6 +173,13 @@ class CRenderer {
           return spell_arg_better(e.rop, e.dtype, ex(*e.args[0]), ex(*e.args[1]), ex(*e.args[2]), ex(*e.args[3]),
                                   helpers_, e.ival == 1);
         return spell_combine(e.rop, e.dtype, ex(*e.args[0]), ex(*e.args[1]), helpers_);
+      // A Cores loop's iteration is a call of its region function (below).
+      case Ex::K::ThreadIndex:
+        return "nf_tid";
+      case Ex::K::ThreadCount:
+        return "nf_nt";
+      case Ex::K::MaxThreads:
+        return "nf_max_threads()";
     }
     throw std::logic_error("render_c: bad expression");
   }
@@ -181,13 +192,16 @@ class CRenderer {
         os << indent(d) << "}\n";
         return;
       case Stmt::K::For:
-        if (s.tag == Stmt::Tag::Unroll) os << indent(d) << "#pragma clang loop unroll(full)\n";
+        if (s.loop == LoopKind::Cores) return cores(os, s, d);
+        if (s.loop == LoopKind::GpuBlocks || s.loop == LoopKind::GpuThreads)
+          throw std::logic_error("render_c: a GPU loop in a CPU kernel");
+        if (s.loop == LoopKind::Unrolled) os << indent(d) << "#pragma clang loop unroll(full)\n";
         // A simd loop's iterations are independent but for its reductions
         // (simd_reductions), which the vectorizer finds itself and may
         // reassociate (the hint allows it): the pragma says what OpenMP's
         // `simd reduction(...)` said, without OpenMP's parsing and
         // outlining (about a tenth of a small kernel's frontend).
-        if (s.tag == Stmt::Tag::Simd) {
+        if (s.loop == LoopKind::Vectorized) {
           os << indent(d) << "#pragma clang loop vectorize(assume_safety)";
           // A simd loop of a few iterations known here (NumPy's eight
           // pairwise-sum lanes) is one vector of that many lanes: left to
@@ -207,10 +221,6 @@ class CRenderer {
         os << indent(d) << "}\n";
         return;
       case Stmt::K::Decl:
-        if (s.len > 0) {  // a local tile buffer
-          os << indent(d) << c_type(s.dtype) << " " << s.name << "[" << s.len << "] __attribute__((aligned(64)));\n";
-          return;
-        }
         os << indent(d) << c_type(s.dtype) << " " << s.name;
         if (s.init) os << " = " << ex(*s.init);
         os << ";\n";
@@ -226,44 +236,13 @@ class CRenderer {
         os << indent(d) << (s.target->k == Ex::K::Load ? lvalue(*s.target) : ex(*s.target)) << " = " << ex(*s.value)
            << ";\n";
         return;
-      case Stmt::K::Parallel: {
-        // The body becomes a function of (thread, threads) over the kernel's
-        // variables declared before it, by value. With work enough the host
-        // runs it on every thread (nf_parallel, through a context struct);
-        // otherwise it is called once, directly -- a region that runs serially
-        // would still cost the thread runtime's bookkeeping (~1000
-        // instructions) per call, the whole run of a kernel over a few
-        // elements. Not inlined: its body is compiled once.
-        if (d != 1) throw std::logic_error("render_c: a parallel region must be at the kernel's top level");
-        for (const StmtP& c : s.body)
-          if (assigns_captured(*c))
-            throw std::logic_error("render_c: a parallel region may not assign the kernel's variables");
-        const std::string fn = n_.name + "_region" + std::to_string(nregions_++);
-        std::string params, args, fields, unpack;
-        for (const auto& [decl, name] : captured_) {
-          params += ", " + decl;
-          args += ", " + name;
-          fields += " " + decl + ";";
-          unpack += ", c->" + name;
-        }
-        regions_ << "static __attribute__((noinline)) void " << fn << "(const int64_t nf_tid, const int64_t nf_nt"
-                 << params << ") {\n";
-        for (const StmtP& c : s.body) stmt(regions_, *c, 1);
-        regions_ << "}\n";
-        regions_ << "struct " << fn << "_ctx {" << fields << " };\n";
-        regions_ << "static void " << fn << "_entry(void* nf_c, int64_t nf_tid, int64_t nf_nt) {\n"
-                 << "  const struct " << fn << "_ctx* c = (const struct " << fn << "_ctx*)nf_c;\n"
-                 << "  " << fn << "(nf_tid, nf_nt" << unpack << ");\n}\n";
-        os << indent(d) << "int64_t nf_used_threads = 1;\n";
-        os << indent(d) << "if (" << ex(*s.parallel_if) << ") {\n";
-        os << indent(d + 1) << "struct " << fn << "_ctx nf_ctx = {" << args.substr(args.empty() ? 0 : 2) << "};\n";
-        os << indent(d + 1) << "nf_used_threads = nf_parallel(" << fn << "_entry, &nf_ctx);\n";
-        os << indent(d) << "} else {\n";
-        os << indent(d + 1) << fn << "(0, 1" << args << ");\n";
-        os << indent(d) << "}\n";
-        return;
-      }
       case Stmt::K::Alloc:
+        if (s.scope == Scope::Local) {  // registers / the stack
+          os << indent(d) << c_type(s.dtype) << " " << s.name << "[" << ex(*s.count)
+             << "] __attribute__((aligned(64)));\n";
+          return;
+        }
+        if (s.scope == Scope::GpuShared) throw std::logic_error("render_c: GPU shared memory in a CPU kernel");
         uses_alloc_ = true;
         os << indent(d) << c_type(s.dtype) << "* " << s.name << " = (" << c_type(s.dtype) << "*)malloc(sizeof("
            << c_type(s.dtype) << ") * (unsigned long)(" << ex(*s.count) << " > 0 ? " << ex(*s.count) << " : 1));\n";
@@ -271,10 +250,50 @@ class CRenderer {
       case Stmt::K::Free:
         os << indent(d) << "free(" << s.name << ");\n";
         return;
+      case Stmt::K::Barrier:
+        throw std::logic_error("render_c: a Barrier (the CPU target's barrier pass removes them)");
       case Stmt::K::Comment:
         os << indent(d) << "/* " << s.text << " */\n";
         return;
     }
+  }
+
+  // A Cores loop: its body becomes a function of (thread, threads) over the
+  // kernel's variables declared before it, by value. With work enough the
+  // host runs it on every thread (nf_parallel, through a context struct);
+  // otherwise it is called once, directly -- a region that runs serially
+  // would still cost the thread runtime's bookkeeping (~1000 instructions)
+  // per call, the whole run of a kernel over a few elements. Not inlined:
+  // its body is compiled once. The loop's name, if any, receives the
+  // threads that ran it.
+  void cores(std::ostringstream& os, const Stmt& s, int d) {
+    if (d != 1) throw std::logic_error("render_c: a Cores loop must be at the kernel's top level");
+    for (const StmtP& c : s.body)
+      if (assigns_captured(*c)) throw std::logic_error("render_c: a Cores loop may not assign the kernel's variables");
+    const std::string fn = n_.name + "_region" + std::to_string(nregions_++);
+    std::string params, args, fields, unpack;
+    for (const auto& [decl, name] : captured_) {
+      params += ", " + decl;
+      args += ", " + name;
+      fields += " " + decl + ";";
+      unpack += ", c->" + name;
+    }
+    regions_ << "static __attribute__((noinline)) void " << fn << "(const int64_t nf_tid, const int64_t nf_nt"
+             << params << ") {\n";
+    for (const StmtP& c : s.body) stmt(regions_, *c, 1);
+    regions_ << "}\n";
+    regions_ << "struct " << fn << "_ctx {" << fields << " };\n";
+    regions_ << "static void " << fn << "_entry(void* nf_c, int64_t nf_tid, int64_t nf_nt) {\n"
+             << "  const struct " << fn << "_ctx* c = (const struct " << fn << "_ctx*)nf_c;\n"
+             << "  " << fn << "(nf_tid, nf_nt" << unpack << ");\n}\n";
+    const std::string used = s.name.empty() ? "(void)" : s.name + " = ";
+    if (!s.name.empty()) os << indent(d) << "int64_t " << s.name << " = 1;\n";
+    os << indent(d) << "if (" << (s.cond ? ex(*s.cond) : std::string("1")) << ") {\n";
+    os << indent(d + 1) << "struct " << fn << "_ctx nf_ctx = {" << args.substr(args.empty() ? 0 : 2) << "};\n";
+    os << indent(d + 1) << used << "nf_parallel(" << fn << "_entry, &nf_ctx);\n";
+    os << indent(d) << "} else {\n";
+    os << indent(d + 1) << fn << "(0, 1" << args << ");\n";
+    os << indent(d) << "}\n";
   }
 };
 

@@ -11,14 +11,17 @@
 #include <algorithm>
 
 #include "lower/lowerer.h"
+#include "lower/passes.h"
 
 namespace nf::lower::detail {
 
 // Tile buffers live on the stack (fixed size, no allocation) up to this many
 // bytes in all; larger ones are malloc'd where they open. OpenMP worker
 // threads have 4 MiB stacks by default, and a schedule may place several
-// tiles (packed panels, register tiles) in one loop nest.
-constexpr int64_t kStackTileBytes = int64_t(1) << 20;
+// tiles (packed panels, register tiles) in one loop nest. (The storage pass
+// applies the same budget, passes.h: kStackBytes; here it decides only
+// whether a tile may take the full-tile path's literal bounds.)
+constexpr int64_t kStackTileBytes = passes::kStackBytes;
 
 void Lowerer::plan_caches() {
   int64_t stack_bytes = 0;
@@ -122,8 +125,8 @@ std::vector<StmtP>* Lowerer::tile_loops(std::vector<StmtP>& out, const CachePlan
   for (size_t k = 0; k < n; ++k) ext[k] = clip ? min(c.size[k], sub(c.end[k], c.base[k])) : c.size[k];
   auto open = [&](const std::string& v, ExP hi, bool innermost) {
     StmtP f = for_loop(v, lit(0), hi, lit(1));
-    if (unroll) f->tag = Stmt::Tag::Unroll;
-    else if (innermost) f->tag = Stmt::Tag::Simd;
+    if (unroll) f->loop = LoopKind::Unrolled;
+    else if (innermost) f->loop = LoopKind::Vectorized;
     cur->push_back(f);
     cur = &f->body;
     return var(v);
@@ -192,11 +195,9 @@ void Lowerer::open_caches(std::vector<StmtP>& out, int i, bool full) {
     if (c.pos != i - 1) continue;
     const mdh::Access& a = h_.accesses[c.access];
     const DType t = c.output ? h_.outputs[plan_of_access(c.access)].acc_dtype : a.dtype;
-    if (c.heap) {
-      out.push_back(alloc(t, c.name, tile_count(c)));
-    } else {
-      out.push_back(local_array(t, c.name, c.count));
-    }
+    // (The storage pass gives the heap to a count known only at run time or
+    // too large for the stack.)
+    out.push_back(alloc(t, c.name, c.heap ? tile_count(c) : lit(c.count), Scope::Local));
     TileWalk w;
     if (c.output) {
       // The accumulation tile starts at the identity (all of it, unclipped).
@@ -224,7 +225,6 @@ void Lowerer::close_caches(std::vector<StmtP>& out, int i, bool full) {
       auto [target, itarget] = memory_target(plan_of(oi), idx);
       update(*body, o, 2000 + oi, target, itarget, load(c.name, w.index, o.acc_dtype), nullptr);
     }
-    if (c.heap) out.push_back(free_stmt(c.name));
   }
 }
 

@@ -40,6 +40,18 @@ ExP mul(ExP a, ExP b) {
 
 ExP min(ExP a, ExP b) { return detail::arith('m', std::move(a), std::move(b)); }
 
+namespace {
+ExP thread_ex(Ex::K k) {
+  auto e = std::make_shared<Ex>();
+  e->k = k;
+  return e;
+}
+}  // namespace
+
+ExP thread_index() { return thread_ex(Ex::K::ThreadIndex); }
+ExP thread_count() { return thread_ex(Ex::K::ThreadCount); }
+ExP max_threads() { return thread_ex(Ex::K::MaxThreads); }
+
 namespace detail {
 
 ExP arith(char op, ExP a, ExP b) {
@@ -138,14 +150,7 @@ StmtP decl(DType t, const std::string& name, ExP init) {
   return s;
 }
 
-StmtP local_array(DType t, const std::string& name, int64_t len) {
-  auto s = std::make_shared<Stmt>();
-  s->k = Stmt::K::Decl;
-  s->dtype = t;
-  s->name = name;
-  s->len = len;
-  return s;
-}
+StmtP local_array(DType t, const std::string& name, int64_t len) { return alloc(t, name, lit(len), Scope::Local); }
 
 StmtP assign(ExP target, ExP value) {
   auto s = std::make_shared<Stmt>();
@@ -172,12 +177,30 @@ StmtP if_else(ExP cond) {
   return s;
 }
 
-StmtP alloc(DType t, const std::string& name, ExP count) {
+StmtP alloc(DType t, const std::string& name, ExP count, Scope scope) {
   auto s = std::make_shared<Stmt>();
   s->k = Stmt::K::Alloc;
+  s->scope = scope;
   s->dtype = t;
   s->name = name;
   s->count = std::move(count);
+  return s;
+}
+
+StmtP cores_loop(ExP cond) {
+  auto s = std::make_shared<Stmt>();
+  s->k = Stmt::K::For;
+  s->loop = LoopKind::Cores;
+  s->lo = lit(0);
+  s->hi = thread_count();
+  s->step = lit(1);
+  s->cond = std::move(cond);
+  return s;
+}
+
+StmtP barrier() {
+  auto s = std::make_shared<Stmt>();
+  s->k = Stmt::K::Barrier;
   return s;
 }
 

@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "lower/lowerer.h"
+#include "lower/passes.h"
 
 namespace nf::lower {
 
@@ -101,26 +102,31 @@ LoopNest Lowerer::run(const std::string& name) {
   for (int d = 0; d < h_.ndim; ++d) top.push_back(decl(DType::Int64, "n" + std::to_string(d), int_param(h_.extent[d])));
   const bool par = s_.parallel;
   ln.uses_threads = par;
-  if (par) top.push_back(decl(DType::Int64, "nf_maxt", var("nf_max_threads()")));
+  if (par) top.push_back(decl(DType::Int64, "nf_maxt", max_threads()));
   setup_reductions(top);
   StmtP body = block();
   if (par) {
-    auto region = std::make_shared<Stmt>();
-    region->k = Stmt::K::Parallel;
+    // Every thread runs the loops over its share of the parallel loop; the
+    // reductions across threads combine after a barrier, on thread 0.
     ExP work = lit(1);
     for (int d = 0; d < h_.ndim; ++d) work = mul(work, extent(d));
-    region->parallel_if = arith('<', lit(s_.parallel_min_work - 1), work);
+    StmtP region = cores_loop(arith('<', lit(s_.parallel_min_work - 1), work));
     region->body.push_back(body);
+    emit_loops(body->body, 0, false);
+    std::vector<StmtP> fin;
+    for (RedPlan& r : plans_) finish(fin, r);
+    if (!fin.empty()) {
+      region->body.push_back(barrier());
+      StmtP first = if_else(arith('<', thread_index(), lit(1)));
+      first->body = std::move(fin);
+      region->body.push_back(first);
+    }
     top.push_back(region);
-    top.push_back(decl(DType::Int64, "nf_used", var("nf_used_threads")));
   } else {
-    top.push_back(decl(DType::Int64, "nf_tid", lit(0)));
-    top.push_back(decl(DType::Int64, "nf_nt", lit(1)));
     top.push_back(body);
+    emit_loops(body->body, 0, false);
+    for (RedPlan& r : plans_) finish(top, r);
   }
-  emit_loops(body->body, 0, false);
-  for (RedPlan& r : plans_) finish(top, r);
-  release_reductions(top);
   return ln;
 }
 
@@ -185,8 +191,8 @@ void Lowerer::emit_loops_level(std::vector<StmtP>& out, int i, bool full) {
                     ? arith('/', add(n, lit(tiles[l.level] - 1)), lit(tiles[l.level]))
                     : n;
     out.push_back(decl(DType::Int64, "nf_it", iters));
-    ExP first = arith('/', mul(var("nf_it"), var("nf_tid")), var("nf_nt"));
-    ExP last = arith('/', mul(var("nf_it"), add(var("nf_tid"), lit(1))), var("nf_nt"));
+    ExP first = arith('/', mul(var("nf_it"), thread_index()), thread_count());
+    ExP last = arith('/', mul(var("nf_it"), add(thread_index(), lit(1))), thread_count());
     lo = mul(first, step);
     hi = min(mul(last, step), n);
   }
@@ -197,7 +203,7 @@ void Lowerer::emit_loops_level(std::vector<StmtP>& out, int i, bool full) {
   // it with whole vectors (a register micro-kernel), which beats unrolling
   // into scalars that SLP would have to shuffle back together.
   if (i == nloops - 1 && s_.vectorize) {
-    f->tag = Stmt::Tag::Simd;
+    f->loop = LoopKind::Vectorized;
     for (const RedPlan& r : plans_) {
       if (!(r.reg || r.sub_reg) || r.reg_pos >= i) continue;
       const mdh::Output& o = h_.outputs[r.out];
@@ -209,27 +215,27 @@ void Lowerer::emit_loops_level(std::vector<StmtP>& out, int i, bool full) {
       if (op) f->simd_reductions.push_back({r.racc, op});
       else if (is_arg(o.op) || ((o.op == ReduceOp::Max || o.op == ReduceOp::Min) && is_float(o.acc_dtype)))
         lanes.push_back(&r);
-      else f->tag = Stmt::Tag::Serial;
+      else f->loop = LoopKind::Serial;
     }
     // A tile accumulator indexed only by outer loops is a loop-carried
     // dependence of this loop: no simd then.
     for (const RedPlan& r : plans_) {
       if (r.tile < 0) continue;
       const CachePlan& c = caches_[r.tile];
-      if (std::find(c.layout.begin(), c.layout.end(), d) == c.layout.end()) f->tag = Stmt::Tag::Serial;
+      if (std::find(c.layout.begin(), c.layout.end(), d) == c.layout.end()) f->loop = LoopKind::Serial;
     }
     // A scan along this loop carries a dependence from one iteration to the next.
-    if (h_.is_scan(d)) f->tag = Stmt::Tag::Serial;
-    if (!lanes.empty() && f->tag == Stmt::Tag::Simd) {
+    if (h_.is_scan(d)) f->loop = LoopKind::Serial;
+    if (!lanes.empty() && f->loop == LoopKind::Vectorized) {
       // (Lanes and blocked sums do not nest: a loop with both stays scalar.)
       const bool unit_step = f->step->k == Ex::K::IntLit && f->step->ival == 1;
-      if (unroll_here || !unit_step || !float_sums(*f).empty()) f->tag = Stmt::Tag::Serial;
+      if (unroll_here || !unit_step || !float_sums(*f).empty()) f->loop = LoopKind::Serial;
     }
-    if (f->tag == Stmt::Tag::Serial && unroll_here) f->tag = Stmt::Tag::Unroll;
+    if (f->loop == LoopKind::Serial && unroll_here) f->loop = LoopKind::Unrolled;
   } else if (unroll_here) {
-    f->tag = Stmt::Tag::Unroll;
+    f->loop = LoopKind::Unrolled;
   }
-  const bool split = f->tag == Stmt::Tag::Simd && !lanes.empty();
+  const bool split = f->loop == LoopKind::Vectorized && !lanes.empty();
   if (split) lane_regs_ = lanes;
   emit_loops(f->body, i + 1, full);
   lane_regs_.clear();
@@ -241,7 +247,7 @@ void Lowerer::emit_loops_level(std::vector<StmtP>& out, int i, bool full) {
     std::vector<StmtP> rest_body;
     emit_loops(rest_body, i + 1, full);
     out.push_back(lane_split(f, lanes, std::move(rest_body)));
-  } else if (f->tag == Stmt::Tag::Simd && !unroll_here) {
+  } else if (f->loop == LoopKind::Vectorized && !unroll_here) {
     out.push_back(blocked_sums(f));
   } else {
     out.push_back(f);
@@ -293,7 +299,7 @@ StmtP Lowerer::lane_split(StmtP f, const std::vector<const RedPlan*>& lanes, std
   // offset in the block): index arithmetic on the point stays an induction
   // the vectorizer strides, instead of a multiply per lane.
   StmtP lane = for_loop(v, var(v + "_b"), add(var(v + "_b"), lit(kLanes)), lit(1));
-  lane->tag = Stmt::Tag::Simd;
+  lane->loop = LoopKind::Vectorized;
   lane->simd_reductions = f->simd_reductions;
   lane->body.push_back(decl(DType::Int64, lv, sub(var(v), var(v + "_b"))));
   for (const RedPlan* r : lanes) {
@@ -322,7 +328,7 @@ StmtP Lowerer::lane_split(StmtP f, const std::vector<const RedPlan*>& lanes, std
     outer->body.push_back(fold);
   }
   StmtP rest = std::make_shared<Stmt>(*f);
-  rest->tag = Stmt::Tag::Serial;
+  rest->loop = LoopKind::Serial;
   rest->simd_reductions.clear();
   rest->lo = var(v + "_end");
   rest->body = std::move(rest_body);
@@ -467,10 +473,11 @@ void Lowerer::emit_point(std::vector<StmtP>& out) {
 
 }  // namespace detail
 
-LoopNest lower(const mdh::MdHom& h, const tune::Schedule& s, const std::string& name) {
-  std::string why = s.why_illegal(h);
-  if (!why.empty()) throw std::logic_error("illegal schedule " + s.key() + ": " + why);
+namespace passes {
+LoopNest build(const mdh::MdHom& h, const tune::Schedule& s, const std::string& name) {
   return detail::Lowerer(h, s).run(name);
 }
+}  // namespace passes
+
 
 }  // namespace nf::lower

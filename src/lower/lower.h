@@ -1,10 +1,18 @@
-// LoopNest: the small loop IR between a scheduled MdHom and C/CUDA source.
+// LoopNest: the target-neutral loop IR between a scheduled MdHom and source.
 //
 // A kernel is one function `void name(char** p, const int64_t* ip,
 // const double* fp)`: p holds one pointer per access (already offset), ip the
 // integer parameters (extents, strides, integer constants), fp the floating
-// constants. The body is a tree of statements; expressions are trees too, so
-// each renderer spells them its own way.
+// constants. The body is a tree of statements; expressions are trees too.
+// Nothing here is spelled for a target: loops say what may run at once
+// (Loop), threads are expressions (ThreadIndex, ThreadCount, MaxThreads),
+// memory says who sees it (Scope), and a Barrier orders the threads of a
+// Cores loop. Each renderer (codegen/) chooses the spellings.
+//
+// Lowering (lower()) is a sequence of named passes over this IR, listed with
+// their contracts in lower/passes.h; verify() checks the invariants below
+// between passes in assertion builds, and NUMFUSE_DUMP=passes prints the nest
+// after each one (print()).
 #pragma once
 
 #include <cstdint>
@@ -34,6 +42,9 @@ struct Ex {
     Scalar,    // a scalar operation of the ops vocabulary on args (node.kind Unary/Binary/Select/Cast)
     Combine,   // the reduction operator `rop` in type dtype applied to args[0], args[1]; an
                // arg-reduction's (acc, ai, v, vi) test, with ival 1 when vi comes later (spell_arg_better)
+    ThreadIndex,  // int64: the iteration of the enclosing Cores loop this thread runs, in [0, ThreadCount)
+    ThreadCount,  // int64: the threads running the enclosing Cores loop (its trip count)
+    MaxThreads,   // int64: a bound on ThreadCount of any Cores loop of this kernel; valid anywhere
   };
   K k;
   DType dtype = DType::Int64;
@@ -55,32 +66,70 @@ ExP sub(ExP a, ExP b);
 ExP mul(ExP a, ExP b);
 ExP min(ExP a, ExP b);
 
+ExP thread_index();
+ExP thread_count();
+ExP max_threads();
+
 struct Stmt;
 using StmtP = std::shared_ptr<Stmt>;
+
+// What a For loop's iterations may do at once. Every kind enumerates the
+// same points; a kind only grants the target freedom.
+enum class LoopKind : uint8_t {
+  Serial,      // one iteration after another, in order. A literal step of 0
+               // makes a while loop: it runs until its body sets var >= hi.
+  Vectorized,  // iterations independent except for the updates of
+               // `simd_reductions` (associative, may be reordered): they may
+               // run on the SIMD lanes of one thread.
+  Unrolled,    // a literal trip count; the body may be replicated.
+  Cores,       // SPMD over the target's threads: var is unnamed, lo = 0,
+               // hi = ThreadCount, step 1; each iteration runs on a thread of
+               // its own, concurrently, and sees ThreadIndex / ThreadCount.
+               // Iterations never wait for each other except at a Barrier
+               // directly in the loop's body. With `cond` false at run time
+               // it runs one iteration (ThreadCount 1). Only at the top
+               // level of a kernel, never nested.
+  GpuBlocks,   // (CUDA target) iterations are thread blocks of a grid
+  GpuThreads,  // (CUDA target) iterations are threads of one block
+};
+
+// Who sees an allocation. An Alloc lives until the end of the statement list
+// it is in; the storage pass makes the release of heap-backed scopes
+// explicit (Free).
+enum class Scope : uint8_t {
+  Local,      // private to the thread that runs the Alloc, literal count
+              // (registers / stack on the CPU)
+  Thread,     // private to the thread, count known at run time (heap)
+  Kernel,     // one allocation all threads of the kernel see; allocated
+              // outside any Cores loop (heap on the CPU)
+  GpuShared,  // (CUDA target) one per thread block, in shared memory
+};
 
 struct Stmt {
   enum class K : uint8_t {
     Block,     // body
     For,       // for (int64 var = lo; var < hi; var += step) body
-    Decl,      // dtype name [= init]; or dtype name[len] (local array, len > 0)
+    Decl,      // dtype name [= init]: a scalar variable
     Assign,    // target = value  (target: Var or Load expression)
-    Parallel,  // body runs on every thread; nf_tid / nf_nt are defined inside
-    Alloc,     // dtype* name = malloc(count * sizeof)  (heap scratch)
-    Free,      // free(name)
+    Alloc,     // name: an array of `count` elements of dtype in memory `scope`
+    Free,      // the end of Alloc name's lifetime (heap scopes, after the storage pass)
+    Barrier,   // directly in a Cores loop's body: every thread finishes the statements
+               // before it before any thread starts those after it; Local variables
+               // declared before it are not seen after it
     Comment,
     If,        // if (cond) body else else_body
   };
-  enum class Tag : uint8_t { Serial, Simd, Unroll };
   K k = K::Block;
   std::vector<StmtP> body;
   std::string name;
   DType dtype = DType::Int64;
   ExP lo, hi, step, init, target, value, count;
-  int64_t len = 0;
-  Tag tag = Tag::Serial;
+  LoopKind loop = LoopKind::Serial;  // For
+  Scope scope = Scope::Local;  // Alloc
   // Simd reductions: (variable, operator) pairs for the simd clause.
   std::vector<std::pair<std::string, char>> simd_reductions;
-  ExP parallel_if;  // Parallel: run in parallel only when true
+  // A Cores loop: run on several threads only when true. After the CPU
+  // target's barrier pass, `name` (if set) receives the threads that ran it.
   std::string text; // Comment
   ExP cond;                       // If
   std::vector<StmtP> else_body;   // If
@@ -91,14 +140,31 @@ struct LoopNest {
   std::vector<StmtP> body;
   int num_ptrs = 0;
   std::vector<DType> ptr_types;
-  bool uses_threads = false;
+  bool uses_threads = false;  // has a Cores loop
   bool contract = false;  // fused multiply-add allowed (schedule.contract)
   bool wide = false;      // the target's widest vectors (schedule.wide)
   // Source-level description for dumps.
   std::string description;
 };
 
-// Lower a scheduled MdHom. The schedule must be legal for h.
-LoopNest lower(const mdh::MdHom& h, const tune::Schedule& s, const std::string& name);
+// A lowering pass: a named rewrite of the nest with a stated contract.
+struct Pass {
+  const char* name;
+  void (*run)(LoopNest&);
+};
+
+// Lower a scheduled MdHom: the common passes (lower/passes.h), then the
+// target's `tail`. The schedule must be legal for h.
+LoopNest lower(const mdh::MdHom& h, const tune::Schedule& s, const std::string& name,
+               const std::vector<Pass>& tail = {});
+
+// The nest as indented text, one statement per line (NUMFUSE_DUMP=passes).
+std::string print(const LoopNest& n);
+// The IR's invariants (see the kinds above); "" or the first violation.
+// `after`: the name of the last pass run (some rules hold only after a pass).
+std::string verify(const LoopNest& n, const std::string& after);
+// Print the nest after every pass to stderr (NUMFUSE_DUMP=passes).
+void set_dump_passes(bool on);
+bool dump_passes();
 
 }  // namespace nf::lower

@@ -31,11 +31,14 @@ ExP scalar_lit(const Scalar& s, DType t);
 ExP select(ExP cond, ExP a, ExP b, DType t);
 StmtP block();
 StmtP decl(DType t, const std::string& name, ExP init);
-StmtP local_array(DType t, const std::string& name, int64_t len);
+StmtP local_array(DType t, const std::string& name, int64_t len);  // a Local Alloc
 StmtP assign(ExP target, ExP value);
 StmtP for_loop(const std::string& v, ExP lo, ExP hi, ExP step);
 StmtP if_else(ExP cond);
-StmtP alloc(DType t, const std::string& name, ExP count);
+StmtP alloc(DType t, const std::string& name, ExP count, Scope scope);
+// A Cores loop (lower.h) running on several threads only when `cond` holds.
+StmtP cores_loop(ExP cond);
+StmtP barrier();
 StmtP free_stmt(const std::string& name);
 bool is_arg(ReduceOp op);
 // The OpenMP simd reduction operator for a combine, or 0 if there is none.
@@ -148,7 +151,6 @@ class Lowerer {
   void close_registers(std::vector<StmtP>& out, int i);
   void store_register(std::vector<StmtP>& out, const RedPlan& r);
   void finish(std::vector<StmtP>& out, const RedPlan& r);
-  void release_reductions(std::vector<StmtP>& top);
   const RedPlan& plan_of(int output) const;
 
   // caches.cc

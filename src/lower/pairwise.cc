@@ -123,7 +123,7 @@ void Lowerer::emit_pairwise_range(std::vector<StmtP>& out, int i, bool full, con
     }
     StmtP blocks = for_loop("pw_b", clo, add(clo, var("pw_n8")), lit(8));
     StmtP lanes = for_loop("pw_j", lit(0), lit(8), lit(1));
-    if (s_.vectorize) lanes->tag = Stmt::Tag::Simd;
+    if (s_.vectorize) lanes->loop = LoopKind::Vectorized;
     lanes->body.push_back(decl(DType::Int64, v, add(var("pw_b"), var("pw_j"))));
     std::vector<ExP> lane_acc;
     for (const RedPlan* r : sums) lane_acc.push_back(load("pw_r_" + r->racc, var("pw_j"), t_of(r)));
@@ -196,8 +196,8 @@ void Lowerer::emit_node_count(std::vector<StmtP>& out, ExP n, ExP threads) const
 void Lowerer::emit_pairwise_parallel(std::vector<StmtP>& out, bool full, const std::vector<const RedPlan*>& sums) {
   const int d = s_.order[0].dim;
   ExP n = extent(d);
-  emit_node_count(out, n, var("nf_nt"));
-  StmtP nodes = for_loop("pw_k", var("nf_tid"), var("pw_P"), var("nf_nt"));
+  emit_node_count(out, n, thread_count());
+  StmtP nodes = for_loop("pw_k", thread_index(), var("pw_P"), thread_count());
   std::vector<StmtP>& b = nodes->body;
   // Node k's range: descend from the root, one bit of k per level.
   b.push_back(decl(DType::Int64, "pw_nlo", lit(0)));
@@ -228,13 +228,13 @@ void Lowerer::emit_pairwise_parallel(std::vector<StmtP>& out, bool full, const s
   out.push_back(nodes);
 }
 
-// After the parallel region: the node partials combined pairwise up the
+// After the Cores loop's barrier: the node partials combined pairwise up the
 // tree (left + right at every level), then added to the start value.
 void Lowerer::finish_pairwise_parallel(std::vector<StmtP>& out, const RedPlan& r) {
   const mdh::Output& o = h_.outputs[r.out];
   const DType t = o.acc_dtype, odt = h_.accesses[o.access].dtype;
   StmtP scope = block();
-  emit_node_count(scope->body, extent(s_.order[0].dim), var("nf_used"));
+  emit_node_count(scope->body, extent(s_.order[0].dim), thread_count());
   ExP part = var(r.acc + "_part");
   StmtP widths = for_loop("pw_w", lit(1), var("pw_P"), lit(0));
   StmtP pairs = for_loop("pw_k", lit(0), sub(var("pw_P"), var("pw_w")), mul(lit(2), var("pw_w")));

@@ -78,31 +78,19 @@ void Lowerer::setup_reductions(std::vector<StmtP>& top) {
     if (r.reg && !r.partials) continue;
     // Pairwise-parallel partials are per tree node: up to twice the threads.
     ExP copies = !r.partials ? lit(1) : pairwise_parallel_ ? mul(lit(2), var("nf_maxt")) : var("nf_maxt");
+    // (Partials exist only under a Cores loop: nf_maxt is declared then.)
     if (r.reg) {  // partials of a scalar register accumulator
-      top.push_back(alloc(o.acc_dtype, r.acc + "_part", copies));
-      if (is_arg(o.op)) top.push_back(alloc(DType::Int64, r.idx + "_part", copies));
+      top.push_back(alloc(o.acc_dtype, r.acc + "_part", copies, Scope::Kernel));
+      if (is_arg(o.op)) top.push_back(alloc(DType::Int64, r.idx + "_part", copies, Scope::Kernel));
       continue;
     }
     ExP count = mul(copies, dense_size(r.cdims));
     if (r.scratch || r.partials) {
-      top.push_back(alloc(o.acc_dtype, r.acc, count));
-      if (is_arg(o.op)) top.push_back(alloc(DType::Int64, r.idx, count));
+      top.push_back(alloc(o.acc_dtype, r.acc, count, Scope::Kernel));
+      if (is_arg(o.op)) top.push_back(alloc(DType::Int64, r.idx, count, Scope::Kernel));
       init_dense(top, o, r, count);
     } else {
       init_output(top, r);
-    }
-  }
-}
-
-void Lowerer::release_reductions(std::vector<StmtP>& top) {
-  for (RedPlan& r : plans_) {
-    if (r.reg && !r.partials) continue;
-    if (r.reg) {
-      top.push_back(free_stmt(r.acc + "_part"));
-      if (is_arg(h_.outputs[r.out].op)) top.push_back(free_stmt(r.idx + "_part"));
-    } else if (r.scratch || r.partials) {
-      top.push_back(free_stmt(r.acc));
-      if (is_arg(h_.outputs[r.out].op)) top.push_back(free_stmt(r.idx));
     }
   }
 }
@@ -117,7 +105,7 @@ void Lowerer::init_output(std::vector<StmtP>& out, const RedPlan& r) {
     const int d = r.cdims[k];
     std::string v = "z" + std::to_string(d);
     StmtP f = for_loop(v, lit(0), extent(d), lit(1));
-    if (k + 1 == r.cdims.size()) f->tag = Stmt::Tag::Simd;
+    if (k + 1 == r.cdims.size()) f->loop = LoopKind::Vectorized;
     idx[d] = var(v);
     cur->push_back(f);
     cur = &f->body;
@@ -142,7 +130,7 @@ std::pair<ExP, ExP> Lowerer::memory_target(const RedPlan& r, const std::vector<E
     std::vector<ExP> cidx;
     for (int d : r.cdims) cidx.push_back(idx[d]);
     ExP di = dense_index(r.cdims, cidx);
-    if (r.partials) di = add(mul(var("nf_tid"), dense_size(r.cdims)), di);
+    if (r.partials) di = add(mul(thread_index(), dense_size(r.cdims)), di);
     return {load(r.acc, di, o.acc_dtype), load(r.idx, di, DType::Int64)};
   }
   return {load(ptr(o.access), access_index(o.access, idx), h_.accesses[o.access].dtype), nullptr};
@@ -195,8 +183,8 @@ void Lowerer::store_register(std::vector<StmtP>& out, const RedPlan& r) {
   }
   if (r.partials) {
     if (pairwise_parallel_) return;  // each tree node stored its own partial
-    out.push_back(assign(load(r.acc + "_part", var("nf_tid"), o.acc_dtype), acc));
-    if (is_arg(o.op)) out.push_back(assign(load(r.idx + "_part", var("nf_tid"), DType::Int64), var(r.ridx)));
+    out.push_back(assign(load(r.acc + "_part", thread_index(), o.acc_dtype), acc));
+    if (is_arg(o.op)) out.push_back(assign(load(r.idx + "_part", thread_index(), DType::Int64), var(r.ridx)));
     return;
   }
   const DType odt = h_.accesses[o.access].dtype;
@@ -231,7 +219,8 @@ void Lowerer::finish(std::vector<StmtP>& out, const RedPlan& r) {
   cur->push_back(decl(o.acc_dtype, "fin", load(acc_arr, di, o.acc_dtype)));
   if (arg) cur->push_back(decl(DType::Int64, "fidx", load(idx_arr, di, DType::Int64)));
   if (r.partials) {
-    StmtP t = for_loop("t", lit(1), var(s_.parallel ? "nf_used" : "nf_nt"), lit(1));
+    // (Partials exist only under a Cores loop; this runs after its barrier.)
+    StmtP t = for_loop("t", lit(1), thread_count(), lit(1));
     ExP at = add(mul(var("t"), stride), di);
     ExP v = load(acc_arr, at, o.acc_dtype);
     if (arg) {

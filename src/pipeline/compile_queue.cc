@@ -14,13 +14,14 @@ struct CompileJob {
   std::shared_ptr<const mdh::MdHom> hom;
   tune::Schedule schedule;
   jit::KernelRef upgrade;  // set: recompile this Quick kernel Full instead
+  const Target* target = &cpu_target();
 };
 
 // A compile is not interrupted (abort is ignored): pause() waits for it.
 // Nobody waits for a background compile: it compiles Full.
 void compile_job(CompileJob& job, const std::atomic<bool>&) {
   if (job.upgrade) jit::KernelCache::instance().upgrade(job.upgrade);
-  else compile_kernel(*job.hom, job.schedule, jit::Opt::Full);
+  else compile_kernel(*job.hom, job.schedule, jit::Opt::Full, nullptr, nullptr, *job.target);
 }
 
 Worker<CompileJob>& queue() {
@@ -30,9 +31,9 @@ Worker<CompileJob>& queue() {
 
 }  // namespace
 
-void compile_in_background(std::shared_ptr<const mdh::MdHom> hom, const tune::Schedule& s) {
-  std::string key = kernel_key(*hom, s);
-  queue().enqueue(std::move(key), CompileJob{std::move(hom), s, nullptr});
+void compile_in_background(std::shared_ptr<const mdh::MdHom> hom, const tune::Schedule& s, const Target& t) {
+  std::string key = kernel_key(*hom, s, t);
+  queue().enqueue(std::move(key), CompileJob{std::move(hom), s, nullptr, &t});
 }
 void upgrade_in_background(jit::KernelRef k) {
   if (!k) return;

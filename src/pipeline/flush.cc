@@ -79,6 +79,7 @@ struct PlanGroup {
   std::shared_ptr<const mdh::Built> tmpl;
   tune::Schedule schedule;
   bool tuned = false;
+  const Target* target = &cpu_target();  // from the schedule to the launch
   std::string key;
   jit::KernelRef fn;
   // The group's bindings on memo hits, rebound in place (mdh::rebind_again;
@@ -242,6 +243,7 @@ struct Prepared {
   std::shared_ptr<mdh::Built> built;
   tune::Schedule schedule;
   bool tuned = false;
+  const Target* target = &cpu_target();
   std::string key;
   jit::KernelRef fn;
   bool hit = false, disk_hit = false;
@@ -269,7 +271,7 @@ void choose_tier(const std::vector<Task>& window, Prepared& p, const Config& cfg
                  const std::unordered_map<std::string, double>& interp_ms) {
   if (!p.built || p.built->tasks.empty() || p.schedule.routine != tune::Routine::None) return;
   bool disk = false;
-  if (jit::KernelRef f = jit::KernelCache::instance().try_get(p.key, &disk)) {
+  if (jit::KernelRef f = p.target->compiler().try_get(p.key, &disk)) {
     p.fn = std::move(f);
     p.hit = !disk;
     p.disk_hit = disk;
@@ -285,7 +287,8 @@ void choose_tier(const std::vector<Task>& window, Prepared& p, const Config& cfg
   if (cfg.tier == Tier::Eager || interp < detail::compile_estimate_ms()) {
     p.interpret = true;
     if (cfg.tier != Tier::Eager && wanted_again(p.key))
-      detail::compile_in_background(std::shared_ptr<const mdh::MdHom>(p.built, &p.built->hom), p.schedule);
+      detail::compile_in_background(std::shared_ptr<const mdh::MdHom>(p.built, &p.built->hom), p.schedule,
+                                    *p.target);
   }
 }
 
@@ -300,7 +303,7 @@ void compile_one(Prepared& p) {
   try {
     const uint64_t t0 = ticks();
     p.fn = detail::compile_kernel(p.built->hom, p.schedule, config().quick_compile ? jit::Opt::Quick : jit::Opt::Full,
-                                  &p.hit, &p.disk_hit);
+                                  &p.hit, &p.disk_hit, *p.target);
     if (!p.hit && !p.disk_hit) detail::note_compile_ms(ms_since(t0));
   } catch (const std::exception& e) {
     p.error = e.what();
@@ -315,7 +318,7 @@ Prepared prepare(const std::vector<Task>& window, const fusion::Group& g, const 
   p.schedule = detail::choose_schedule(p.built->hom, p.built->bind, cfg, &p.tuned);
   // A stage runs on one thread per tile: the launcher parallelizes the tiles.
   if (g.stage) p.schedule.parallel = false;
-  p.key = detail::kernel_key(p.built->hom, p.schedule);
+  p.key = detail::kernel_key(p.built->hom, p.schedule, *p.target);
   return p;
 }
 
@@ -354,6 +357,7 @@ PlanGroup to_plan_group(const std::vector<Task>& window, const Prepared& p) {
   }
   g.schedule = p.schedule;
   g.tuned = p.tuned;
+  g.target = p.target;
   g.key = p.key;
   g.fn = p.fn;
   g.interpret = p.interpret;
@@ -372,7 +376,7 @@ jit::Kernel* kernel_of(const PlanGroup& g) {
   if (g.fn) return g.fn.get();
   if (!g.interpret) return nullptr;
   if (jit::Kernel* f = g.state->fn.load(std::memory_order_acquire)) return f;
-  if (jit::KernelRef f = jit::KernelCache::instance().try_get(g.key)) {
+  if (jit::KernelRef f = g.target->compiler().try_get(g.key)) {
     std::lock_guard<std::mutex> lock(g.state->mu);
     if (!g.state->kernel) {
       g.state->kernel = std::move(f);
@@ -430,9 +434,9 @@ void run_group(const std::vector<Task>& window, const std::shared_ptr<const Plan
       // ufunc loop: cleared before (whatever ran here last, a compile
       // included, set them), read after.
       fpe::take();
-      detail::run_scheduled(g.tmpl->hom, g.schedule, fn, *bind);
+      detail::run_scheduled(g.tmpl->hom, g.schedule, fn, *bind, *g.target);
       if (const uint8_t f = fpe::take()) note_group_fp(f, window, g);
-      if (dump && fn) gr.source = jit::KernelCache::instance().source_of(g.key);
+      if (dump && fn) gr.source = g.target->compiler().source_of(g.key);
     } else {
       fpe::take();
       detail::interpret(window, g.begin, g.end, g.dead);
@@ -486,7 +490,7 @@ bool run_chain(const std::vector<Task>& window, const std::shared_ptr<const Plan
   // Half of L2 for the tile buffers, the rest for the rows streaming
   // through (measured, 2048² float64: the blur's one 16 KB-row link ran best
   // at 64 rows, the diffusion's three at 8-16, both 1.4x slower at 4x that).
-  opt.scratch_budget = tune::Asm::host().l2_bytes / 2;
+  opt.scratch_budget = cpu_target().machine().l2_bytes / 2;
   if (cfg.random_schedule_seed >= 0) {
     // Random schedules draw the launch's choices too.
     std::mt19937_64 rng(static_cast<uint64_t>(cfg.random_schedule_seed) ^ jit::hash64(plan->groups[c.first].key));
@@ -532,7 +536,7 @@ bool run_chain(const std::vector<Task>& window, const std::shared_ptr<const Plan
       gr.chain = cp.to_string();
       gr.run_ms = ticks_to_ms(t1 - clock);
     }
-    if (cfg.dump) gr.source = jit::KernelCache::instance().source_of(pg.key);
+    if (cfg.dump) gr.source = pg.target->compiler().source_of(pg.key);
   }
   clock = t1;
   return true;

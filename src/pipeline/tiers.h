@@ -10,6 +10,8 @@
 // and benchmarks of it need), Eager interprets whenever it can.
 #pragma once
 
+#include "pipeline/target.h"
+
 #include <memory>
 #include <vector>
 
@@ -37,7 +39,8 @@ double compile_estimate_ms();
 void note_compile_ms(double ms);
 
 // The background compiler.
-void compile_in_background(std::shared_ptr<const mdh::MdHom> hom, const tune::Schedule& s);
+void compile_in_background(std::shared_ptr<const mdh::MdHom> hom, const tune::Schedule& s,
+                           const Target& t = cpu_target());
 // Recompiles a Quick kernel Full on the background compiler (once per kernel).
 void upgrade_in_background(jit::KernelRef k);
 void compile_queue_wait();

@@ -33,22 +33,20 @@ namespace nf::pipeline {
 
 namespace detail {
 
-std::string kernel_key(const mdh::MdHom& h, const tune::Schedule& s) { return "cpu|" + h.key() + "|" + s.key(); }
-
-jit::KernelRef compile_kernel(const mdh::MdHom& h, const tune::Schedule& s, jit::Opt opt, bool* hit,
-                              bool* disk_hit) {
-  return jit::KernelCache::instance().get(
-      kernel_key(h, s),
-      [&] {
-        lower::LoopNest nest = lower::lower(h, s, "kernel");
-        return codegen::render_c(nest);
-      },
-      opt, hit, disk_hit);
+std::string kernel_key(const mdh::MdHom& h, const tune::Schedule& s, const Target& t) {
+  return std::string(t.name) + "|" + h.key() + "|" + s.key();
 }
 
-void run_scheduled(const mdh::MdHom& h, const tune::Schedule& s, jit::Kernel* k, const mdh::Bindings& b) {
+jit::KernelRef compile_kernel(const mdh::MdHom& h, const tune::Schedule& s, jit::Opt opt, bool* hit, bool* disk_hit,
+                              const Target& t) {
+  return t.compiler().get(
+      kernel_key(h, s, t), [&] { return t.render(t.lower(h, s, "kernel")); }, opt, hit, disk_hit);
+}
+
+void run_scheduled(const mdh::MdHom& h, const tune::Schedule& s, jit::Kernel* k, const mdh::Bindings& b,
+                   const Target& t) {
   if (s.routine == tune::Routine::Blas) return ext::run_contraction(h, b);
-  if (!k->quick.load(std::memory_order_relaxed)) return runtime::run_kernel(k->fn.load(std::memory_order_acquire), h, b);
+  if (!k->quick.load(std::memory_order_relaxed)) return t.launch(k->fn.load(std::memory_order_acquire), h, b);
   // The first launches are timed, later ones one in 8 (counted 8 times):
   // reading the clock twice costs more than a launch over a small array.
   // The very first is not: it pays once for what is cold (the output's
@@ -58,9 +56,9 @@ void run_scheduled(const mdh::MdHom& h, const tune::Schedule& s, jit::Kernel* k,
   const uint32_t n = k->launches.load(std::memory_order_relaxed);
   k->launches.store(n + 1, std::memory_order_relaxed);
   const int64_t weight = n == 0 ? 0 : n < 8 ? 1 : (n % 8 == 0 ? 8 : 0);
-  if (weight == 0) return runtime::run_kernel(k->fn.load(std::memory_order_acquire), h, b);
+  if (weight == 0) return t.launch(k->fn.load(std::memory_order_acquire), h, b);
   const uint64_t t0 = ticks();
-  runtime::run_kernel(k->fn.load(std::memory_order_acquire), h, b);
+  t.launch(k->fn.load(std::memory_order_acquire), h, b);
   const int64_t ns = weight * static_cast<int64_t>(ticks_to_ms(ticks() - t0) * 1e6);
   if (k->quick_ns.fetch_add(ns, std::memory_order_relaxed) + ns >= kUpgradeAfterNs &&
       !k->upgrading.exchange(true))
@@ -343,7 +341,7 @@ TunedKernel tune_job(const TuneJob& job, double budget_s, int max_evals, bool ro
   opt.seed = jit::hash64(h.key() + job.cls);
   opt.stop = stop;
   opt.progress = progress;
-  const tune::Asm& target = tune::Asm::host();
+  const tune::Asm& target = cpu_target().machine();
   tune::StoreEntry stored;
   if (tune::ScheduleStore::instance().find(tune::device_id(target), h, bench.bindings(), job.cls, &stored))
     opt.starts.push_back(stored.schedule);
@@ -405,7 +403,7 @@ constexpr int64_t kMaxSynthBytes = int64_t(2) << 30;
 
 tune::Schedule choose_schedule(const mdh::MdHom& h, const mdh::Bindings& b, const Config& cfg, bool* tuned) {
   *tuned = false;
-  const tune::Asm& target = tune::Asm::host();
+  const tune::Asm& target = cpu_target().machine();
   const std::string cls = tune::size_class(h, b);
   if (cfg.random_schedule_seed >= 0)
     return tune::random_schedule(h, b, target,

@@ -10,18 +10,21 @@
 #include "jit/jit.h"
 #include "mdh/mdh.h"
 #include "pipeline/pipeline.h"
+#include "pipeline/target.h"
 #include "tune/tune.h"
 
 namespace nf::pipeline::detail {
 
-std::string kernel_key(const mdh::MdHom& h, const tune::Schedule& s);
-// The compiled kernel of (h, s), from the kernel caches or compiled now at `opt`.
+std::string kernel_key(const mdh::MdHom& h, const tune::Schedule& s, const Target& t = cpu_target());
+// The compiled kernel of (h, s) for t, from the kernel caches or compiled now
+// at `opt` (t's passes, renderer and compiler).
 jit::KernelRef compile_kernel(const mdh::MdHom& h, const tune::Schedule& s, jit::Opt opt = jit::Opt::Full,
-                              bool* hit = nullptr, bool* disk_hit = nullptr);
+                              bool* hit = nullptr, bool* disk_hit = nullptr, const Target& t = cpu_target());
 // Runs h under s on b (the kernel k, or the library routine). A Quick kernel
 // is timed (its first 8 launches, then one in 8, weighted); once its runs add up to kUpgradeAfterNs it is recompiled Full in
 // the background (the upgrade pays for itself when the kernel keeps running).
-void run_scheduled(const mdh::MdHom& h, const tune::Schedule& s, jit::Kernel* k, const mdh::Bindings& b);
+void run_scheduled(const mdh::MdHom& h, const tune::Schedule& s, jit::Kernel* k, const mdh::Bindings& b,
+                   const Target& t = cpu_target());
 constexpr int64_t kUpgradeAfterNs = 2'000'000;
 // A Quick kernel that ran `ns` as a stage of a multi-stage launch: counted
 // toward its upgrade like run_scheduled's timed launches.

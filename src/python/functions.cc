@@ -2,6 +2,7 @@
 // sync points, configuration and diagnostics.
 #include <pybind11/stl.h>
 
+#include "lower/lower.h"
 #include "codegen/codegen.h"
 #include "codegen/scalar_c.h"
 #include "core/error.h"
@@ -651,6 +652,8 @@ void bind_functions(py::module_& m) {
   m.def("set_memo", [](bool on) { pipeline::config().memo = on; });
   m.def("get_memo", []() { return pipeline::config().memo; });
   m.def("get_dump", []() { return pipeline::config().dump; });
+  m.def("set_dump_passes", [](bool on) { lower::set_dump_passes(on); });
+  m.def("get_dump_passes", []() { return lower::dump_passes(); });
   m.def("set_max_window", [](int64_t n) { global_stream().set_max_window(static_cast<size_t>(std::max<int64_t>(n, 1))); });
   m.def("get_max_window", []() { return global_stream().max_window; });
   m.def("set_max_kernel_ops", [](int n) {

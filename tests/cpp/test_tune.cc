@@ -10,9 +10,11 @@
 #include <cstdio>
 #include <fstream>
 
+#include "pipeline/target.h"
 #include "codegen/codegen.h"
 #include "fusion/fusion.h"
 #include "lower/lower.h"
+#include "lower/passes.h"
 #include "mdh/mdh.h"
 #include "stream/stream.h"
 #include "tune/tune.h"
@@ -95,7 +97,7 @@ std::vector<mdh::Built> classes() {
 
 TEST(Tune, RandomSchedulesAreLegalAndLower) {
   const tune::Asm& target = tune::Asm::host();
-  int blas = 0, cached = 0, packed = 0, unrolled = 0, parallel = 0;
+  int blas = 0, cached = 0, packed = 0, unrolled = 0, parallel = 0, barriers = 0;
   for (const mdh::Built& m : classes()) {
     for (uint64_t seed = 0; seed < 300; ++seed) {
       tune::Schedule s = tune::random_schedule(m.hom, m.bind, target, seed);
@@ -108,8 +110,18 @@ TEST(Tune, RandomSchedulesAreLegalAndLower) {
       for (const tune::Cache& c : s.caches) packed += !c.pack.empty();
       unrolled += !s.unroll.empty();
       parallel += s.parallel;
-      // Lowering and rendering never fail on a legal schedule.
-      lower::LoopNest nest = lower::lower(m.hom, s, "k");
+      // Lowering and rendering never fail on a legal schedule, and the nest
+      // keeps the IR's invariants after every pass.
+      lower::LoopNest nest = lower::passes::build(m.hom, s, "k");
+      ASSERT_EQ(lower::verify(nest, "build"), "") << s.key() << "\n" << lower::print(nest);
+      for (const lower::Pass& p : {lower::Pass{"storage", lower::passes::storage},
+                                   lower::Pass{"simplify", lower::passes::simplify},
+                                   lower::Pass{"cpu_barriers", lower::passes::cpu_barriers}}) {
+        p.run(nest);
+        ASSERT_EQ(lower::verify(nest, p.name), "") << s.key() << " after " << p.name << "\n" << lower::print(nest);
+      }
+      barriers += lower::print(pipeline::cpu_target().lower(m.hom, s, "k")).find("cores") != std::string::npos &&
+                  lower::print(lower::passes::build(m.hom, s, "k")).find("barrier") != std::string::npos;
       EXPECT_FALSE(codegen::render_c(nest).code.empty());
       // Mutations stay legal too.
       tune::Schedule t = tune::mutate(s, m.hom, m.bind, target, seed * 7 + 1);
@@ -122,6 +134,7 @@ TEST(Tune, RandomSchedulesAreLegalAndLower) {
   EXPECT_GT(packed, 10);
   EXPECT_GT(unrolled, 100);
   EXPECT_GT(parallel, 100);
+  EXPECT_GT(barriers, 20);  // parallel reductions combine after a barrier
 }
 
 // A search walks chains of mutations; whatever it ends on must be storable:
@@ -370,7 +383,7 @@ TEST(Tune, LargeTileBuffersGoToTheHeap) {
     for (int d = 0; d < m.hom.ndim; ++d) s.order.push_back({d, s.tiles[d].empty() ? 0 : 1});
     s.caches.push_back({out, static_cast<int>(layout.size()) - 1, layout, {}});
     ASSERT_EQ(s.why_illegal(m.hom), "") << s.key();
-    const std::string code = codegen::render_c(lower::lower(m.hom, s, "k")).code;
+    const std::string code = codegen::render_c(pipeline::cpu_target().lower(m.hom, s, "k")).code;
     const std::string name = "tile" + std::to_string(out);
     EXPECT_EQ(code.find("*)malloc(") != std::string::npos && code.find(name + " = (") != std::string::npos,
               tile > 16)

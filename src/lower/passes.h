@@ -1,0 +1,57 @@
+// The lowering passes, in the order lower() runs them (lower.cc). Each keeps
+// the nest's meaning (the same points, the same values, the same order of
+// every non-associative combine) and states what it leaves for the next;
+// verify() checks the IR's invariants after each one in assertion builds.
+//
+//   build       MdHom + Schedule -> nest                 (loops.cc and its helpers)
+//   storage     where each allocation lives, its release (storage.cc)
+//   simplify    index arithmetic folded, dead code gone  (simplify.cc)
+//   then the target's tail, for the CPU:
+//   cpu_barriers  barriers become the ends of thread regions (cpu_barriers.cc)
+#pragma once
+
+#include <string>
+
+#include "lower/lower.h"
+
+namespace nf::lower::passes {
+
+// build: the scheduled MdHom as one nest. Tiling (one loop per tile level
+// and dimension, in the schedule's order, each covering its parent tile
+// clipped to the extent), the full-tile / remainder split of unrolled loops,
+// compute-at of tile buffers and register accumulators (each opened in the
+// body of the loop the schedule names and closed there), reductions (in a
+// register, a tile, memory or per-thread partials), NumPy's pairwise sums,
+// and loop kinds (Vectorized innermost loops, Unrolled ones). A parallel
+// schedule becomes one Cores loop at the top level whose iterations take
+// equal shares of the outermost loop; the combine of per-thread partials
+// follows a Barrier, on thread 0. Allocations carry their scope, and none
+// is released yet. (Its helpers: loops.cc the nest and point body,
+// reductions.cc, caches.cc tile buffers, pairwise.cc.)
+LoopNest build(const mdh::MdHom& h, const tune::Schedule& s, const std::string& name);
+
+// storage: a Local allocation whose count is not a literal, or which would
+// take the Local allocations around it past kStackBytes (a worker thread's
+// stack has a few MiB), becomes Thread scope (heap on the CPU); every Thread
+// or Kernel allocation is released
+// by a Free at the end of the statement list that holds it. After it each
+// heap-scope Alloc has exactly one Free, in its own list, after its uses.
+constexpr int64_t kStackBytes = int64_t(1) << 20;
+void storage(LoopNest& n);
+
+// simplify: integer index arithmetic on literals is folded (+ - * / min <
+// &&, and x + 0, x * 1, x * 0, x - 0, min(x, x)), an If with a literal
+// condition becomes its branch, a For whose literal range is empty goes,
+// and a Block in a statement list is spliced into it when it declares
+// nothing. Floating-point expressions are never touched.
+void simplify(LoopNest& n);
+
+// cpu_barriers (the CPU target's tail): the CPU's threads (jit.h:
+// nf_parallel) may not wait for each other, so a Barrier ends a Cores loop.
+// `Cores { A; Barrier; if (ThreadIndex < 1) B }` becomes `Cores { A }`, its
+// thread count kept in a variable (the loop's name), and then B once, with
+// ThreadIndex 0 and ThreadCount that count; any other `Cores { A; Barrier;
+// C }` becomes `Cores { A }; Cores { C }`. After it no Barrier remains.
+void cpu_barriers(LoopNest& n);
+
+}  // namespace nf::lower::passes

@@ -1,0 +1,144 @@
+// The loop IR as text (NUMFUSE_DUMP=passes): one statement per line, loops
+// with their kind, allocations with their scope.
+#include <sstream>
+
+#include "lower/lower.h"
+
+namespace nf::lower {
+
+namespace {
+
+const char* loop_name(LoopKind l) {
+  switch (l) {
+    case LoopKind::Serial: return "";
+    case LoopKind::Vectorized: return " vectorized";
+    case LoopKind::Unrolled: return " unrolled";
+    case LoopKind::Cores: return " cores";
+    case LoopKind::GpuBlocks: return " gpu-blocks";
+    case LoopKind::GpuThreads: return " gpu-threads";
+  }
+  return "";
+}
+
+const char* scope_name(Scope s) {
+  switch (s) {
+    case Scope::Local: return "local";
+    case Scope::Thread: return "thread";
+    case Scope::Kernel: return "kernel";
+    case Scope::GpuShared: return "gpu-shared";
+  }
+  return "";
+}
+
+std::string ex(const Ex& e) {
+  auto arg = [&](size_t i) { return ex(*e.args[i]); };
+  switch (e.k) {
+    case Ex::K::Var: return e.name;
+    case Ex::K::IntLit: return std::to_string(e.ival);
+    case Ex::K::FloatLit: {
+      std::ostringstream os;
+      os.precision(17);
+      os << e.fval;
+      if (is_complex(e.dtype)) os << (e.fimag < 0 ? "" : "+") << e.fimag << "j";
+      return os.str();
+    }
+    case Ex::K::IntParam: return "ip[" + std::to_string(e.slot) + "]";
+    case Ex::K::FloatParam: return "fp[" + std::to_string(e.slot) + "]";
+    case Ex::K::Load: return e.name + "[" + arg(0) + "]";
+    case Ex::K::Arith:
+      if (e.op == 'm') return "min(" + arg(0) + ", " + arg(1) + ")";
+      if (e.op == '&') return "(" + arg(0) + " and " + arg(1) + ")";
+      return "(" + arg(0) + " " + e.op + " " + arg(1) + ")";
+    case Ex::K::Scalar: {
+      std::string name;
+      switch (e.node.kind) {
+        case ExprNode::Kind::Cast: name = std::string(dtype_name(e.dtype)); break;
+        case ExprNode::Kind::Unary: name = unary_name(static_cast<UnaryOp>(e.node.op)); break;
+        case ExprNode::Kind::Binary: name = binary_name(static_cast<BinaryOp>(e.node.op)); break;
+        case ExprNode::Kind::Select: name = "where"; break;
+        default: name = "op"; break;
+      }
+      std::string s = name + "(";
+      for (size_t i = 0; i < e.args.size(); ++i) s += (i ? ", " : "") + arg(i);
+      return s + ")";
+    }
+    case Ex::K::Combine: {
+      std::string s = std::string(reduce_name(e.rop)) + (e.args.size() == 4 ? "_better(" : "(");
+      for (size_t i = 0; i < e.args.size(); ++i) s += (i ? ", " : "") + arg(i);
+      return s + ")";
+    }
+    case Ex::K::ThreadIndex: return "thread_index";
+    case Ex::K::ThreadCount: return "thread_count";
+    case Ex::K::MaxThreads: return "max_threads";
+  }
+  return "?";
+}
+
+void stmt(std::ostringstream& os, const Stmt& s, int d) {
+  const std::string ind(2 * d, ' ');
+  auto list = [&](const std::vector<StmtP>& b) {
+    for (const StmtP& c : b) stmt(os, *c, d + 1);
+  };
+  switch (s.k) {
+    case Stmt::K::Block:
+      os << ind << "{\n";
+      list(s.body);
+      os << ind << "}\n";
+      return;
+    case Stmt::K::For:
+      if (s.loop == LoopKind::Cores) {
+        os << ind << "cores" << (s.cond ? " if " + ex(*s.cond) : "") << (s.name.empty() ? "" : " -> " + s.name)
+           << ":\n";
+      } else {
+        os << ind << "for " << s.name << " in [" << ex(*s.lo) << ", " << ex(*s.hi) << ") step " << ex(*s.step)
+           << loop_name(s.loop);
+        if (!s.simd_reductions.empty()) {
+          os << " reducing";
+          for (const auto& [v, op] : s.simd_reductions) os << " " << v << ":" << op;
+        }
+        os << ":\n";
+      }
+      list(s.body);
+      return;
+    case Stmt::K::Decl:
+      os << ind << dtype_name(s.dtype) << " " << s.name << (s.init ? " = " + ex(*s.init) : "") << "\n";
+      return;
+    case Stmt::K::Assign:
+      os << ind << ex(*s.target) << " = " << ex(*s.value) << "\n";
+      return;
+    case Stmt::K::Alloc:
+      os << ind << "alloc " << scope_name(s.scope) << " " << dtype_name(s.dtype) << " " << s.name << "["
+         << ex(*s.count) << "]\n";
+      return;
+    case Stmt::K::Free:
+      os << ind << "free " << s.name << "\n";
+      return;
+    case Stmt::K::Barrier:
+      os << ind << "barrier\n";
+      return;
+    case Stmt::K::Comment:
+      os << ind << "# " << s.text << "\n";
+      return;
+    case Stmt::K::If:
+      os << ind << "if " << ex(*s.cond) << ":\n";
+      list(s.body);
+      if (!s.else_body.empty()) {
+        os << ind << "else:\n";
+        list(s.else_body);
+      }
+      return;
+  }
+}
+
+}  // namespace
+
+std::string print(const LoopNest& n) {
+  std::ostringstream os;
+  os << "kernel " << n.name << "(";
+  for (int i = 0; i < n.num_ptrs; ++i) os << (i ? ", " : "") << "p" << i << ": " << dtype_name(n.ptr_types[i]);
+  os << ")\n";
+  for (const StmtP& s : n.body) stmt(os, *s, 1);
+  return os.str();
+}
+
+}  // namespace nf::lower

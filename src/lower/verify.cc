@@ -1,0 +1,193 @@
+// The loop IR's verifier (lower.h): names declared before use and in scope,
+// thread expressions only inside a Cores loop, Cores loops only at the top
+// level, barriers only directly in one, Local variables not seen across a
+// barrier, allocations in a scope that can hold them, released once (after
+// the storage pass), no barrier after the CPU target's barrier pass.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "lower/lower.h"
+
+namespace nf::lower {
+
+namespace {
+
+enum class NameKind { Scalar, Array, Heap, Freed };
+
+class Verifier {
+ public:
+  Verifier(const LoopNest& n, const std::string& after)
+      : n_(n), released_(after != "build"), no_barriers_(after == "cpu_barriers") {}
+
+  std::string run() {
+    if (has_cores(n_.body) != n_.uses_threads) fail("uses_threads says " + std::string(n_.uses_threads ? "yes" : "no"));
+    if (static_cast<int>(n_.ptr_types.size()) != n_.num_ptrs) fail("ptr_types does not match num_ptrs");
+    list(n_.body, true);
+    return err_;
+  }
+
+ private:
+  const LoopNest& n_;
+  const bool released_, no_barriers_;
+  std::string err_;
+  std::vector<std::vector<std::pair<std::string, NameKind>>> scopes_;
+  bool in_cores_ = false;
+
+  static bool has_cores(const std::vector<StmtP>& list) {
+    for (const StmtP& s : list)
+      if ((s->k == Stmt::K::For && s->loop == LoopKind::Cores) || has_cores(s->body) || has_cores(s->else_body))
+        return true;
+    return false;
+  }
+
+  void fail(const std::string& why) {
+    if (err_.empty()) err_ = why;
+  }
+
+  const NameKind* find(const std::string& name) const {
+    for (auto s = scopes_.rbegin(); s != scopes_.rend(); ++s)
+      for (auto it = s->rbegin(); it != s->rend(); ++it)
+        if (it->first == name) return &it->second;
+    return nullptr;
+  }
+
+  bool is_pointer(const std::string& name) const {
+    if (name.size() < 2 || name[0] != 'p') return false;
+    for (size_t i = 1; i < name.size(); ++i)
+      if (name[i] < '0' || name[i] > '9') return false;
+    return std::stoll(name.substr(1)) < n_.num_ptrs;
+  }
+
+  void declare(const std::string& name, NameKind k) {
+    for (const auto& [n, kind] : scopes_.back())
+      if (n == name && kind != NameKind::Freed) fail("'" + name + "' declared twice in one statement list");
+    scopes_.back().push_back({name, k});
+  }
+
+  void ex(const ExP& e) {
+    if (!e) return;
+    switch (e->k) {
+      case Ex::K::Var: {
+        const NameKind* k = find(e->name);
+        if (!k || *k == NameKind::Freed) fail("'" + e->name + "' used where it is not declared");
+        break;
+      }
+      case Ex::K::Load: {
+        if (e->args.size() != 1) fail("a load of '" + e->name + "' takes one index");
+        const NameKind* k = find(e->name);
+        if (!is_pointer(e->name) && (!k || (*k != NameKind::Array && *k != NameKind::Heap)))
+          fail("'" + e->name + "' is loaded but is neither a kernel pointer nor a live allocation");
+        break;
+      }
+      case Ex::K::Arith:
+        if (e->args.size() != 2) fail("index arithmetic takes two operands");
+        break;
+      case Ex::K::Combine:
+        if (e->args.size() != 2 && e->args.size() != 4) fail("a combine takes two or four operands");
+        break;
+      case Ex::K::Scalar:
+        if (e->args.empty()) fail("a scalar operation without operands");
+        break;
+      case Ex::K::ThreadIndex:
+      case Ex::K::ThreadCount:
+        if (!in_cores_) fail("thread index or count outside a Cores loop");
+        break;
+      default: break;
+    }
+    for (const ExP& a : e->args) ex(a);
+  }
+
+  void list(const std::vector<StmtP>& body, bool top, bool cores_body = false) {
+    scopes_.emplace_back();
+    for (const StmtP& s : body) stmt(*s, top, cores_body);
+    if (released_)
+      for (const auto& [name, kind] : scopes_.back())
+        if (kind == NameKind::Heap) fail("allocation '" + name + "' is never released");
+    scopes_.pop_back();
+  }
+
+  void stmt(const Stmt& s, bool top, bool cores_body) {
+    switch (s.k) {
+      case Stmt::K::Block:
+        list(s.body, false);
+        return;
+      case Stmt::K::Decl:
+        ex(s.init);
+        declare(s.name, NameKind::Scalar);
+        return;
+      case Stmt::K::Assign:
+        ex(s.value);
+        if (s.target->k != Ex::K::Var && s.target->k != Ex::K::Load) fail("assignment to an expression");
+        ex(s.target);
+        return;
+      case Stmt::K::Alloc:
+        ex(s.count);
+        if (!s.count) fail("allocation '" + s.name + "' without a count");
+        if (s.scope == Scope::Local && (s.count->k != Ex::K::IntLit || s.count->ival <= 0) && released_)
+          fail("Local allocation '" + s.name + "' of a count not a positive literal");
+        if (s.scope == Scope::Kernel && in_cores_) fail("Kernel allocation '" + s.name + "' inside a Cores loop");
+        declare(s.name, s.scope == Scope::Thread || s.scope == Scope::Kernel ? NameKind::Heap : NameKind::Array);
+        return;
+      case Stmt::K::Free: {
+        if (!released_) fail("a Free before the storage pass");
+        for (auto& [name, kind] : scopes_.back())
+          if (name == s.name && kind == NameKind::Heap) {
+            kind = NameKind::Freed;
+            return;
+          }
+        fail("Free of '" + s.name + "', not a live heap allocation of this statement list");
+        return;
+      }
+      case Stmt::K::Barrier:
+        if (no_barriers_) fail("a Barrier after the target's barrier pass");
+        if (!cores_body) fail("a Barrier not directly in a Cores loop's body");
+        // What a thread declared before the barrier is not seen after it.
+        for (auto& [name, kind] : scopes_.back())
+          if (kind == NameKind::Heap) fail("allocation '" + name + "' live across a Barrier");
+        scopes_.back().clear();
+        return;
+      case Stmt::K::Comment:
+        return;
+      case Stmt::K::If:
+        ex(s.cond);
+        if (!s.cond) fail("an If without a condition");
+        list(s.body, false);
+        list(s.else_body, false);
+        return;
+      case Stmt::K::For: {
+        if (!s.lo || !s.hi || !s.step) fail("a loop without bounds");
+        if (s.loop == LoopKind::Cores) {
+          if (!top) fail("a Cores loop below the kernel's top level");
+          if (s.lo->k != Ex::K::IntLit || s.lo->ival != 0 || s.hi->k != Ex::K::ThreadCount ||
+              s.step->k != Ex::K::IntLit || s.step->ival != 1)
+            fail("a Cores loop not over [0, thread_count)");
+          ex(s.cond);
+          in_cores_ = true;
+          list(s.body, false, true);
+          in_cores_ = false;
+          if (!s.name.empty()) declare(s.name, NameKind::Scalar);
+          return;
+        }
+        ex(s.lo);
+        ex(s.hi);
+        ex(s.step);
+        if (s.name.empty()) fail("a loop without a variable");
+        if ((s.loop == LoopKind::Vectorized || s.loop == LoopKind::Unrolled) &&
+            (s.step->k != Ex::K::IntLit || s.step->ival <= 0))
+          fail("vectorized or unrolled loop '" + s.name + "' without a positive literal step");
+        scopes_.emplace_back();
+        scopes_.back().push_back({s.name, NameKind::Scalar});
+        list(s.body, false);
+        scopes_.pop_back();
+        return;
+      }
+    }
+  }
+};
+
+}  // namespace
+
+std::string verify(const LoopNest& n, const std::string& after) { return Verifier(n, after).run(); }
+
+}  // namespace nf::lower

@@ -1,0 +1,278 @@
+// lower/: the loop IR's passes (passes.h), its verifier and printer, and the
+// CPU target's rendering of thread loops and barriers, on nests built by hand.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "codegen/codegen.h"
+#include "jit/jit.h"
+#include "lower/lower.h"
+#include "lower/passes.h"
+#include "pipeline/target.h"
+
+using namespace nf;
+using namespace nf::lower;
+
+namespace {
+
+StmtP mk(Stmt::K k) {
+  auto s = std::make_shared<Stmt>();
+  s->k = k;
+  return s;
+}
+StmtP decl_(const std::string& name, ExP init) {
+  StmtP s = mk(Stmt::K::Decl);
+  s->name = name;
+  s->init = std::move(init);
+  return s;
+}
+StmtP assign_(ExP target, ExP value) {
+  StmtP s = mk(Stmt::K::Assign);
+  s->target = std::move(target);
+  s->value = std::move(value);
+  return s;
+}
+ExP load_(const std::string& arr, ExP i) {
+  auto e = std::make_shared<Ex>();
+  e->k = Ex::K::Load;
+  e->name = arr;
+  e->args = {std::move(i)};
+  return e;
+}
+ExP arith_(char op, ExP a, ExP b) {
+  auto e = std::make_shared<Ex>();
+  e->k = Ex::K::Arith;
+  e->op = op;
+  e->args = {std::move(a), std::move(b)};
+  return e;
+}
+StmtP alloc_(const std::string& name, ExP count, Scope scope) {
+  StmtP s = mk(Stmt::K::Alloc);
+  s->name = name;
+  s->count = std::move(count);
+  s->scope = scope;
+  return s;
+}
+StmtP for_(const std::string& v, ExP lo, ExP hi, LoopKind kind = LoopKind::Serial) {
+  StmtP s = mk(Stmt::K::For);
+  s->name = v;
+  s->lo = std::move(lo);
+  s->hi = std::move(hi);
+  s->step = lit(1);
+  s->loop = kind;
+  return s;
+}
+StmtP cores_(ExP cond = lit(1)) {
+  StmtP s = for_("", lit(0), thread_count(), LoopKind::Cores);
+  s->name.clear();
+  s->cond = std::move(cond);
+  return s;
+}
+LoopNest nest(std::vector<StmtP> body, int ptrs = 2) {
+  LoopNest n;
+  n.name = "k";
+  n.num_ptrs = ptrs;
+  n.ptr_types.assign(ptrs, DType::Int64);
+  n.body = std::move(body);
+  for (const StmtP& s : n.body) n.uses_threads |= s->k == Stmt::K::For && s->loop == LoopKind::Cores;
+  return n;
+}
+
+void expect_bad(const LoopNest& n, const std::string& after, const std::string& phrase) {
+  const std::string why = verify(n, after);
+  EXPECT_NE(why.find(phrase), std::string::npos) << "verify said: '" << why << "'\n" << print(n);
+}
+
+}  // namespace
+
+TEST(LowerPasses, VerifierAcceptsAWellFormedNest) {
+  StmtP c = cores_();
+  c->body = {decl_("x", thread_index()), assign_(load_("p0", var("x")), var("x")), mk(Stmt::K::Barrier)};
+  LoopNest n = nest({decl_("n0", lit(8)), c});
+  EXPECT_EQ(verify(n, "build"), "");
+}
+
+TEST(LowerPasses, VerifierRejectsEachBrokenRule) {
+  // A variable used where it is not declared.
+  expect_bad(nest({assign_(load_("p0", lit(0)), var("nope"))}), "build", "'nope' used where it is not declared");
+  // A load of an array that is neither a pointer nor allocated.
+  expect_bad(nest({assign_(load_("p0", lit(0)), load_("q", lit(0)))}), "build", "'q' is loaded");
+  expect_bad(nest({assign_(load_("p0", lit(0)), load_("p7", lit(0)))}), "build", "'p7' is loaded");
+  // Thread expressions outside a Cores loop.
+  expect_bad(nest({assign_(load_("p0", lit(0)), thread_index())}), "build", "outside a Cores loop");
+  // A Cores loop below the top level.
+  {
+    StmtP f = for_("i", lit(0), lit(4));
+    f->body = {cores_()};
+    LoopNest n = nest({f});
+    n.uses_threads = true;
+    expect_bad(n, "build", "below the kernel's top level");
+  }
+  // uses_threads must say whether there is a Cores loop.
+  {
+    LoopNest n = nest({cores_()});
+    n.uses_threads = false;
+    expect_bad(n, "build", "uses_threads");
+  }
+  // A barrier outside a Cores loop, and one after the CPU's barrier pass.
+  expect_bad(nest({mk(Stmt::K::Barrier)}), "build", "not directly in a Cores loop");
+  {
+    StmtP c = cores_();
+    c->body = {mk(Stmt::K::Barrier)};
+    expect_bad(nest({c}), "cpu_barriers", "after the target's barrier pass");
+  }
+  // A thread's local variable seen across a barrier.
+  {
+    StmtP c = cores_();
+    c->body = {decl_("x", thread_index()), mk(Stmt::K::Barrier), assign_(load_("p0", lit(0)), var("x"))};
+    expect_bad(nest({c}), "build", "'x' used where it is not declared");
+  }
+  // A Kernel allocation inside a Cores loop.
+  {
+    StmtP c = cores_();
+    c->body = {alloc_("t", lit(4), Scope::Kernel)};
+    expect_bad(nest({c}), "build", "inside a Cores loop");
+  }
+  // Releases: none before the storage pass, exactly one after it.
+  expect_bad(nest({alloc_("t", var("n0"), Scope::Thread)}), "storage", "'n0' used where it is not declared");
+  expect_bad(nest({decl_("n0", lit(3)), alloc_("t", var("n0"), Scope::Thread)}), "storage", "never released");
+  {
+    StmtP f = mk(Stmt::K::Free);
+    f->name = "t";
+    expect_bad(nest({alloc_("t", lit(4), Scope::Kernel), f}), "build", "a Free before the storage pass");
+    StmtP f2 = mk(Stmt::K::Free);
+    f2->name = "t";
+    expect_bad(nest({alloc_("t", lit(4), Scope::Kernel), f, f2}), "storage", "not a live heap allocation");
+  }
+  // A Local allocation must have a positive literal count once storage ran.
+  expect_bad(nest({decl_("n0", lit(3)), alloc_("t", var("n0"), Scope::Local)}), "storage", "Local allocation 't'");
+  // Vectorized loops need a positive literal step.
+  {
+    StmtP f = for_("i", lit(0), lit(8), LoopKind::Vectorized);
+    f->step = arith_('+', lit(1), lit(0));
+    expect_bad(nest({f}), "build", "positive literal step");
+  }
+  // Names declared twice in one list.
+  expect_bad(nest({decl_("x", lit(1)), decl_("x", lit(2))}), "build", "declared twice");
+}
+
+TEST(LowerPasses, StoragePutsLargeAndRuntimeSizedBuffersOnTheHeapAndReleasesThem) {
+  StmtP c = cores_();
+  StmtP big = alloc_("big", lit((int64_t(1) << 20) / 8 + 1), Scope::Local);  // over kStackBytes of int64
+  big->dtype = DType::Int64;
+  StmtP small = alloc_("small", lit(16), Scope::Local);
+  small->dtype = DType::Int64;
+  StmtP dyn = alloc_("dyn", var("n0"), Scope::Local);
+  dyn->dtype = DType::Int64;
+  c->body = {big, small, dyn, mk(Stmt::K::Barrier), decl_("y", lit(0))};
+  LoopNest n = nest({decl_("n0", lit(5)), alloc_("part", var("n0"), Scope::Kernel), c});
+  passes::storage(n);
+  EXPECT_EQ(verify(n, "storage"), "") << print(n);
+  EXPECT_EQ(big->scope, Scope::Thread);
+  EXPECT_EQ(small->scope, Scope::Local);
+  EXPECT_EQ(dyn->scope, Scope::Thread);
+  // Thread buffers are released before the barrier, the Kernel one at the end.
+  const std::vector<StmtP>& b = c->body;
+  ASSERT_EQ(b.size(), 7u) << print(n);
+  EXPECT_EQ(b[3]->k, Stmt::K::Free);
+  EXPECT_EQ(b[3]->name, "dyn");
+  EXPECT_EQ(b[4]->name, "big");
+  EXPECT_EQ(b[5]->k, Stmt::K::Barrier);
+  EXPECT_EQ(n.body.back()->k, Stmt::K::Free);
+  EXPECT_EQ(n.body.back()->name, "part");
+}
+
+TEST(LowerPasses, SimplifyFoldsIndexArithmeticOnly) {
+  auto flt = std::make_shared<Ex>();
+  flt->k = Ex::K::FloatLit;
+  flt->dtype = DType::Float64;
+  flt->fval = 0.0;
+  StmtP s1 = assign_(load_("p0", arith_('+', arith_('*', lit(2), lit(3)), arith_('*', var("n0"), lit(1)))),
+                     arith_('m', var("n0"), var("n0")));
+  StmtP dead = for_("i", lit(4), lit(4));
+  dead->body = {assign_(load_("p0", var("i")), lit(1))};
+  StmtP branch = mk(Stmt::K::If);
+  branch->cond = arith_('<', lit(3), lit(1));
+  branch->body = {assign_(load_("p0", lit(0)), lit(1))};
+  branch->else_body = {assign_(load_("p1", lit(0)), arith_('-', var("n0"), var("n0")))};
+  StmtP blk = mk(Stmt::K::Block);
+  blk->body = {assign_(load_("p1", lit(1)), lit(2))};
+  LoopNest n = nest({decl_("n0", lit(5)), s1, dead, branch, blk});
+  passes::simplify(n);
+  EXPECT_EQ(verify(n, "simplify"), "");
+  EXPECT_EQ(print(n),
+            "kernel k(p0: int64, p1: int64)\n"
+            "  int64 n0 = 5\n"
+            "  p0[(6 + n0)] = n0\n"
+            "  p1[0] = 0\n"
+            "  p1[1] = 2\n");
+}
+
+TEST(LowerPasses, CpuBarriersSplitThreadRegionsAndTheyRunInOrder) {
+  // tmp[t] = 10 t on every thread; after the barrier, each thread reads its
+  // mirror's entry, written by another thread; then thread 0 alone adds up
+  // all entries over the threads that ran.
+  StmtP c = cores_();
+  c->body = {
+      assign_(load_("tmp", thread_index()), arith_('*', thread_index(), lit(10))),
+      mk(Stmt::K::Barrier),
+      assign_(load_("p0", thread_index()),
+              load_("tmp", arith_('-', arith_('-', thread_count(), lit(1)), thread_index()))),
+      mk(Stmt::K::Barrier),
+  };
+  StmtP first = mk(Stmt::K::If);
+  first->cond = arith_('<', thread_index(), lit(1));
+  StmtP sum = for_("t", lit(0), thread_count());
+  sum->body = {assign_(load_("p1", lit(0)), arith_('+', load_("p1", lit(0)), load_("tmp", var("t"))))};
+  first->body = {assign_(load_("p1", lit(1)), thread_count()), sum};
+  c->body.push_back(first);
+  StmtP a = alloc_("tmp", max_threads(), Scope::Kernel);
+  a->dtype = DType::Int64;
+  LoopNest n = nest({a, c});
+  EXPECT_EQ(verify(n, "build"), "") << print(n);
+  passes::storage(n);
+  passes::cpu_barriers(n);
+  ASSERT_EQ(verify(n, "cpu_barriers"), "") << print(n);
+  // Two thread regions, then the first-thread tail as serial code.
+  const std::string text = print(n);
+  EXPECT_NE(text.find("cores if 1 -> nf_used0:"), std::string::npos) << text;
+  EXPECT_NE(text.find("cores if 1 -> nf_used1:"), std::string::npos) << text;
+  EXPECT_NE(text.find("p1[1] = nf_used1"), std::string::npos) << text;
+  EXPECT_EQ(text.find("barrier"), std::string::npos) << text;
+
+  const codegen::Source src = pipeline::cpu_target().render(n);
+  jit::KernelFn fn = jit::CpuCompiler::instance().compile(src, "test_cpu_barriers");
+  const int64_t nt = jit::nf_max_threads();
+  std::vector<int64_t> out(nt, -1), tail(2, 0);
+  char* ptrs[2] = {reinterpret_cast<char*>(out.data()), reinterpret_cast<char*>(tail.data())};
+  const int64_t ints[1] = {0};
+  const double floats[1] = {0};
+  fn(ptrs, ints, floats);
+  const int64_t ran = tail[1];
+  ASSERT_GE(ran, 1);
+  ASSERT_LE(ran, nt);
+  int64_t total = 0;
+  for (int64_t t = 0; t < ran; ++t) {
+    EXPECT_EQ(out[t], (ran - 1 - t) * 10) << "thread " << t << " of " << ran;
+    total += 10 * t;
+  }
+  EXPECT_EQ(tail[0], total);
+}
+
+TEST(LowerPasses, PrinterShowsLoopKindsScopesAndThreads) {
+  StmtP c = cores_(arith_('<', lit(100), var("n0")));
+  StmtP v = for_("i", lit(0), lit(8), LoopKind::Vectorized);
+  v->body = {assign_(load_("p0", var("i")), thread_index())};
+  c->body = {v, mk(Stmt::K::Barrier)};
+  LoopNest n = nest({decl_("n0", lit(5)), alloc_("acc", max_threads(), Scope::Kernel), c}, 1);
+  n.ptr_types[0] = DType::Float32;
+  EXPECT_EQ(print(n),
+            "kernel k(p0: float32)\n"
+            "  int64 n0 = 5\n"
+            "  alloc kernel int64 acc[max_threads]\n"
+            "  cores if (100 < n0):\n"
+            "    for i in [0, 8) step 1 vectorized:\n"
+            "      p0[i] = thread_index\n"
+            "    barrier\n");
+}

@@ -1,0 +1,164 @@
+"""Lowering as named passes over the target-neutral loop IR (src/lower/passes.h).
+
+``NUMFUSE_DUMP=passes`` (or ``numfuse.config(dump="passes")``) prints each new
+kernel's loop nest after every pass, and release builds then also run the
+IR verifier after each pass (assertion builds always do: `make debug-test`).
+These tests run programs in fresh processes with a fresh kernel cache, so
+every kernel is lowered there, and read the dumps: the passes run in order,
+the nest says what the IR promises (Cores loops, thread expressions,
+barriers, allocation scopes), the CPU target's tail leaves no barrier, and
+the results are NumPy's.
+"""
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import numfuse as nf
+
+PASSES = ["build", "storage", "simplify", "cpu_barriers"]
+
+
+def run_dumped(tmp_path, program, extra_env=None):
+    env = dict(os.environ)
+    env.update({"NUMFUSE_CACHE_DIR": str(tmp_path / "cache"), "NUMFUSE_DUMP": "passes", "NUMFUSE_TIER": "lazy"})
+    env.update(extra_env or {})
+    r = subprocess.run([sys.executable, "-c", textwrap.dedent(program)], env=env, capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stderr[-4000:]
+    return r.stdout, r.stderr
+
+
+def nests(stderr):
+    """[(pass, schedule, nest text)] from a dump, in order."""
+    out = []
+    for m in re.finditer(r"^-- (\S+) after (\S+) \(schedule ([^)]*)\) --\n(.*?)(?=^-- |^numfuse kernel|\Z)", stderr,
+                         re.M | re.S):
+        out.append((m.group(2), m.group(3), m.group(4)))
+    return out
+
+
+def by_kernel(dumps):
+    """One {pass: nest} per lowered kernel (its build dump starts it; a
+    kernel's dumps are written together), with its schedule under "schedule"."""
+    kernels = []
+    for p, sched, text in dumps:
+        if p == "build":
+            kernels.append({})
+        kernels[-1][p] = text
+        kernels[-1]["schedule"] = sched
+    return kernels
+
+
+def parallel(schedule):
+    return any(f.startswith("p") for f in schedule.split("|"))
+
+
+PROGRAM = """
+    import numpy as onp
+    import numfuse as np
+    x = onp.linspace(-3, 3, 1_000_000)
+    a = np.asarray(x)
+    print(repr(float((a * 2.5).sum())), repr(float((x * 2.5).sum())))
+    m = onp.arange(60000.0).reshape(300, 200) % 7
+    b = np.asarray(m)
+    print(onp.array_equal(onp.asarray((b * 3).max(axis=0)), (m * 3).max(axis=0)))
+    print(int(np.argmax(a * a)), int(onp.argmax(x * x)))
+    print(onp.array_equal(onp.asarray(b + 1), m + 1))
+"""
+
+
+def test_every_kernel_goes_through_the_passes_in_order(tmp_path):
+    out, err = run_dumped(tmp_path, PROGRAM)
+    lines = out.split()
+    assert lines[0] == lines[1]  # the parallel pairwise sum is NumPy's to the bit
+    assert lines[2] == "True" and lines[3] == lines[4] and lines[5] == "True"
+    dumps = nests(err)
+    kernels = by_kernel(dumps)
+    assert len(kernels) >= 4
+    for k in kernels:
+        assert [p for p in k if p != "schedule"] == PASSES
+    # Every dump starts with the kernel's signature.
+    assert all(text.startswith("kernel kernel(p0: ") for _, _, text in dumps)
+
+
+def test_parallel_reductions_combine_after_a_barrier_which_the_cpu_tail_turns_into_regions(tmp_path):
+    _, err = run_dumped(tmp_path, PROGRAM)
+    kernels = by_kernel(nests(err))
+    threaded = [k for k in kernels if "cores if" in k["build"]]
+    assert threaded, "no kernel had a Cores loop"
+    combined = [k for k in threaded if "barrier" in k["build"]]
+    assert combined, "no parallel reduction combined after a barrier"
+    for k in combined:
+        build, tail = k["build"], k["cpu_barriers"]
+        # Built: partials in Kernel memory, the combine on thread 0 after the barrier.
+        part = re.search(r"alloc kernel \w+ (\w+)\[", build)
+        assert part, build
+        assert "if (thread_index < 1):" in build
+        assert "free " not in build  # releases are the storage pass's
+        assert f"free {part.group(1)}" in k["storage"]
+        # The CPU tail: no barrier; the region's thread count feeds the combine.
+        assert "barrier" not in tail
+        assert re.search(r"cores if .* -> nf_used0:", tail)
+        assert "thread_index < 1" not in tail
+        assert "nf_used0" in tail.split("-> nf_used0:", 1)[1]
+    # Thread expressions never appear outside a Cores loop's body.
+    for k in kernels:
+        for p in PASSES:
+            for line in k[p].splitlines():
+                if not line.startswith("    ") and ("thread_index" in line or "thread_count" in line):
+                    pytest.fail(f"thread expression at the top level after {p}: {line}")
+
+
+def test_random_schedules_keep_the_ir_valid_after_every_pass(tmp_path):
+    # With dumping on, release builds verify the nest after each pass and a
+    # violation raises at the compile; random schedules reach tile buffers,
+    # heap tiles, unrolling, lanes and parallel partials.
+    out, err = run_dumped(tmp_path, """
+        import numpy as onp
+        import numfuse as np
+        rng = onp.random.default_rng(3)
+        x = rng.uniform(-1, 1, (67, 45))
+        y = rng.uniform(-1, 1, (45, 31))
+        bad = 0
+        for seed in range(12):
+            with np.config(random_schedules=seed, routines=False):
+                a, b = np.asarray(x), np.asarray(y)
+                got = [a.sum(axis=0), a.max(axis=1), np.argmin(a, axis=0), np.cumsum(a, axis=1), a @ b,
+                       (a * a).mean(), np.where(a > 0, a, -a).sum(axis=1)]
+                want = [x.sum(axis=0), x.max(axis=1), onp.argmin(x, axis=0), onp.cumsum(x, axis=1), x @ y,
+                        (x * x).mean(), onp.where(x > 0, x, -x).sum(axis=1)]
+                for g, w in zip(got, want):
+                    if not onp.allclose(onp.asarray(g), w, rtol=1e-12, atol=1e-12):
+                        bad += 1
+        print(bad)
+    """)
+    assert out.split() == ["0"]
+    kernels = by_kernel(nests(err))
+    assert len(kernels) >= 40
+    text = "\n".join(k["cpu_barriers"] for k in kernels)
+    assert "alloc local" in text  # tile buffers or lanes on the stack
+    assert "cores" in text and "vectorized" in text
+    # Serial schedules make nests without threads; parallel ones, one Cores
+    # loop per region.
+    serial = [k for k in kernels if not parallel(k["schedule"])]
+    assert serial and len(serial) < len(kernels)
+    for k in kernels:
+        for p in PASSES:
+            threads = "cores" in k[p] or "thread_" in k[p]
+            assert threads == parallel(k["schedule"]), (p, k["schedule"], k[p])
+
+
+def test_dump_option_round_trips():
+    before = nf.options()["dump"]
+    with nf.config(dump="passes"):
+        assert nf.options()["dump"] == "passes"
+        assert nf._core.get_dump_passes() and nf._core.get_dump()
+    assert nf.options()["dump"] == before
+    with nf.config(dump=True):
+        assert nf.options()["dump"] is True
+        assert not nf._core.get_dump_passes()
