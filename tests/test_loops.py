@@ -262,3 +262,35 @@ def test_iteration_sees_writes_made_during_the_loop():
     assert [float(v) for v in d] == [2.0, 2.0, 2.0]
     rows = list(nf.arange(6.0).reshape(2, 3))  # n-d: rows are arrays
     assert type(rows[0]) is nf.ndarray and rows[1].shape == (3,)
+
+
+def test_explain_after_a_memoized_flush_that_tier0_ran(tmp_path):
+    # A loop's second flush reuses the memoized plan, and a group whose kernel
+    # is still compiling runs on tier 0 without binding its template: its
+    # report has no sizes. explain() used to read them anyway (a crash).
+    # In a subprocess, with a fresh kernel cache so the kernels do compile.
+    import subprocess, sys, textwrap, os
+    program = textwrap.dedent("""
+        import numpy, numfuse as np
+        rng = numpy.random.default_rng(0)
+        b = numpy.zeros((258, 258)); b[1:-1, 1:-1] = rng.standard_normal((256, 256))
+        b = np.asarray(b)
+        x = np.zeros_like(b); r = b.copy(); p = r.copy(); rr = (r * r).sum()
+        texts = []
+        for it in range(4):
+            Ap = 4 * p[1:-1, 1:-1] - p[:-2, 1:-1] - p[2:, 1:-1] - p[1:-1, :-2] - p[1:-1, 2:]
+            alpha = rr / (p[1:-1, 1:-1] * Ap).sum()
+            x += alpha * p
+            r[1:-1, 1:-1] -= alpha * Ap
+            rr_new = (r * r).sum()
+            p = r + (rr_new / rr) * p
+            rr = rr_new
+            np.flush()
+            texts.append(str(np.explain()))
+        print(sum("memoized" in t for t in texts), all("kernel 0" in t for t in texts))
+    """)
+    env = dict(os.environ, NUMFUSE_CACHE_DIR=str(tmp_path), NUMFUSE_TIER="auto")
+    r = subprocess.run([sys.executable, "-c", program], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    memo_hits, described = r.stdout.split()
+    assert int(memo_hits) >= 2 and described == "True"

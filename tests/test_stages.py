@@ -178,6 +178,39 @@ def test_stages_off_gives_the_same(fn, data):
     same(on, to_np(off))
 
 
+@pytest.mark.parametrize("fn", [diffusion, softmax], ids=lambda f: f.__name__)
+def test_tuning_measures_the_launch_choices_on_live_runs(fn, data):
+    # With tuning on, the launch tries tile rows {auto, 4, 16, 64} x {rolling,
+    # recomputed halos} on its first 16 runs (each twice), then keeps the
+    # fastest; every run computes the same values as NumPy and as separate
+    # kernels.
+    texts, results = [], []
+    with nf.config(tune=0.05):
+        for k in range(120):
+            y = data * (1 + k / 8)
+            got = run(fn, nf.asarray(y))
+            assert stages_ran()
+            texts.append(nf.explain().groups[0]["chain"])
+            if k % 7 == 0 or "tuned on" in texts[-1]:
+                results.append((got, y))  # (checked after: check() re-plans)
+            if sum("tuned on" in t for t in texts) >= 3:
+                break
+    for got, y in results:
+        check(fn, got, [y])
+    # (A schedule the background tuner stores for a stage re-plans the
+    # window, and the new plan's launch is tuned afresh: runs restart at 1.)
+    runs = [int(t.split("launch being tuned: run ")[1].split()[0]) for t in texts if "being tuned" in t]
+    assert all(b in (a + 1, 1) for a, b in zip(runs, runs[1:])), runs
+    assert runs[-16:] == list(range(1, 17)), runs
+    tuned = [t for t in texts if "tuned on its first 16 runs" in t]
+    assert len(tuned) == 3 and texts[-3:] == tuned
+    # The choice stays once made, and the recompute candidates really ran
+    # (each launch says which halos it used).
+    assert len({t.split("launch tuned on")[1] for t in tuned}) == 1
+    assert any("recomputed" in t for t in texts[:len(runs)])
+    assert any("rolling" in t for t in texts[:len(runs)])
+
+
 def test_explain_describes_the_stages(data):
     run(blur, nf.asarray(data))
     text = str(nf.explain())

@@ -97,6 +97,20 @@ struct PlanChain {
     bool tile = false, copy = false;
   };
   std::vector<Link> links;
+  // With tuning on (Config::tune_seconds), the launch's own choices -- tile
+  // rows and rolling vs recomputed halos -- are measured on its first live
+  // launches (they compute the same values: only the time differs), each
+  // candidate twice, and the fastest is kept for the plan's later runs.
+  struct Tuning {
+    static constexpr int kCandidates = 8;
+    static constexpr int64_t kRows[4] = {0, 4, 16, 64};  // 0: from the cache size
+    double best_ms[kCandidates] = {};
+    int launches = 0;
+    int chosen = -1;
+    static int64_t rows(int c) { return kRows[c / 2]; }
+    static bool rolling(int c) { return c % 2 == 0; }
+  };
+  mutable Tuning tuning;  // (written under g_exec_mu, like PlanGroup::bound)
 };
 
 struct Plan {
@@ -498,6 +512,13 @@ bool run_chain(const std::vector<Task>& window, const std::shared_ptr<const Plan
     opt.tile_rows = kRows[rng() % 6];
     opt.rolling = rng() % 2;
   }
+  PlanChain::Tuning& tn = c.tuning;
+  int candidate = -1;
+  if (cfg.tune_seconds > 0 && cfg.random_schedule_seed < 0 && cfg.stage_rows == 0) {
+    const int pick = tn.chosen >= 0 ? tn.chosen : (candidate = tn.launches % PlanChain::Tuning::kCandidates);
+    opt.tile_rows = PlanChain::Tuning::rows(pick);
+    opt.rolling = PlanChain::Tuning::rolling(pick);
+  }
   runtime::ChainPlan cp = runtime::plan_chain(stages, links, opt);
   if (!cp.why_not.empty()) return false;
   fpe::take();
@@ -514,6 +535,13 @@ bool run_chain(const std::vector<Task>& window, const std::shared_ptr<const Plan
   }
   const int64_t ns = static_cast<int64_t>(ticks_to_ms(t1 - t0) * 1e6);
   for (jit::Kernel* k : kernels) detail::credit_quick(k, ns / static_cast<int64_t>(kernels.size()));
+  if (candidate >= 0) {
+    const double ms = ticks_to_ms(t1 - t0);
+    double& best = tn.best_ms[candidate];
+    best = tn.launches < PlanChain::Tuning::kCandidates ? ms : std::min(best, ms);
+    if (++tn.launches == 2 * PlanChain::Tuning::kCandidates)
+      tn.chosen = static_cast<int>(std::min_element(std::begin(tn.best_ms), std::end(tn.best_ms)) - tn.best_ms);
+  }
   for (int g = c.first; g <= c.last; ++g) {
     const PlanGroup& pg = plan->groups[g];
     GroupReport& gr = reports.emplace_back();
@@ -534,6 +562,16 @@ bool run_chain(const std::vector<Task>& window, const std::shared_ptr<const Plan
     gr.stages = c.last - c.first + 1;
     if (g == c.first) {
       gr.chain = cp.to_string();
+      if (!gr.chain.empty() && gr.chain.back() != '\n') gr.chain += '\n';
+      if (candidate >= 0) {
+        gr.chain += "launch being tuned: run " + std::to_string(tn.launches) + " of " +
+                    std::to_string(2 * PlanChain::Tuning::kCandidates) + "\n";
+      } else if (tn.chosen >= 0) {
+        const int64_t r = PlanChain::Tuning::rows(tn.chosen);
+        gr.chain += "launch tuned on its first " + std::to_string(2 * PlanChain::Tuning::kCandidates) +
+                    " runs: " + (r ? std::to_string(r) + " rows per tile" : std::string("tile rows from the cache")) +
+                    ", " + (PlanChain::Tuning::rolling(tn.chosen) ? "rolling" : "recomputed") + " halos\n";
+      }
       gr.run_ms = ticks_to_ms(t1 - clock);
     }
     if (cfg.dump) gr.source = pg.target->compiler().source_of(pg.key);
@@ -584,6 +622,8 @@ std::string GroupReport::routine() const { return is_routine() && hom ? ext::rou
 
 std::string GroupReport::mdh_text() const {
   if (!hom) return "";
+  // A memoized group tier 0 ran was never bound: its sizes stay symbolic.
+  if (ints.empty()) return mdh::to_string(*hom, nullptr);
   mdh::Bindings b;
   b.ints.assign(ints.begin(), ints.end());
   return mdh::to_string(*hom, &b);
