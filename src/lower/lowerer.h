@@ -1,7 +1,9 @@
-// Internal to the lower stage: the Lowerer and the IR builders its passes
-// share. The passes live in their own files:
-//   loops.cc      - the loop nest (tiles, parallel split, full-tile/remainder
-//                   paths for unrolled loops) and the point body;
+// Internal to the lower stage: the Lowerer (the `build` pass of passes.h)
+// and the IR builders the passes share. The build pass's parts live in their
+// own files:
+//   loops.cc      - the loop nest (tiles, the Cores loop's per-thread share,
+//                   full-tile/remainder paths for unrolled loops) and the
+//                   point body;
 //   reductions.cc - where each reduction output combines (register, tile,
 //                   memory, per-thread partials) and the final combine;
 //   caches.cc     - local tile buffers (copy-in of inputs, output tiles);
