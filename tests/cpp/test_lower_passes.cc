@@ -8,6 +8,7 @@
 #include "codegen/codegen.h"
 #include "jit/jit.h"
 #include "lower/lower.h"
+#include "lower/lowerer.h"
 #include "lower/passes.h"
 #include "pipeline/target.h"
 
@@ -16,59 +17,25 @@ using namespace nf::lower;
 
 namespace {
 
+// The IR builders the passes use (lowerer.h), with the test's defaults.
 StmtP mk(Stmt::K k) {
   auto s = std::make_shared<Stmt>();
   s->k = k;
   return s;
 }
-StmtP decl_(const std::string& name, ExP init) {
-  StmtP s = mk(Stmt::K::Decl);
-  s->name = name;
-  s->init = std::move(init);
-  return s;
-}
-StmtP assign_(ExP target, ExP value) {
-  StmtP s = mk(Stmt::K::Assign);
-  s->target = std::move(target);
-  s->value = std::move(value);
-  return s;
-}
-ExP load_(const std::string& arr, ExP i) {
-  auto e = std::make_shared<Ex>();
-  e->k = Ex::K::Load;
-  e->name = arr;
-  e->args = {std::move(i)};
-  return e;
-}
-ExP arith_(char op, ExP a, ExP b) {
-  auto e = std::make_shared<Ex>();
-  e->k = Ex::K::Arith;
-  e->op = op;
-  e->args = {std::move(a), std::move(b)};
-  return e;
-}
+StmtP decl_(const std::string& name, ExP init) { return detail::decl(DType::Int64, name, std::move(init)); }
+StmtP assign_(ExP target, ExP value) { return detail::assign(std::move(target), std::move(value)); }
+ExP load_(const std::string& arr, ExP i) { return detail::load(arr, std::move(i), DType::Int64); }
+ExP arith_(char op, ExP a, ExP b) { return detail::arith(op, std::move(a), std::move(b)); }
 StmtP alloc_(const std::string& name, ExP count, Scope scope) {
-  StmtP s = mk(Stmt::K::Alloc);
-  s->name = name;
-  s->count = std::move(count);
-  s->scope = scope;
-  return s;
+  return detail::alloc(DType::Int64, name, std::move(count), scope);
 }
 StmtP for_(const std::string& v, ExP lo, ExP hi, LoopKind kind = LoopKind::Serial) {
-  StmtP s = mk(Stmt::K::For);
-  s->name = v;
-  s->lo = std::move(lo);
-  s->hi = std::move(hi);
-  s->step = lit(1);
+  StmtP s = detail::for_loop(v, std::move(lo), std::move(hi), lit(1));
   s->loop = kind;
   return s;
 }
-StmtP cores_(ExP cond = lit(1)) {
-  StmtP s = for_("", lit(0), thread_count(), LoopKind::Cores);
-  s->name.clear();
-  s->cond = std::move(cond);
-  return s;
-}
+StmtP cores_(ExP cond = lit(1)) { return detail::cores_loop(std::move(cond)); }
 LoopNest nest(std::vector<StmtP> body, int ptrs = 2) {
   LoopNest n;
   n.name = "k";
@@ -184,10 +151,6 @@ TEST(LowerPasses, StoragePutsLargeAndRuntimeSizedBuffersOnTheHeapAndReleasesThem
 }
 
 TEST(LowerPasses, SimplifyFoldsIndexArithmeticOnly) {
-  auto flt = std::make_shared<Ex>();
-  flt->k = Ex::K::FloatLit;
-  flt->dtype = DType::Float64;
-  flt->fval = 0.0;
   StmtP s1 = assign_(load_("p0", arith_('+', arith_('*', lit(2), lit(3)), arith_('*', var("n0"), lit(1)))),
                      arith_('m', var("n0"), var("n0")));
   StmtP dead = for_("i", lit(4), lit(4));
