@@ -76,7 +76,7 @@ class CRenderer {
     if (n_.uses_threads)
       src << "int64_t nf_parallel(void (*)(void*, int64_t, int64_t), void*); int64_t nf_max_threads(void);\n";
     if (uses_alloc_) src << "void* malloc(unsigned long); void free(void*);\n";
-    src << helpers_.definitions() << regions_.str() << body.str();
+    src << helpers_.definitions() << stages_.str() << regions_.str() << body.str();
     return {src.str(), n_.name, n_.wide};
   }
 
@@ -90,6 +90,8 @@ class CRenderer {
   std::vector<std::pair<std::string, std::string>> captured_;
   std::ostringstream regions_;
   int nregions_ = 0;
+  std::ostringstream stages_;  // Stage functions (before the regions calling them)
+  int nstages_ = 0;
 
   void capture(const Stmt& s) {
     if (s.k == Stmt::K::Decl)
@@ -156,6 +158,7 @@ class CRenderer {
       case Ex::K::Arith: {
         std::string a = ex(*e.args[0]), b = ex(*e.args[1]);
         if (e.op == 'm') return "(" + a + " < " + b + " ? " + a + " : " + b + ")";
+        if (e.op == 'M') return "(" + a + " > " + b + " ? " + a + " : " + b + ")";
         if (e.op == '&') return "(" + a + " && " + b + ")";
         return "(" + a + " " + e.op + " " + b + ")";
       }
@@ -180,6 +183,8 @@ class CRenderer {
         return "nf_nt";
       case Ex::K::MaxThreads:
         return "nf_max_threads()";
+      case Ex::K::Address:  // (kernel pointers of a multi-stage kernel are bytes)
+        return "((uint8_t*)" + e.name + " + " + ex(*e.args[0]) + ")";
     }
     throw std::logic_error("render_c: bad expression");
   }
@@ -255,7 +260,30 @@ class CRenderer {
       case Stmt::K::Comment:
         os << indent(d) << "/* " << s.text << " */\n";
         return;
+      case Stmt::K::Stage:
+        return stage(os, s, d);
     }
+  }
+
+  // A Stage: a function of its own whose pointer parameters are restrict
+  // (as a serial kernel's, for the same reason), called with the stage's
+  // addresses, its int parameter array and its part of fp.
+  void stage(std::ostringstream& os, const Stmt& s, int d) {
+    const std::string fn = n_.name + "_stage" + std::to_string(nstages_++);
+    std::ostringstream f;
+    f << "static __attribute__((noinline)) void " << fn << "(";
+    std::string call = fn + "(";
+    for (size_t i = 0; i < s.args.size(); ++i) {
+      const char* t = s.arg_types[i] == DType::Bool ? "uint8_t" : c_type(s.arg_types[i]);
+      f << t << "* restrict p" << i << ", ";
+      call += std::string("(") + t + "*)" + ex(*s.args[i]) + ", ";
+    }
+    f << "const int64_t* restrict ip, const double* restrict fp) {\n";
+    if (s.contract) f << "  #pragma clang fp contract(fast)\n";
+    for (const StmtP& c : s.body) stmt(f, *c, 1);
+    f << "}\n";
+    stages_ << f.str();
+    os << indent(d) << call << s.name << ", fp + " << s.fp_base << ");\n";
   }
 
   // A Cores loop: its body becomes a function of (thread, threads) over the

@@ -15,37 +15,74 @@ std::atomic<bool> g_dump_passes{false};
 void set_dump_passes(bool on) { g_dump_passes.store(on, std::memory_order_relaxed); }
 bool dump_passes() { return g_dump_passes.load(std::memory_order_relaxed); }
 
-LoopNest lower(const mdh::MdHom& h, const tune::Schedule& s, const std::string& name, const std::vector<Pass>& tail) {
-  std::string why = s.why_illegal(h);
-  if (!why.empty()) throw std::logic_error("illegal schedule " + s.key() + ": " + why);
-  const bool dump = dump_passes();
-  // The dump of one kernel is written at once: kernels of a flush may be
-  // lowered on several threads.
-  std::string trace;
-  auto after = [&](const char* pass, const LoopNest& n) {
-    if (dump) trace += "-- " + n.name + " after " + pass + " (schedule " + s.key() + ") --\n" + print(n);
+namespace {
+
+// Runs passes over nests, printing each after each pass (the dump of one
+// kernel is written at once: kernels of a flush may be lowered on several
+// threads) and verifying it (assertion builds; release builds when dumping).
+class Driver {
+ public:
+  explicit Driver(std::string schedule) : schedule_(std::move(schedule)) {}
+  ~Driver() {
+    if (dump_) std::fputs(trace_.c_str(), stderr);
+  }
+  void after(const char* pass, const LoopNest& n) {
+    if (dump_) trace_ += "-- " + n.name + " after " + pass + " (schedule " + schedule_ + ") --\n" + print(n);
 #ifdef NDEBUG
-    if (!dump) return;
+    if (!dump_) return;
 #endif
-    // Assertion builds verify every nest; release builds when dumping.
     const std::string bad = verify(n, pass);
     if (!bad.empty()) {
-      if (dump) std::fputs(trace.c_str(), stderr);
+      if (dump_) std::fputs(trace_.c_str(), stderr);
+      dump_ = false;
       throw std::logic_error(std::string("loop IR after pass ") + pass + ": " + bad + "\n" + print(n));
     }
-  };
+  }
+  void run(LoopNest& n, const Pass& p) {
+    p.run(n);
+    after(p.name, n);
+  }
+
+ private:
+  std::string schedule_;
+  bool dump_ = dump_passes();
+  std::string trace_;
+};
+
+constexpr Pass kCommon[] = {{"storage", passes::storage}, {"simplify", passes::simplify}};
+
+LoopNest common(Driver& d, const mdh::MdHom& h, const tune::Schedule& s, const std::string& name) {
+  std::string why = s.why_illegal(h);
+  if (!why.empty()) throw std::logic_error("illegal schedule " + s.key() + ": " + why);
   LoopNest n = passes::build(h, s, name);
-  after("build", n);
-  static const Pass kCommon[] = {{"storage", passes::storage}, {"simplify", passes::simplify}};
-  for (const Pass& p : kCommon) {
-    p.run(n);
-    after(p.name, n);
+  d.after("build", n);
+  for (const Pass& p : kCommon) d.run(n, p);
+  return n;
+}
+
+}  // namespace
+
+LoopNest lower(const mdh::MdHom& h, const tune::Schedule& s, const std::string& name, const std::vector<Pass>& tail) {
+  Driver d(s.key());
+  LoopNest n = common(d, h, s, name);
+  for (const Pass& p : tail) d.run(n, p);
+  return n;
+}
+
+LoopNest lower_chain(const std::vector<const mdh::MdHom*>& homs, const std::vector<tune::Schedule>& schedules,
+                     const ChainShape& shape, const std::string& name, const std::vector<Pass>& tail) {
+  std::string keys;
+  for (const tune::Schedule& s : schedules) keys += (keys.empty() ? "" : " ; ") + s.key();
+  Driver d(keys);
+  std::vector<LoopNest> stages;
+  for (size_t i = 0; i < homs.size(); ++i) {
+    if (schedules[i].parallel) throw std::logic_error("lower_chain: a stage's schedule is parallel");
+    stages.push_back(common(d, *homs[i], schedules[i], name + "_stage" + std::to_string(i)));
   }
-  for (const Pass& p : tail) {
-    p.run(n);
-    after(p.name, n);
-  }
-  if (dump) std::fputs(trace.c_str(), stderr);
+  LoopNest n = passes::compose(std::move(stages), shape, name);
+  d.after("compose", n);
+  d.run(n, {"simplify", passes::simplify});
+  for (const Pass& p : tail) d.run(n, p);
   return n;
 }
 

@@ -38,13 +38,15 @@ struct Ex {
     IntParam,  // ip[slot]  (int64)
     FloatParam,// fp[slot]
     Load,      // name[args[0]]  (name = pointer or local array)
-    Arith,     // int64 index arithmetic: args[0] op args[1]; op in "+-*/<m" (m=min, <: less)
+    Arith,     // int64 index arithmetic: args[0] op args[1]; op in "+-*/<mM&" (m: min, M: max,
+               // <: less, &: both nonzero)
     Scalar,    // a scalar operation of the ops vocabulary on args (node.kind Unary/Binary/Select/Cast)
     Combine,   // the reduction operator `rop` in type dtype applied to args[0], args[1]; an
                // arg-reduction's (acc, ai, v, vi) test, with ival 1 when vi comes later (spell_arg_better)
     ThreadIndex,  // int64: the iteration of the enclosing Cores loop this thread runs, in [0, ThreadCount)
     ThreadCount,  // int64: the threads running the enclosing Cores loop (its trip count)
     MaxThreads,   // int64: a bound on ThreadCount of any Cores loop of this kernel; valid anywhere
+    Address,      // the address args[0] bytes after the start of kernel pointer `name` (a Stage's argument)
   };
   K k;
   DType dtype = DType::Int64;
@@ -118,6 +120,11 @@ struct Stmt {
                // declared before it are not seen after it
     Comment,
     If,        // if (cond) body else else_body
+    Stage,     // one stage of a multi-stage kernel (compose, passes.h): runs `body`, a
+               // serial nest of its own, as a function of its own. Inside it p<i> is the
+               // address args[i] (a pointer to arg_types[i]), ip[k] is the Local int64
+               // array `name`'s element k, fp[k] is fp[fp_base + k]; nothing declared
+               // outside it is seen inside. `contract`: fused multiply-add allowed.
   };
   K k = K::Block;
   std::vector<StmtP> body;
@@ -133,6 +140,10 @@ struct Stmt {
   std::string text; // Comment
   ExP cond;                       // If
   std::vector<StmtP> else_body;   // If
+  std::vector<ExP> args;          // Stage: its pointers
+  std::vector<DType> arg_types;   // Stage
+  int fp_base = 0;                // Stage
+  bool contract = false;          // Stage
 };
 
 struct LoopNest {
@@ -157,6 +168,70 @@ struct Pass {
 // target's `tail`. The schedule must be legal for h.
 LoopNest lower(const mdh::MdHom& h, const tune::Schedule& s, const std::string& name,
                const std::vector<Pass>& tail = {});
+
+// ---------------------------------------------------------------------------
+// Multi-stage kernels (fusion.h: Chain; HFAV's stencil chains, reductions
+// feeding their consumers). Every stage is an MdHom whose dimension 0 is the
+// chain's outer dimension (rows). One kernel runs them all: its Cores loop
+// gives each thread a share of the last stage's rows, walked in tiles; for
+// a tile [r0, r1) stage s computes its rows [r0 + lo_s, r1 + hi_s) clipped
+// to [0, rows_s) (the halos lo_s, hi_s come from bounds inference over the
+// bound views at launch: runtime.h, plan_chain), so every row a consumer
+// reads for the tile is there. A tile link (an intermediate the chain keeps
+// to itself) lives in a per-thread tile buffer of rows in the kernel's
+// scratch, addressed row by row; rolling tiles keep the halo rows the
+// previous tile computed (a memmove of the rows kept, then only the new
+// rows are computed) instead of recomputing them. The halos, tile size,
+// rolling choice and buffer offsets are parameters: one compiled kernel
+// serves every launch of the same structure.
+//
+// ChainShape is the structure (part of the kernel's key); its slot
+// functions are the kernel's parameter layout, which the launcher fills.
+struct ChainShape {
+  struct Stage {
+    std::vector<int> link;  // per access of its MdHom: the tile link it touches, -1 memory, -2 untouched
+    int ints = 0, floats = 0;           // its parameters
+    int extent0 = 0;                    // the int slot of its outer extent
+    std::vector<std::pair<int, int>> shifts;  // per index affine: (offset slot, outer-stride slot)
+    bool operator==(const Stage&) const = default;
+  };
+  struct Link {
+    int producer = 0;
+    bool copy = false;  // its owned rows are also copied to the buffer (the array Python holds)
+    bool operator==(const Link&) const = default;
+  };
+  std::vector<Stage> stages;
+  std::vector<Link> links;  // the tile links only (a Full link is memory)
+
+  // ip: the launch's parameters, then each stage's own.
+  static constexpr int kRoot = 0;      // rows of the last stage
+  static constexpr int kThreads = 1;   // threads that get rows (the rest return at once)
+  static constexpr int kTileRows = 2;  // rows of the last stage per tile
+  static constexpr int kRolling = 3;   // 1: halo rows kept from the thread's previous tile
+  static constexpr int kScratch = 4;   // scratch bytes per thread
+  static constexpr int kHeader = 5;
+  int stage_slot(int s) const { return kHeader + 3 * s; }  // rows_s, lo_s, hi_s
+  int link_slot(int l) const;    // the tile buffer's offset in a thread's scratch, its bytes per row
+  int access_slot(int s, int i) const;  // memory: its bytes per row; a link: its byte offset in the row
+  int ints_at(int s) const;      // the stage's own int parameters
+  int num_ints() const;
+  int floats_at(int s) const;
+  int num_floats() const;
+  // Pointers (bytes): each stage's memory accesses (already offset), each
+  // copy link's buffer, then the scratch of all threads.
+  int ptr_of(int s, int i) const;
+  int copy_ptr(int l) const;
+  int scratch_ptr() const;
+  int num_ptrs() const;
+  std::string key() const;
+  bool operator==(const ChainShape&) const = default;
+};
+
+// Lower a multi-stage kernel: each stage's scheduled MdHom (serial
+// schedules) through the common passes, then compose (passes.h), then the
+// target's tail.
+LoopNest lower_chain(const std::vector<const mdh::MdHom*>& homs, const std::vector<tune::Schedule>& schedules,
+                     const ChainShape& shape, const std::string& name, const std::vector<Pass>& tail = {});
 
 // The nest as indented text, one statement per line (NUMFUSE_DUMP=passes).
 std::string print(const LoopNest& n);

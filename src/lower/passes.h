@@ -6,11 +6,13 @@
 //   build       MdHom + Schedule -> nest                 (loops.cc and its helpers)
 //   storage     where each allocation lives, its release (storage.cc)
 //   simplify    index arithmetic folded, dead code gone  (simplify.cc)
+//   compose     (multi-stage kernels) the stages' nests -> one nest (chain.cc)
 //   then the target's tail, for the CPU:
 //   cpu_barriers  barriers become the ends of thread regions (cpu_barriers.cc)
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "lower/lower.h"
 
@@ -45,6 +47,19 @@ void storage(LoopNest& n);
 // and a Block in a statement list is spliced into it when it declares
 // nothing. Floating-point expressions are never touched.
 void simplify(LoopNest& n);
+
+// compose (multi-stage kernels, lower.h: ChainShape): the stages' nests,
+// each built serial and through storage and simplify, become one nest: a
+// Cores loop whose threads each walk tiles of their share of the last
+// stage's rows; per tile and stage, bounds from the launch's halos, the
+// rolling move of kept rows in the tile buffers the stage writes, the
+// stage's outer extent and index offsets moved to its first new row, then
+// the stage's nest as a Stage statement whose pointers are its memory
+// rows or its rows of the thread's tile buffers, then the copy of a copy
+// link's owned rows to its array. Only the launch's parameters (ip header)
+// vary between launches of one shape. Its output needs no storage pass
+// (its tile buffers are the launcher's scratch, its Local arrays literal).
+LoopNest compose(std::vector<LoopNest> stages, const ChainShape& shape, const std::string& name);
 
 // cpu_barriers (the CPU target's tail): the CPU's threads (jit.h:
 // nf_parallel) may not wait for each other, so a Barrier ends a Cores loop.

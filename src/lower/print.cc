@@ -47,6 +47,7 @@ std::string ex(const Ex& e) {
     case Ex::K::Load: return e.name + "[" + arg(0) + "]";
     case Ex::K::Arith:
       if (e.op == 'm') return "min(" + arg(0) + ", " + arg(1) + ")";
+      if (e.op == 'M') return "max(" + arg(0) + ", " + arg(1) + ")";
       if (e.op == '&') return "(" + arg(0) + " and " + arg(1) + ")";
       return "(" + arg(0) + " " + e.op + " " + arg(1) + ")";
     case Ex::K::Scalar: {
@@ -70,6 +71,7 @@ std::string ex(const Ex& e) {
     case Ex::K::ThreadIndex: return "thread_index";
     case Ex::K::ThreadCount: return "thread_count";
     case Ex::K::MaxThreads: return "max_threads";
+    case Ex::K::Address: return "&" + e.name + "[" + arg(0) + " bytes]";
   }
   return "?";
 }
@@ -119,6 +121,14 @@ void stmt(std::ostringstream& os, const Stmt& s, int d) {
     case Stmt::K::Comment:
       os << ind << "# " << s.text << "\n";
       return;
+    case Stmt::K::Stage: {
+      os << ind << "stage(";
+      for (size_t i = 0; i < s.args.size(); ++i)
+        os << (i ? ", " : "") << "p" << i << ": " << dtype_name(s.arg_types[i]) << " = " << ex(*s.args[i]);
+      os << "; ip = " << s.name << ", fp = fp + " << s.fp_base << (s.contract ? ", contract" : "") << "):\n";
+      list(s.body);
+      return;
+    }
     case Stmt::K::If:
       os << ind << "if " << ex(*s.cond) << ":\n";
       list(s.body);

@@ -33,6 +33,7 @@ class Verifier {
   std::string err_;
   std::vector<std::vector<std::pair<std::string, NameKind>>> scopes_;
   bool in_cores_ = false;
+  int ptrs_ = n_.num_ptrs;  // the kernel's pointers, or the Stage's being verified
 
   static bool has_cores(const std::vector<StmtP>& list) {
     for (const StmtP& s : list)
@@ -56,7 +57,7 @@ class Verifier {
     if (name.size() < 2 || name[0] != 'p') return false;
     for (size_t i = 1; i < name.size(); ++i)
       if (name[i] < '0' || name[i] > '9') return false;
-    return std::stoll(name.substr(1)) < n_.num_ptrs;
+    return std::stoll(name.substr(1)) < ptrs_;
   }
 
   void declare(const std::string& name, NameKind k) {
@@ -82,6 +83,10 @@ class Verifier {
       }
       case Ex::K::Arith:
         if (e->args.size() != 2) fail("index arithmetic takes two operands");
+        if (std::string("+-*/<mM&").find(e->op) == std::string::npos) fail(std::string("index operator '") + e->op + "'");
+        break;
+      case Ex::K::Address:
+        if (e->args.size() != 1 || !is_pointer(e->name)) fail("an address not of a kernel pointer and a byte offset");
         break;
       case Ex::K::Combine:
         if (e->args.size() != 2 && e->args.size() != 4) fail("a combine takes two or four operands");
@@ -149,6 +154,28 @@ class Verifier {
         return;
       case Stmt::K::Comment:
         return;
+      case Stmt::K::Stage: {
+        if (s.args.size() != s.arg_types.size()) fail("a Stage's pointers and their types differ in number");
+        for (const ExP& a : s.args) {
+          if (a->k != Ex::K::Address && !(a->k == Ex::K::IntLit && a->ival == 0))
+            fail("a Stage's pointer is neither an address nor null");
+          ex(a);
+        }
+        const NameKind* k = find(s.name);
+        if (!k || *k != NameKind::Array) fail("a Stage's int parameters '" + s.name + "' are not a live Local array");
+        // Its body is a function of its own: it sees its pointers only.
+        auto outer = std::move(scopes_);
+        scopes_.clear();
+        const int outer_ptrs = ptrs_;
+        const bool outer_cores = in_cores_;
+        ptrs_ = static_cast<int>(s.args.size());
+        in_cores_ = false;
+        list(s.body, false);
+        scopes_ = std::move(outer);
+        ptrs_ = outer_ptrs;
+        in_cores_ = outer_cores;
+        return;
+      }
       case Stmt::K::If:
         ex(s.cond);
         if (!s.cond) fail("an If without a condition");

@@ -97,6 +97,10 @@ struct PlanChain {
     bool tile = false, copy = false;
   };
   std::vector<Link> links;
+  // The composed kernel (lower_chain) and its structure.
+  lower::ChainShape shape;
+  std::string key;
+  jit::KernelRef fn;
   // With tuning on (Config::tune_seconds), the launch's own choices -- tile
   // rows and rolling vs recomputed halos -- are measured on its first live
   // launches (they compute the same values: only the time differs), each
@@ -336,17 +340,50 @@ Prepared prepare(const std::vector<Task>& window, const fusion::Group& g, const 
   return p;
 }
 
-// Whether the chain's launch can be planned on this window's bindings.
-bool chain_launches(const fusion::Chain& c, const std::vector<Prepared>& prepared) {
+// A chain of the slow path: its composed kernel, compiled with the groups'.
+struct PreparedChain {
+  fusion::Chain chain;
+  lower::ChainShape shape;
+  std::vector<const mdh::MdHom*> homs;
+  std::vector<tune::Schedule> schedules;
+  std::string key;
+  jit::KernelRef fn;
+  bool hit = false, disk_hit = false;
+  std::string error;
+};
+
+// Whether the chain's launch can be planned on this window's bindings;
+// if so, `out` gets its structure and stages.
+bool chain_launches(const fusion::Chain& c, const std::vector<Prepared>& prepared, PreparedChain& out) {
   std::vector<runtime::ChainStage> stages;
   for (int g = c.first; g <= c.last; ++g) {
     const Prepared& p = prepared[g];
     if (!p.built || p.built->tasks.empty() || p.schedule.routine != tune::Routine::None) return false;
-    stages.push_back({nullptr, &p.built->hom, &p.built->bind});
+    stages.push_back({&p.built->hom, &p.built->bind});
   }
   std::vector<runtime::LinkSpec> links;
   for (const fusion::Chain::Link& l : c.links) links.push_back({l.buffer.get(), l.tile, l.copy});
-  return runtime::plan_chain(stages, links, runtime::ChainOptions{}).why_not.empty();
+  const runtime::ChainPlan cp = runtime::plan_chain(stages, links, runtime::ChainOptions{});
+  if (!cp.why_not.empty()) return false;
+  out.chain = c;
+  out.shape = runtime::chain_shape(stages, cp);
+  for (int g = c.first; g <= c.last; ++g) {
+    out.homs.push_back(&prepared[g].built->hom);
+    out.schedules.push_back(prepared[g].schedule);
+  }
+  out.key = detail::chain_key(out.homs, out.schedules, out.shape, *prepared[c.first].target);
+  return true;
+}
+
+void compile_chain(PreparedChain& c, const Target& t) {
+  try {
+    const uint64_t t0 = ticks();
+    c.fn = detail::compile_chain(c.homs, c.schedules, c.shape, config().quick_compile ? jit::Opt::Quick : jit::Opt::Full,
+                                 &c.hit, &c.disk_hit, t);
+    if (!c.hit && !c.disk_hit) detail::note_compile_ms(ms_since(t0));
+  } catch (const std::exception& e) {
+    c.error = e.what();
+  }
 }
 
 PlanGroup to_plan_group(const std::vector<Task>& window, const Prepared& p) {
@@ -473,25 +510,21 @@ void run_group(const std::vector<Task>& window, const std::shared_ptr<const Plan
   }
 }
 
-// Runs the multi-stage kernel `c` of the plan (its groups' kernels, one per
-// stage, launched per tile: runtime.h) and appends a report per stage.
-// Returns false, having run nothing, when a stage has no kernel yet (tier 0
-// runs it) or the launch's halo inference refuses the bound views; the
-// caller then runs the groups one by one. `given`: the groups' bindings
-// (indexed by plan group), or empty to rebind the templates.
+// Runs the multi-stage kernel `c` of the plan (one composed kernel:
+// runtime.h) and appends a report per stage. Returns false, having run
+// nothing, when the launch's halo inference refuses the bound views (or
+// finds another structure); the caller then runs the groups one by one.
+// `given`: the groups' bindings (indexed by plan group), or empty to rebind
+// the templates.
 bool run_chain(const std::vector<Task>& window, const std::shared_ptr<const Plan>& plan, const PlanChain& c,
                const std::vector<const mdh::Bindings*>& given, const Config& cfg, uint64_t& clock,
                std::vector<GroupReport>& reports) {
+  if (!c.fn) return false;
   std::vector<runtime::ChainStage> stages;
-  std::vector<jit::Kernel*> kernels;
   for (int g = c.first; g <= c.last; ++g) {
     const PlanGroup& pg = plan->groups[g];
     if (!runs(pg) || pg.schedule.routine != tune::Routine::None) return false;
-    jit::Kernel* k = kernel_of(pg);
-    if (!k) return false;
-    kernels.push_back(k);
     runtime::ChainStage st;
-    st.fn = k->fn.load(std::memory_order_acquire);
     st.hom = &pg.tmpl->hom;
     st.bind = bindings_of(window, pg, given.empty() ? nullptr : given[g]);
     stages.push_back(st);
@@ -520,10 +553,10 @@ bool run_chain(const std::vector<Task>& window, const std::shared_ptr<const Plan
     opt.rolling = PlanChain::Tuning::rolling(pick);
   }
   runtime::ChainPlan cp = runtime::plan_chain(stages, links, opt);
-  if (!cp.why_not.empty()) return false;
+  if (!cp.why_not.empty() || runtime::chain_shape(stages, cp) != c.shape) return false;
   fpe::take();
   const uint64_t t0 = ticks();
-  runtime::run_chain(stages, cp);
+  runtime::run_chain(c.fn->fn.load(std::memory_order_acquire), c.shape, stages, cp);
   const uint64_t t1 = ticks();
   if (const uint8_t f = fpe::take()) {
     const PlanGroup& a = plan->groups[c.first];
@@ -534,7 +567,7 @@ bool run_chain(const std::vector<Task>& window, const std::shared_ptr<const Plan
     if (const uint8_t real = detail::genuine(f, ops, window, a.begin, b.end)) detail::note_fp(real, std::move(ops));
   }
   const int64_t ns = static_cast<int64_t>(ticks_to_ms(t1 - t0) * 1e6);
-  for (jit::Kernel* k : kernels) detail::credit_quick(k, ns / static_cast<int64_t>(kernels.size()));
+  detail::credit_quick(c.fn.get(), ns);
   if (candidate >= 0) {
     const double ms = ticks_to_ms(t1 - t0);
     double& best = tn.best_ms[candidate];
@@ -574,7 +607,7 @@ bool run_chain(const std::vector<Task>& window, const std::shared_ptr<const Plan
       }
       gr.run_ms = ticks_to_ms(t1 - clock);
     }
-    if (cfg.dump) gr.source = pg.target->compiler().source_of(pg.key);
+    if (cfg.dump && g == c.first) gr.source = pg.target->compiler().source_of(c.key);
   }
   clock = t1;
   return true;
@@ -854,8 +887,11 @@ void flush_window(std::vector<Task>& window, const Structure& structure, FlushRe
     // A chain whose launch the bound views refuse (a stage whose outer
     // dimension is not the rows its links are laid out by, ...) is dropped
     // here, its groups prepared again as kernels of their own (parallel).
+    std::vector<PreparedChain> pchains;
     for (auto c = chains.begin(); c != chains.end();) {
-      if (chain_launches(*c, prepared)) {
+      PreparedChain pc;
+      if (chain_launches(*c, prepared, pc)) {
+        pchains.push_back(std::move(pc));
         ++c;
         continue;
       }
@@ -878,13 +914,19 @@ void flush_window(std::vector<Task>& window, const Structure& structure, FlushRe
     // here, without waking TBB's workers (tens of microseconds a flush on a
     // loaded machine, and the arena's start-up on a program's first flush).
     // (TBB's workers do not exist in a forked child: compile there in turn.)
+    // The multi-stage kernels compile with them.
     std::vector<Prepared*> todo;
     for (Prepared& p : prepared)
       if (needs_kernel(p)) todo.push_back(&p);
-    if (todo.size() <= 1 || forked_child())
-      for (Prepared* p : todo) compile_one(*p);
+    auto job = [&](size_t i) {
+      if (i < todo.size()) compile_one(*todo[i]);
+      else compile_chain(pchains[i - todo.size()], *prepared[pchains[i - todo.size()].chain.first].target);
+    };
+    const size_t jobs = todo.size() + pchains.size();
+    if (jobs <= 1 || forked_child())
+      for (size_t i = 0; i < jobs; ++i) job(i);
     else
-      tbb::parallel_for(size_t(0), todo.size(), [&](size_t i) { compile_one(*todo[i]); });
+      tbb::parallel_for(size_t(0), jobs, job);
     // A group whose kernel failed to compile runs its tasks one by one.
     std::vector<Prepared> runnable;
     bool failed = false;
@@ -917,10 +959,23 @@ void flush_window(std::vector<Task>& window, const Structure& structure, FlushRe
     for (const Prepared& p : runnable) plan_new->groups.push_back(to_plan_group(window, p));
     // (A compile failure split groups: the chains' group numbers are gone.)
     if (!failed)
-      for (const fusion::Chain& c : chains) {
+      for (PreparedChain& prc : pchains) {
+        if (!prc.error.empty()) {
+          // Its groups run as kernels of their own.
+          rep.warnings.push_back("numfuse: compiling a multi-stage kernel failed; its stages ran as separate "
+                                 "kernels. Please report this bug.\n" + prc.error.substr(0, 2000));
+          continue;
+        }
+        const fusion::Chain& c = prc.chain;
         PlanChain pc;
         pc.first = c.first;
         pc.last = c.last;
+        pc.shape = std::move(prc.shape);
+        pc.key = std::move(prc.key);
+        pc.fn = std::move(prc.fn);
+        if (prc.hit) rep.memory_hits++;
+        else if (prc.disk_hit) rep.disk_hits++;
+        else rep.kernels_compiled++;
         for (const fusion::Chain::Link& l : c.links)
           for (int k = part.groups[c.first].begin; k < part.groups[c.last].end; ++k)
             if (window[k].output.buffer == l.buffer) {

@@ -28,6 +28,11 @@ struct Target {
   ::nf::lower::LoopNest lower(const mdh::MdHom& h, const tune::Schedule& s, const std::string& name) const {
     return ::nf::lower::lower(h, s, name, tail);
   }
+  ::nf::lower::LoopNest lower_chain(const std::vector<const mdh::MdHom*>& homs,
+                                    const std::vector<tune::Schedule>& schedules,
+                                    const ::nf::lower::ChainShape& shape, const std::string& name) const {
+    return ::nf::lower::lower_chain(homs, schedules, shape, name, tail);
+  }
 };
 
 // The host's cores: tune::Asm::host(), the cpu_barriers pass, render_c,

@@ -43,6 +43,21 @@ jit::KernelRef compile_kernel(const mdh::MdHom& h, const tune::Schedule& s, jit:
       kernel_key(h, s, t), [&] { return t.render(t.lower(h, s, "kernel")); }, opt, hit, disk_hit);
 }
 
+std::string chain_key(const std::vector<const mdh::MdHom*>& homs, const std::vector<tune::Schedule>& schedules,
+                      const lower::ChainShape& shape, const Target& t) {
+  std::string k = std::string(t.name) + "|" + shape.key();
+  for (size_t i = 0; i < homs.size(); ++i) k += "|" + homs[i]->key() + "|" + schedules[i].key();
+  return k;
+}
+
+jit::KernelRef compile_chain(const std::vector<const mdh::MdHom*>& homs, const std::vector<tune::Schedule>& schedules,
+                             const lower::ChainShape& shape, jit::Opt opt, bool* hit, bool* disk_hit,
+                             const Target& t) {
+  return t.compiler().get(
+      chain_key(homs, schedules, shape, t), [&] { return t.render(t.lower_chain(homs, schedules, shape, "kernel")); },
+      opt, hit, disk_hit);
+}
+
 void run_scheduled(const mdh::MdHom& h, const tune::Schedule& s, jit::Kernel* k, const mdh::Bindings& b,
                    const Target& t) {
   if (s.routine == tune::Routine::Blas) return ext::run_contraction(h, b);

@@ -20,6 +20,13 @@ std::string kernel_key(const mdh::MdHom& h, const tune::Schedule& s, const Targe
 // at `opt` (t's passes, renderer and compiler).
 jit::KernelRef compile_kernel(const mdh::MdHom& h, const tune::Schedule& s, jit::Opt opt = jit::Opt::Full,
                               bool* hit = nullptr, bool* disk_hit = nullptr, const Target& t = cpu_target());
+// The multi-stage kernel of the stages (homs, schedules) composed as
+// `shape` (lower.h: lower_chain), keyed by the shape and the stages' keys.
+std::string chain_key(const std::vector<const mdh::MdHom*>& homs, const std::vector<tune::Schedule>& schedules,
+                      const lower::ChainShape& shape, const Target& t = cpu_target());
+jit::KernelRef compile_chain(const std::vector<const mdh::MdHom*>& homs, const std::vector<tune::Schedule>& schedules,
+                             const lower::ChainShape& shape, jit::Opt opt = jit::Opt::Full, bool* hit = nullptr,
+                             bool* disk_hit = nullptr, const Target& t = cpu_target());
 // Runs h under s on b (the kernel k, or the library routine). A Quick kernel
 // is timed (its first 8 launches, then one in 8, weighted); once its runs add up to kUpgradeAfterNs it is recompiled Full in
 // the background (the upgrade pays for itself when the kernel keeps running).

@@ -1,5 +1,6 @@
 // The multi-stage kernel launcher (runtime.h, ChainPlan): halo/extent
-// inference over the bound views, tile buffers, and the tile loop.
+// inference over the bound views, the tile buffers' layout in the scratch,
+// and the composed kernel's parameters (lower.h, ChainShape).
 //
 // Rows: every stage's MdHom dimension 0 is the chain's outer dimension
 // (fusion::Group::stage keeps it unmerged). A link buffer is addressed as
@@ -266,150 +267,79 @@ ChainPlan plan_chain(const std::vector<ChainStage>& stages, const std::vector<Li
   return p;
 }
 
-namespace {
-
-struct AccessRun {
-  char* base = nullptr;  // non-Tile: the first row's pointer
-  int64_t row = 0;       // bytes per row
-  int link = -1;         // Tile link index
-  int64_t off = 0;       // Tile: byte offset of the view in the link's row frame
-};
-
-struct Launch {
-  const std::vector<ChainStage>* stages;
-  const ChainPlan* plan;
-  std::vector<std::vector<AccessRun>> acc;  // per stage, per access
-  std::vector<std::vector<int>> produces;   // per stage: its Tile links
-  std::vector<std::vector<int>> copies;     // per stage: its Copy links
-  std::vector<char*> copy_to;               // per link: a Copy link's buffer
-  char* scratch = nullptr;
-};
-
-void run_stage(const Launch& L, int s, int64_t cs, int64_t B, char* mine, const std::vector<int64_t>& buf_lo,
-               std::vector<int64_t>& ip, SmallVector<char*, 32>& ptrs);
-
-void run_rows(void* ctx, int64_t tid, int64_t nt) {
-  const Launch& L = *static_cast<const Launch*>(ctx);
-  const ChainPlan& p = *L.plan;
-  const int64_t nb = std::min(nt, p.threads);
-  if (tid >= nb) return;
-  const int64_t root = p.stages.back().rows;
-  const int64_t first = root * tid / nb, last = root * (tid + 1) / nb;
-  char* mine = L.scratch + tid * p.scratch_bytes;
-  const int S = static_cast<int>(p.stages.size());
-  std::vector<std::vector<int64_t>> ints(S);
-  std::vector<SmallVector<char*, 32>> ptrs(S);
-  for (int s = 0; s < S; ++s) {
-    ints[s] = (*L.stages)[s].bind->ints;
-    ptrs[s].resize((*L.stages)[s].hom->accesses.size(), nullptr);
+lower::ChainShape chain_shape(const std::vector<ChainStage>& stages, const ChainPlan& plan) {
+  lower::ChainShape c;
+  std::unordered_map<const Buffer*, int> tile_of;
+  for (const ChainPlan::Link& l : plan.links) {
+    if (!l.tile) continue;
+    tile_of[l.buffer] = static_cast<int>(c.links.size());
+    c.links.push_back({l.producer, l.copy});
   }
-  std::vector<int64_t> buf_lo(p.links.size(), 0);
-  std::vector<int64_t> done_lo(S, 0), done_hi(S, -1);  // rows the previous tile computed
-  for (int64_t r0 = first; r0 < last; r0 += p.tile_rows) {
-    const int64_t r1 = std::min(r0 + p.tile_rows, last);
-    for (int s = 0; s < S; ++s) {
-      const ChainPlan::Stage& st = p.stages[s];
-      const int64_t A = std::max<int64_t>(0, r0 + st.lo), B = std::min(st.rows, r1 + st.hi);
-      if (A >= B) continue;
-      int64_t cs = A;
-      if (p.rolling && done_hi[s] >= A && A >= done_lo[s]) {
-        const int64_t keep = done_hi[s] - A;
-        for (int l : L.produces[s]) {
-          const ChainPlan::Link& lk = p.links[l];
-          char* buf = mine + lk.scratch_at;
-          if (keep > 0) std::memmove(buf, buf + (A - buf_lo[l]) * lk.row_bytes, keep * lk.row_bytes);
-          buf_lo[l] = A;
-        }
-        cs = done_hi[s];
-      } else {
-        for (int l : L.produces[s]) buf_lo[l] = A;
+  for (const ChainStage& st : stages) {
+    const mdh::MdHom& h = *st.hom;
+    const mdh::Bindings& b = *st.bind;
+    lower::ChainShape::Stage& cs = c.stages.emplace_back();
+    for (const mdh::Access& a : h.accesses) {
+      int link = -2;
+      if (touches(a)) {
+        auto it = tile_of.find(b.buffers[a.ptr]);
+        link = it == tile_of.end() ? -1 : it->second;
       }
-      done_lo[s] = A;
-      done_hi[s] = B;
-      if (cs < B) run_stage(L, s, cs, B, mine, buf_lo, ints[s], ptrs[s]);
-      // Copy links: the rows this tile owns, into the buffer.
-      for (int l : L.copies[s]) {
-        const ChainPlan::Link& lk = p.links[l];
-        const int64_t o_lo = r0 == 0 ? 0 : std::clamp(r0 + st.lo, int64_t(0), st.rows);
-        const int64_t o_hi = r1 == root ? st.rows : std::clamp(r1 + st.lo, int64_t(0), st.rows);
-        if (o_hi > o_lo)
-          std::memcpy(L.copy_to[l] + o_lo * lk.row_bytes, mine + lk.scratch_at + (o_lo - buf_lo[l]) * lk.row_bytes,
-                      (o_hi - o_lo) * lk.row_bytes);
-      }
+      cs.link.push_back(link);
     }
+    cs.ints = static_cast<int>(b.ints.size());
+    cs.floats = static_cast<int>(b.floats.size());
+    cs.extent0 = h.extent[0];
+    for (const mdh::Affine& f : h.indices) cs.shifts.push_back({f.offset, f.stride[0]});
   }
+  return c;
 }
 
-// Stage s computes rows [cs, B) of its outer dimension (`ip`, `ptrs`: the
-// thread's copies of its parameters and pointers).
-void run_stage(const Launch& L, int s, int64_t cs, int64_t B, char* mine, const std::vector<int64_t>& buf_lo,
-               std::vector<int64_t>& ip, SmallVector<char*, 32>& ptrs) {
-  const ChainPlan& p = *L.plan;
-  const ChainStage& stage = (*L.stages)[s];
-  const mdh::MdHom& h = *stage.hom;
-  const std::vector<int64_t>& orig = stage.bind->ints;
-  ip[h.extent[0]] = B - cs;
-  for (const mdh::Affine& f : h.indices) ip[f.offset] = orig[f.offset] + cs * orig[f.stride[0]];
-  const std::vector<AccessRun>& ar = L.acc[s];
-  for (size_t i = 0; i < ar.size(); ++i) {
-    const AccessRun& a = ar[i];
-    if (a.link >= 0) {
-      const ChainPlan::Link& lk = p.links[a.link];
-      ptrs[i] = mine + lk.scratch_at + a.off + (cs - buf_lo[a.link]) * lk.row_bytes;
-    } else if (a.base) {
-      ptrs[i] = a.base + cs * a.row;
-    }
-  }
-  stage.fn(ptrs.data(), ip.data(), stage.bind->floats.data());
-}
-
-}  // namespace
-
-void run_chain(const std::vector<ChainStage>& stages, const ChainPlan& plan) {
-  Launch L;
-  L.stages = &stages;
-  L.plan = &plan;
-  std::unordered_map<const Buffer*, int> link_of;
-  for (size_t l = 0; l < plan.links.size(); ++l)
-    if (plan.links[l].tile) link_of[plan.links[l].buffer] = static_cast<int>(l);
+void run_chain(jit::KernelFn fn, const lower::ChainShape& c, const std::vector<ChainStage>& stages,
+               const ChainPlan& plan) {
+  using C = lower::ChainShape;
   const int S = static_cast<int>(stages.size());
-  L.acc.resize(S);
-  L.produces.resize(S);
-  L.copies.resize(S);
-  L.copy_to.assign(plan.links.size(), nullptr);
-  for (size_t l = 0; l < plan.links.size(); ++l) {
-    const ChainPlan::Link& lk = plan.links[l];
-    if (lk.tile) L.produces[lk.producer].push_back(static_cast<int>(l));
-    if (lk.copy) {
-      L.copies[lk.producer].push_back(static_cast<int>(l));
-      L.copy_to[l] = static_cast<char*>(lk.buffer->data());  // (allocated before any stage runs)
-    }
+  std::vector<char*> ptrs(static_cast<size_t>(c.num_ptrs()), nullptr);
+  std::vector<int64_t> ip(static_cast<size_t>(c.num_ints()), 0);
+  std::vector<double> fp(static_cast<size_t>(std::max(1, c.num_floats())), 0.0);
+  ip[C::kRoot] = plan.stages.back().rows;
+  ip[C::kThreads] = plan.threads;
+  ip[C::kTileRows] = plan.tile_rows;
+  ip[C::kRolling] = plan.rolling ? 1 : 0;
+  ip[C::kScratch] = plan.scratch_bytes;
+  int tile = 0;
+  for (const ChainPlan::Link& l : plan.links) {
+    if (!l.tile) continue;
+    ip[c.link_slot(tile)] = l.scratch_at;
+    ip[c.link_slot(tile) + 1] = l.row_bytes;
+    // (Allocated here, before the kernel runs: a failure leaves nothing half done.)
+    if (l.copy) ptrs[c.copy_ptr(tile)] = static_cast<char*>(l.buffer->data());
+    ++tile;
   }
   for (int s = 0; s < S; ++s) {
     const mdh::MdHom& h = *stages[s].hom;
     const mdh::Bindings& b = *stages[s].bind;
-    for (const mdh::Access& a : h.accesses) {
-      AccessRun r;
-      if (touches(a)) {
-        auto it = link_of.find(b.buffers[a.ptr]);
-        if (it != link_of.end()) {
-          r.link = it->second;
-          r.off = b.offsets[a.ptr];
-        } else {
-          // (Allocated here, before any stage runs: a failure leaves nothing half done.)
-          r.base = static_cast<char*>(b.buffers[a.ptr]->data()) + b.offsets[a.ptr];
-          r.row = stride_bytes(a, b, 0);
-        }
+    const int ss = c.stage_slot(s);
+    ip[ss] = plan.stages[s].rows;
+    ip[ss + 1] = plan.stages[s].lo;
+    ip[ss + 2] = plan.stages[s].hi;
+    for (size_t i = 0; i < h.accesses.size(); ++i) {
+      const mdh::Access& a = h.accesses[i];
+      const int link = c.stages[s].link[i];
+      if (link == -1) {
+        ptrs[c.ptr_of(s, static_cast<int>(i))] = static_cast<char*>(b.buffers[a.ptr]->data()) + b.offsets[a.ptr];
+        ip[c.access_slot(s, static_cast<int>(i))] = stride_bytes(a, b, 0);
+      } else if (link >= 0) {
+        ip[c.access_slot(s, static_cast<int>(i))] = b.offsets[a.ptr];
       }
-      L.acc[s].push_back(r);
     }
+    std::copy(b.ints.begin(), b.ints.end(), ip.begin() + c.ints_at(s));
+    std::copy(b.floats.begin(), b.floats.end(), fp.begin() + c.floats_at(s));
   }
   Arena& ar = arena();
   std::lock_guard<std::mutex> lock(ar.mu);
-  L.scratch = ar.get(static_cast<size_t>(plan.scratch_bytes * plan.threads));
-  if (plan.threads <= 1) run_rows(&L, 0, 1);
-  else jit::nf_parallel(run_rows, &L);
-
+  ptrs[c.scratch_ptr()] = ar.get(static_cast<size_t>(plan.scratch_bytes * plan.threads));
+  fn(ptrs.data(), ip.data(), fp.data());
 }
 
 }  // namespace nf::runtime

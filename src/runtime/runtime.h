@@ -3,6 +3,7 @@
 #pragma once
 
 #include "jit/jit.h"
+#include "lower/lower.h"
 #include "mdh/mdh.h"
 
 namespace nf::runtime {
@@ -12,13 +13,14 @@ namespace nf::runtime {
 void run_kernel(jit::KernelFn fn, const mdh::MdHom& h, const mdh::Bindings& b);
 
 // ---------------------------------------------------------------------------
-// Multi-stage kernels (fusion.h, Chain): each stage is a compiled serial
-// kernel over its own MdHom; the launcher runs them per tile of the outer
-// dimension (MdHom dimension 0 of every stage), tiles in parallel over the
-// cores, each thread with its own tile buffers for the Tile links.
+// Multi-stage kernels (fusion.h, Chain; lower.h, ChainShape): one compiled
+// kernel runs the stages per tile of the outer dimension (MdHom dimension
+// 0 of every stage), tiles in parallel over the cores, each thread with its
+// own tile buffers for the Tile links in the launcher's scratch. The
+// launcher infers the halos on the bound views (plan_chain) and passes
+// them, with the tile size and buffer layout, as the kernel's parameters.
 
 struct ChainStage {
-  jit::KernelFn fn = nullptr;
   const mdh::MdHom* hom = nullptr;
   const mdh::Bindings* bind = nullptr;
 };
@@ -67,7 +69,12 @@ struct LinkSpec {
 // throws with nothing run).
 ChainPlan plan_chain(const std::vector<ChainStage>& stages, const std::vector<LinkSpec>& links,
                      const ChainOptions& opt);
-void run_chain(const std::vector<ChainStage>& stages, const ChainPlan& plan);
+// The structure of a planned chain (the composed kernel's key and layout):
+// the tile links in the plan's order, each access's link.
+lower::ChainShape chain_shape(const std::vector<ChainStage>& stages, const ChainPlan& plan);
+// Runs the composed kernel `fn` of `shape` (lower_chain) on the plan.
+void run_chain(jit::KernelFn fn, const lower::ChainShape& shape, const std::vector<ChainStage>& stages,
+               const ChainPlan& plan);
 
 // Threads per kernel (jit::set_threads / jit::threads).
 void set_num_threads(int n);
