@@ -162,3 +162,56 @@ def test_dump_option_round_trips():
     with nf.config(dump=True):
         assert nf.options()["dump"] is True
         assert not nf._core.get_dump_passes()
+
+
+CHAIN_PROGRAM = """
+    import numpy as onp
+    import numfuse as np
+    rng = onp.random.default_rng(3)
+    x = rng.standard_normal((300, 257))
+    def blur(lib, a):
+        bx = (a[:, :-2] + a[:, 1:-1] + a[:, 2:]) / 3
+        return (bx[:-2, :] + bx[1:-1, :] + bx[2:, :]) / 3
+    def diffusion(lib, u):
+        lap = u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:] - 4 * u[1:-1, 1:-1]
+        fx = lap[:, 1:] - lap[:, :-1]
+        fy = lap[1:, :] - lap[:-1, :]
+        return u[2:-2, 2:-2] - 0.1 * (fx[1:-1, 1:] - fx[1:-1, :-1] + fy[1:, 1:-1] - fy[:-1, 1:-1])
+    for fn in (blur, diffusion):
+        for storage in ("rolling", "recompute", "ring"):
+            with np.config(stage_storage=storage):
+                got = onp.asarray(fn(np, np.asarray(x)))
+                print(fn.__name__, storage, onp.array_equal(got, fn(onp, x)),
+                      [g["stages"] for g in np.explain().groups])
+"""
+
+
+def test_a_multi_stage_kernel_is_one_composed_nest(tmp_path):
+    # Each stage is built serial and goes through storage and simplify; then
+    # compose makes the one nest the kernel is: a Cores loop at the top over
+    # tiles of rows, a Stage statement per stage (its nest, with its
+    # pointers moved to the tile's rows in memory or in the thread's tile
+    # buffers), and the target's tail.
+    out, err = run_dumped(tmp_path, CHAIN_PROGRAM, {"NUMFUSE_STAGE_MIN_BYTES": "0"})
+    rows = [line.split(" ", 2) for line in out.strip().splitlines()]
+    assert len(rows) == 6
+    for name, storage, rest in rows:
+        assert rest.startswith("True"), (name, storage, rest)
+    # blur ran as one kernel of 2 stages, diffusion as one of 4
+    assert "[2, 2]" in rows[0][2] and "[4, 4, 4, 4]" in rows[3][2], rows
+    dumps = nests(err)
+    composed = [(i, text) for i, (p, _, text) in enumerate(dumps) if p == "compose"]
+    assert len(composed) == 2, [p for p, _, _ in dumps]
+    for i, text in composed:
+        # the stages' own passes came first, in order, then the chain's
+        stage_passes = [p for p, _, _ in dumps[max(0, i - 12):i]]
+        n_stages = text.count("stage(")
+        assert stage_passes[-3 * n_stages:] == ["build", "storage", "simplify"] * n_stages
+        assert [p for p, _, _ in dumps[i + 1:i + 3]] == ["simplify", "cpu_barriers"]
+        top = [line for line in text.splitlines()[1:] if not line.startswith("    ")]
+        assert len(top) == 1 and top[0].startswith("  cores if"), top
+        assert "thread_index" in text and "barrier" not in text
+        # the stages' bodies read only their own pointers
+        assert n_stages in (2, 4)
+        assert text.count("for r0 in [first, last)") == 1
+    assert composed[0][1].count("stage(") == 2 and composed[1][1].count("stage(") == 4

@@ -145,7 +145,7 @@ def data():
 
 
 @pytest.mark.parametrize("rows", [0, 1, 2, 3, 5, 16])
-@pytest.mark.parametrize("storage", ["rolling", "recompute"])
+@pytest.mark.parametrize("storage", ["rolling", "recompute", "ring"])
 @pytest.mark.parametrize("fn", STENCILS + ROWWISE, ids=lambda f: f.__name__)
 def test_chain_equals_numpy(fn, storage, rows, data):
     x = nf.asarray(data)
@@ -181,8 +181,8 @@ def test_stages_off_gives_the_same(fn, data):
 @pytest.mark.parametrize("fn", [diffusion, softmax], ids=lambda f: f.__name__)
 def test_tuning_measures_the_launch_choices_on_live_runs(fn, data):
     # With tuning on, the launch tries tile rows {auto, 4, 16, 64} x {rolling,
-    # recomputed halos} on its first 16 runs (each twice), then keeps the
-    # fastest; every run computes the same values as NumPy and as separate
+    # recomputed halos} and rings of one row on its first 18 runs (each
+    # twice), then keeps the fastest; every run computes the same values as NumPy and as separate
     # kernels.
     texts, results = [], []
     with nf.config(tune=0.05):
@@ -201,14 +201,15 @@ def test_tuning_measures_the_launch_choices_on_live_runs(fn, data):
     # window, and the new plan's launch is tuned afresh: runs restart at 1.)
     runs = [int(t.split("launch being tuned: run ")[1].split()[0]) for t in texts if "being tuned" in t]
     assert all(b in (a + 1, 1) for a, b in zip(runs, runs[1:])), runs
-    assert runs[-16:] == list(range(1, 17)), runs
-    tuned = [t for t in texts if "tuned on its first 16 runs" in t]
+    assert runs[-18:] == list(range(1, 19)), runs
+    tuned = [t for t in texts if "tuned on its first 18 runs" in t]
     assert len(tuned) == 3 and texts[-3:] == tuned
     # The choice stays once made, and the recompute candidates really ran
     # (each launch says which halos it used).
     assert len({t.split("launch tuned on")[1] for t in tuned}) == 1
     assert any("recomputed" in t for t in texts[:len(runs)])
     assert any("rolling" in t for t in texts[:len(runs)])
+    assert any("ring buffers" in t for t in texts[:len(runs)])
 
 
 def test_explain_describes_the_stages(data):
@@ -276,7 +277,7 @@ def test_visible_intermediates_of_zero_halo_chains(data):
 
 
 @pytest.mark.parametrize("rows", [0, 1, 3])
-@pytest.mark.parametrize("storage", ["rolling", "recompute"])
+@pytest.mark.parametrize("storage", ["rolling", "recompute", "ring"])
 def test_visible_intermediate_with_halo_is_copied_out(data, rows, storage):
     # bx stays visible (a script's top level): its rows live in tile buffers
     # for the consumer, and each tile also writes the rows it owns to bx --
@@ -402,7 +403,7 @@ def test_floating_point_warnings_of_a_stage(data):
 
 def test_errors_in_options():
     with pytest.raises(ValueError, match="stage_storage"):
-        nf.set_option("stage_storage", "ring")
+        nf.set_option("stage_storage", "spiral")
     with pytest.raises(ValueError, match="stage_rows"):
         nf.set_option("stage_rows", -1)
     assert nf.get_option("stage_storage") == "rolling"
@@ -430,7 +431,7 @@ def chains(draw):
         op = draw(st.sampled_from(["add", "mul", "sub", "max", "where"]))
         steps.append((shifts, op))
     rows = draw(st.sampled_from([0, 1, 2, 7]))
-    storage = draw(st.sampled_from(["rolling", "recompute"]))
+    storage = draw(st.sampled_from(["rolling", "recompute", "ring"]))
     return steps, rows, storage
 
 

@@ -127,7 +127,9 @@ def config(**opts):
     buffers instead of memory; NUMFUSE_STAGES), stage_rows (rows per tile of
     such a kernel, 0 = chosen from the cache size), stage_storage
     ('rolling', the default: the halo rows a tile's stencils need are kept
-    from the thread's previous tile; 'recompute': each tile recomputes them),
+    from the thread's previous tile; 'recompute': each tile recomputes them;
+    'ring': rows live in ring buffers and every stage runs row by row, each
+    row computed once -- tiles of one row unless stage_rows says more),
     stage_min_bytes (a multi-stage kernel forms when it keeps at least this
     many bytes of intermediates and repeated reads out of memory; default
     256 KiB, 0 makes every chain one kernel -- for testing).

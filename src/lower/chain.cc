@@ -17,16 +17,16 @@ int total_accesses(const ChainShape& c) {
 }
 }  // namespace
 
-int ChainShape::link_slot(int l) const { return kHeader + 3 * static_cast<int>(stages.size()) + 2 * l; }
+int ChainShape::link_slot(int l) const { return kHeader + 3 * static_cast<int>(stages.size()) + 3 * l; }
 
 int ChainShape::access_slot(int s, int i) const {
   int k = link_slot(static_cast<int>(links.size()));
-  for (int t = 0; t < s; ++t) k += static_cast<int>(stages[t].link.size());
-  return k + i;
+  for (int t = 0; t < s; ++t) k += 2 * static_cast<int>(stages[t].link.size());
+  return k + 2 * i;
 }
 
 int ChainShape::ints_at(int s) const {
-  int k = link_slot(static_cast<int>(links.size())) + total_accesses(*this);
+  int k = link_slot(static_cast<int>(links.size())) + 2 * total_accesses(*this);
   for (int t = 0; t < s; ++t) k += stages[t].ints;
   return k;
 }
@@ -77,6 +77,7 @@ ExP max(ExP a, ExP b) { return detail::arith('M', std::move(a), std::move(b)); }
 ExP less(ExP a, ExP b) { return detail::arith('<', std::move(a), std::move(b)); }
 ExP both(ExP a, ExP b) { return detail::arith('&', std::move(a), std::move(b)); }
 ExP div(ExP a, ExP b) { return detail::arith('/', std::move(a), std::move(b)); }
+ExP mod(ExP a, ExP b) { return detail::arith('%', std::move(a), std::move(b)); }
 
 ExP address(const std::string& ptr, ExP bytes) {
   auto e = std::make_shared<Ex>();
@@ -154,28 +155,42 @@ LoopNest compose(std::vector<LoopNest> stages, const ChainShape& c, const std::s
     // Rolling: the rows [A, done_hi) the thread's previous tile computed
     // move to the front of each tile buffer the stage writes; only rows
     // from done_hi on are computed.
-    StmtP keep = if_else(both(ip(ChainShape::kRolling), both(less(A, add(dhi, lit(1))), less(dlo, add(A, lit(1))))));
+    // (Ring: the rows stay in their slots.)
+    const ExP storage = ip(ChainShape::kStorage);
+    StmtP keep = if_else(both(storage, both(less(A, add(dhi, lit(1))), less(dlo, add(A, lit(1))))));
     rb.push_back(keep);
+    StmtP moves = if_else(less(storage, lit(2)));
+    if (!produces[s].empty()) keep->body.push_back(moves);
     for (int l : produces[s]) {
       const ExP at = add(var("mine"), ip(c.link_slot(l))), row = ip(c.link_slot(l) + 1);
       const ExP bl = var(sn("buf_lo", l));
-      keep->body.push_back(copy_bytes(scratch, at, scratch, add(at, mul(sub(A, bl), row)), mul(sub(dhi, A), row),
-                                      sn("mv", l), false));
+      moves->body.push_back(copy_bytes(scratch, at, scratch, add(at, mul(sub(A, bl), row)), mul(sub(dhi, A), row),
+                                       sn("mv", l), false));
       keep->body.push_back(assign(bl, A));
       keep->else_body.push_back(assign(bl, A));
     }
     keep->body.push_back(assign(from, dhi));
     rb.push_back(assign(dlo, A));
     rb.push_back(assign(dhi, B));
-    // The stage over its rows [from, B): its outer extent and the offsets
-    // of its indices moved to row `from`, its pointers to that row.
+    // The stage over its rows [from, B), in one call (row by row on a
+    // ring): its outer extent and the offsets of its indices moved to the
+    // call's first row r, its pointers to that row -- in memory, or in the
+    // thread's tile buffer: row q of a link at (q - buf_lo) rows from the
+    // buffer's start, on a ring in slot q mod cap.
     StmtP compute = if_else(less(from, B));
     rb.push_back(compute);
-    const std::string sip = sn("ip", s);
-    compute->body.push_back(assign(detail::load(sip, lit(cs.extent0), DType::Int64), sub(B, from)));
+    const std::string sip = sn("ip", s), r = sn("r", s), step = sn("rows", s);
+    compute->body.push_back(decl(DType::Int64, step, sub(B, from)));
+    StmtP ring = if_else(less(lit(1), storage));
+    ring->body.push_back(assign(var(step), lit(1)));
+    compute->body.push_back(ring);
+    StmtP calls = for_loop(r, from, B, var(step));
+    compute->body.push_back(calls);
+    auto& cb = calls->body;
+    cb.push_back(assign(detail::load(sip, lit(cs.extent0), DType::Int64), min(var(step), sub(B, var(r)))));
     for (const auto& [off, d] : cs.shifts)
-      compute->body.push_back(assign(detail::load(sip, lit(off), DType::Int64),
-                                     add(ip(c.ints_at(s) + off), mul(from, ip(c.ints_at(s) + d)))));
+      cb.push_back(assign(detail::load(sip, lit(off), DType::Int64),
+                          add(ip(c.ints_at(s) + off), mul(var(r), ip(c.ints_at(s) + d)))));
     auto st = std::make_shared<Stmt>();
     st->k = Stmt::K::Stage;
     st->name = sip;
@@ -188,15 +203,21 @@ LoopNest compose(std::vector<LoopNest> stages, const ChainShape& c, const std::s
       if (l == -2) {
         st->args.push_back(lit(0));
       } else if (l == -1) {
-        st->args.push_back(address(pname(c.ptr_of(s, i)), mul(from, ip(c.access_slot(s, i)))));
+        st->args.push_back(address(pname(c.ptr_of(s, i)), mul(var(r), ip(c.access_slot(s, i)))));
       } else {
-        st->args.push_back(address(
-            scratch, add(add(add(var("mine"), ip(c.link_slot(l))), ip(c.access_slot(s, i))),
-                         mul(sub(from, var(sn("buf_lo", l))), ip(c.link_slot(l) + 1)))));
+        const std::string o = sn("at", s) + "_" + std::to_string(i);
+        const ExP q = add(var(r), ip(c.access_slot(s, i)));  // its row in the buffer's rows
+        const ExP row = ip(c.link_slot(l) + 1);
+        cb.push_back(decl(DType::Int64, o, add(add(var("mine"), ip(c.link_slot(l))), ip(c.access_slot(s, i) + 1))));
+        StmtP slot = if_else(less(lit(1), storage));
+        slot->body.push_back(assign(var(o), add(var(o), mul(mod(q, ip(c.link_slot(l) + 2)), row))));
+        slot->else_body.push_back(assign(var(o), add(var(o), mul(sub(q, var(sn("buf_lo", l))), row))));
+        cb.push_back(slot);
+        st->args.push_back(address(scratch, var(o)));
       }
     }
     st->body = std::move(stages[s].body);
-    compute->body.push_back(st);
+    cb.push_back(st);
     n.wide |= stages[s].wide;
     // A copy link: the rows this tile owns (the first tile also those
     // before it, the last those after), from the tile buffer to the array.
@@ -211,9 +232,16 @@ LoopNest compose(std::vector<LoopNest> stages, const ChainShape& c, const std::s
       StmtP last_tile = if_else(less(var("r1"), ip(ChainShape::kRoot)));
       last_tile->else_body.push_back(assign(var(ohi), rows));
       rb.push_back(last_tile);
-      rb.push_back(copy_bytes(pname(c.copy_ptr(l)), mul(var(olo), row), scratch,
-                              add(add(var("mine"), ip(c.link_slot(l))), mul(sub(var(olo), var(sn("buf_lo", l))), row)),
-                              mul(sub(var(ohi), var(olo)), row), sn("cp", l), true));
+      StmtP rows_loop = for_loop(sn("cr", l), var(olo), var(ohi), lit(1));
+      const ExP q = var(sn("cr", l));
+      const std::string src = sn("src", l);
+      rows_loop->body.push_back(decl(DType::Int64, src, add(var("mine"), ip(c.link_slot(l)))));
+      StmtP slot = if_else(less(lit(1), storage));
+      slot->body.push_back(assign(var(src), add(var(src), mul(mod(q, ip(c.link_slot(l) + 2)), row))));
+      slot->else_body.push_back(assign(var(src), add(var(src), mul(sub(q, var(sn("buf_lo", l))), row))));
+      rows_loop->body.push_back(slot);
+      rows_loop->body.push_back(copy_bytes(pname(c.copy_ptr(l)), mul(q, row), scratch, var(src), row, sn("cp", l), true));
+      rb.push_back(rows_loop);
     }
   }
   n.body.push_back(cores);

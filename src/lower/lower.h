@@ -38,8 +38,8 @@ struct Ex {
     IntParam,  // ip[slot]  (int64)
     FloatParam,// fp[slot]
     Load,      // name[args[0]]  (name = pointer or local array)
-    Arith,     // int64 index arithmetic: args[0] op args[1]; op in "+-*/<mM&" (m: min, M: max,
-               // <: less, &: both nonzero)
+    Arith,     // int64 index arithmetic: args[0] op args[1]; op in "+-*/%<mM&" (m: min, M: max,
+               // <: less, &: both nonzero; / and % of nonnegative operands)
     Scalar,    // a scalar operation of the ops vocabulary on args (node.kind Unary/Binary/Select/Cast)
     Combine,   // the reduction operator `rop` in type dtype applied to args[0], args[1]; an
                // arg-reduction's (acc, ai, v, vi) test, with ival 1 when vi comes later (spell_arg_better)
@@ -179,11 +179,18 @@ LoopNest lower(const mdh::MdHom& h, const tune::Schedule& s, const std::string& 
 // bound views at launch: runtime.h, plan_chain), so every row a consumer
 // reads for the tile is there. A tile link (an intermediate the chain keeps
 // to itself) lives in a per-thread tile buffer of rows in the kernel's
-// scratch, addressed row by row; rolling tiles keep the halo rows the
-// previous tile computed (a memmove of the rows kept, then only the new
-// rows are computed) instead of recomputing them. The halos, tile size,
-// rolling choice and buffer offsets are parameters: one compiled kernel
-// serves every launch of the same structure.
+// scratch. Its storage is a parameter (kStorage):
+//   recompute (0) - each tile's buffer holds its rows from the first, the
+//                   halo rows computed again by every tile;
+//   rolling (1)   - the halo rows the thread's previous tile computed move
+//                   to the front of the buffer (a memmove), only the new
+//                   rows are computed;
+//   ring (2)      - the buffer is a ring of cap rows, row q in slot q mod
+//                   cap (HFAV's storage folding): every stage runs row by
+//                   row, each row computed once and kept until its last
+//                   reader has run, nothing moved.
+// The halos, tile size, storage and buffer offsets are parameters: one
+// compiled kernel serves every launch of the same structure.
 //
 // ChainShape is the structure (part of the kernel's key); its slot
 // functions are the kernel's parameter layout, which the launcher fills.
@@ -207,12 +214,15 @@ struct ChainShape {
   static constexpr int kRoot = 0;      // rows of the last stage
   static constexpr int kThreads = 1;   // threads that get rows (the rest return at once)
   static constexpr int kTileRows = 2;  // rows of the last stage per tile
-  static constexpr int kRolling = 3;   // 1: halo rows kept from the thread's previous tile
+  static constexpr int kStorage = 3;   // 0 recompute, 1 rolling, 2 ring (above)
   static constexpr int kScratch = 4;   // scratch bytes per thread
   static constexpr int kHeader = 5;
   int stage_slot(int s) const { return kHeader + 3 * s; }  // rows_s, lo_s, hi_s
-  int link_slot(int l) const;    // the tile buffer's offset in a thread's scratch, its bytes per row
-  int access_slot(int s, int i) const;  // memory: its bytes per row; a link: its byte offset in the row
+  // The tile buffer's offset in a thread's scratch, its bytes per row, its rows.
+  int link_slot(int l) const;
+  // Memory: its bytes per row. A link: its first element's row and byte
+  // within the row, in the buffer's rows (the Python array's layout).
+  int access_slot(int s, int i) const;
   int ints_at(int s) const;      // the stage's own int parameters
   int num_ints() const;
   int floats_at(int s) const;

@@ -83,7 +83,7 @@ class Verifier {
       }
       case Ex::K::Arith:
         if (e->args.size() != 2) fail("index arithmetic takes two operands");
-        if (std::string("+-*/<mM&").find(e->op) == std::string::npos) fail(std::string("index operator '") + e->op + "'");
+        if (std::string("+-*/%<mM&").find(e->op) == std::string::npos) fail(std::string("index operator '") + e->op + "'");
         break;
       case Ex::K::Address:
         if (e->args.size() != 1 || !is_pointer(e->name)) fail("an address not of a kernel pointer and a byte offset");

@@ -102,17 +102,18 @@ struct PlanChain {
   std::string key;
   jit::KernelRef fn;
   // With tuning on (Config::tune_seconds), the launch's own choices -- tile
-  // rows and rolling vs recomputed halos -- are measured on its first live
+  // rows and the tile buffers' storage -- are measured on its first live
   // launches (they compute the same values: only the time differs), each
   // candidate twice, and the fastest is kept for the plan's later runs.
   struct Tuning {
-    static constexpr int kCandidates = 8;
+    // {0, 4, 16, 64} rows x {rolling, recomputed}, then rings of one row.
+    static constexpr int kCandidates = 9;
     static constexpr int64_t kRows[4] = {0, 4, 16, 64};  // 0: from the cache size
     double best_ms[kCandidates] = {};
     int launches = 0;
     int chosen = -1;
-    static int64_t rows(int c) { return kRows[c / 2]; }
-    static bool rolling(int c) { return c % 2 == 0; }
+    static int64_t rows(int c) { return c == 8 ? 1 : kRows[c / 2]; }
+    static int storage(int c) { return c == 8 ? 2 : c % 2 == 0 ? 1 : 0; }
   };
   mutable Tuning tuning;  // (written under g_exec_mu, like PlanGroup::bound)
 };
@@ -533,7 +534,7 @@ bool run_chain(const std::vector<Task>& window, const std::shared_ptr<const Plan
   for (const PlanChain::Link& l : c.links) links.push_back({window[l.task].output.buffer.get(), l.tile, l.copy});
   runtime::ChainOptions opt;
   opt.tile_rows = cfg.stage_rows;
-  opt.rolling = cfg.stage_rolling;
+  opt.storage = cfg.stage_storage;
   // Half of L2 for the tile buffers, the rest for the rows streaming
   // through (measured, 2048² float64: the blur's one 16 KB-row link ran best
   // at 64 rows, the diffusion's three at 8-16, both 1.4x slower at 4x that).
@@ -543,14 +544,14 @@ bool run_chain(const std::vector<Task>& window, const std::shared_ptr<const Plan
     std::mt19937_64 rng(static_cast<uint64_t>(cfg.random_schedule_seed) ^ jit::hash64(plan->groups[c.first].key));
     static constexpr int64_t kRows[] = {0, 1, 2, 3, 5, 16};
     opt.tile_rows = kRows[rng() % 6];
-    opt.rolling = rng() % 2;
+    opt.storage = static_cast<int>(rng() % 3);
   }
   PlanChain::Tuning& tn = c.tuning;
   int candidate = -1;
   if (cfg.tune_seconds > 0 && cfg.random_schedule_seed < 0 && cfg.stage_rows == 0) {
     const int pick = tn.chosen >= 0 ? tn.chosen : (candidate = tn.launches % PlanChain::Tuning::kCandidates);
     opt.tile_rows = PlanChain::Tuning::rows(pick);
-    opt.rolling = PlanChain::Tuning::rolling(pick);
+    opt.storage = PlanChain::Tuning::storage(pick);
   }
   runtime::ChainPlan cp = runtime::plan_chain(stages, links, opt);
   if (!cp.why_not.empty() || runtime::chain_shape(stages, cp) != c.shape) return false;
@@ -601,9 +602,10 @@ bool run_chain(const std::vector<Task>& window, const std::shared_ptr<const Plan
                     std::to_string(2 * PlanChain::Tuning::kCandidates) + "\n";
       } else if (tn.chosen >= 0) {
         const int64_t r = PlanChain::Tuning::rows(tn.chosen);
+        const int st = PlanChain::Tuning::storage(tn.chosen);
         gr.chain += "launch tuned on its first " + std::to_string(2 * PlanChain::Tuning::kCandidates) +
                     " runs: " + (r ? std::to_string(r) + " rows per tile" : std::string("tile rows from the cache")) +
-                    ", " + (PlanChain::Tuning::rolling(tn.chosen) ? "rolling" : "recomputed") + " halos\n";
+                    ", " + (st == 2 ? "ring buffers" : st == 1 ? "rolling halos" : "recomputed halos") + "\n";
       }
       gr.run_ms = ticks_to_ms(t1 - clock);
     }

@@ -53,9 +53,10 @@ struct Config {
   // A chain forms when it keeps at least this much traffic out of memory
   // (smaller intermediates stay in cache anyway; tests set 0).
   int64_t stage_min_bytes = 256 << 10;
-  // Halo rows kept from the thread's previous tile (rolling buffers) instead
-  // of recomputed per tile: a little faster on every chain measured.
-  bool stage_rolling = true;
+  // How tile buffers keep rows (runtime.h, ChainOptions::storage): 0
+  // recompute halo rows per tile, 1 rolling (keep them from the previous
+  // tile), 2 ring (rows in a ring, stages run row by row).
+  int stage_storage = 1;
 };
 Config& config();
 

@@ -710,12 +710,15 @@ void bind_functions(py::module_& m) {
   });
   m.def("get_stage_min_bytes", []() { return pipeline::config().stage_min_bytes; });
   m.def("set_stage_storage", [](const std::string& s) {
-    if (s != "recompute" && s != "rolling")
-      throw py::value_error("stage_storage: expected 'recompute' or 'rolling', got '" + s + "'");
-    pipeline::config().stage_rolling = s == "rolling";
+    if (s != "recompute" && s != "rolling" && s != "ring")
+      throw py::value_error("stage_storage: expected 'recompute', 'rolling' or 'ring', got '" + s + "'");
+    pipeline::config().stage_storage = s == "ring" ? 2 : s == "rolling" ? 1 : 0;
     pipeline::clear_memo();
   });
-  m.def("get_stage_storage", []() { return std::string(pipeline::config().stage_rolling ? "rolling" : "recompute"); });
+  m.def("get_stage_storage", []() {
+    static const char* const kNames[] = {"recompute", "rolling", "ring"};
+    return std::string(kNames[pipeline::config().stage_storage]);
+  });
   m.def("set_num_threads", [](int n) { runtime::set_num_threads(n); });
   m.def("get_num_threads", []() { return runtime::num_threads(); });
 }

@@ -84,7 +84,10 @@ std::string ChainPlan::to_string() const {
   if (!why_not.empty()) return "not run as one kernel: " + why_not;
   os << stages.size() << " stages over tiles of " << tile_rows << " rows of the last stage's "
      << stages.back().rows << " (" << threads << " thread" << (threads == 1 ? "" : "s") << ", "
-     << (rolling ? "halo rows kept from the previous tile (rolling buffers)" : "halo rows recomputed per tile")
+     << (storage == 2   ? "ring buffers: each stage runs row by row, every row computed once and kept until its last "
+                          "reader has run"
+         : storage == 1 ? "halo rows kept from the previous tile (rolling buffers)"
+                        : "halo rows recomputed per tile")
      << ")\n";
   for (size_t s = 0; s < stages.size(); ++s) {
     const Stage& st = stages[s];
@@ -228,6 +231,7 @@ ChainPlan plan_chain(const std::vector<ChainStage>& stages, const std::vector<Li
   }
   const int64_t nt = std::max<int64_t>(1, jit::nf_max_threads());
   int64_t rows = opt.tile_rows;
+  if (rows <= 0 && opt.storage == 2) rows = 1;
   if (rows <= 0) {
     rows = per_row > 0 ? (opt.scratch_budget - halo_bytes) / per_row : root;
     rows = std::max<int64_t>({rows, 4 * max_span, 1});
@@ -235,7 +239,7 @@ ChainPlan plan_chain(const std::vector<ChainStage>& stages, const std::vector<Li
   rows = std::max<int64_t>(1, std::min(rows, (root + nt - 1) / nt));
   p.tile_rows = rows;
   p.threads = std::min(nt, (root + rows - 1) / rows);
-  p.rolling = opt.rolling;
+  p.storage = opt.storage;
   int64_t at = 0;
   for (ChainPlan::Link& l : p.links) {
     if (!l.tile) continue;
@@ -305,13 +309,16 @@ void run_chain(jit::KernelFn fn, const lower::ChainShape& c, const std::vector<C
   ip[C::kRoot] = plan.stages.back().rows;
   ip[C::kThreads] = plan.threads;
   ip[C::kTileRows] = plan.tile_rows;
-  ip[C::kRolling] = plan.rolling ? 1 : 0;
+  ip[C::kStorage] = plan.storage;
   ip[C::kScratch] = plan.scratch_bytes;
   int tile = 0;
+  std::vector<int> tile_links;  // tile link -> plan link
   for (const ChainPlan::Link& l : plan.links) {
     if (!l.tile) continue;
+    tile_links.push_back(static_cast<int>(&l - plan.links.data()));
     ip[c.link_slot(tile)] = l.scratch_at;
     ip[c.link_slot(tile) + 1] = l.row_bytes;
+    ip[c.link_slot(tile) + 2] = l.cap_rows;
     // (Allocated here, before the kernel runs: a failure leaves nothing half done.)
     if (l.copy) ptrs[c.copy_ptr(tile)] = static_cast<char*>(l.buffer->data());
     ++tile;
@@ -330,7 +337,9 @@ void run_chain(jit::KernelFn fn, const lower::ChainShape& c, const std::vector<C
         ptrs[c.ptr_of(s, static_cast<int>(i))] = static_cast<char*>(b.buffers[a.ptr]->data()) + b.offsets[a.ptr];
         ip[c.access_slot(s, static_cast<int>(i))] = stride_bytes(a, b, 0);
       } else if (link >= 0) {
-        ip[c.access_slot(s, static_cast<int>(i))] = b.offsets[a.ptr];
+        const int64_t off = b.offsets[a.ptr], R = plan.links[tile_links[link]].row_bytes;
+        ip[c.access_slot(s, static_cast<int>(i))] = off / R;  // (off >= 0: plan_chain)
+        ip[c.access_slot(s, static_cast<int>(i)) + 1] = off % R;
       }
     }
     std::copy(b.ints.begin(), b.ints.end(), ip.begin() + c.ints_at(s));

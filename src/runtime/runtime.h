@@ -27,7 +27,11 @@ struct ChainStage {
 
 struct ChainOptions {
   int64_t tile_rows = 0;          // rows of the last stage per tile; 0: from scratch_budget
-  bool rolling = false;           // keep halo rows from the thread's previous tile (else recompute them)
+  // How tile buffers keep rows (lower.h, ChainShape::kStorage): 0
+  // recompute halo rows per tile, 1 rolling (keep them: a memmove), 2 ring
+  // (rows in slots mod the buffer's rows; stages run row by row; with
+  // tile_rows 0, tiles of one row).
+  int storage = 1;
   int64_t scratch_budget = 1 << 20;  // bytes of tile buffers per thread (auto tile_rows)
 };
 
@@ -50,7 +54,7 @@ struct ChainPlan {
   std::vector<Stage> stages;
   std::vector<Link> links;
   int64_t tile_rows = 0, threads = 1, scratch_bytes = 0;  // scratch per thread
-  bool rolling = false;
+  int storage = 0;  // ChainOptions::storage
   std::string why_not;  // not empty: the stages cannot run as one chain (nothing to run)
   // The intermediate bytes never written to memory (Tile links, not Copy).
   int64_t bytes_saved() const;

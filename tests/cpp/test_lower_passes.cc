@@ -124,6 +124,52 @@ TEST(LowerPasses, VerifierRejectsEachBrokenRule) {
   expect_bad(nest({decl_("x", lit(1)), decl_("x", lit(2))}), "build", "declared twice");
 }
 
+namespace {
+ExP address_(const std::string& ptr, ExP bytes) {
+  auto e = std::make_shared<Ex>();
+  e->k = Ex::K::Address;
+  e->name = ptr;
+  e->args = {std::move(bytes)};
+  return e;
+}
+// A Stage (compose's statement) of one pointer p0 = &p1[8 bytes], its ints
+// in the Local array "sip", running `body`.
+std::vector<StmtP> stage_(std::vector<StmtP> body, int args = 1) {
+  StmtP st = mk(Stmt::K::Stage);
+  st->name = "sip";
+  for (int i = 0; i < args; ++i) {
+    st->args.push_back(address_("p1", lit(8)));
+    st->arg_types.push_back(DType::Int64);
+  }
+  st->body = std::move(body);
+  return {alloc_("sip", lit(2), Scope::Local), decl_("outer", lit(1)), st};
+}
+}  // namespace
+
+TEST(LowerPasses, VerifierChecksStagesAsFunctionsOfTheirOwn) {
+  const auto ok = stage_({decl_("n", detail::int_param(0)), assign_(load_("p0", lit(0)), var("n"))});
+  EXPECT_EQ(verify(nest(ok), "compose"), "") << print(nest(ok));
+  // Inside, only its own pointers: p1 is the kernel's, not the stage's.
+  expect_bad(nest(stage_({assign_(load_("p1", lit(0)), lit(1))})), "compose", "'p1' is loaded");
+  // ... and nothing declared outside it.
+  expect_bad(nest(stage_({assign_(load_("p0", lit(0)), var("outer"))})), "compose",
+             "'outer' used where it is not declared");
+  // Its ints are a live Local array; its pointers addresses of the kernel's.
+  {
+    auto b = stage_({});
+    b[2]->name = "nope";
+    expect_bad(nest(b), "compose", "int parameters 'nope'");
+    auto c = stage_({});
+    c[2]->args[0] = address_("p9", lit(0));
+    expect_bad(nest(c), "compose", "an address not of a kernel pointer");
+    auto d = stage_({});
+    d[2]->arg_types.push_back(DType::Float64);
+    expect_bad(nest(d), "compose", "differ in number");
+  }
+  // Index operators are the IR's.
+  expect_bad(nest({decl_("x", arith_('^', lit(1), lit(2)))}), "build", "index operator '^'");
+}
+
 TEST(LowerPasses, StoragePutsLargeAndRuntimeSizedBuffersOnTheHeapAndReleasesThem) {
   StmtP c = cores_();
   StmtP big = alloc_("big", lit((int64_t(1) << 20) / 8 + 1), Scope::Local);  // over kStackBytes of int64
