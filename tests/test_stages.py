@@ -155,6 +155,32 @@ def test_chain_equals_numpy(fn, storage, rows, data):
     check(fn, got, [data])
 
 
+@pytest.mark.parametrize("cols", [1, 3, 8, 64])
+@pytest.mark.parametrize("storage", ["recompute", "ring"])
+@pytest.mark.parametrize("fn", STENCILS, ids=lambda f: f.__name__)
+def test_column_strips_equal_numpy(fn, storage, cols, data):
+    # Each thread walks its rows once per strip of columns; every stage
+    # computes the columns its consumers read (column halos, inferred like
+    # the rows'). 2-d chains run in strips, others (hdiff's k-planes) whole.
+    x = nf.asarray(data)
+    with nf.config(stage_storage=storage, stage_cols=cols):
+        got = run(fn, x)
+        assert stages_ran()
+        text = nf.explain().groups[0]["chain"]
+        if data.ndim == 2 and fn is not hdiff:
+            assert f"in strips of {cols} of its" in text, text
+            assert "columns [c0" in text
+    check(fn, got, [data])
+
+
+def test_column_strips_turn_rolling_into_ring(data):
+    with nf.config(stage_storage="rolling", stage_cols=16):
+        got = run(blur, nf.asarray(data))
+        text = nf.explain().groups[0]["chain"]
+    assert "ring buffers" in text and "in strips of 16" in text, text
+    check(blur, got, [data])
+
+
 @pytest.mark.parametrize("fn", STENCILS + ROWWISE, ids=lambda f: f.__name__)
 def test_memoized_chain_reruns(fn, data):
     # The second and third calls reuse the memoized plan: rebound stages.
@@ -406,7 +432,7 @@ def test_errors_in_options():
         nf.set_option("stage_storage", "spiral")
     with pytest.raises(ValueError, match="stage_rows"):
         nf.set_option("stage_rows", -1)
-    assert nf.get_option("stage_storage") == "rolling"
+    assert nf.get_option("stage_storage") == "ring"
     assert nf.get_option("stages") is True
 
 
@@ -432,7 +458,8 @@ def chains(draw):
         steps.append((shifts, op))
     rows = draw(st.sampled_from([0, 1, 2, 7]))
     storage = draw(st.sampled_from(["rolling", "recompute", "ring"]))
-    return steps, rows, storage
+    cols = draw(st.sampled_from([0, 1, 5, 64]))
+    return steps, rows, storage, cols
 
 
 def apply_chain(lib, a, steps):
@@ -459,9 +486,9 @@ def apply_chain(lib, a, steps):
 @settings(max_examples=25, deadline=None)
 @given(chains())
 def test_random_stencil_chains(case):
-    steps, rows, storage = case
+    steps, rows, storage, cols = case
     a = onp.random.default_rng(len(steps)).standard_normal((260, 290))
-    with nf.config(stage_rows=rows, stage_storage=storage):
+    with nf.config(stage_rows=rows, stage_storage=storage, stage_cols=cols):
         got = run(lambda lib, a: apply_chain(lib, a, steps), nf.asarray(a))
     same(got, apply_chain(onp, a, steps))
 

@@ -23,6 +23,7 @@ _ENV = {
     "NUMFUSE_QUICK_COMPILE": "quick_compile",
     "NUMFUSE_STAGES": "stages",
     "NUMFUSE_STAGE_ROWS": "stage_rows",
+    "NUMFUSE_STAGE_COLS": "stage_cols",
     "NUMFUSE_STAGE_STORAGE": "stage_storage",
     "NUMFUSE_STAGE_MIN_BYTES": "stage_min_bytes",
 }
@@ -56,6 +57,7 @@ _SETTERS = {
     "quick_compile": (lambda v: _core.set_quick_compile(_truthy(v)), _core.get_quick_compile),
     "stages": (lambda v: _core.set_stages(_truthy(v)), _core.get_stages),
     "stage_rows": (lambda v: _core.set_stage_rows(int(v)), _core.get_stage_rows),
+    "stage_cols": (lambda v: _core.set_stage_cols(int(v)), _core.get_stage_cols),
     "stage_storage": (lambda v: _core.set_stage_storage(str(v)), _core.get_stage_storage),
     "stage_min_bytes": (lambda v: _core.set_stage_min_bytes(int(v)), _core.get_stage_min_bytes),
 }
@@ -130,6 +132,10 @@ def config(**opts):
     from the thread's previous tile; 'recompute': each tile recomputes them;
     'ring': rows live in ring buffers and every stage runs row by row, each
     row computed once -- tiles of one row unless stage_rows says more),
+    stage_cols (columns per strip: each thread walks its rows once per strip
+    of columns, so a strip's rows of the tile buffers stay in the first-level
+    cache; 2-d stencil chains only, rolling storage then becomes ring; 0 = no
+    strips; NUMFUSE_STAGE_COLS),
     stage_min_bytes (a multi-stage kernel forms when it keeps at least this
     many bytes of intermediates and repeated reads out of memory; default
     256 KiB, 0 makes every chain one kernel -- for testing).

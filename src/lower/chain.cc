@@ -17,16 +17,16 @@ int total_accesses(const ChainShape& c) {
 }
 }  // namespace
 
-int ChainShape::link_slot(int l) const { return kHeader + 3 * static_cast<int>(stages.size()) + 3 * l; }
+int ChainShape::link_slot(int l) const { return stage_slot(static_cast<int>(stages.size())) + 3 * l; }
 
 int ChainShape::access_slot(int s, int i) const {
   int k = link_slot(static_cast<int>(links.size()));
-  for (int t = 0; t < s; ++t) k += 2 * static_cast<int>(stages[t].link.size());
-  return k + 2 * i;
+  for (int t = 0; t < s; ++t) k += 3 * static_cast<int>(stages[t].link.size());
+  return k + 3 * i;
 }
 
 int ChainShape::ints_at(int s) const {
-  int k = link_slot(static_cast<int>(links.size())) + 2 * total_accesses(*this);
+  int k = link_slot(static_cast<int>(links.size())) + 3 * total_accesses(*this);
   for (int t = 0; t < s; ++t) k += stages[t].ints;
   return k;
 }
@@ -54,9 +54,11 @@ int ChainShape::num_ptrs() const { return scratch_ptr() + 1; }
 std::string ChainShape::key() const {
   std::string k = "chain";
   for (const Stage& s : stages) {
-    k += "|s" + std::to_string(s.ints) + "," + std::to_string(s.floats) + ",e" + std::to_string(s.extent0) + ":";
+    k += "|s" + std::to_string(s.ints) + "," + std::to_string(s.floats) + ",e" + std::to_string(s.extent0) + "," +
+         std::to_string(s.extent1) + ":";
     for (int l : s.link) k += std::to_string(l) + ",";
-    for (const auto& [o, d] : s.shifts) k += "o" + std::to_string(o) + "/" + std::to_string(d);
+    for (const auto& [o, d0, d1] : s.shifts)
+      k += "o" + std::to_string(o) + "/" + std::to_string(d0) + "/" + std::to_string(d1);
   }
   for (const Link& l : links) k += "|l" + std::to_string(l.producer) + (l.copy ? "c" : "t");
   return k;
@@ -137,18 +139,30 @@ LoopNest compose(std::vector<LoopNest> stages, const ChainShape& c, const std::s
   }
   for (int l = 0; l < L; ++l) th.push_back(decl(DType::Int64, sn("buf_lo", l), lit(0)));
 
+  // Strips of columns, each walking the thread's rows from the first (the
+  // rows kept in tile buffers are the strip's: forgotten between strips).
+  StmtP strips = for_loop("c0", lit(0), ip(ChainShape::kCols), ip(ChainShape::kColTile));
+  th.push_back(strips);
+  strips->body.push_back(decl(DType::Int64, "c1", min(add(var("c0"), ip(ChainShape::kColTile)), ip(ChainShape::kCols))));
+  for (int s = 0; s < S; ++s) {
+    strips->body.push_back(assign(var(sn("done_lo", s)), lit(0)));
+    strips->body.push_back(assign(var(sn("done_hi", s)), lit(-1)));
+  }
   StmtP tiles = for_loop("r0", var("first"), var("last"), ip(ChainShape::kTileRows));
-  th.push_back(tiles);
+  strips->body.push_back(tiles);
   tiles->body.push_back(decl(DType::Int64, "r1", min(add(var("r0"), ip(ChainShape::kTileRows)), var("last"))));
   for (int s = 0; s < S; ++s) {
     const ChainShape::Stage& cs = c.stages[s];
     const int ss = c.stage_slot(s);
-    const ExP rows = ip(ss), lo = ip(ss + 1), hi = ip(ss + 2);
+    const ExP rows = ip(ss), lo = ip(ss + 1), hi = ip(ss + 2), cols = ip(ss + 3);
     const ExP A = var(sn("A", s)), B = var(sn("B", s)), from = var(sn("from", s));
     const ExP dlo = var(sn("done_lo", s)), dhi = var(sn("done_hi", s));
     tiles->body.push_back(decl(DType::Int64, sn("A", s), max(lit(0), add(var("r0"), lo))));
     tiles->body.push_back(decl(DType::Int64, sn("B", s), min(rows, add(var("r1"), hi))));
-    StmtP run = if_else(less(A, B));
+    const ExP CA = var(sn("CA", s)), CB = var(sn("CB", s));
+    tiles->body.push_back(decl(DType::Int64, sn("CA", s), max(lit(0), add(var("c0"), ip(ss + 4)))));
+    tiles->body.push_back(decl(DType::Int64, sn("CB", s), min(cols, add(var("c1"), ip(ss + 5)))));
+    StmtP run = if_else(both(less(A, B), less(CA, CB)));
     tiles->body.push_back(run);
     auto& rb = run->body;
     rb.push_back(decl(DType::Int64, sn("from", s), A));
@@ -188,9 +202,12 @@ LoopNest compose(std::vector<LoopNest> stages, const ChainShape& c, const std::s
     compute->body.push_back(calls);
     auto& cb = calls->body;
     cb.push_back(assign(detail::load(sip, lit(cs.extent0), DType::Int64), min(var(step), sub(B, var(r)))));
-    for (const auto& [off, d] : cs.shifts)
-      cb.push_back(assign(detail::load(sip, lit(off), DType::Int64),
-                          add(ip(c.ints_at(s) + off), mul(var(r), ip(c.ints_at(s) + d)))));
+    if (cs.extent1 >= 0) cb.push_back(assign(detail::load(sip, lit(cs.extent1), DType::Int64), sub(CB, CA)));
+    for (const auto& [off, d0, d1] : cs.shifts) {
+      ExP at = add(ip(c.ints_at(s) + off), mul(var(r), ip(c.ints_at(s) + d0)));
+      if (d1 >= 0) at = add(at, mul(CA, ip(c.ints_at(s) + d1)));
+      cb.push_back(assign(detail::load(sip, lit(off), DType::Int64), at));
+    }
     auto st = std::make_shared<Stmt>();
     st->k = Stmt::K::Stage;
     st->name = sip;
@@ -203,12 +220,15 @@ LoopNest compose(std::vector<LoopNest> stages, const ChainShape& c, const std::s
       if (l == -2) {
         st->args.push_back(lit(0));
       } else if (l == -1) {
-        st->args.push_back(address(pname(c.ptr_of(s, i)), mul(var(r), ip(c.access_slot(s, i)))));
+        st->args.push_back(address(pname(c.ptr_of(s, i)), add(mul(var(r), ip(c.access_slot(s, i))),
+                                                              mul(CA, ip(c.access_slot(s, i) + 2)))));
       } else {
         const std::string o = sn("at", s) + "_" + std::to_string(i);
         const ExP q = add(var(r), ip(c.access_slot(s, i)));  // its row in the buffer's rows
         const ExP row = ip(c.link_slot(l) + 1);
-        cb.push_back(decl(DType::Int64, o, add(add(var("mine"), ip(c.link_slot(l))), ip(c.access_slot(s, i) + 1))));
+        cb.push_back(decl(DType::Int64, o,
+                          add(add(add(var("mine"), ip(c.link_slot(l))), ip(c.access_slot(s, i) + 1)),
+                              mul(CA, ip(c.access_slot(s, i) + 2)))));
         StmtP slot = if_else(less(lit(1), storage));
         slot->body.push_back(assign(var(o), add(var(o), mul(mod(q, ip(c.link_slot(l) + 2)), row))));
         slot->else_body.push_back(assign(var(o), add(var(o), mul(sub(q, var(sn("buf_lo", l))), row))));

@@ -15,6 +15,7 @@
 // after each one (print()).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -189,8 +190,13 @@ LoopNest lower(const mdh::MdHom& h, const tune::Schedule& s, const std::string& 
 //                   cap (HFAV's storage folding): every stage runs row by
 //                   row, each row computed once and kept until its last
 //                   reader has run, nothing moved.
-// The halos, tile size, storage and buffer offsets are parameters: one
-// compiled kernel serves every launch of the same structure.
+// Column strips (kColTile > 0; stencil chains of 2-d stages): each thread
+// walks its rows once per strip of the last stage's columns, stage s
+// computing its columns [c0 + clo_s, c1 + chi_s) of every row, so that a
+// strip's rows of the tile buffers stay in the first-level cache. Without
+// strips there is one, every stage's columns all of its own.
+// The halos, tile size, storage, strips and buffer offsets are parameters:
+// one compiled kernel serves every launch of the same structure.
 //
 // ChainShape is the structure (part of the kernel's key); its slot
 // functions are the kernel's parameter layout, which the launcher fills.
@@ -199,7 +205,9 @@ struct ChainShape {
     std::vector<int> link;  // per access of its MdHom: the tile link it touches, -1 memory, -2 untouched
     int ints = 0, floats = 0;           // its parameters
     int extent0 = 0;                    // the int slot of its outer extent
-    std::vector<std::pair<int, int>> shifts;  // per index affine: (offset slot, outer-stride slot)
+    int extent1 = -1;                   // ... of its dimension 1 (columns), -1 if it has none
+    // Per index affine: (offset slot, dimension-0 stride slot, dimension-1 stride slot or -1).
+    std::vector<std::array<int, 3>> shifts;
     bool operator==(const Stage&) const = default;
   };
   struct Link {
@@ -216,12 +224,16 @@ struct ChainShape {
   static constexpr int kTileRows = 2;  // rows of the last stage per tile
   static constexpr int kStorage = 3;   // 0 recompute, 1 rolling, 2 ring (above)
   static constexpr int kScratch = 4;   // scratch bytes per thread
-  static constexpr int kHeader = 5;
-  int stage_slot(int s) const { return kHeader + 3 * s; }  // rows_s, lo_s, hi_s
+  static constexpr int kCols = 5;      // columns of the last stage
+  static constexpr int kColTile = 6;   // columns per strip (kCols: one strip)
+  static constexpr int kHeader = 7;
+  // rows_s, lo_s, hi_s, cols_s, clo_s, chi_s
+  int stage_slot(int s) const { return kHeader + 6 * s; }
   // The tile buffer's offset in a thread's scratch, its bytes per row, its rows.
   int link_slot(int l) const;
-  // Memory: its bytes per row. A link: its first element's row and byte
-  // within the row, in the buffer's rows (the Python array's layout).
+  // Memory: its bytes per row, -, its bytes per column. A link: its first
+  // element's row and byte within the row, in the buffer's rows (the
+  // Python array's layout), its bytes per column.
   int access_slot(int s, int i) const;
   int ints_at(int s) const;      // the stage's own int parameters
   int num_ints() const;

@@ -50,13 +50,17 @@ struct Config {
   // intermediates run as one kernel over tiles of the outer dimension.
   bool stages = true;
   int64_t stage_rows = 0;      // rows per tile (0: from the cache size)
+  // Columns per strip (runtime.h, ChainOptions::col_tile; 0: chosen from
+  // the first-level cache with ring storage).
+  int64_t stage_cols = 0;
   // A chain forms when it keeps at least this much traffic out of memory
   // (smaller intermediates stay in cache anyway; tests set 0).
   int64_t stage_min_bytes = 256 << 10;
   // How tile buffers keep rows (runtime.h, ChainOptions::storage): 0
   // recompute halo rows per tile, 1 rolling (keep them from the previous
-  // tile), 2 ring (rows in a ring, stages run row by row).
-  int stage_storage = 1;
+  // tile), 2 ring (rows in a ring, stages run row by row): ring, in strips
+  // of columns, ran fastest on the stencil chains measured.
+  int stage_storage = 2;
 };
 Config& config();
 

@@ -703,6 +703,12 @@ void bind_functions(py::module_& m) {
     pipeline::clear_memo();
   });
   m.def("get_stage_rows", []() { return pipeline::config().stage_rows; });
+  m.def("set_stage_cols", [](int64_t n) {
+    if (n < 0) throw py::value_error("stage_cols: expected a number of columns >= 0 (0: no strips), got " + std::to_string(n));
+    pipeline::config().stage_cols = n;
+    pipeline::clear_memo();
+  });
+  m.def("get_stage_cols", []() { return pipeline::config().stage_cols; });
   m.def("set_stage_min_bytes", [](int64_t n) {
     if (n < 0) throw py::value_error("stage_min_bytes: expected a number of bytes >= 0, got " + std::to_string(n));
     pipeline::config().stage_min_bytes = n;

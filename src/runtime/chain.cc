@@ -88,11 +88,16 @@ std::string ChainPlan::to_string() const {
                           "reader has run"
          : storage == 1 ? "halo rows kept from the previous tile (rolling buffers)"
                         : "halo rows recomputed per tile")
-     << ")\n";
+     << ")";
+  if (col_tile < cols) os << ", in strips of " << col_tile << " of its " << cols << " columns";
+  os << "\n";
   for (size_t s = 0; s < stages.size(); ++s) {
     const Stage& st = stages[s];
     os << "  stage " << s + 1 << ": computed at each tile, rows [r0" << (st.lo < 0 ? " - " : " + ") << std::abs(st.lo)
        << ", r1" << (st.hi < 0 ? " - " : " + ") << std::abs(st.hi) << ") of its " << st.rows;
+    if (col_tile < cols)
+      os << ", columns [c0" << (st.clo < 0 ? " - " : " + ") << std::abs(st.clo) << ", c1"
+         << (st.chi < 0 ? " - " : " + ") << std::abs(st.chi) << ") of its " << st.cols;
     for (const Link& l : links)
       if (l.producer == static_cast<int>(s))
         os << "; writes buffer #" << l.buffer->id() << " ("
@@ -129,6 +134,7 @@ ChainPlan plan_chain(const std::vector<ChainStage>& stages, const std::vector<Li
   const int L = static_cast<int>(p.links.size());
   std::vector<int64_t> write_off(L, 0);
   std::vector<bool> visible(S, false);  // the stage writes memory other than Tile links
+  bool unit_cols = true;  // every link's producer writes unit-stride columns
   p.stages.resize(S);
   for (int s = 0; s < S; ++s) {
     const mdh::MdHom& h = *stages[s].hom;
@@ -155,12 +161,14 @@ ChainPlan plan_chain(const std::vector<ChainStage>& stages, const std::vector<Li
       if (span < 0 || span > s0) return fail("a stage writes a link across rows");
       l.producer = s;
       l.row_bytes = s0;
+      if (h.ndim < 2 || a.kind[1] != mdh::StrideKind::Unit) unit_cols = false;
       write_off[it->second] = off;
     }
   }
   struct Read {
     int stage;
     int64_t k;
+    int64_t shift;  // columns (-1: not a unit-stride column read)
   };
   std::vector<std::vector<Read>> reads(L);
   for (int s = 0; s < S; ++s) {
@@ -181,7 +189,8 @@ ChainPlan plan_chain(const std::vector<ChainStage>& stages, const std::vector<Li
       const int64_t k = delta / R, c = delta % R;
       const int64_t span = inner_span(a, h, b);
       if (span < 0 || c + span > R) return fail("a stage reads a link across rows");
-      reads[it->second].push_back({s, k});
+      const int64_t cb = h.ndim >= 2 ? stride_bytes(a, b, 1) : 0;
+      reads[it->second].push_back({s, k, cb > 0 && c % cb == 0 && a.kind[1] == mdh::StrideKind::Unit ? c / cb : -1});
     }
   }
   // Halo inference, last stage first: a producer computes every row its
@@ -248,6 +257,60 @@ ChainPlan plan_chain(const std::vector<ChainStage>& stages, const std::vector<Li
     at += round64(l.cap_rows * l.row_bytes);
   }
   p.scratch_bytes = at;
+  // Column strips: halo inference over the columns, as over the rows.
+  const mdh::MdHom& last_h = *stages.back().hom;
+  const int64_t root_cols = last_h.ndim >= 2 ? stages.back().bind->extent(last_h, 1) : 1;
+  p.cols = std::max<int64_t>(root_cols, 1);
+  for (int s = 0; s < S; ++s) {
+    const mdh::MdHom& h = *stages[s].hom;
+    p.stages[s].cols = h.ndim >= 2 ? stages[s].bind->extent(h, 1) : 1;
+  }
+  int64_t col_tile = opt.col_tile;
+  if (col_tile <= 0 && opt.storage == 2 && opt.strip_budget > 0) {
+    int64_t per_col = 0;  // bytes of one column of every tile buffer's rows
+    for (const ChainPlan::Link& l : p.links)
+      if (l.tile) per_col += l.cap_rows * l.row_bytes / std::max<int64_t>(1, p.stages[l.producer].cols);
+    col_tile = per_col > 0 ? std::max<int64_t>(64, opt.strip_budget / per_col / 64 * 64) : 0;
+  }
+  bool strips = col_tile > 0 && col_tile < root_cols && unit_cols;
+  for (int s = 0; s < S; ++s) {
+    const mdh::MdHom& h = *stages[s].hom;
+    if (h.ndim != 2) strips = false;
+    for (const mdh::Output& o : h.outputs)
+      if (o.reduces || o.scan_dim >= 0) strips = false;
+  }
+  for (const ChainPlan::Link& l : p.links)
+    if (l.copy) strips = false;
+  for (int l = 0; l < L && strips; ++l)
+    for (const Read& r : reads[l])
+      if (r.shift < 0) strips = false;
+  if (strips) {
+    for (int s = S - 2; s >= 0; --s) {
+      int64_t lo = std::numeric_limits<int64_t>::max(), hi = std::numeric_limits<int64_t>::min();
+      for (int l = 0; l < L; ++l) {
+        if (p.links[l].producer != s) continue;
+        for (const Read& r : reads[l]) {
+          lo = std::min(lo, p.stages[r.stage].clo + r.shift);
+          hi = std::max(hi, p.stages[r.stage].chi + r.shift);
+        }
+      }
+      if (lo > hi) lo = hi = 0;
+      p.stages[s].clo = lo;
+      p.stages[s].chi = hi;
+      if (visible[s] && (lo != 0 || hi != 0 || p.stages[s].cols != root_cols)) strips = false;
+    }
+  }
+  if (strips) {
+    p.col_tile = col_tile;
+    if (p.storage == 1) p.storage = 2;
+  } else {
+    // One strip: every stage computes all its columns.
+    p.col_tile = p.cols;
+    for (ChainPlan::Stage& st : p.stages) {
+      st.clo = 0;
+      st.chi = st.cols - p.cols;
+    }
+  }
 #ifndef NDEBUG
   // The verifier (debug builds): what the launch relies on, checked.
   auto broken = [](const std::string& what) { throw std::logic_error("plan_chain: " + what); };
@@ -294,7 +357,8 @@ lower::ChainShape chain_shape(const std::vector<ChainStage>& stages, const Chain
     cs.ints = static_cast<int>(b.ints.size());
     cs.floats = static_cast<int>(b.floats.size());
     cs.extent0 = h.extent[0];
-    for (const mdh::Affine& f : h.indices) cs.shifts.push_back({f.offset, f.stride[0]});
+    cs.extent1 = h.ndim >= 2 ? h.extent[1] : -1;
+    for (const mdh::Affine& f : h.indices) cs.shifts.push_back({f.offset, f.stride[0], h.ndim >= 2 ? f.stride[1] : -1});
   }
   return c;
 }
@@ -310,6 +374,8 @@ void run_chain(jit::KernelFn fn, const lower::ChainShape& c, const std::vector<C
   ip[C::kThreads] = plan.threads;
   ip[C::kTileRows] = plan.tile_rows;
   ip[C::kStorage] = plan.storage;
+  ip[C::kCols] = plan.cols;
+  ip[C::kColTile] = plan.col_tile;
   ip[C::kScratch] = plan.scratch_bytes;
   int tile = 0;
   std::vector<int> tile_links;  // tile link -> plan link
@@ -330,16 +396,21 @@ void run_chain(jit::KernelFn fn, const lower::ChainShape& c, const std::vector<C
     ip[ss] = plan.stages[s].rows;
     ip[ss + 1] = plan.stages[s].lo;
     ip[ss + 2] = plan.stages[s].hi;
+    ip[ss + 3] = plan.stages[s].cols;
+    ip[ss + 4] = plan.stages[s].clo;
+    ip[ss + 5] = plan.stages[s].chi;
     for (size_t i = 0; i < h.accesses.size(); ++i) {
       const mdh::Access& a = h.accesses[i];
       const int link = c.stages[s].link[i];
       if (link == -1) {
         ptrs[c.ptr_of(s, static_cast<int>(i))] = static_cast<char*>(b.buffers[a.ptr]->data()) + b.offsets[a.ptr];
         ip[c.access_slot(s, static_cast<int>(i))] = stride_bytes(a, b, 0);
+        ip[c.access_slot(s, static_cast<int>(i)) + 2] = h.ndim >= 2 ? stride_bytes(a, b, 1) : 0;
       } else if (link >= 0) {
         const int64_t off = b.offsets[a.ptr], R = plan.links[tile_links[link]].row_bytes;
         ip[c.access_slot(s, static_cast<int>(i))] = off / R;  // (off >= 0: plan_chain)
         ip[c.access_slot(s, static_cast<int>(i)) + 1] = off % R;
+        ip[c.access_slot(s, static_cast<int>(i)) + 2] = h.ndim >= 2 ? stride_bytes(a, b, 1) : 0;
       }
     }
     std::copy(b.ints.begin(), b.ints.end(), ip.begin() + c.ints_at(s));

@@ -31,8 +31,17 @@ struct ChainOptions {
   // recompute halo rows per tile, 1 rolling (keep them: a memmove), 2 ring
   // (rows in slots mod the buffer's rows; stages run row by row; with
   // tile_rows 0, tiles of one row).
-  int storage = 1;
+  int storage = 2;
   int64_t scratch_budget = 1 << 20;  // bytes of tile buffers per thread (auto tile_rows)
+  // Columns of the last stage per strip (lower.h, ChainShape::kColTile); 0:
+  // no strips. Strips need 2-d stages that neither reduce nor scan, unit
+  // column strides on the tile links and no copy link; else there are none.
+  // With strips, rolling storage becomes ring storage (a rolling move
+  // would copy whole rows for every strip).
+  int64_t col_tile = 0;
+  // With col_tile 0 and ring storage: strips as wide as keep the tile
+  // buffers' rows of one strip within this many bytes (0: no strips).
+  int64_t strip_budget = 0;
 };
 
 // The launch, resolved on the bindings (halo/extent inference): stage s
@@ -41,6 +50,7 @@ struct ChainOptions {
 struct ChainPlan {
   struct Stage {
     int64_t rows = 0, lo = 0, hi = 0;
+    int64_t cols = 1, clo = 0, chi = 0;  // columns [c0 + clo, c1 + chi) for a strip [c0, c1)
   };
   struct Link {
     Buffer* buffer = nullptr;
@@ -55,6 +65,7 @@ struct ChainPlan {
   std::vector<Link> links;
   int64_t tile_rows = 0, threads = 1, scratch_bytes = 0;  // scratch per thread
   int storage = 0;  // ChainOptions::storage
+  int64_t cols = 1, col_tile = 1;  // the last stage's columns (at least 1), per strip
   std::string why_not;  // not empty: the stages cannot run as one chain (nothing to run)
   // The intermediate bytes never written to memory (Tile links, not Copy).
   int64_t bytes_saved() const;
