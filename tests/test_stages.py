@@ -542,3 +542,17 @@ def test_fuzz_programs_with_every_chain_a_kernel():
     finally:
         nf.set_option("stage_min_bytes", 256 << 10)
     assert not failing, "\n\n".join(failing[:3])
+
+
+def test_reduction_over_an_empty_axis_in_a_chain():
+    # A stage reducing over zero columns still writes its identity for every
+    # row (the kernel once skipped stages with no columns: the mean came out
+    # as whatever the scratch held divided by 0).
+    d = onp.zeros((1, 5, 0))
+    with nf.config(stage_min_bytes=0, tier="lazy"), onp.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = nf.asarray(d).mean(axis=2)
+        nf.flush()
+        assert stages_ran() == [2]
+        want = d.mean(axis=2)
+    same(got, want)

@@ -162,7 +162,10 @@ LoopNest compose(std::vector<LoopNest> stages, const ChainShape& c, const std::s
     const ExP CA = var(sn("CA", s)), CB = var(sn("CB", s));
     tiles->body.push_back(decl(DType::Int64, sn("CA", s), max(lit(0), add(var("c0"), ip(ss + 4)))));
     tiles->body.push_back(decl(DType::Int64, sn("CB", s), min(cols, add(var("c1"), ip(ss + 5)))));
-    StmtP run = if_else(both(less(A, B), less(CA, CB)));
+    // (Without strips a stage runs over all its columns, none included: a
+    // reduction over an empty dimension still writes its identity.)
+    const ExP strips = less(ip(ChainShape::kColTile), ip(ChainShape::kCols));
+    StmtP run = if_else(both(less(A, B), less(CA, add(CB, sub(lit(1), strips)))));
     tiles->body.push_back(run);
     auto& rb = run->body;
     rb.push_back(decl(DType::Int64, sn("from", s), A));
