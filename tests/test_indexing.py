@@ -759,3 +759,24 @@ def test_iteration_yields_views():
     for r, re_ in zip(rows, e):
         assert_view(r, re_)
     assert a[-1:-4:-1, 2].tolist() == e[-1:-4:-1, 2].tolist()
+
+
+@pytest.mark.parametrize("value", [[0], [], [1, 2], (0,), onp.array([0]), onp.array([[5]]), onp.array([0.5]),
+                                   onp.array([]), onp.array([1, 2])],
+                         ids=["list0", "empty_list", "list2", "tuple", "arr0", "arr11", "arrf", "empty_arr", "arr2"])
+@pytest.mark.parametrize("dtype", ["bool", "int64", "uint8", "float64", "complex128"])
+def test_element_assignment_of_a_sequence(dtype, value):
+    # NumPy 2.4: an element takes a scalar or a 0-d array; a bool element
+    # also takes the truth of a list or tuple or of a one-element array
+    # (`flags[i] &= mask_of_one`), and anything else is "setting an array
+    # element with a sequence".
+    outcomes = []
+    for lib in (onp, nf):
+        a = lib.zeros(4, dtype)
+        v = nf.asarray(value) if lib is nf and isinstance(value, onp.ndarray) else value
+        try:
+            a[1] = v
+            outcomes.append(("ok", onp.asarray(a).tolist()))
+        except Exception as e:  # noqa: BLE001 -- the type is what is compared
+            outcomes.append((type(e).__name__,))
+    assert outcomes[0] == outcomes[1]

@@ -660,6 +660,22 @@ void setitem(PyObject* self, PyObject* key, PyObject* value) {
   const bool element = selects_element(v, items);
   if (element && src.kind == Operand::Kind::Array && src.view().ndim() > 0) {
     element_offset(v, list);  // an out-of-bounds index is reported first
+    // A bool element takes the truth of a list or tuple, or of an array's
+    // one element (NumPy 2.4).
+    if (v.dtype == DType::Bool &&
+        (PyList_Check(value) || PyTuple_Check(value) || shape_size(src.view().shape) == 1)) {
+      const int t = PyObject_IsTrue(value);
+      if (t < 0) throw py::error_already_set();
+      return setitem(self, key, t ? Py_True : Py_False);
+    }
+    // An integer or complex element converts a list or tuple as int() or
+    // complex() would.
+    if (PyList_Check(value) || PyTuple_Check(value)) {
+      const std::string type = Py_TYPE(value)->tp_name;
+      if (is_integer(v.dtype))
+        throw TypeError("int() argument must be a string, a bytes-like object or a real number, not '" + type + "'");
+      if (is_complex(v.dtype)) throw TypeError("must be real number, not " + type);
+    }
     throw ValueError("setting an array element with a sequence.");
   }
   if (element && src.kind != Operand::Kind::Array && !v.buffer->pending()) {
