@@ -669,12 +669,14 @@ void setitem(PyObject* self, PyObject* key, PyObject* value) {
       return setitem(self, key, t ? Py_True : Py_False);
     }
     // An integer or complex element converts a list or tuple as int() or
-    // complex() would.
+    // complex() would, a complex one an array as complex() would.
     if (PyList_Check(value) || PyTuple_Check(value)) {
       const std::string type = Py_TYPE(value)->tp_name;
       if (is_integer(v.dtype))
         throw TypeError("int() argument must be a string, a bytes-like object or a real number, not '" + type + "'");
       if (is_complex(v.dtype)) throw TypeError("must be real number, not " + type);
+    } else if (is_complex(v.dtype)) {
+      throw TypeError("only 0-dimensional arrays can be converted to Python scalars");
     }
     throw ValueError("setting an array element with a sequence.");
   }
