@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <new>
@@ -118,8 +119,12 @@ struct Pool {
       }
     } else {
       std::lock_guard<std::mutex> lock(mu);
-      auto it = free_blocks.find(cls);
-      if (it != free_blocks.end()) {
+      // The block freed last (its lines are likeliest still in cache: a
+      // loop's result array freed and allocated again each iteration stays
+      // the same warm block, not a rotation through every cached one).
+      auto [first, last] = free_blocks.equal_range(cls);
+      if (first != last) {
+        auto it = std::prev(last);
         void* p = it->second;
         free_blocks.erase(it);
         cached -= cls;

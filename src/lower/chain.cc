@@ -17,7 +17,7 @@ int total_accesses(const ChainShape& c) {
 }
 }  // namespace
 
-int ChainShape::link_slot(int l) const { return stage_slot(static_cast<int>(stages.size())) + 3 * l; }
+int ChainShape::link_slot(int l) const { return stage_slot(static_cast<int>(stages.size())) + 4 * l; }
 
 int ChainShape::access_slot(int s, int i) const {
   int k = link_slot(static_cast<int>(links.size()));
@@ -245,7 +245,7 @@ LoopNest compose(std::vector<LoopNest> stages, const ChainShape& c, const std::s
     // A copy link: the rows this tile owns (the first tile also those
     // before it, the last those after), from the tile buffer to the array.
     for (int l : copies[s]) {
-      const ExP row = ip(c.link_slot(l) + 1);
+      const ExP slot_bytes = ip(c.link_slot(l) + 1), row = ip(c.link_slot(l) + 3);
       const std::string olo = sn("own_lo", l), ohi = sn("own_hi", l);
       rb.push_back(decl(DType::Int64, olo, max(lit(0), min(add(var("r0"), lo), rows))));
       StmtP first_tile = if_else(less(var("r0"), lit(1)));
@@ -260,8 +260,8 @@ LoopNest compose(std::vector<LoopNest> stages, const ChainShape& c, const std::s
       const std::string src = sn("src", l);
       rows_loop->body.push_back(decl(DType::Int64, src, add(var("mine"), ip(c.link_slot(l)))));
       StmtP slot = if_else(less(lit(1), storage));
-      slot->body.push_back(assign(var(src), add(var(src), mul(mod(q, ip(c.link_slot(l) + 2)), row))));
-      slot->else_body.push_back(assign(var(src), add(var(src), mul(sub(q, var(sn("buf_lo", l))), row))));
+      slot->body.push_back(assign(var(src), add(var(src), mul(mod(q, ip(c.link_slot(l) + 2)), slot_bytes))));
+      slot->else_body.push_back(assign(var(src), add(var(src), mul(sub(q, var(sn("buf_lo", l))), slot_bytes))));
       rows_loop->body.push_back(slot);
       rows_loop->body.push_back(copy_bytes(pname(c.copy_ptr(l)), mul(q, row), scratch, var(src), row, sn("cp", l), true));
       rb.push_back(rows_loop);

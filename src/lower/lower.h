@@ -229,7 +229,9 @@ struct ChainShape {
   static constexpr int kHeader = 7;
   // rows_s, lo_s, hi_s, cols_s, clo_s, chi_s
   int stage_slot(int s) const { return kHeader + 6 * s; }
-  // The tile buffer's offset in a thread's scratch, its bytes per row, its rows.
+  // The tile buffer's offset in a thread's scratch, the bytes from one of
+  // its rows to the next (padded: rows a power of two apart would share
+  // the first-level cache's sets), its rows, the array's bytes per row.
   int link_slot(int l) const;
   // Memory: its bytes per row, -, its bytes per column. A link: its first
   // element's row and byte within the row, in the buffer's rows (the

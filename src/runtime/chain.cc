@@ -253,10 +253,7 @@ ChainPlan plan_chain(const std::vector<ChainStage>& stages, const std::vector<Li
   for (ChainPlan::Link& l : p.links) {
     if (!l.tile) continue;
     l.cap_rows = rows + p.stages[l.producer].hi - p.stages[l.producer].lo;
-    l.scratch_at = at;
-    at += round64(l.cap_rows * l.row_bytes);
   }
-  p.scratch_bytes = at;
   // Column strips: halo inference over the columns, as over the rows.
   const mdh::MdHom& last_h = *stages.back().hom;
   const int64_t root_cols = last_h.ndim >= 2 ? stages.back().bind->extent(last_h, 1) : 1;
@@ -311,6 +308,20 @@ ChainPlan plan_chain(const std::vector<ChainStage>& stages, const std::vector<Li
       st.chi = st.cols - p.cols;
     }
   }
+  // The tile buffers in a thread's scratch. On a ring (one row per stage
+  // call) rows need not be row_bytes apart: rows a multiple of 4 KiB apart
+  // map to the same sets of the L1 cache (a 2048-wide float64 row is 16
+  // KiB), so they are one cache line more apart and each row of a ring
+  // uses sets of its own; buffers start apart the same way. (Calls of many
+  // rows step by the arrays' row bytes: no padding.)
+  for (ChainPlan::Link& l : p.links) {
+    if (!l.tile) continue;
+    l.slot_bytes = l.row_bytes;
+    if (p.storage == 2 && round64(l.row_bytes) % 4096 == 0) l.slot_bytes = round64(l.row_bytes) + 64;
+    l.scratch_at = at;
+    at += round64(l.cap_rows * l.slot_bytes) + (p.storage == 2 ? 192 : 0);
+  }
+  p.scratch_bytes = at;
 #ifndef NDEBUG
   // The verifier (debug builds): what the launch relies on, checked.
   auto broken = [](const std::string& what) { throw std::logic_error("plan_chain: " + what); };
@@ -323,7 +334,7 @@ ChainPlan plan_chain(const std::vector<ChainStage>& stages, const std::vector<Li
       if (r.stage <= lk.producer || ps.lo > cs.lo + r.k || ps.hi < cs.hi + r.k) broken("a consumer's rows exceed its producer's");
     }
     if (lk.tile && (lk.cap_rows < p.tile_rows + ps.hi - ps.lo || lk.scratch_at % 64 != 0 ||
-                    lk.scratch_at + lk.cap_rows * lk.row_bytes > p.scratch_bytes))
+                    lk.scratch_at + lk.cap_rows * lk.slot_bytes > p.scratch_bytes || lk.slot_bytes < lk.row_bytes))
       broken("a tile buffer is too small or misplaced");
   }
   for (int s = 0; s < S; ++s)
@@ -383,8 +394,9 @@ void run_chain(jit::KernelFn fn, const lower::ChainShape& c, const std::vector<C
     if (!l.tile) continue;
     tile_links.push_back(static_cast<int>(&l - plan.links.data()));
     ip[c.link_slot(tile)] = l.scratch_at;
-    ip[c.link_slot(tile) + 1] = l.row_bytes;
+    ip[c.link_slot(tile) + 1] = l.slot_bytes;
     ip[c.link_slot(tile) + 2] = l.cap_rows;
+    ip[c.link_slot(tile) + 3] = l.row_bytes;
     // (Allocated here, before the kernel runs: a failure leaves nothing half done.)
     if (l.copy) ptrs[c.copy_ptr(tile)] = static_cast<char*>(l.buffer->data());
     ++tile;

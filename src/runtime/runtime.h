@@ -59,6 +59,7 @@ struct ChainPlan {
     bool copy = false;      // Tile storage whose owned rows are also copied to the buffer
     int64_t row_bytes = 0;  // bytes per row of the outer dimension
     int64_t cap_rows = 0;   // Tile: rows of its per-thread buffer
+    int64_t slot_bytes = 0; // Tile: bytes from one row of its buffer to the next (row_bytes padded)
     int64_t scratch_at = 0; // Tile: offset of its buffer in a thread's scratch
   };
   std::vector<Stage> stages;
