@@ -34,7 +34,10 @@ def test_int_key_store_errors_and_casts_match_numpy():
         a[0] = 300
     a[1] = onp.int64(300)  # NumPy scalars cast (wrap)
     ref[1] = onp.int64(300)
-    with pytest.raises(ValueError):
+    # (NumPy converts a list for an integer element as int() would)
+    with pytest.raises(TypeError):
+        ref[2] = [1, 2]
+    with pytest.raises(TypeError):
         a[2] = [1, 2]
     with pytest.raises(ValueError):
         a[2] = nf.ones(1)
