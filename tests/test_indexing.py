@@ -780,3 +780,21 @@ def test_element_assignment_of_a_sequence(dtype, value):
         except Exception as e:  # noqa: BLE001 -- the type is what is compared
             outcomes.append((type(e).__name__,))
     assert outcomes[0] == outcomes[1]
+
+
+@pytest.mark.parametrize("tier", ["auto", "lazy"])
+def test_integer_scalar_result_stored_out_of_range(tier):
+    # `s + 1` on a 0-d array is a NumPy scalar, and a scalar out of an
+    # integer array's range is an OverflowError -- even when numfuse keeps
+    # the result lazy (a 0-d array acting as the scalar); a real 0-d array
+    # is cast (wrapping), as NumPy does.
+    base = onp.arange(6, dtype=onp.int32).reshape(2, 3) * 10_000_000
+    with nf.config(tier=tier, max_window=1):
+        for lib in (onp, nf):
+            s = lib.asarray(base)[1, 2, ...]
+            a = lib.zeros(5, onp.int8)
+            with pytest.raises(OverflowError, match="out of bounds for int8"):
+                a[None] = s + 1
+            a[1:3] = s - 49_999_990
+            a[0] = lib.asarray(onp.array(50_000_001, onp.int32))
+            assert onp.asarray(a).tolist() == [-127, 10, 10, 0, 0]

@@ -647,6 +647,14 @@ void setitem(PyObject* self, PyObject* key, PyObject* value) {
       return;
     }
   }
+  if (is_ndarray(value) && as_ndarray(value).deferred_scalar && is_integer(view_of(self).dtype) &&
+      is_integer(as_ndarray(value).v.dtype)) {
+    // The scalar NumPy would have had: its range is checked as a scalar's.
+    const View& s = as_ndarray(value).v;
+    if (s.buffer->pending_write()) flush_all("an integer scalar stored into an array");
+    py::object sc = numpy_scalar(s.dtype, static_cast<const char*>(s.buffer->data()) + s.offset * itemsize(s.dtype));
+    return setitem(self, key, sc.ptr());
+  }
   IndexItems items;
   Operand src;
   if (!parse_index(key, items) || !to_operand(value, src)) {

@@ -34,6 +34,11 @@ inline void add_py_ref(Buffer& b, int32_t d) {
 }
 struct NdArray {
   View v;
+  // A 0-d result NumPy would have given as a scalar, kept lazy
+  // (scalar_result): where NumPy treats scalars and 0-d arrays differently
+  // (an integer stored into a narrower integer array: OverflowError for a
+  // scalar out of range, a wrapping cast for an array) it acts as the scalar.
+  bool deferred_scalar = false;
   explicit NdArray(View&& view) : v(std::move(view)) { add_py_ref(*v.buffer, 1); }
   explicit NdArray(const View& view) : v(view) { add_py_ref(*v.buffer, 1); }
   ~NdArray() { add_py_ref(*v.buffer, -1); }

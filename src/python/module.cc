@@ -100,7 +100,12 @@ py::object scalar_result(View&& v) {
   if (v.ndim() == 0 && pipeline::config().tier == pipeline::Tier::Eager &&
       v.buffer->pending_write())
     flush_all("tier eager");  // (a scalar, as tier 0 gives it)
-  if (v.ndim() != 0 || v.buffer->pending_write()) return wrap(std::move(v));
+  if (v.ndim() != 0) return wrap(std::move(v));
+  if (v.buffer->pending_write()) {
+    py::object r = wrap(std::move(v));
+    as_ndarray(r).deferred_scalar = true;
+    return r;
+  }
   return numpy_scalar(v.dtype, static_cast<const char*>(v.buffer->data()) + v.offset * itemsize(v.dtype));
 }
 
