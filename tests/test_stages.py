@@ -556,3 +556,22 @@ def test_reduction_over_an_empty_axis_in_a_chain():
         assert stages_ran() == [2]
         want = d.mean(axis=2)
     same(got, want)
+
+
+def test_a_refused_launch_runs_the_stages_alone(data):
+    # A multi-stage plan compiles only its composed kernel; a stage gets a
+    # kernel of its own only when it runs alone -- here a memoized launch
+    # is refused (as when the bound views do not fit the chain), so its
+    # stages' kernels are compiled then, and the results are NumPy's.
+    x = nf.asarray(data)
+    with nf.config(stage_min_bytes=0):
+        for refuse in (0, 1, 0):
+            nf._core._refuse_chain_launches(refuse)
+            y = data * (2 + refuse)
+            got = run(blur, nf.asarray(y))
+            assert (stages_ran() == []) == bool(refuse), nf.explain()
+            # (kernels of their own, not tier 0's loops)
+            assert not any(g["tier0"] for g in nf.explain().groups), nf.explain()
+            check(blur, got, [y])
+    nf._core._refuse_chain_launches(0)
+    del x

@@ -68,6 +68,9 @@ struct PlanGroup {
   int begin = 0, end = 0;
   // Tier 0 runs it (tiers.h) until a kernel is ready in state->fn.
   bool interpret = false;
+  // A stage of a multi-stage kernel: its own kernel is compiled (into
+  // state) only if it ever runs alone (the launch refused the views).
+  bool deferred = false;
   std::shared_ptr<GroupState> state = std::make_shared<GroupState>();
   std::vector<int> dead;
   std::vector<int> temp_tasks;  // tasks whose output buffer is a temporary
@@ -266,6 +269,7 @@ struct Prepared {
   std::string key;
   jit::KernelRef fn;
   bool hit = false, disk_hit = false;
+  bool deferred = false;  // a stage whose chain's kernel is compiled instead (PlanGroup::deferred)
   std::string error;
 };
 
@@ -314,7 +318,8 @@ void choose_tier(const std::vector<Task>& window, Prepared& p, const Config& cfg
 // Whether compile_one has anything to do for `p` (a kernel to compile or
 // fetch from a cache).
 bool needs_kernel(const Prepared& p) {
-  return p.built && !p.built->tasks.empty() && p.schedule.routine == tune::Routine::None && !p.interpret && !p.fn;
+  return p.built && !p.built->tasks.empty() && p.schedule.routine == tune::Routine::None && !p.interpret && !p.fn &&
+         !p.deferred;
 }
 
 void compile_one(Prepared& p) {
@@ -413,12 +418,14 @@ PlanGroup to_plan_group(const std::vector<Task>& window, const Prepared& p) {
   g.key = p.key;
   g.fn = p.fn;
   g.interpret = p.interpret;
+  g.deferred = p.deferred;
   return g;
 }
 
 // Whether a plan group computes anything (a kernel, a library routine or tier 0).
 bool runs(const PlanGroup& g) {
-  return g.tmpl && !g.tmpl->tasks.empty() && (g.fn || g.interpret || g.schedule.routine != tune::Routine::None);
+  return g.tmpl && !g.tmpl->tasks.empty() &&
+         (g.fn || g.interpret || g.deferred || g.schedule.routine != tune::Routine::None);
 }
 
 // The kernel a group runs: compiled with its plan, or (a group tier 0 has
@@ -426,8 +433,20 @@ bool runs(const PlanGroup& g) {
 // coming back gets its kernel compiled in the background.
 jit::Kernel* kernel_of(const PlanGroup& g) {
   if (g.fn) return g.fn.get();
-  if (!g.interpret) return nullptr;
+  if (!g.interpret && !g.deferred) return nullptr;
   if (jit::Kernel* f = g.state->fn.load(std::memory_order_acquire)) return f;
+  if (g.deferred) {
+    // A stage running alone: its kernel now.
+    jit::KernelRef k = detail::compile_kernel(g.tmpl->hom, g.schedule,
+                                              config().quick_compile ? jit::Opt::Quick : jit::Opt::Full, nullptr,
+                                              nullptr, *g.target);
+    std::lock_guard<std::mutex> lock(g.state->mu);
+    if (!g.state->kernel) {
+      g.state->kernel = std::move(k);
+      g.state->fn.store(g.state->kernel.get(), std::memory_order_release);
+    }
+    return g.state->kernel.get();
+  }
   if (jit::KernelRef f = g.target->compiler().try_get(g.key)) {
     std::lock_guard<std::mutex> lock(g.state->mu);
     if (!g.state->kernel) {
@@ -517,10 +536,13 @@ void run_group(const std::vector<Task>& window, const std::shared_ptr<const Plan
 // finds another structure); the caller then runs the groups one by one.
 // `given`: the groups' bindings (indexed by plan group), or empty to rebind
 // the templates.
+std::atomic<int> g_refuse_chains{0};
+
 bool run_chain(const std::vector<Task>& window, const std::shared_ptr<const Plan>& plan, const PlanChain& c,
                const std::vector<const mdh::Bindings*>& given, const Config& cfg, uint64_t& clock,
                std::vector<GroupReport>& reports) {
   if (!c.fn) return false;
+  if (g_refuse_chains.load(std::memory_order_relaxed) > 0 && g_refuse_chains.fetch_sub(1) > 0) return false;
   std::vector<runtime::ChainStage> stages;
   for (int g = c.first; g <= c.last; ++g) {
     const PlanGroup& pg = plan->groups[g];
@@ -680,6 +702,8 @@ Config& config() {
   static Config c;
   return c;
 }
+
+void refuse_chain_launches(int n) { g_refuse_chains.store(n); }
 
 void clear_memo() {
   std::lock_guard<std::recursive_mutex> exec(g_exec_mu);
@@ -922,7 +946,10 @@ void flush_window(std::vector<Task>& window, const Structure& structure, FlushRe
     // here, without waking TBB's workers (tens of microseconds a flush on a
     // loaded machine, and the arena's start-up on a program's first flush).
     // (TBB's workers do not exist in a forked child: compile there in turn.)
-    // The multi-stage kernels compile with them.
+    // The multi-stage kernels compile with them; their stages' own kernels
+    // only if a chain's fails (or, later, when a stage runs alone).
+    for (const PreparedChain& pc : pchains)
+      for (int g = pc.chain.first; g <= pc.chain.last; ++g) prepared[g].deferred = !prepared[g].fn;
     std::vector<Prepared*> todo;
     for (Prepared& p : prepared)
       if (needs_kernel(p)) todo.push_back(&p);
@@ -935,6 +962,13 @@ void flush_window(std::vector<Task>& window, const Structure& structure, FlushRe
       for (size_t i = 0; i < jobs; ++i) job(i);
     else
       tbb::parallel_for(size_t(0), jobs, job);
+    for (const PreparedChain& pc : pchains)
+      if (!pc.error.empty())
+        for (int g = pc.chain.first; g <= pc.chain.last; ++g)
+          if (prepared[g].deferred) {
+            prepared[g].deferred = false;
+            compile_one(prepared[g]);
+          }
     // A group whose kernel failed to compile runs its tasks one by one.
     std::vector<Prepared> runnable;
     bool failed = false;

@@ -203,6 +203,9 @@ FlushReport last_report();
 bool idle();
 // The analysis memo (window signature -> plan).
 void clear_memo();
+// Testing: the next `n` multi-stage launches are refused as if the bound
+// views did not fit the chain; their stages run as kernels of their own.
+void refuse_chain_launches(int n);
 size_t memo_size();
 size_t memo_bytes();  // its estimated memory (bounded)
 Profile profile();

@@ -628,6 +628,7 @@ void bind_functions(py::module_& m) {
   });
   m.def("trim_memory", []() { Buffer::trim_cache(); });
   m.def("_inject_allocation_failure", [](int64_t after) { Buffer::inject_allocation_failure(after); });
+  m.def("_refuse_chain_launches", [](int n) { pipeline::refuse_chain_launches(n); });
   m.def("reset_peak_memory", []() { Buffer::reset_peak(); });
 
   // Compile a hand-written C function with the kernels' compiler and flags
