@@ -4,6 +4,7 @@ of every result are compared with NumPy's for random input layouts
 later (ravel, reshape, .flat writes) share or copy exactly as in NumPy."""
 
 import numpy as onp
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -171,3 +172,17 @@ def test_known_layout_cases():
     ]
     for k, f in enumerate(cases):
         check_layout(f(nf, nf.array(a), nf.array(b)), f(onp, a, b), f"case {k}")
+
+
+@pytest.mark.parametrize("shape", [(17, 0), (0, 3), (2, 0, 5)])
+def test_empty_arrays_are_contiguous_whatever_their_strides(shape):
+    # NumPy: an array with a zero in its shape is C and F contiguous, so
+    # asfortranarray / ascontiguousarray return a read-only broadcast view
+    # itself rather than a (writeable) copy.
+    for lib in (onp, nf):
+        v = lib.broadcast_to(lib.zeros(shape, "int16"), (2,) + shape)[::2]
+        assert v.flags.c_contiguous and v.flags.f_contiguous
+        for f in (lib.asfortranarray, lib.ascontiguousarray):
+            w = f(v)
+            assert w.flags.c_contiguous and w.flags.f_contiguous
+            assert w.flags.writeable is False, (lib.__name__, f.__name__)

@@ -575,3 +575,30 @@ def test_a_refused_launch_runs_the_stages_alone(data):
             check(blur, got, [y])
     nf._core._refuse_chain_launches(0)
     del x
+
+
+def hdiff_planes(lib, inp, coeff):
+    # The horizontal diffusion over the last two axes of k-planes (the
+    # benchmark's 3-d form): stages are 3-d, strips run along the rows of
+    # each plane.
+    lap = 4 * inp[:, 1:-1, 1:-1] - (inp[:, 1:-1, 2:] + inp[:, 1:-1, :-2] + inp[:, 2:, 1:-1] + inp[:, :-2, 1:-1])
+    flx = lap[:, :, 1:] - lap[:, :, :-1]
+    flx = lib.where(flx * (inp[:, 1:-1, 2:-1] - inp[:, 1:-1, 1:-2]) > 0, 0, flx)
+    fly = lap[:, 1:, :] - lap[:, :-1, :]
+    fly = lib.where(fly * (inp[:, 2:-1, 1:-1] - inp[:, 1:-2, 1:-1]) > 0, 0, fly)
+    return inp[:, 2:-2, 2:-2] - coeff[:, 2:-2, 2:-2] * (flx[:, 1:-1, 1:] - flx[:, 1:-1, :-1] +
+                                                      fly[:, 1:, 1:-1] - fly[:, :-1, 1:-1])
+
+
+@pytest.mark.parametrize("cols", [0, 1, 3, 8])
+@pytest.mark.parametrize("storage", ["recompute", "ring", "rolling"])
+def test_plane_stencils_run_in_strips_of_rows(storage, cols):
+    rng = onp.random.default_rng(5)
+    inp, coeff = rng.random((6, 40, 37)), 0.025 * (1 + rng.random((6, 40, 37)))
+    with nf.config(stage_storage=storage, stage_cols=cols, stage_min_bytes=0):
+        got = run(hdiff_planes, nf.asarray(inp), nf.asarray(coeff))
+        assert stages_ran()
+        text = nf.explain().groups[0]["chain"]
+        if cols:
+            assert f"in strips of {cols} of its 36 columns" in text, text
+    same(got, hdiff_planes(onp, inp, coeff))

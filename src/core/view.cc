@@ -36,10 +36,17 @@ Dims c_strides(const Dims& shape) {
   return s;
 }
 
+// An empty array is contiguous in both orders, whatever its strides (NumPy).
+static bool empty_shape(const Dims& shape) {
+  for (int64_t n : shape)
+    if (n == 0) return true;
+  return false;
+}
+
 bool View::is_c_contiguous() const {
+  if (empty_shape(shape)) return true;
   int64_t acc = 1;
   for (size_t k = shape.size(); k-- > 0;) {
-    if (shape[k] == 0) return true;
     if (shape[k] != 1 && strides[k] != acc) return false;
     acc *= shape[k];
   }
@@ -47,9 +54,9 @@ bool View::is_c_contiguous() const {
 }
 
 bool View::is_f_contiguous() const {
+  if (empty_shape(shape)) return true;
   int64_t acc = 1;
   for (size_t k = 0; k < shape.size(); ++k) {
-    if (shape[k] == 0) return true;
     if (shape[k] != 1 && strides[k] != acc) return false;
     acc *= shape[k];
   }

@@ -134,7 +134,8 @@ ChainPlan plan_chain(const std::vector<ChainStage>& stages, const std::vector<Li
   const int L = static_cast<int>(p.links.size());
   std::vector<int64_t> write_off(L, 0);
   std::vector<bool> visible(S, false);  // the stage writes memory other than Tile links
-  bool unit_cols = true;  // every link's producer writes unit-stride columns
+  bool unit_cols = true;  // every link's producer writes dimension 1 with a positive stride
+  std::vector<int64_t> col_bytes(links.size(), 0);  // per link: its producer's dimension-1 stride
   p.stages.resize(S);
   for (int s = 0; s < S; ++s) {
     const mdh::MdHom& h = *stages[s].hom;
@@ -161,7 +162,8 @@ ChainPlan plan_chain(const std::vector<ChainStage>& stages, const std::vector<Li
       if (span < 0 || span > s0) return fail("a stage writes a link across rows");
       l.producer = s;
       l.row_bytes = s0;
-      if (h.ndim < 2 || a.kind[1] != mdh::StrideKind::Unit) unit_cols = false;
+      if (h.ndim < 2 || a.kind[1] == mdh::StrideKind::Zero || stride_bytes(a, b, 1) <= 0) unit_cols = false;
+      else col_bytes[it->second] = stride_bytes(a, b, 1);
       write_off[it->second] = off;
     }
   }
@@ -189,8 +191,13 @@ ChainPlan plan_chain(const std::vector<ChainStage>& stages, const std::vector<Li
       const int64_t k = delta / R, c = delta % R;
       const int64_t span = inner_span(a, h, b);
       if (span < 0 || c + span > R) return fail("a stage reads a link across rows");
+      // Its shift along dimension 1: whole steps of the producer's stride
+      // (2-d: columns, the rest of c must be 0; more dimensions: the rows
+      // of a plane, the rest a shift within the row).
       const int64_t cb = h.ndim >= 2 ? stride_bytes(a, b, 1) : 0;
-      reads[it->second].push_back({s, k, cb > 0 && c % cb == 0 && a.kind[1] == mdh::StrideKind::Unit ? c / cb : -1});
+      const int64_t pb = col_bytes[it->second];
+      const bool ok = cb > 0 && cb == pb && (h.ndim > 2 || c % cb == 0);
+      reads[it->second].push_back({s, k, ok ? c / cb : -1});
     }
   }
   // Halo inference, last stage first: a producer computes every row its
@@ -272,7 +279,7 @@ ChainPlan plan_chain(const std::vector<ChainStage>& stages, const std::vector<Li
   bool strips = col_tile > 0 && col_tile < root_cols && unit_cols;
   for (int s = 0; s < S; ++s) {
     const mdh::MdHom& h = *stages[s].hom;
-    if (h.ndim != 2) strips = false;
+    if (h.ndim < 2 || h.ndim != last_h.ndim) strips = false;
     for (const mdh::Output& o : h.outputs)
       if (o.reduces || o.scan_dim >= 0) strips = false;
   }
@@ -295,6 +302,14 @@ ChainPlan plan_chain(const std::vector<ChainStage>& stages, const std::vector<Li
       p.stages[s].clo = lo;
       p.stages[s].chi = hi;
       if (visible[s] && (lo != 0 || hi != 0 || p.stages[s].cols != root_cols)) strips = false;
+    }
+    // Chosen strips are at least 8 times the widest halo (its columns are
+    // computed by both neighbouring strips).
+    if (opt.col_tile <= 0) {
+      int64_t span = 0;
+      for (const ChainPlan::Stage& st : p.stages) span = std::max(span, st.chi - st.clo);
+      col_tile = std::max(col_tile, 8 * span);
+      if (col_tile >= root_cols) strips = false;
     }
   }
   if (strips) {
