@@ -133,9 +133,10 @@ def config(**opts):
     'ring': rows live in ring buffers and every stage runs row by row, each
     row computed once -- tiles of one row unless stage_rows says more),
     stage_cols (columns per strip: each thread walks its rows once per strip
-    of columns, so a strip's rows of the tile buffers stay in the first-level
-    cache; 2-d stencil chains only, rolling storage then becomes ring; 0 = no
-    strips; NUMFUSE_STAGE_COLS),
+    of columns -- of rows of each plane for 3-d stages -- so a strip's rows
+    of the tile buffers stay in the first-level cache; stencil chains that
+    neither reduce nor scan; rolling storage then becomes ring; 0 = chosen
+    from the cache size; NUMFUSE_STAGE_COLS),
     stage_min_bytes (a multi-stage kernel forms when it keeps at least this
     many bytes of intermediates and repeated reads out of memory; default
     256 KiB, 0 makes every chain one kernel -- for testing).

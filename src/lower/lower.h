@@ -190,7 +190,8 @@ LoopNest lower(const mdh::MdHom& h, const tune::Schedule& s, const std::string& 
 //                   cap (HFAV's storage folding): every stage runs row by
 //                   row, each row computed once and kept until its last
 //                   reader has run, nothing moved.
-// Column strips (kColTile > 0; stencil chains of 2-d stages): each thread
+// Column strips (kColTile < kCols; stencil chains; dimension 1 is the
+// columns of 2-d stages, the rows of a plane of 3-d ones): each thread
 // walks its rows once per strip of the last stage's columns, stage s
 // computing its columns [c0 + clo_s, c1 + chi_s) of every row, so that a
 // strip's rows of the tile buffers stay in the first-level cache. Without

@@ -33,9 +33,10 @@ struct ChainOptions {
   // tile_rows 0, tiles of one row).
   int storage = 2;
   int64_t scratch_budget = 1 << 20;  // bytes of tile buffers per thread (auto tile_rows)
-  // Columns of the last stage per strip (lower.h, ChainShape::kColTile); 0:
-  // no strips. Strips need 2-d stages that neither reduce nor scan, unit
-  // column strides on the tile links and no copy link; else there are none.
+  // Columns of the last stage per strip (lower.h, ChainShape::kColTile; for
+  // 3-d stages, rows of a plane); 0: see strip_budget. Strips need stages
+  // of one rank that neither reduce nor scan, links read with their
+  // producer's dimension-1 stride and no copy link; else there are none.
   // With strips, rolling storage becomes ring storage (a rolling move
   // would copy whole rows for every strip).
   int64_t col_tile = 0;
