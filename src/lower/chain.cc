@@ -68,6 +68,7 @@ namespace passes {
 
 namespace {
 
+using detail::address;
 using detail::assign;
 using detail::decl;
 using detail::for_loop;
@@ -80,14 +81,6 @@ ExP less(ExP a, ExP b) { return detail::arith('<', std::move(a), std::move(b)); 
 ExP both(ExP a, ExP b) { return detail::arith('&', std::move(a), std::move(b)); }
 ExP div(ExP a, ExP b) { return detail::arith('/', std::move(a), std::move(b)); }
 ExP mod(ExP a, ExP b) { return detail::arith('%', std::move(a), std::move(b)); }
-
-ExP address(const std::string& ptr, ExP bytes) {
-  auto e = std::make_shared<Ex>();
-  e->k = Ex::K::Address;
-  e->name = ptr;
-  e->args = {std::move(bytes)};
-  return e;
-}
 
 std::string pname(int k) { return "p" + std::to_string(k); }
 std::string sn(const char* what, int s) { return what + std::to_string(s); }

@@ -74,6 +74,14 @@ ExP param(Ex::K k, int slot, DType t) {
 
 ExP int_param(int slot, DType t) { return param(Ex::K::IntParam, slot, t); }
 
+ExP address(const std::string& ptr, ExP bytes) {
+  auto e = std::make_shared<Ex>();
+  e->k = Ex::K::Address;
+  e->name = ptr;
+  e->args = {std::move(bytes)};
+  return e;
+}
+
 ExP float_param(int slot, DType t) { return param(Ex::K::FloatParam, slot, t); }
 
 ExP load(const std::string& arr, ExP index, DType t) {

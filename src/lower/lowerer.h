@@ -30,6 +30,8 @@ ExP combine(ReduceOp op, DType t, ExP a, ExP b);
 // smaller than any index already in (acc, ai) (see spell_arg_better).
 ExP arg_better(ReduceOp op, DType t, ExP acc, ExP ai, ExP v, ExP vi, bool later = false);
 ExP scalar_lit(const Scalar& s, DType t);
+// The address `bytes` bytes after the start of kernel pointer `ptr` (Ex::K::Address).
+ExP address(const std::string& ptr, ExP bytes);
 ExP select(ExP cond, ExP a, ExP b, DType t);
 StmtP block();
 StmtP decl(DType t, const std::string& name, ExP init);

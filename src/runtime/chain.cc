@@ -200,18 +200,29 @@ ChainPlan plan_chain(const std::vector<ChainStage>& stages, const std::vector<Li
       reads[it->second].push_back({s, k, ok ? c / cb : -1});
     }
   }
-  // Halo inference, last stage first: a producer computes every row its
-  // consumers read for the tile.
-  for (int s = S - 2; s >= 0; --s) {
+  // Halo inference of stage s along a dimension: the range it computes is
+  // every consumer's range shifted by the consumer's reads of s's links
+  // (`range` and `shift` pick the dimension); [0, 0) for a stage feeding
+  // no later one (it computes the tile's own rows or columns).
+  auto halo = [&](int s, auto range, auto shift) {
     int64_t lo = std::numeric_limits<int64_t>::max(), hi = std::numeric_limits<int64_t>::min();
     for (int l = 0; l < L; ++l) {
       if (p.links[l].producer != s) continue;
       for (const Read& r : reads[l]) {
-        lo = std::min(lo, p.stages[r.stage].lo + r.k);
-        hi = std::max(hi, p.stages[r.stage].hi + r.k);
+        const auto [clo, chi] = range(p.stages[r.stage]);
+        lo = std::min(lo, clo + shift(r));
+        hi = std::max(hi, chi + shift(r));
       }
     }
-    if (lo > hi) lo = hi = 0;  // feeds no later stage: computes the tile's rows
+    if (lo > hi) lo = hi = 0;
+    return std::pair<int64_t, int64_t>(lo, hi);
+  };
+  auto rows_of = [](const ChainPlan::Stage& st) { return std::pair<int64_t, int64_t>(st.lo, st.hi); };
+  auto cols_of = [](const ChainPlan::Stage& st) { return std::pair<int64_t, int64_t>(st.clo, st.chi); };
+  // Rows, last stage first: a producer computes every row its consumers
+  // read for the tile.
+  for (int s = S - 2; s >= 0; --s) {
+    auto [lo, hi] = halo(s, rows_of, [](const Read& r) { return r.k; });
     // A Copy link is visible: all its rows are computed (by the first and
     // last tiles when no consumer reads them).
     const int64_t root = p.stages.back().rows;
@@ -290,15 +301,7 @@ ChainPlan plan_chain(const std::vector<ChainStage>& stages, const std::vector<Li
       if (r.shift < 0) strips = false;
   if (strips) {
     for (int s = S - 2; s >= 0; --s) {
-      int64_t lo = std::numeric_limits<int64_t>::max(), hi = std::numeric_limits<int64_t>::min();
-      for (int l = 0; l < L; ++l) {
-        if (p.links[l].producer != s) continue;
-        for (const Read& r : reads[l]) {
-          lo = std::min(lo, p.stages[r.stage].clo + r.shift);
-          hi = std::max(hi, p.stages[r.stage].chi + r.shift);
-        }
-      }
-      if (lo > hi) lo = hi = 0;
+      const auto [lo, hi] = halo(s, cols_of, [](const Read& r) { return r.shift; });
       p.stages[s].clo = lo;
       p.stages[s].chi = hi;
       if (visible[s] && (lo != 0 || hi != 0 || p.stages[s].cols != root_cols)) strips = false;

@@ -125,13 +125,7 @@ TEST(LowerPasses, VerifierRejectsEachBrokenRule) {
 }
 
 namespace {
-ExP address_(const std::string& ptr, ExP bytes) {
-  auto e = std::make_shared<Ex>();
-  e->k = Ex::K::Address;
-  e->name = ptr;
-  e->args = {std::move(bytes)};
-  return e;
-}
+ExP address_(const std::string& ptr, ExP bytes) { return detail::address(ptr, std::move(bytes)); }
 // A Stage (compose's statement) of one pointer p0 = &p1[8 bytes], its ints
 // in the Local array "sip", running `body`.
 std::vector<StmtP> stage_(std::vector<StmtP> body, int args = 1) {
