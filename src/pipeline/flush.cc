@@ -435,26 +435,21 @@ jit::Kernel* kernel_of(const PlanGroup& g) {
   if (g.fn) return g.fn.get();
   if (!g.interpret && !g.deferred) return nullptr;
   if (jit::Kernel* f = g.state->fn.load(std::memory_order_acquire)) return f;
-  if (g.deferred) {
-    // A stage running alone: its kernel now.
-    jit::KernelRef k = detail::compile_kernel(g.tmpl->hom, g.schedule,
-                                              config().quick_compile ? jit::Opt::Quick : jit::Opt::Full, nullptr,
-                                              nullptr, *g.target);
+  // The group's kernel from now on (the first one stored wins).
+  auto adopt = [&g](jit::KernelRef k) {
     std::lock_guard<std::mutex> lock(g.state->mu);
     if (!g.state->kernel) {
       g.state->kernel = std::move(k);
       g.state->fn.store(g.state->kernel.get(), std::memory_order_release);
     }
     return g.state->kernel.get();
-  }
-  if (jit::KernelRef f = g.target->compiler().try_get(g.key)) {
-    std::lock_guard<std::mutex> lock(g.state->mu);
-    if (!g.state->kernel) {
-      g.state->kernel = std::move(f);
-      g.state->fn.store(g.state->kernel.get(), std::memory_order_release);
-    }
-    return g.state->kernel.get();
-  }
+  };
+  // A stage running alone: its kernel now.
+  if (g.deferred)
+    return adopt(detail::compile_kernel(g.tmpl->hom, g.schedule,
+                                        config().quick_compile ? jit::Opt::Quick : jit::Opt::Full, nullptr, nullptr,
+                                        *g.target));
+  if (jit::KernelRef f = g.target->compiler().try_get(g.key)) return adopt(std::move(f));
   if (config().tier != Tier::Eager && g.state->interpreted.fetch_add(1) >= 1 && !g.state->queued.exchange(true))
     detail::compile_in_background(std::shared_ptr<const mdh::MdHom>(g.tmpl, &g.tmpl->hom), g.schedule);
   return nullptr;
