@@ -196,10 +196,14 @@ class Explanation:
             how = f"the BLAS library computes {g['routine']}"
         else:
             dom = g.get("domain") or []
-            size = "×".join(f"{n:,}" for n in dom) if dom else "one point"
-            how = f"one pass over {size} points"
+            if dom:
+                how = f"one pass over {'×'.join(f'{n:,}' for n in dom)} points"
+            else:
+                how = "one computation of a single value"
             if g.get("reduced_dims"):
                 how += f", reducing {g['reduced_dims']} of its {len(dom)} dimensions"
+            if g.get("prologue"):
+                how += ", its 0-d operations (scalars) computed once before the pass"
             if "reads" in g:
                 how += (f"; reads {g['reads']} array{'s' if g['reads'] != 1 else ''}, "
                         f"writes {g['writes']}")

@@ -27,7 +27,8 @@ GroupUse use_of(const std::vector<Task>& window, const Group& g) {
     if (dead.count(k)) continue;
     const Task& t = window[k];
     ++live;
-    solo |= t.solo;
+    // (A 0-d task: a scalar prologue runs once per kernel, not per tile.)
+    solo |= t.solo || squeezed_domain(t).empty();
     // The chain tiles the outer dimension: nothing may combine along it.
     int outer = 0;
     while (outer < static_cast<int>(t.domain.size()) && t.domain[outer] == 1) ++outer;

@@ -12,6 +12,18 @@
 //      the group (and a reduction result is never consumed in its own group).
 // Contractions (Task::solo) always form a group of their own.
 //
+// Scalar prologues relax constraint 1. A group whose tasks so far are all
+// 0-d maps (a program's scalars: CG's alpha = rr / pAp, beta = rr' / rr)
+// widens to the domain of the next task, and those tasks become its
+// prologue: the kernel computes them once, before any point, and stores
+// their results once (mdh.h, MdHom::prologue). Later tasks of the group
+// may read what the prologue read through any view, and what it wrote
+// either as that very element broadcast over the domain (forwarded as a
+// value, like any same-view read) or through views disjoint from it; they
+// write nothing the prologue touched. So every point sees the prologue's
+// values, as the tasks in sequence would, and computing them once gives the
+// same stores. A group with a prologue is never a stage of a chain (below).
+//
 // Proof obligation (why one kernel computes what the tasks computed in
 // sequence): the kernel evaluates, for each domain point p, the tasks' bodies
 // in program order. A dependence between tasks Ti < Tj at points p != p'

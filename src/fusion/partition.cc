@@ -53,15 +53,52 @@ std::string describe(const View& v) {
          shape_str(v.shape);
 }
 
+// A read of the one element a 0-d write `w` wrote, broadcast over the
+// domain (every stride 0): the same value at every point.
+bool reads_scalar_written(const View& w, const View& r) {
+  if (w.ndim() != 0 || r.buffer != w.buffer || r.offset != w.offset || r.dtype != w.dtype) return false;
+  return std::all_of(r.strides.begin(), r.strides.end(), [](int64_t s) { return s == 0; });
+}
+
+// The scalar prologue of a group (fusion.h): its 0-d tasks, run once before
+// the group's points, and what they did to memory.
+struct Prologue {
+  bool open = true;  // every task so far is a 0-d map: the group may still widen
+  std::unordered_map<const Buffer*, std::vector<View>> writes;
+  std::unordered_set<const Buffer*> touched;
+};
+
+// Whether a task of the widened group may make access `a` to a buffer the
+// prologue touched ("" if so): it may read what the prologue read, and read
+// what it wrote only as that very value or elsewhere in the buffer; it writes
+// none of them, so the prologue's values hold at every point.
+std::string prologue_conflict(const Task& t, const Access& a, const Prologue& pro) {
+  if (a.write)
+    return "constraint 2 (scalar prologue): " + std::string(t.name) + " writes " + describe(a.view) +
+           ", which the group's 0-d operations use";
+  auto it = pro.writes.find(a.view.buffer.get());
+  if (it != pro.writes.end())
+    for (const View& w : it->second)
+      if (!reads_scalar_written(w, a.view) && views_overlap(w, a.view))
+        return "constraint 2 (scalar prologue): " + std::string(t.name) + " reads " + describe(a.view) +
+               " through a view overlapping the group's 0-d result";
+  return "";
+}
+
 // Returns an empty string if task t may join the group, else the reason.
 std::string violates(const Task& t, const Dims& domain,
-                     std::unordered_map<const Buffer*, BufferState>& state) {
+                     std::unordered_map<const Buffer*, BufferState>& state, const Prologue& pro) {
   if (t.solo) return "contraction " + std::string(t.name) + " runs on its own";
   Dims dom = squeezed_domain(t);
   if (dom != domain)
     return "constraint 1 (domain): " + std::string(t.name) + " iterates over " + shape_str(dom) +
            ", the group over " + shape_str(domain);
   for (const Access& a : accesses_of(t)) {
+    if (pro.touched.count(a.view.buffer.get())) {
+      std::string why = prologue_conflict(t, a, pro);
+      if (!why.empty()) return why;
+      continue;
+    }
     auto it = state.find(a.view.buffer.get());
     if (it == state.end()) continue;
     const BufferState& s = it->second;
@@ -165,7 +202,12 @@ Partition partition(const std::vector<Task>& window, Policy policy, int max_acce
       g.stop_reason = first.solo ? "contraction runs on its own" : "fusion disabled";
     } else {
       std::unordered_map<const Buffer*, BufferState> state;
-      const Dims domain = squeezed_domain(first);
+      Dims domain = squeezed_domain(first);
+      Prologue pro;
+      // A 0-d map (a scalar of the program: CG's alpha = rr / pAp) may open
+      // a group over a larger domain as its prologue (fusion.h).
+      auto scalar_map = [](const Task& t) { return !t.combines() && squeezed_domain(t).empty(); };
+      pro.open = scalar_map(first);
       add_to_state(first, state);
       int j = i + 1;
       int live = 1;
@@ -177,7 +219,20 @@ Partition partition(const std::vector<Task>& window, Policy policy, int max_acce
           g.stop_reason = "kernel size limit (max_kernel_ops)";
           break;
         }
-        std::string why = violates(window[j], domain, state);
+        const Task& t = window[j];
+        if (pro.open && !scalar_map(t) && !t.solo && !squeezed_domain(t).empty()) {
+          // The group so far becomes the prologue of a group over t's domain.
+          for (int k = i; k < j; ++k) {
+            if (dead[k]) continue;
+            for (const Access& a : accesses_of(window[k])) {
+              pro.touched.insert(a.view.buffer.get());
+              if (a.write) pro.writes[a.view.buffer.get()].push_back(a.view);
+            }
+          }
+          domain = squeezed_domain(t);
+        }
+        pro.open &= scalar_map(t);
+        std::string why = violates(t, domain, state, pro);
         if (!why.empty()) {
           g.stop_reason = why;
           break;
@@ -221,8 +276,9 @@ Partition partition(const std::vector<Task>& window, Policy policy, int max_acce
         const Buffer* b = v.buffer.get();
         auto it = written.find(b);
         View sv = squeeze(v);
-        bool forwarded = it != written.end() &&
-                         std::any_of(it->second.begin(), it->second.end(), [&](const View& w) { return w.same_as(sv); });
+        bool forwarded = it != written.end() && std::any_of(it->second.begin(), it->second.end(), [&](const View& w) {
+                           return w.same_as(sv) || reads_scalar_written(w, sv);
+                         });
         if (!forwarded) disqualified.insert(b);
       }
       const Buffer* ob = t.output.buffer.get();

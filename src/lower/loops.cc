@@ -102,6 +102,7 @@ LoopNest Lowerer::run(const std::string& name) {
   for (int d = 0; d < h_.ndim; ++d) top.push_back(decl(DType::Int64, "n" + std::to_string(d), int_param(h_.extent[d])));
   const bool par = s_.parallel;
   ln.uses_threads = par;
+  emit_prologue(top);
   if (par) top.push_back(decl(DType::Int64, "nf_maxt", max_threads()));
   setup_reductions(top);
   StmtP body = block();
@@ -377,6 +378,52 @@ StmtP Lowerer::blocked_sums(StmtP f) const {
   return outer;
 }
 
+// Node n of f at point idx, its operands' values in val. `cached`: an input
+// with a tile buffer is read from the tile.
+ExP Lowerer::node_value(size_t n, const std::vector<ExP>& idx, const std::vector<ExP>& val, bool cached) const {
+  const ExprNode& x = h_.f.nodes[n];
+  switch (x.kind) {
+    case ExprNode::Kind::Input:
+      if (const CachePlan* c = cached ? cache_of(x.a) : nullptr) return load(c->name, tile_index(*c, idx), x.dtype);
+      return load(ptr(x.a), access_index(x.a, idx), x.dtype);
+    case ExprNode::Kind::Const:
+      return cast(const_value(x.a), x.dtype);
+    case ExprNode::Kind::Index: {
+      const mdh::Affine& f = h_.indices[x.a];
+      ExP s = int_param(f.offset);
+      for (int d = 0; d < h_.ndim; ++d) s = add(s, mul(idx[d], int_param(f.stride[d])));
+      return s;
+    }
+    case ExprNode::Kind::Cast:
+      return cast(val[x.a], x.dtype);
+    default: {
+      std::vector<ExP> args;
+      for (int a : {x.a, x.b, x.c})
+        if (a >= 0) args.push_back(val[a]);
+      return scalar(x, args);
+    }
+  }
+}
+
+// The scalar prologue (mdh.h): nodes [0, prologue) once, at the kernel's
+// top, before any thread starts (their inputs are all-Zero accesses: the
+// element at index 0), then the outputs stored once.
+void Lowerer::emit_prologue(std::vector<StmtP>& top) {
+  if (h_.prologue == 0) return;
+  const std::vector<ExP> origin(h_.ndim, lit(0));
+  std::vector<ExP> val(h_.prologue);
+  for (int n = 0; n < h_.prologue; ++n) {
+    const std::string name = "v" + std::to_string(n);
+    top.push_back(decl(h_.f.nodes[n].dtype, name, node_value(n, origin, val, false)));
+    val[n] = var(name, h_.f.nodes[n].dtype);
+  }
+  for (const mdh::Output& o : h_.outputs) {
+    if (!h_.once(o)) continue;
+    const DType odt = h_.accesses[o.access].dtype;
+    top.push_back(assign(load(ptr(o.access), lit(0), odt), cast(val[o.value], odt)));
+  }
+}
+
 // The innermost body: evaluate f, store map outputs, combine reductions.
 void Lowerer::emit_point(std::vector<StmtP>& out) {
   std::vector<ExP> idx = point_vars();
@@ -399,38 +446,14 @@ void Lowerer::emit_point(std::vector<StmtP>& out) {
   for (size_t n = 0; n < h_.f.nodes.size(); ++n) {
     if (!needed[n]) continue;
     const ExprNode& x = h_.f.nodes[n];
-    ExP e;
-    switch (x.kind) {
-      case ExprNode::Kind::Input:
-        if (const CachePlan* c = cache_of(x.a)) e = load(c->name, tile_index(*c, idx), x.dtype);
-        else e = load(ptr(x.a), access_index(x.a, idx), x.dtype);
-        break;
-      case ExprNode::Kind::Const:
-        e = cast(const_value(x.a), x.dtype);
-        break;
-      case ExprNode::Kind::Index: {
-        const mdh::Affine& f = h_.indices[x.a];
-        ExP s = int_param(f.offset);
-        for (int d = 0; d < h_.ndim; ++d) s = add(s, mul(idx[d], int_param(f.stride[d])));
-        e = s;
-        break;
-      }
-      case ExprNode::Kind::Cast:
-        e = cast(val[x.a], x.dtype);
-        break;
-      default: {
-        std::vector<ExP> args;
-        for (int a : {x.a, x.b, x.c})
-          if (a >= 0) args.push_back(val[a]);
-        e = scalar(x, args);
-      }
-    }
     const std::string name = "v" + std::to_string(n);
-    out.push_back(decl(x.dtype, name, e));
+    // The prologue's values were computed before every point (run()).
+    if (static_cast<int>(n) >= h_.prologue) out.push_back(decl(x.dtype, name, node_value(n, idx, val, true)));
     val[n] = var(name, x.dtype);
   }
   for (size_t oi = 0; oi < h_.outputs.size(); ++oi) {
     const mdh::Output& o = h_.outputs[oi];
+    if (h_.once(o)) continue;  // stored by the prologue
     const DType odt = h_.accesses[o.access].dtype;
     if (o.scan_dim >= 0) {
       // Prefix sum: combine with the output one step back along the scan

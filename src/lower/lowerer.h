@@ -107,6 +107,8 @@ class Lowerer {
   void emit_loops_level(std::vector<StmtP>& out, int i, bool full);
   void emit_body(std::vector<StmtP>& out, int i, bool full);
   void emit_point(std::vector<StmtP>& out);
+  void emit_prologue(std::vector<StmtP>& top);
+  ExP node_value(size_t n, const std::vector<ExP>& idx, const std::vector<ExP>& val, bool cached) const;
   // The simd loop's floating-point sum registers (name, type).
   std::vector<std::pair<std::string, DType>> float_sums(const Stmt& simd_loop) const;
   StmtP blocked_sums(StmtP simd_loop) const;

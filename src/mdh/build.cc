@@ -27,7 +27,6 @@ struct Lin {
 };
 
 struct Normalizer {
-  std::vector<int> keep;     // domain dims with extent != 1 (of the group's first task)
   std::vector<std::vector<int>> merged;  // final dims -> list of squeezed dims (outer to inner)
   Dims extents;              // final extents
 
@@ -36,6 +35,8 @@ struct Normalizer {
     Dims sq;
     for (size_t k = 0; k < dom.size(); ++k)
       if (dom[k] != 1) sq.push_back(strides[k]);
+    // A task of a scalar prologue (0-d) sees one element at every point.
+    if (sq.empty()) return Dims(merged.size(), 0);
     Dims out;
     for (const auto& m : merged) out.push_back(sq[m.back()]);  // innermost of the merged run
     return out;
@@ -57,14 +58,19 @@ struct Normalizer {
 // merged either (a stage of a chain: fusion.h, Chain, tiles it).
 Normalizer normalize(const std::vector<const Task*>& tasks, bool keep_outer) {
   Normalizer n;
-  const Task& t0 = *tasks.front();
-  Dims ext;
-  for (int64_t e : t0.domain)
-    if (e != 1) ext.push_back(e);
+  // The group's domain: that of its tasks after any scalar prologue (0-d).
+  const Task* t0 = tasks.front();
+  for (const Task* t : tasks)
+    if (!fusion::squeezed_domain(*t).empty()) {
+      t0 = t;
+      break;
+    }
+  Dims ext = fusion::squeezed_domain(*t0);
   const int D = static_cast<int>(ext.size());
   // All squeezed strides of all views, per dimension.
   std::vector<Dims> views;
   for (const Task* t : tasks) {
+    if (D > 0 && fusion::squeezed_domain(*t).empty()) continue;  // the prologue: no strides
     auto sq = [&](const Dims& s) {
       Dims r;
       for (size_t k = 0; k < t->domain.size(); ++k)
@@ -175,6 +181,13 @@ bool MdHom::is_scan(int d) const {
   return false;
 }
 
+bool MdHom::once(const Output& o) const {
+  if (o.value >= prologue || o.reduces || o.scan_dim >= 0) return false;
+  for (StrideKind k : accesses[o.access].kind)
+    if (k != StrideKind::Zero) return false;
+  return true;
+}
+
 bool MdHom::any_pointwise(int d) const {
   for (const Output& o : outputs)
     if (pointwise(o, d)) return true;
@@ -228,7 +241,7 @@ std::string MdHom::key() const {
     for (int s : a.stride) k << "," << s;
     k << ";";
   }
-  k << "|o";
+  k << "|p" << static_cast<int64_t>(prologue) << "|o";
   for (const Output& o : outputs)
     k << static_cast<int64_t>(o.access) << "," << static_cast<int64_t>(o.value) << "," << o.reduces
       << static_cast<int>(o.op) << dtype_char(o.acc_dtype) << "," << static_cast<int64_t>(o.arg_node) << ","
@@ -290,6 +303,7 @@ Built build(const std::vector<Task>& window, const fusion::Group& group) {
   std::unordered_map<int, int> input_node;  // access -> Input node (valid until written)
   std::unordered_map<int, int> output_of;   // access -> index in h.outputs
 
+  size_t prologue_tasks = 0;  // the leading 0-d tasks (fusion.h: scalar prologue)
   for (size_t ti = 0; ti < tasks.size(); ++ti) {
     const Task& t = *tasks[ti];
     cur_task = out.tasks[ti];
@@ -350,6 +364,10 @@ Built build(const std::vector<Task>& window, const fusion::Group& group) {
       remap[n] = h.f.add(x);
     }
     const int value = remap[t.value()];
+    if (h.ndim > 0 && ti == prologue_tasks && fusion::squeezed_domain(t).empty()) {
+      ++prologue_tasks;
+      h.prologue = static_cast<int>(h.f.nodes.size());
+    }
     const int aid = access_of(t, t.output, -1);
     Access& acc = h.accesses[aid];
     if (t.is_reduce()) {

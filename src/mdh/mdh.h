@@ -74,6 +74,14 @@ struct MdHom {
   std::vector<Affine> indices;
   std::vector<Output> outputs;
   int num_ints = 0, num_floats = 0;
+  // The scalar prologue (fusion.h): nodes [0, prologue) of f are the group's
+  // leading 0-d tasks, evaluated once before any point (their inputs are
+  // read once, all-Zero accesses); an output whose value is one of them and
+  // whose access is all-Zero is stored once, there. Later nodes use their
+  // values. 0 when the group has none (always for ndim == 0).
+  int prologue = 0;
+  // Output o is the prologue's: stored once, before the points.
+  bool once(const Output& o) const;
 
   bool pointwise(const Output& o, int d) const {
     return o.reduces && accesses[o.access].kind[d] == StrideKind::Zero;

@@ -85,6 +85,13 @@ std::string to_string(const MdHom& h, const Bindings* b) {
   os << ")\n  where f: ";
   for (size_t i = 0; i < h.outputs.size(); ++i)
     os << (i ? "; " : "") << "b" << h.outputs[i].access << " ← " << expr_to_string(h.f, h.outputs[i].value);
+  if (h.prologue > 0) {
+    // The scalar prologue (mdh.h): its nodes are computed once, before the points.
+    os << "\n  where f's nodes 0.." << h.prologue - 1 << " (0-d: ";
+    int stored = 0;
+    for (const Output& o : h.outputs) stored += h.once(o) ? 1 : 0;
+    os << stored << " stored) are computed once, before every point";
+  }
   return os.str();
 }
 

@@ -82,6 +82,8 @@ py::dict report_dict(const pipeline::FlushReport& r) {
       d["reads"] = reads;
       d["writes"] = writes;
       d["reduced_dims"] = reduced;
+      // Nodes of its scalar prologue (0-d operations computed once, before the loop).
+      d["prologue"] = h->prologue;
     }
     groups.append(d);
   }

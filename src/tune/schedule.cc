@@ -354,7 +354,7 @@ Shape classify(const mdh::MdHom& h) {
 }
 
 bool blas_compatible(const mdh::MdHom& h) {
-  if (h.outputs.size() != 1) return false;
+  if (h.outputs.size() != 1 || h.prologue > 0) return false;
   const mdh::Output& o = h.outputs[0];
   if (!o.reduces || o.op != ReduceOp::Sum || o.init_const >= 0) return false;
   const DType t = h.accesses[o.access].dtype;

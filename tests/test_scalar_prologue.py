@@ -1,0 +1,196 @@
+"""Scalar prologues (fusion.h; mdh.h, MdHom::prologue): 0-d operations --
+CG's alpha = rr / (p @ Ap) and beta = rr' / rr, a norm, a scale factor --
+run inside the kernel that consumes them, once before its loop, instead of
+as kernels of their own.
+
+Each case is checked against NumPy, and against numfuse's unfused kernels;
+explain() must show that no 0-d kernel ran on its own where the value
+feeds a larger one (a silent return to separate kernels fails), and the
+cases that must not fuse (a later operation writes what the prologue read,
+or reads what it wrote through an overlapping view) must give NumPy's
+values.
+"""
+
+import numpy as onp
+import pytest
+
+import numfuse as nf
+
+from conftest import assert_same
+
+
+def groups():
+    return nf.explain().groups
+
+
+def scalar_kernels(gs):
+    """Kernels over a single value (a 0-d operation run on its own)."""
+    return [g for g in gs if not g["routine"] and g.get("domain") == []]
+
+
+def prologue_kernels(gs):
+    return [g for g in gs if g.get("prologue")]
+
+
+def cg(lib, A, b, iters):
+    x = lib.zeros_like(b)
+    r = b - A @ x
+    p = r.copy()
+    rr = r @ r
+    alpha = beta = None
+    for _ in range(iters):
+        Ap = A @ p
+        alpha = rr / (p @ Ap)
+        x = x + alpha * p
+        r = r - alpha * Ap
+        rr_new = r @ r
+        beta = rr_new / rr
+        p = r + beta * p
+        rr = rr_new
+    return x, r, p, alpha, beta
+
+
+@pytest.mark.parametrize("n", [1, 7, 300])
+def test_cg_scalars_run_in_their_consumers(lazy, n):
+    rng = onp.random.default_rng(n)
+    M = rng.random((n, n))
+    A = M @ M.T + n * onp.eye(n)
+    b = rng.random(n)
+    expected = cg(onp, A, b, 4)
+    got = cg(nf, nf.asarray(A), nf.asarray(b), 4)
+    nf.flush()
+    gs = groups()
+    for g_, e in zip(got, expected):  # (BLAS's dot products round differently)
+        assert_same(g_, e, rtol=1e-8, atol=1e-10)
+    # alpha and beta: no kernel of their own; each is the prologue of the
+    # update that reads it (x, r and p).
+    # (With n = 1 every operation is 0-d: one kernel per run of them.)
+    assert not [g for g in scalar_kernels(gs) if g["ops"] == ["divide"]], nf.explain()
+    if n == 1:
+        return
+    pro = prologue_kernels(gs)
+    assert len(pro) == 2 * 4, nf.explain()
+    assert all(g["ops"][0] == "divide" for g in pro)
+    assert "0-d operations (scalars) computed once before the pass" in str(nf.explain())
+    assert "are computed once, before every point" in pro[0]["mdh"]
+    with nf.config(fusion=False):
+        unfused = cg(nf, nf.asarray(A), nf.asarray(b), 4)
+        for g_, e in zip(unfused, got):
+            assert_same(g_, onp.asarray(e), rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64", "int8", "uint16", "complex128", "bool"])
+def test_prologue_stores_its_result_once(lazy, dtype):
+    # The 0-d result stays visible to Python (a script's variable): the
+    # kernel stores it once, and the consumer reads the value.
+    def prog(lib, x):
+        if dtype == "bool":
+            s, t = x.any(), x.all()
+            a = (s & t) | ~t
+            return a, x ^ a, s
+        s = x.sum(dtype=x.dtype)
+        t = x.max()
+        a = s * t + t
+        y = x * a - t
+        return a, y, s
+
+    xn = (onp.arange(1, 12) % 5).astype(dtype)
+    expected = prog(onp, xn)
+    got = prog(nf, nf.asarray(xn))
+    nf.flush()
+    for g_, e in zip(got, expected):
+        assert_same(g_, e, rtol=1e-6 if dtype == "float32" else None)
+    assert prologue_kernels(groups()), nf.explain()
+
+
+def test_in_place_scalar_update_runs_once(lazy):
+    # s *= 2 reads and writes s: evaluated at every point it would double s
+    # once per point; the prologue does it once.
+    xn = onp.arange(1.0, 1001.0)
+    x = nf.asarray(xn)
+    s = x.sum()
+    s *= 2
+    s += 1
+    y = x + s
+    nf.flush()
+    sn = xn.sum() * 2 + 1
+    assert_same(s, onp.asarray(sn))
+    assert_same(y, xn + sn)
+    assert prologue_kernels(groups()), nf.explain()
+
+
+def test_a_later_write_to_what_the_prologue_read_is_not_fused(lazy):
+    # v[0] * 2 reads v; v += 1 then writes v: the scalar must see the old v.
+    vn = onp.arange(6.0)
+    v = nf.asarray(vn)
+    nf.flush()
+    first = v[0, ...] * 2
+    v += 1
+    nf.flush()
+    assert_same(first, onp.asarray(vn[0] * 2))
+    assert_same(v, vn + 1)
+    assert any("scalar prologue" in g["stop_reason"] for g in groups()), nf.explain()
+
+
+def test_a_read_overlapping_the_prologue_write_is_not_fused(lazy):
+    # a[0] = s writes one element of a; a * 2 then reads all of a, through a
+    # view overlapping that write: not a value the prologue can forward.
+    an = onp.arange(5.0)
+    a = nf.asarray(an)
+    x = nf.asarray(onp.ones(5))
+    nf.flush()
+    s = x.sum()
+    a[0] = s * 3
+    b = a * 2
+    nf.flush()
+    an[0] = 15.0
+    assert_same(a, an)
+    assert_same(b, an * 2)
+
+
+def test_prologue_of_an_empty_pass_still_runs(lazy):
+    # The consumer has no points, but the 0-d result is a live variable.
+    x = nf.asarray(onp.arange(4.0))
+    e = nf.asarray(onp.zeros((0,)))
+    nf.flush()
+    s = x.sum()
+    a = s / 4
+    y = e * a
+    nf.flush()
+    assert_same(a, onp.asarray(1.5))
+    assert_same(y, onp.zeros((0,)))
+
+
+def test_prologue_feeding_a_reduction_and_two_dimensions(lazy):
+    # A norm computed in the prologue of a 2-d row reduction.
+    rng = onp.random.default_rng(3)
+    Xn = rng.random((64, 48))
+    X = nf.asarray(Xn)
+    nf.flush()
+    norm = nf.sqrt((X * X).sum())
+    scale = 1 / norm
+    rows = (X * scale).sum(axis=1)
+    nf.flush()
+    ns = 1 / onp.sqrt((Xn * Xn).sum())
+    assert_same(scale, onp.asarray(ns))
+    assert_same(rows, (Xn * ns).sum(axis=1))
+    assert prologue_kernels(groups()), nf.explain()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_schedules_with_a_prologue(lazy, seed):
+    rng = onp.random.default_rng(seed)
+    Xn = rng.random((37, 29))
+    with nf.config(random_schedules=seed + 1):
+        X = nf.asarray(Xn)
+        m = X.mean()
+        c = m * 2 - 1
+        Y = (X - c) * (X + m)
+        Z = Y.sum(axis=0)
+        nf.flush()
+        assert prologue_kernels(groups()), nf.explain()
+    c_ = Xn.mean() * 2 - 1
+    Y_ = (Xn - c_) * (Xn + Xn.mean())
+    assert_same(c, onp.asarray(c_))
+    assert_same(Y, Y_)
+    assert_same(Z, Y_.sum(axis=0))
