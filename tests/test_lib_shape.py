@@ -848,3 +848,14 @@ def test_all_listed_native():
         f = getattr(nf, name)
         assert f is getattr(_lib_shape, name)
         assert f.__doc__
+
+
+@pytest.mark.parametrize("shape,axis", [((8, 4), None), ((8, 4), ()), ((1, 4), ()), ((1, 4), None), ((1, 4), 0)])
+def test_squeeze_returns_the_array_itself_when_nothing_goes(shape, axis):
+    # NumPy's squeeze gives back the very array when it removes no dimension
+    # (fuzz seed 218839: a later `a.shape = ...` showed through the result).
+    for lib in (onp, nf):
+        a = lib.zeros(shape)
+        r = a.squeeze(axis=axis)
+        assert (r is a) == (onp.zeros(shape).squeeze(axis=axis).ndim == len(shape))
+        assert (lib.squeeze(a, axis) is a) == (r is a)

@@ -215,3 +215,30 @@ def test_a_multi_stage_kernel_is_one_composed_nest(tmp_path):
         assert n_stages in (2, 4)
         assert text.count("for r0 in [first, last)") == 1
     assert composed[0][1].count("stage(") == 2 and composed[1][1].count("stage(") == 4
+
+
+def test_a_scalar_prologue_is_computed_once_before_the_threads(tmp_path):
+    # alpha = rr / pAp feeds x + alpha * p: one kernel whose nest computes
+    # the division and stores alpha at its top level, before the Cores loop,
+    # and whose loop body reads the value (no load, no division per point).
+    out, err = run_dumped(tmp_path, """
+        import numpy as onp
+        import numfuse as np
+        pn = onp.linspace(0, 1, 1_000_000)
+        p = np.asarray(pn)
+        rr, pap = (p * p).sum(), (p * 3).sum()
+        np.flush()
+        alpha = rr / pap
+        x = p + alpha * p
+        a, xv = float(alpha), onp.asarray(x)
+        an = (pn * pn).sum() / (pn * 3).sum()
+        print(onp.isclose(a, an, rtol=1e-13), onp.allclose(xv, pn + an * pn, rtol=1e-13))
+    """)
+    assert out.split() == ["True", "True"]
+    kernels = [k for k in by_kernel(nests(err)) if "cores if" in k["build"] and "divide(" in k["build"]]
+    assert len(kernels) == 1, err[-3000:]
+    nest = kernels[0]["cpu_barriers"]
+    top, region = nest.split("cores if", 1)
+    assert re.search(r"^  float64 v\d+ = divide\(v\d+, v\d+\)", top, re.M), nest
+    assert re.search(r"^  p\d+\[0\] = ", top, re.M), nest  # alpha stored once
+    assert "divide(" not in region, nest

@@ -125,7 +125,10 @@ def squeeze(a, axis=None):
         return _numpy(np.squeeze, a, axis)
     if axis is not None:
         axis = tuple(operator.index(x) for x in (axis if isinstance(axis, (tuple, list)) else (axis,)))
-    return a._squeeze(axis)
+    r = a._squeeze(axis)
+    # NumPy returns the array itself when no dimension goes (a later
+    # `a.shape = ...` then shows through the result too).
+    return a if r.ndim == a.ndim else r
 
 
 def broadcast_to(array, shape, subok=False):

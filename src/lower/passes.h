@@ -18,7 +18,10 @@
 
 namespace nf::lower::passes {
 
-// build: the scheduled MdHom as one nest. Tiling (one loop per tile level
+// build: the scheduled MdHom as one nest. Its scalar prologue (mdh.h:
+// MdHom::prologue) first, at the top level before any Cores loop: the
+// prologue's nodes as declarations, its outputs stored at index 0; the
+// point body then uses those values. Tiling (one loop per tile level
 // and dimension, in the schedule's order, each covering its parent tile
 // clipped to the extent), the full-tile / remainder split of unrolled loops,
 // compute-at of tile buffers and register accumulators (each opened in the
