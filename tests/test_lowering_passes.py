@@ -20,7 +20,7 @@ import pytest
 
 import numfuse as nf
 
-PASSES = ["build", "storage", "simplify", "cpu_barriers"]
+PASSES = ["build", "vectorize", "storage", "simplify", "cpu_barriers"]
 
 
 def run_dumped(tmp_path, program, extra_env=None):
@@ -187,7 +187,7 @@ CHAIN_PROGRAM = """
 
 
 def test_a_multi_stage_kernel_is_one_composed_nest(tmp_path):
-    # Each stage is built serial and goes through storage and simplify; then
+    # Each stage is built serial and goes through vectorize, storage and simplify; then
     # compose makes the one nest the kernel is: a Cores loop at the top over
     # tiles of rows, a Stage statement per stage (its nest, with its
     # pointers moved to the tile's rows in memory or in the thread's tile
@@ -204,9 +204,9 @@ def test_a_multi_stage_kernel_is_one_composed_nest(tmp_path):
     assert len(composed) == 2, [p for p, _, _ in dumps]
     for i, text in composed:
         # the stages' own passes came first, in order, then the chain's
-        stage_passes = [p for p, _, _ in dumps[max(0, i - 12):i]]
+        stage_passes = [p for p, _, _ in dumps[max(0, i - 16):i]]
         n_stages = text.count("stage(")
-        assert stage_passes[-3 * n_stages:] == ["build", "storage", "simplify"] * n_stages
+        assert stage_passes[-4 * n_stages:] == ["build", "vectorize", "storage", "simplify"] * n_stages
         assert [p for p, _, _ in dumps[i + 1:i + 3]] == ["simplify", "cpu_barriers"]
         top = [line for line in text.splitlines()[1:] if not line.startswith("    ")]
         assert len(top) == 1 and top[0].startswith("  cores if"), top

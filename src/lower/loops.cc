@@ -236,116 +236,22 @@ void Lowerer::emit_loops_level(std::vector<StmtP>& out, int i, bool full) {
   } else if (unroll_here) {
     f->loop = LoopKind::Unrolled;
   }
-  const bool split = f->loop == LoopKind::Vectorized && !lanes.empty();
-  if (split) lane_regs_ = lanes;
-  emit_loops(f->body, i + 1, full);
-  lane_regs_.clear();
-  if (split) {
-    // The serial remainder combines into the registers themselves, which
-    // may hold points of earlier iterations of the outer loops (with larger
-    // indices, when this loop is not the index's innermost dimension): its
-    // body keeps the full arg combine.
-    std::vector<StmtP> rest_body;
-    emit_loops(rest_body, i + 1, full);
-    out.push_back(lane_split(f, lanes, std::move(rest_body)));
-  } else if (f->loop == LoopKind::Vectorized && !unroll_here) {
-    out.push_back(blocked_sums(f));
-  } else {
-    out.push_back(f);
-  }
-}
-
-// Lanes for floating-point max/min and for arg-reductions. The register's
-// combine keeps a NaN once it has seen one ((acc != acc || acc > v) ? acc : v)
-// and an arg-reduction carries the index of its best point, which no simd
-// clause expresses, so the loop would run as one serial compare chain.
-// Instead it runs in blocks of kLanes points: point l of a block combines
-// into lane l (elements of local arrays, shadowing the registers inside the
-// lane loop), the lanes are independent, so the lane loop is vectorized; the
-// lanes are then folded into the registers and the last (hi - lo) % kLanes
-// points run serially. The result is exact: max and min do not round, a NaN
-// in any lane wins the fold as it wins the chain, and the arg combine is a
-// total order on (value, index) (ties and NaNs go to the smaller index), so
-// any order of folding finds the first best point. Within a lane the arg
-// combine is shorter (arg_better's `later`): the lanes start empty at every
-// run of the loop, and a lane's points come in index order, so a point wins
-// by value alone (the first NaN, else a strictly better value). (Only which
-// of -0.0 and +0.0 a max returns for a tie between them can differ from a
-// serial order; NumPy's own SIMD loops differ there too.)
-StmtP Lowerer::lane_split(StmtP f, const std::vector<const RedPlan*>& lanes, std::vector<StmtP> rest_body) {
-  StmtP outer = block();
-  const std::string v = f->name, lv = f->name + "_l";
-  // 512 bytes of values per lane array (eight vector registers of
-  // independent compare chains: the loop is bound by its loads, not by the
-  // latency of one chain), at most 64 lanes when an index rides along.
-  int64_t kLanes = 16;
-  for (const RedPlan* r : lanes) {
-    const mdh::Output& o = h_.outputs[r->out];
-    kLanes = std::max<int64_t>(kLanes, (is_arg(o.op) ? 256 / 8 : 512 / itemsize(o.acc_dtype)));
-  }
-  auto lane_of = [&](const std::string& name, DType t) { return load(name + "_l", var(lv), t); };
-  for (const RedPlan* r : lanes) {
-    const mdh::Output& o = h_.outputs[r->out];
-    outer->body.push_back(local_array(o.acc_dtype, r->racc + "_l", kLanes));
-    if (is_arg(o.op)) outer->body.push_back(local_array(DType::Int64, r->ridx + "_l", kLanes));
-    StmtP init = for_loop(lv, lit(0), lit(kLanes), lit(1));
-    init->body.push_back(assign(lane_of(r->racc, o.acc_dtype), identity(o)));
-    if (is_arg(o.op)) init->body.push_back(assign(lane_of(r->ridx, DType::Int64), lit(INT64_MAX)));
-    outer->body.push_back(init);
-  }
-  outer->body.push_back(
-      decl(DType::Int64, v + "_end", add(f->lo, mul(arith('/', sub(f->hi, f->lo), lit(kLanes)), lit(kLanes)))));
-  StmtP blocks = for_loop(v + "_b", f->lo, var(v + "_end"), lit(kLanes));
-  // The lane loop runs over the points themselves (its lane is the point's
-  // offset in the block): index arithmetic on the point stays an induction
-  // the vectorizer strides, instead of a multiply per lane.
-  StmtP lane = for_loop(v, var(v + "_b"), add(var(v + "_b"), lit(kLanes)), lit(1));
-  lane->loop = LoopKind::Vectorized;
-  lane->simd_reductions = f->simd_reductions;
-  lane->body.push_back(decl(DType::Int64, lv, sub(var(v), var(v + "_b"))));
-  for (const RedPlan* r : lanes) {
-    const mdh::Output& o = h_.outputs[r->out];
-    lane->body.push_back(decl(o.acc_dtype, r->racc, lane_of(r->racc, o.acc_dtype)));
-    if (is_arg(o.op)) lane->body.push_back(decl(DType::Int64, r->ridx, lane_of(r->ridx, DType::Int64)));
-  }
-  for (const StmtP& b : f->body) lane->body.push_back(b);
-  for (const RedPlan* r : lanes) {
-    const mdh::Output& o = h_.outputs[r->out];
-    lane->body.push_back(assign(lane_of(r->racc, o.acc_dtype), var(r->racc, o.acc_dtype)));
-    if (is_arg(o.op)) lane->body.push_back(assign(lane_of(r->ridx, DType::Int64), var(r->ridx, DType::Int64)));
-  }
-  blocks->body.push_back(lane);
-  outer->body.push_back(blocks);
-  for (const RedPlan* r : lanes) {
-    const mdh::Output& o = h_.outputs[r->out];
-    StmtP fold = for_loop(lv, lit(0), lit(kLanes), lit(1));
-    if (is_arg(o.op)) {
-      update(fold->body, o, 2000 + r->out, var(r->racc, o.acc_dtype), var(r->ridx, DType::Int64),
-             lane_of(r->racc, o.acc_dtype), lane_of(r->ridx, DType::Int64));
-    } else {
-      fold->body.push_back(assign(var(r->racc, o.acc_dtype), combine(o.op, o.acc_dtype, var(r->racc, o.acc_dtype),
-                                                                     lane_of(r->racc, o.acc_dtype))));
+  // What the vectorize pass splits: the lanes' registers, else the float
+  // sums (not on the full-tile path, whose trip count is a short literal).
+  if (f->loop == LoopKind::Vectorized) {
+    for (const RedPlan* r : lanes) {
+      const mdh::Output& o = h_.outputs[r->out];
+      f->splits.push_back({r->racc, is_arg(o.op) ? r->ridx : "", o.op, o.acc_dtype});
     }
-    outer->body.push_back(fold);
+    if (lanes.empty() && !unroll_here)
+      for (const auto& [name, t] : float_sums(*f)) f->splits.push_back({name, "", ReduceOp::Sum, t});
   }
-  StmtP rest = std::make_shared<Stmt>(*f);
-  rest->loop = LoopKind::Serial;
-  rest->simd_reductions.clear();
-  rest->lo = var(v + "_end");
-  rest->body = std::move(rest_body);
-  outer->body.push_back(rest);
-  return outer;
+  emit_loops(f->body, i + 1, full);
+  out.push_back(f);
 }
 
-// Blocked summation. A floating-point sum over a simd loop would otherwise
-// keep one partial per lane for the whole loop, and its rounding error would
-// grow with the loop length. Instead the loop runs in blocks of kSumBlock
-// points: each block's lanes start from zero (the register is shadowed
-// inside the block), and the block totals are added to a double-precision
-// running sum, so the error grows with the block length and the number of
-// blocks only, as NumPy's pairwise summation keeps it small. A float32 sum
-// still accumulates in float32 within a block (NumPy's overflow to inf); the
-// running sum reaches the register's type when the loop ends.
+// The floating-point sums a simd loop combines (what the vectorize pass
+// blocks: vectorize.cc).
 std::vector<std::pair<std::string, DType>> Lowerer::float_sums(const Stmt& simd_loop) const {
   std::vector<std::pair<std::string, DType>> sums;
   for (const auto& [name, op] : simd_loop.simd_reductions)
@@ -353,29 +259,6 @@ std::vector<std::pair<std::string, DType>> Lowerer::float_sums(const Stmt& simd_
       if (r.racc == name && op == '+' && is_float(h_.outputs[r.out].acc_dtype))
         sums.push_back({name, h_.outputs[r.out].acc_dtype});
   return sums;
-}
-
-StmtP Lowerer::blocked_sums(StmtP f) const {
-  constexpr int64_t kSumBlock = 1024;
-  const std::vector<std::pair<std::string, DType>> sums = float_sums(*f);
-  if (sums.empty()) return f;
-  StmtP outer = block();
-  for (const auto& [name, t] : sums) outer->body.push_back(decl(DType::Float64, "nf_wide_" + name, cast(var(name, t), DType::Float64)));
-  const std::string vb = f->name + "_b";
-  ExP span = mul(f->step, lit(kSumBlock));
-  StmtP blocks = for_loop(vb, f->lo, f->hi, span);
-  for (const auto& [name, t] : sums) blocks->body.push_back(decl(t, name, scalar_lit(reduce_identity(ReduceOp::Sum, t), t)));
-  StmtP inner = std::make_shared<Stmt>(*f);
-  inner->lo = var(vb);
-  inner->hi = min(add(var(vb), span), f->hi);
-  blocks->body.push_back(inner);
-  for (const auto& [name, t] : sums)
-    blocks->body.push_back(assign(var("nf_wide_" + name, DType::Float64),
-                                  combine(ReduceOp::Sum, DType::Float64, var("nf_wide_" + name, DType::Float64),
-                                          cast(var(name, t), DType::Float64))));
-  outer->body.push_back(blocks);
-  for (const auto& [name, t] : sums) outer->body.push_back(assign(var(name, t), cast(var("nf_wide_" + name, DType::Float64), t)));
-  return outer;
 }
 
 // Node n of f at point idx, its operands' values in val. `cached`: an input
@@ -481,12 +364,7 @@ void Lowerer::emit_point(std::vector<StmtP>& out) {
       const CachePlan& c = caches_[r.tile];
       update(out, o, r.out, load(c.name, tile_index(c, idx), o.acc_dtype), nullptr, v, vi);
     } else if (r.reg || r.sub_reg) {
-      // In a lane, points come in increasing order of the loop's variable,
-      // and an arg index never decreases along a loop (record_reduce builds
-      // it with nonnegative strides over the domain, which no later stage
-      // reorders): the tie and index comparisons are not needed there.
-      const bool later = std::find(lane_regs_.begin(), lane_regs_.end(), &r) != lane_regs_.end();
-      update(out, o, r.out, var(r.racc, o.acc_dtype), var(r.ridx), v, vi, later);
+      update(out, o, r.out, var(r.racc, o.acc_dtype), var(r.ridx), v, vi);
     } else {
       auto [target, itarget] = memory_target(r, idx);
       update(out, o, r.out, target, itarget, v, vi);

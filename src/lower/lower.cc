@@ -49,7 +49,8 @@ class Driver {
   std::string trace_;
 };
 
-constexpr Pass kCommon[] = {{"storage", passes::storage}, {"simplify", passes::simplify}};
+constexpr Pass kCommon[] = {
+    {"vectorize", passes::vectorize}, {"storage", passes::storage}, {"simplify", passes::simplify}};
 
 LoopNest common(Driver& d, const mdh::MdHom& h, const tune::Schedule& s, const std::string& name) {
   std::string why = s.why_illegal(h);

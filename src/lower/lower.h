@@ -136,6 +136,17 @@ struct Stmt {
   Scope scope = Scope::Local;  // Alloc
   // Simd reductions: (variable, operator) pairs for the simd clause.
   std::vector<std::pair<std::string, char>> simd_reductions;
+  // A Vectorized loop (build -> vectorize, passes.h): registers combined
+  // across its iterations that no simd clause serves, for the vectorize
+  // pass to split -- floating-point sums into blocks, floating-point
+  // max/min and arg-reductions (`index`: the arg register) into lanes.
+  // None remain after the vectorize pass.
+  struct Split {
+    std::string acc, index;
+    ReduceOp op = ReduceOp::Sum;
+    DType dtype = DType::Float64;
+  };
+  std::vector<Split> splits;
   // A Cores loop: run on several threads only when true. After the CPU
   // target's barrier pass, `name` (if set) receives the threads that ran it.
   std::string text; // Comment

@@ -111,12 +111,6 @@ class Lowerer {
   ExP node_value(size_t n, const std::vector<ExP>& idx, const std::vector<ExP>& val, bool cached) const;
   // The simd loop's floating-point sum registers (name, type).
   std::vector<std::pair<std::string, DType>> float_sums(const Stmt& simd_loop) const;
-  StmtP blocked_sums(StmtP simd_loop) const;
-  // `rest_body`: the loop's body for its serial remainder.
-  StmtP lane_split(StmtP simd_loop, const std::vector<const RedPlan*>& lanes, std::vector<StmtP> rest_body);
-  // The registers split into lanes by the simd loop being emitted (their
-  // updates in its body see the points of each lane in index order).
-  std::vector<const RedPlan*> lane_regs_;
 
   // pairwise.cc: NumPy's pairwise summation for the innermost loop.
   std::vector<const RedPlan*> pairwise_sums(int i, bool full) const;

@@ -4,6 +4,7 @@
 // verify() checks the IR's invariants after each one in assertion builds.
 //
 //   build       MdHom + Schedule -> nest                 (loops.cc and its helpers)
+//   vectorize   simd loops' lanes and blocked sums        (vectorize.cc)
 //   storage     where each allocation lives, its release (storage.cc)
 //   simplify    index arithmetic folded, dead code gone  (simplify.cc)
 //   compose     (multi-stage kernels) the stages' nests -> one nest (chain.cc)
@@ -32,8 +33,22 @@ namespace nf::lower::passes {
 // equal shares of the outermost loop; the combine of per-thread partials
 // follows a Barrier, on thread 0. Allocations carry their scope, and none
 // is released yet. (Its helpers: loops.cc the nest and point body,
-// reductions.cc, caches.cc tile buffers, pairwise.cc.)
+// reductions.cc, caches.cc tile buffers, pairwise.cc.) A Vectorized loop
+// lists the registers it combines that no simd clause serves (Stmt::splits)
+// and combines them in its body as a serial loop would.
 LoopNest build(const mdh::MdHom& h, const tune::Schedule& s, const std::string& name);
+
+// vectorize: every Vectorized loop with splits is rewritten so its
+// iterations stay independent. Floating-point max/min and arg-reduction
+// registers get lanes: the loop runs in blocks of k points, point l of a
+// block combining into lane l (Local arrays shadowing the registers, the
+// arg test in its short form: a lane sees its points in index order), the
+// lanes folded into the registers after the blocks, and the last points
+// run by a Serial copy of the loop. Floating-point sums get blocks of 1024
+// points, each block's sum from zero added to a float64 running sum.
+// Exact for max/min/arg (any folding order finds the first best point);
+// sums keep NumPy's error growth. After it no loop has splits.
+void vectorize(LoopNest& n);
 
 // storage: a Local allocation whose count is not a literal, or which would
 // take the Local allocations around it past kStackBytes (a worker thread's
@@ -52,8 +67,8 @@ void storage(LoopNest& n);
 void simplify(LoopNest& n);
 
 // compose (multi-stage kernels, lower.h: ChainShape): the stages' nests,
-// each built serial and through storage and simplify, become one nest: a
-// Cores loop whose threads each walk tiles of their share of the last
+// each built serial and through vectorize, storage and simplify, become
+// one nest: a Cores loop whose threads each walk tiles of their share of the last
 // stage's rows; per tile and stage, bounds from the launch's halos, the
 // rolling move of kept rows in the tile buffers the stage writes, the
 // stage's outer extent and index offsets moved to its first new row, then

@@ -98,6 +98,10 @@ void stmt(std::ostringstream& os, const Stmt& s, int d) {
           os << " reducing";
           for (const auto& [v, op] : s.simd_reductions) os << " " << v << ":" << op;
         }
+        if (!s.splits.empty()) {
+          os << " splitting";
+          for (const Stmt::Split& r : s.splits) os << " " << r.acc << ":" << reduce_name(r.op);
+        }
         os << ":\n";
       }
       list(s.body);

@@ -2,7 +2,8 @@
 // thread expressions only inside a Cores loop, Cores loops only at the top
 // level, barriers only directly in one, Local variables not seen across a
 // barrier, allocations in a scope that can hold them, released once (after
-// the storage pass), no barrier after the CPU target's barrier pass.
+// the storage pass), no barrier after the CPU target's barrier pass, splits
+// only on Vectorized loops and none after the vectorize pass.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -18,7 +19,10 @@ enum class NameKind { Scalar, Array, Heap, Freed };
 class Verifier {
  public:
   Verifier(const LoopNest& n, const std::string& after)
-      : n_(n), released_(after != "build"), no_barriers_(after == "cpu_barriers") {}
+      : n_(n),
+        released_(after != "build" && after != "vectorize"),
+        no_barriers_(after == "cpu_barriers"),
+        split_(after != "build") {}
 
   std::string run() {
     if (has_cores(n_.body) != n_.uses_threads) fail("uses_threads says " + std::string(n_.uses_threads ? "yes" : "no"));
@@ -30,6 +34,7 @@ class Verifier {
  private:
   const LoopNest& n_;
   const bool released_, no_barriers_;
+  const bool split_;  // after the vectorize pass: no loop has splits left
   std::string err_;
   std::vector<std::vector<std::pair<std::string, NameKind>>> scopes_;
   bool in_cores_ = false;
@@ -184,6 +189,8 @@ class Verifier {
         return;
       case Stmt::K::For: {
         if (!s.lo || !s.hi || !s.step) fail("a loop without bounds");
+        if (!s.splits.empty() && (split_ || s.loop != LoopKind::Vectorized))
+          fail(split_ ? "a loop's splits left after the vectorize pass" : "splits on a loop that is not Vectorized");
         if (s.loop == LoopKind::Cores) {
           if (!top) fail("a Cores loop below the kernel's top level");
           if (s.lo->k != Ex::K::IntLit || s.lo->ival != 0 || s.hi->k != Ex::K::ThreadCount ||

@@ -2,6 +2,7 @@
 // CPU target's rendering of thread loops and barriers, on nests built by hand.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -278,4 +279,64 @@ TEST(LowerPasses, PrinterShowsLoopKindsScopesAndThreads) {
             "    for i in [0, 8) step 1 vectorized:\n"
             "      p0[i] = thread_index\n"
             "    barrier\n");
+}
+
+TEST(LowerPasses, VectorizeGivesLanesToMaxAndArgRegistersAndBlocksToFloatSums) {
+  // for i in [0, n0) vectorized: m = max(m, p0[i]); (a, ai) = argmax; s += p1[i]
+  const DType f = DType::Float64;
+  auto loop_over = [&](std::vector<Stmt::Split> splits, std::vector<StmtP> body) {
+    StmtP l = for_("i", lit(0), var("n0"), LoopKind::Vectorized);
+    l->splits = std::move(splits);
+    l->body = std::move(body);
+    return l;
+  };
+  const ExP x = detail::load("p0", var("i"), f);
+  StmtP lanes = loop_over(
+      {{"m", "", ReduceOp::Max, f}, {"a", "ai", ReduceOp::ArgMax, f}},
+      {assign_(var("m", f), detail::combine(ReduceOp::Max, f, var("m", f), x)),
+       detail::decl(DType::Bool, "better",
+                    detail::arg_better(ReduceOp::ArgMax, f, var("a", f), var("ai"), x, var("i"))),
+       assign_(var("ai"), detail::select(var("better", DType::Bool), var("i"), var("ai"), DType::Int64)),
+       assign_(var("a", f), detail::select(var("better", DType::Bool), x, var("a", f), f))});
+  StmtP sums = loop_over({{"s", "", ReduceOp::Sum, f}},
+                         {assign_(var("s", f), detail::combine(ReduceOp::Sum, f, var("s", f),
+                                                               detail::load("p1", var("i"), f)))});
+  sums->simd_reductions = {{"s", '+'}};
+  LoopNest n = nest({decl_("n0", lit(100)), detail::decl(f, "m", lit(0)), detail::decl(f, "a", lit(0)),
+                     decl_("ai", lit(0)), detail::decl(f, "s", lit(0)), lanes, sums});
+  n.ptr_types.assign(2, f);
+  EXPECT_EQ(verify(n, "build"), "") << print(n);
+  expect_bad(n, "vectorize", "splits left after the vectorize pass");
+  passes::vectorize(n);
+  ASSERT_EQ(verify(n, "vectorize"), "") << print(n);
+  const std::string text = print(n);
+  // Lanes: one Local array per register (and the arg index), a vectorized
+  // lane loop whose arg test is the short one, the fold, a serial remainder
+  // with the full test.
+  for (const char* part : {"alloc local float64 m_l[", "alloc local float64 a_l[", "alloc local int64 ai_l[",
+                           "for i_b in [", "i_end"})
+    EXPECT_NE(text.find(part), std::string::npos) << part << "\n" << text;
+  EXPECT_EQ(text.find("splitting"), std::string::npos) << text;
+  int later = 0, full = 0;
+  std::function<void(const ExP&)> walk = [&](const ExP& e) {
+    if (!e) return;
+    if (e->k == Ex::K::Combine && e->rop == ReduceOp::ArgMax) (e->ival ? later : full) += 1;
+    for (const ExP& a : e->args) walk(a);
+  };
+  std::function<void(const std::vector<StmtP>&)> stmts = [&](const std::vector<StmtP>& l) {
+    for (const StmtP& s : l) {
+      for (const ExP& e : {s->init, s->value, s->target}) walk(e);
+      stmts(s->body);
+      stmts(s->else_body);
+    }
+  };
+  stmts(n.body);
+  EXPECT_EQ(later, 1) << text;  // the lane body
+  EXPECT_EQ(full, 2) << text;   // the fold and the remainder
+  // Blocked sums: a float64 running sum around blocks of the loop.
+  EXPECT_NE(text.find("float64 nf_wide_s = "), std::string::npos) << text;
+  // Splits belong on vectorized loops only.
+  StmtP serial = for_("j", lit(0), lit(4));
+  serial->splits = {{"m", "", ReduceOp::Max, f}};
+  expect_bad(nest({detail::decl(f, "m", lit(0)), serial}), "build", "not Vectorized");
 }
