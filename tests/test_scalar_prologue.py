@@ -120,15 +120,15 @@ def test_in_place_scalar_update_runs_once(lazy):
 
 
 def test_a_later_write_to_what_the_prologue_read_is_not_fused(lazy):
-    # v[0] * 2 reads v; v += 1 then writes v: the scalar must see the old v.
-    vn = onp.arange(6.0)
+    # v[0] * 2 reads v; v += first then writes v: the scalar must see the old v.
+    vn = onp.arange(1.0, 7.0)
     v = nf.asarray(vn)
     nf.flush()
     first = v[0, ...] * 2
-    v += 1
+    v += first
     nf.flush()
     assert_same(first, onp.asarray(vn[0] * 2))
-    assert_same(v, vn + 1)
+    assert_same(v, vn + vn[0] * 2)
     assert any("scalar prologue" in g["stop_reason"] for g in groups()), nf.explain()
 
 
@@ -194,3 +194,21 @@ def test_random_schedules_with_a_prologue(lazy, seed):
     assert_same(c, onp.asarray(c_))
     assert_same(Y, Y_)
     assert_same(Z, Y_.sum(axis=0))
+
+
+def test_a_scalar_does_not_join_an_unrelated_kernel(lazy):
+    # x.std()'s 0-d tail (divide, sqrt) is followed by a row-wise chain that
+    # does not read it: the chain's first stage stays a stage (the scalar
+    # would make it a plain kernel), and the scalar runs on its own.
+    rng = onp.random.default_rng(5)
+    xn, Mn = rng.random(300000), rng.random((600, 500))
+    x, M = nf.asarray(xn), nf.asarray(Mn)
+    nf.flush()
+    s = x.std()
+    y = nf.exp(M - M.max(axis=1, keepdims=True)).sum(axis=1)
+    nf.flush()
+    gs = groups()
+    assert_same(s, onp.asarray(xn.std()))
+    assert_same(y, onp.exp(Mn - Mn.max(axis=1, keepdims=True)).sum(axis=1))
+    assert not [g for g in prologue_kernels(gs) if "max" in g["ops"]], nf.explain()
+    assert [g["stages"] for g in gs if g["stage"] == 1] == [2], nf.explain()

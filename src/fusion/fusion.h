@@ -14,7 +14,8 @@
 //
 // Scalar prologues relax constraint 1. A group whose tasks so far are all
 // 0-d maps (a program's scalars: CG's alpha = rr / pAp, beta = rr' / rr)
-// widens to the domain of the next task, and those tasks become its
+// widens to the domain of the next task if that task reads one of their
+// results (a scalar never joins an unrelated kernel), and those become its
 // prologue: the kernel computes them once, before any point, and stores
 // their results once (mdh.h, MdHom::prologue). Later tasks of the group
 // may read what the prologue read through any view, and what it wrote

@@ -229,7 +229,16 @@ Partition partition(const std::vector<Task>& window, Policy policy, int max_acce
               if (a.write) pro.writes[a.view.buffer.get()].push_back(a.view);
             }
           }
-          domain = squeezed_domain(t);
+          // Only for a task that consumes the prologue's results: a scalar
+          // does not join an unrelated kernel (which may be a chain's stage).
+          const bool consumes = std::any_of(t.inputs.begin(), t.inputs.end(),
+                                            [&](const View& v) { return pro.writes.count(v.buffer.get()) > 0; });
+          if (consumes) {
+            domain = squeezed_domain(t);
+          } else {
+            pro.touched.clear();
+            pro.writes.clear();
+          }
         }
         pro.open &= scalar_map(t);
         std::string why = violates(t, domain, state, pro);
