@@ -10,6 +10,10 @@ test also checks from explain() that the multi-stage kernel really ran: a
 silent return to separate kernels fails.
 """
 
+import os
+import subprocess
+import sys
+import textwrap
 import warnings
 
 import numpy as onp
@@ -205,13 +209,13 @@ def test_stages_off_gives_the_same(fn, data):
 
 
 @pytest.mark.parametrize("fn", [diffusion, softmax], ids=lambda f: f.__name__)
-def test_tuning_measures_the_launch_choices_on_live_runs(fn, data):
+def test_tuning_measures_the_launch_choices_on_live_runs(fn, data, tmp_path):
     # With tuning on, the launch tries tile rows {auto, 4, 16, 64} x {rolling,
     # recomputed halos} and rings of one row on its first 18 runs (each
     # twice), then keeps the fastest; every run computes the same values as NumPy and as separate
-    # kernels.
+    # kernels. (A cache directory of its own: the choice is stored there.)
     texts, results = [], []
-    with nf.config(tune=0.05):
+    with nf.config(tune=0.05, cache_dir=str(tmp_path)):
         for k in range(120):
             y = data * (1 + k / 8)
             got = run(fn, nf.asarray(y))
@@ -228,11 +232,13 @@ def test_tuning_measures_the_launch_choices_on_live_runs(fn, data):
     runs = [int(t.split("launch being tuned: run ")[1].split()[0]) for t in texts if "being tuned" in t]
     assert all(b in (a + 1, 1) for a, b in zip(runs, runs[1:])), runs
     assert runs[-18:] == list(range(1, 19)), runs
-    tuned = [t for t in texts if "tuned on its first 18 runs" in t]
+    # (A plan made after the choice was stored starts with it.)
+    tuned = [t for t in texts if "tuned on its first 18 runs" in t or "tuned by an earlier run" in t]
     assert len(tuned) == 3 and texts[-3:] == tuned
+    assert "tuned on its first 18 runs" in tuned[0]
     # The choice stays once made, and the recompute candidates really ran
     # (each launch says which halos it used).
-    assert len({t.split("launch tuned on")[1] for t in tuned}) == 1
+    assert len({t.split("launch tuned ")[1].split(": ", 1)[1] for t in tuned}) == 1
     assert any("recomputed" in t for t in texts[:len(runs)])
     assert any("rolling" in t for t in texts[:len(runs)])
     assert any("ring buffers" in t for t in texts[:len(runs)])
@@ -602,3 +608,37 @@ def test_plane_stencils_run_in_strips_of_rows(storage, cols):
         if cols:
             assert f"in strips of {cols} of its 36 columns" in text, text
     same(got, hdiff_planes(onp, inp, coeff))
+
+
+def test_a_tuned_launch_choice_is_stored_for_later_processes(tmp_path):
+    # The first process tunes the diffusion chain's launch on its first 18
+    # runs and stores the choice in the schedule store (in its cache
+    # directory); a second process with that directory starts with it.
+    program = textwrap.dedent("""
+        import numpy as onp, numfuse as nf
+        u = onp.random.default_rng(0).random((300, 300))
+        def diffusion(u, alpha=0.1):
+            lap = u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:] - 4 * u[1:-1, 1:-1]
+            fx = lap[:, 1:] - lap[:, :-1]
+            fy = lap[1:, :] - lap[:-1, :]
+            return u[2:-2, 2:-2] - alpha * (fx[1:-1, 1:] - fx[1:-1, :-1] + fy[1:, 1:-1] - fy[:-1, 1:-1])
+        with nf.config(tune=0.05):
+            for k in range(int(__import__("sys").argv[1])):
+                y = onp.asarray(diffusion(nf.asarray(u * (1 + k))))
+                assert onp.allclose(y, diffusion(u * (1 + k)), rtol=1e-13)
+                text = nf.explain().groups[0]["chain"]
+                if "tuned" in text and "being tuned" not in text:
+                    break
+        print(text.splitlines()[-1])
+    """)
+    env = dict(os.environ, NUMFUSE_CACHE_DIR=str(tmp_path), NUMFUSE_TIER="lazy", NUMFUSE_STAGE_MIN_BYTES="0")
+    first = subprocess.run([sys.executable, "-c", program, "60"], env=env, capture_output=True, text=True, timeout=600)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert "launch tuned on its first 18 runs: " in first.stdout, first.stdout
+    assert "launch=" in (tmp_path / "schedules.txt").read_text()
+    second = subprocess.run([sys.executable, "-c", program, "1"], env=env, capture_output=True, text=True,
+                            timeout=600)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert "launch tuned by an earlier run (from the schedule store): " in second.stdout, second.stdout
+    # The same choice.
+    assert first.stdout.split(": ", 1)[1] == second.stdout.split(": ", 1)[1]

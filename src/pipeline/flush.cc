@@ -115,6 +115,8 @@ struct PlanChain {
     double best_ms[kCandidates] = {};
     int launches = 0;
     int chosen = -1;
+    bool looked_up = false;   // the schedule store was asked for a stored choice
+    bool from_store = false;  // `chosen` came from it (an earlier plan's or process's tuning)
     static int64_t rows(int c) { return c == 8 ? 1 : kRows[c / 2]; }
     static int storage(int c) { return c == 8 ? 2 : c % 2 == 0 ? 1 : 0; }
   };
@@ -571,7 +573,20 @@ bool run_chain(const std::vector<Task>& window, const std::shared_ptr<const Plan
   }
   PlanChain::Tuning& tn = c.tuning;
   int candidate = -1;
-  if (cfg.tune_seconds > 0 && cfg.random_schedule_seed < 0 && cfg.stage_rows == 0) {
+  const bool tuning = cfg.tune_seconds > 0 && cfg.random_schedule_seed < 0 && cfg.stage_rows == 0;
+  // The launch choice is stored per device, chain kernel and size class of the last stage.
+  auto store_key = [&] { return tune::size_class(*stages.back().hom, *stages.back().bind); };
+  if (tuning && !tn.looked_up) {
+    tn.looked_up = true;
+    int k = -1;
+    if (tn.chosen < 0 && tn.launches == 0 &&
+        tune::ScheduleStore::instance().find_launch(tune::device_id(cpu_target().machine()), c.key, store_key(), &k) &&
+        k >= 0 && k < PlanChain::Tuning::kCandidates) {
+      tn.chosen = k;
+      tn.from_store = true;
+    }
+  }
+  if (tuning) {
     const int pick = tn.chosen >= 0 ? tn.chosen : (candidate = tn.launches % PlanChain::Tuning::kCandidates);
     opt.tile_rows = PlanChain::Tuning::rows(pick);
     opt.storage = PlanChain::Tuning::storage(pick);
@@ -596,8 +611,12 @@ bool run_chain(const std::vector<Task>& window, const std::shared_ptr<const Plan
     const double ms = ticks_to_ms(t1 - t0);
     double& best = tn.best_ms[candidate];
     best = tn.launches < PlanChain::Tuning::kCandidates ? ms : std::min(best, ms);
-    if (++tn.launches == 2 * PlanChain::Tuning::kCandidates)
+    if (++tn.launches == 2 * PlanChain::Tuning::kCandidates) {
       tn.chosen = static_cast<int>(std::min_element(std::begin(tn.best_ms), std::end(tn.best_ms)) - tn.best_ms);
+      tune::ScheduleStore::instance().put_launch(tune::device_id(cpu_target().machine()), c.key, store_key(),
+                                                 tn.chosen, tn.best_ms[tn.chosen] / 1e3, tn.best_ms[0] / 1e3,
+                                                 2 * PlanChain::Tuning::kCandidates);
+    }
   }
   for (int g = c.first; g <= c.last; ++g) {
     const PlanGroup& pg = plan->groups[g];
@@ -626,8 +645,10 @@ bool run_chain(const std::vector<Task>& window, const std::shared_ptr<const Plan
       } else if (tn.chosen >= 0) {
         const int64_t r = PlanChain::Tuning::rows(tn.chosen);
         const int st = PlanChain::Tuning::storage(tn.chosen);
-        gr.chain += "launch tuned on its first " + std::to_string(2 * PlanChain::Tuning::kCandidates) +
-                    " runs: " + (r ? std::to_string(r) + " rows per tile" : std::string("tile rows from the cache")) +
+        gr.chain += (tn.from_store ? std::string("launch tuned by an earlier run (from the schedule store)")
+                                   : "launch tuned on its first " + std::to_string(2 * PlanChain::Tuning::kCandidates) +
+                                         " runs") +
+                    ": " + (r ? std::to_string(r) + " rows per tile" : std::string("tile rows from the cache")) +
                     ", " + (st == 2 ? "ring buffers" : st == 1 ? "rolling halos" : "recomputed halos") + "\n";
       }
       gr.run_ms = ticks_to_ms(t1 - clock);

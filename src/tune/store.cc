@@ -2,6 +2,8 @@
 //
 // File format, one entry per line, tab-separated:
 //   device  fnv64(MdHom key)  size class  schedule (Schedule::key)  best ms  default ms  evaluations
+// and for a multi-stage kernel's launch choice:
+//   device  fnv64("launch\n" + chain key)  size class  launch=<candidate>  best ms  default ms  evaluations
 #include <chrono>
 #include <fcntl.h>
 #include <sys/file.h>
@@ -202,9 +204,46 @@ bool ScheduleStore::put(const std::string& device, const mdh::MdHom& h, const st
   std::lock_guard<std::mutex> lock(mu_);
   char times[96];
   std::snprintf(times, sizeof times, "%.6g\t%.6g\t%d", e.best_s * 1e3, e.default_s * 1e3, e.evals);
-  const std::string key = entry_key(device, h, cls);
-  entries_[key] = e.schedule.key() + "\t" + times;
   generation_.fetch_add(1);
+  return put_line(entry_key(device, h, cls), e.schedule.key() + "\t" + times);
+}
+
+namespace {
+std::string launch_key(const std::string& device, const std::string& chain_key, const std::string& cls) {
+  return device + "\t" + hex(fnv64("launch\n" + chain_key)) + "\t" + cls;
+}
+}  // namespace
+
+bool ScheduleStore::find_launch(const std::string& device, const std::string& chain_key, const std::string& cls,
+                                int* choice) {
+  std::lock_guard<std::mutex> lock(mu_);
+  reload_if_changed();
+  const std::string key = launch_key(device, chain_key, cls);
+  auto it = entries_.find(key);
+  if (it == entries_.end()) return false;
+  const std::vector<std::string> f = fields(it->second);
+  if (f.size() == 4 && f[0].rfind("launch=", 0) == 0 && f[0].size() > 7 && f[0].size() < 10 &&
+      f[0].find_first_not_of("0123456789", 7) == std::string::npos) {
+    *choice = std::stoi(f[0].substr(7));
+    return true;
+  }
+  if (rejected_.insert(key).second) {
+    warnings_.push_back("numfuse: ignoring a tuned launch in " + path_ + ": malformed");
+    has_warnings_.store(true, std::memory_order_release);
+  }
+  return false;
+}
+
+bool ScheduleStore::put_launch(const std::string& device, const std::string& chain_key, const std::string& cls,
+                               int choice, double best_s, double default_s, int evals) {
+  std::lock_guard<std::mutex> lock(mu_);
+  char line[128];
+  std::snprintf(line, sizeof line, "launch=%d\t%.6g\t%.6g\t%d", choice, best_s * 1e3, default_s * 1e3, evals);
+  return put_line(launch_key(device, chain_key, cls), line);
+}
+
+bool ScheduleStore::put_line(const std::string& key, const std::string& value) {
+  entries_[key] = value;
   if (path_.empty()) return false;
   // Merge with what other processes wrote, under an exclusive lock.
   int lfd = files::open_lock(path_ + ".lock");

@@ -220,6 +220,15 @@ class ScheduleStore {
   // Returns false if the file could not be written (the entry is still
   // kept in memory for this process).
   bool put(const std::string& device, const mdh::MdHom& h, const std::string& size_class, const StoreEntry& e);
+  // A multi-stage kernel's launch choice (pipeline: PlanChain::Tuning, the
+  // candidate its online tuning chose), keyed by the chain kernel's key
+  // instead of an MdHom's: later plans and processes start with it. Stored
+  // in the same file (its schedule field "launch=<candidate>"); a launch
+  // entry never makes plans stale (it is read at launch).
+  bool find_launch(const std::string& device, const std::string& chain_key, const std::string& size_class,
+                   int* choice);
+  bool put_launch(const std::string& device, const std::string& chain_key, const std::string& size_class,
+                  int choice, double best_s, double default_s, int evals);
   size_t size();
   void clear();  // forgets every entry, in memory and on disk
   // Changes whenever the entries change (a put here, or another process's
@@ -229,6 +238,8 @@ class ScheduleStore {
  private:
   ScheduleStore() = default;
   void reload_if_changed();  // caller holds mu_
+  // Writes entry `key` = `value` here and merged into the file (caller holds mu_).
+  bool put_line(const std::string& key, const std::string& value);
   mutable std::mutex mu_;
   std::string path_;
   std::unordered_map<std::string, std::string> entries_;  // "device\thash\tclass" -> rest of the line
