@@ -225,6 +225,7 @@ def test_tuning_measures_the_launch_choices_on_live_runs(fn, data, tmp_path):
                 results.append((got, y))  # (checked after: check() re-plans)
             if sum("tuned on" in t for t in texts) >= 3:
                 break
+        nf.wait_background()  # (its tuned schedules go to this test's store, not the default one)
     for got, y in results:
         check(fn, got, [y])
     # (A schedule the background tuner stores for a stage re-plans the
@@ -499,16 +500,18 @@ def test_random_stencil_chains(case):
     same(got, apply_chain(onp, a, steps))
 
 
-def test_chain_refused_by_the_views_runs_parallel_kernels(data):
+def test_chain_refused_by_the_views_runs_parallel_kernels(data, tmp_path):
     # The consumer reads every second row of the intermediate: its rows step
     # by two of the producer's, so the launch refuses the chain (halo
     # inference is over row shifts) and the plan prepares the groups again
-    # as parallel kernels of their own.
+    # as parallel kernels of their own (their default schedules: an empty
+    # schedule store, not one where another test's tuning left a serial one).
     def fn(lib, a):
         t = a[:, 1:] - a[:, :-1]
         return t[::2] * 2 + t[1::2]
 
-    got = run(fn, nf.asarray(data))
+    with nf.config(cache_dir=str(tmp_path)):
+        got = run(fn, nf.asarray(data))
     assert stages_ran() == []
     assert all("[cores]" in g["schedule"] for g in nf.explain().groups), str(nf.explain())
     same(got, fn(onp, data))
