@@ -143,10 +143,9 @@ class Lowerer {
   void init_output(std::vector<StmtP>& out, const RedPlan& r);
   void init_dense(std::vector<StmtP>& out, const mdh::Output& o, const RedPlan& r, ExP count);
   std::pair<ExP, ExP> memory_target(const RedPlan& r, const std::vector<ExP>& idx) const;
-  // `later`: an arg-reduction's vi is no smaller than any index in (target,
-  // itarget) (a lane's points, which come in index order; arg_better).
-  void update(std::vector<StmtP>& out, const mdh::Output& o, int tag, ExP target, ExP itarget, ExP v, ExP vi,
-              bool later = false);
+  // Combines (v, vi) into (target, itarget) (an arg-reduction's full test;
+  // the vectorize pass shortens it inside lanes).
+  void update(std::vector<StmtP>& out, const mdh::Output& o, int tag, ExP target, ExP itarget, ExP v, ExP vi);
   void open_registers(std::vector<StmtP>& out, int i);
   void close_registers(std::vector<StmtP>& out, int i);
   void store_register(std::vector<StmtP>& out, const RedPlan& r);

@@ -138,10 +138,10 @@ std::pair<ExP, ExP> Lowerer::memory_target(const RedPlan& r, const std::vector<E
 
 // (target, itarget) <- (target, itarget) ⊕ (v, vi).
 void Lowerer::update(std::vector<StmtP>& out, const mdh::Output& o, int tag, ExP target, ExP itarget, ExP v,
-                     ExP vi, bool later) {
+                     ExP vi) {
   if (is_arg(o.op)) {
     const std::string flag_name = "better" + std::to_string(tag);
-    out.push_back(decl(DType::Bool, flag_name, arg_better(o.op, o.acc_dtype, target, itarget, v, vi, later)));
+    out.push_back(decl(DType::Bool, flag_name, arg_better(o.op, o.acc_dtype, target, itarget, v, vi)));
     ExP flag = var(flag_name, DType::Bool);
     out.push_back(assign(itarget, select(flag, vi, itarget, DType::Int64)));
     out.push_back(assign(target, select(flag, v, target, o.acc_dtype)));
