@@ -84,6 +84,10 @@ const Spurious kSpurious[] = {
     {"cosh", kInv, kOver},   {"tanh", kInv, kOver},      {"arcsinh", kInv, kOver},
     {"arctanh", kInv, kOver}, {"cbrt", kInv, kOver},     {"erf", kInv, kOver},
     {"isinf", 0, kInv},          {"isfinite", 0, kInv},
+    // libmvec's AVX2 logarithms flag `invalid` for a quiet NaN input (NumPy's
+    // do not); a negative input's `invalid` is still reported when the
+    // kernel's inputs hold no NaN.
+    {"log", 0, kInv},            {"log2", 0, kInv},              {"log10", 0, kInv},
     // Complex operations (fp_ops_of adds this name beside the operation's):
     // glibc's complex functions and the textbook arithmetic compute through
     // infinities and NaNs of the parts where NumPy's loops special-case
@@ -93,6 +97,24 @@ const Spurious kSpurious[] = {
     // computes in double: its overflow is not reported.
     {kPowerFloat32, kOver, kInv | kOver},
 };
+
+// Operations for which NumPy raises no `invalid` for any value: ordered
+// comparisons, maximum and minimum (NaN propagates quietly), sign, isinf,
+// isfinite. numfuse's compiled code may flag it for them even without a NaN
+// input: LLVM assumes floating-point exceptions unobserved and may compare
+// scalars with packed ordered compares (vcmpltpd) whose upper lanes hold
+// stale register contents (a comparison mask left there by the previous
+// iteration reads as a NaN). A kernel whose operations are all of these
+// never reports `invalid`.
+constexpr const char* kQuietInvalid[] = {"less", "less_equal", "greater", "greater_equal", "maximum", "minimum",
+                                         "fmax", "fmin", "sign", "isinf", "isfinite"};
+bool all_quiet_invalid(const std::vector<const char*>& ops) {
+  for (const char* o : ops)
+    if (std::none_of(std::begin(kQuietInvalid), std::end(kQuietInvalid),
+                     [&](const char* q) { return std::strcmp(q, o) == 0; }))
+      return false;
+  return !ops.empty();
+}
 
 const Spurious* spurious(const char* op) {
   for (const Spurious& s : kSpurious)
@@ -188,6 +210,7 @@ uint8_t detail::genuine(uint8_t flags, const std::vector<const char*>& ops, std:
     for (const View* v : inputs) special = special || has_complex_special(*v);
     if (!special) flags &= ~(fpe::Divide | fpe::Invalid);
   }
+  if (all_quiet_invalid(ops)) flags &= ~fpe::Invalid;
   const uint8_t extreme = extreme_flags(ops);
   if (extreme_scalar) return flags & ~extreme;
   if (flags & extreme)
