@@ -20,7 +20,7 @@ import pytest
 
 import numfuse as nf
 
-PASSES = ["build", "vectorize", "storage", "simplify", "cpu_barriers"]
+PASSES = ["build", "unroll", "vectorize", "storage", "simplify", "cpu_barriers"]
 
 
 def run_dumped(tmp_path, program, extra_env=None):
@@ -138,6 +138,22 @@ def test_random_schedules_keep_the_ir_valid_after_every_pass(tmp_path):
         print(bad)
     """)
     assert out.split() == ["0"]
+    # Unrolled schedules: build emits the nest below the split once (a
+    # FullSplit, with the bounds of both paths); the unroll pass makes the two
+    # copies, the full path with literal, unrolled trip counts.
+    kernels = by_kernel(nests(err))
+    split = [k for k in kernels if "full-tile split, full path if" in k["build"]]
+    assert split, "no random schedule unrolled a loop"
+    for k in split:
+        assert "(full: " in k["build"] and "(full path: " in k["build"], k["build"]
+        after = k["unroll"]
+        assert "full-tile split" not in after and "(full: " not in after and "(full path: " not in after, after
+        assert re.search(r"^ *if .*:$", after, re.M) and re.search(r"^ *else:$", after, re.M), after
+        # the full path's unrolled loops run over literal tile sizes
+        assert re.search(r"for \w+ in \[(\w+), \(\1 \+ \d+\)\)", after), after
+    for k in kernels:
+        for p in PASSES[1:]:
+            assert "full-tile split" not in k[p], (p, k[p])
     kernels = by_kernel(nests(err))
     assert len(kernels) >= 40
     text = "\n".join(k["cpu_barriers"] for k in kernels)
@@ -187,7 +203,7 @@ CHAIN_PROGRAM = """
 
 
 def test_a_multi_stage_kernel_is_one_composed_nest(tmp_path):
-    # Each stage is built serial and goes through vectorize, storage and simplify; then
+    # Each stage is built serial and goes through unroll, vectorize, storage and simplify; then
     # compose makes the one nest the kernel is: a Cores loop at the top over
     # tiles of rows, a Stage statement per stage (its nest, with its
     # pointers moved to the tile's rows in memory or in the thread's tile
@@ -204,9 +220,9 @@ def test_a_multi_stage_kernel_is_one_composed_nest(tmp_path):
     assert len(composed) == 2, [p for p, _, _ in dumps]
     for i, text in composed:
         # the stages' own passes came first, in order, then the chain's
-        stage_passes = [p for p, _, _ in dumps[max(0, i - 16):i]]
+        stage_passes = [p for p, _, _ in dumps[max(0, i - 20):i]]
         n_stages = text.count("stage(")
-        assert stage_passes[-4 * n_stages:] == ["build", "vectorize", "storage", "simplify"] * n_stages
+        assert stage_passes[-5 * n_stages:] == ["build", "unroll", "vectorize", "storage", "simplify"] * n_stages
         assert [p for p, _, _ in dumps[i + 1:i + 3]] == ["simplify", "cpu_barriers"]
         top = [line for line in text.splitlines()[1:] if not line.startswith("    ")]
         assert len(top) == 1 and top[0].startswith("  cores if"), top

@@ -185,6 +185,8 @@ class CRenderer {
         return "nf_max_threads()";
       case Ex::K::Address:  // (kernel pointers of a multi-stage kernel are bytes)
         return "((uint8_t*)" + e.name + " + " + ex(*e.args[0]) + ")";
+      case Ex::K::TileBound:
+        throw std::logic_error("render_c: a TileBound (the unroll pass removes them)");
     }
     throw std::logic_error("render_c: bad expression");
   }
@@ -262,6 +264,8 @@ class CRenderer {
         return;
       case Stmt::K::Stage:
         return stage(os, s, d);
+      case Stmt::K::FullSplit:
+        throw std::logic_error("render_c: a FullSplit (the unroll pass removes them)");
     }
   }
 

@@ -105,28 +105,43 @@ ExP Lowerer::tile_count(const CachePlan& c) const {
   return count;
 }
 
-// Nested loops over the tile (clipped to the extent if `clip`); small
-// unclipped tiles are unrolled (so a register tile stays in registers), else
-// the innermost loop is simd. A packed entry gets a loop over its blocks
+// Nested loops over the tile: whole (Clip::No), clipped to the extent
+// (Clip::Yes), or clipped only on the remainder path of the FullSplit they
+// are in (Clip::Split: the tile is whole on the full path). Small whole
+// tiles are unrolled (so a register tile stays in registers), else the
+// innermost loop is simd. A packed entry gets a loop over its blocks
 // (outermost, in packing order) and one inside the block, so both the tile
 // and memory indices stay affine. The other loops run in layout order except
 // that the memory side's unit-stride dimension goes innermost, so copies
 // stream through memory. Fills w.off (offset from the tile's base, per
 // layout entry) and w.index (position in the tile); returns the innermost body.
-std::vector<StmtP>* Lowerer::tile_loops(std::vector<StmtP>& out, const CachePlan& c, const mdh::Access& mem, bool clip,
+std::vector<StmtP>* Lowerer::tile_loops(std::vector<StmtP>& out, const CachePlan& c, const mdh::Access& mem, Clip clip,
                                         TileWalk& w) const {
   std::vector<StmtP>* cur = &out;
   StmtP outer = block();
   cur->push_back(outer);
   cur = &outer->body;
-  const bool unroll = !clip && !c.heap && c.count <= 256;
+  // Whole on some path, and small: unrolled there.
+  const bool unroll = clip != Clip::Yes && !c.heap && c.count <= 256;
   const size_t n = c.layout.size();
+  // A bound: `whole` where the tile is whole, `clipped` where it is clipped.
+  auto bound = [&](ExP whole, ExP clipped) {
+    return clip == Clip::No ? whole : clip == Clip::Yes ? clipped : tile_bound(whole, clipped);
+  };
   std::vector<ExP> ext(n);
-  for (size_t k = 0; k < n; ++k) ext[k] = clip ? min(c.size[k], sub(c.end[k], c.base[k])) : c.size[k];
+  for (size_t k = 0; k < n; ++k) ext[k] = bound(c.size[k], min(c.size[k], sub(c.end[k], c.base[k])));
   auto open = [&](const std::string& v, ExP hi, bool innermost) {
     StmtP f = for_loop(v, lit(0), hi, lit(1));
-    if (unroll) f->loop = LoopKind::Unrolled;
-    else if (innermost) f->loop = LoopKind::Vectorized;
+    const LoopKind general = innermost ? LoopKind::Vectorized : LoopKind::Serial;
+    if (unroll && clip == Clip::No) {
+      f->loop = LoopKind::Unrolled;
+    } else {
+      f->loop = general;
+      if (unroll) {
+        f->unroll = true;
+        f->full_kind = LoopKind::Unrolled;
+      }
+    }
     cur->push_back(f);
     cur = &f->body;
     return var(v);
@@ -150,8 +165,8 @@ std::vector<StmtP>* Lowerer::tile_loops(std::vector<StmtP>& out, const CachePlan
       const ExP b = lit(c.block[k]);
       const ExP first = mul(blk[k], b);
       // A full block unless it is the (clipped or partial) last one.
-      const bool whole = !clip && c.size[k]->k == Ex::K::IntLit && c.size[k]->ival % c.block[k] == 0;
-      in[k] = open(v, whole ? b : min(b, sub(ext[k], first)), j + 1 == n);
+      const bool whole = clip != Clip::Yes && c.size[k]->k == Ex::K::IntLit && c.size[k]->ival % c.block[k] == 0;
+      in[k] = open(v, whole ? bound(b, min(b, sub(ext[k], first))) : min(b, sub(ext[k], first)), j + 1 == n);
       w.off[k] = add(first, in[k]);
     } else {
       in[k] = open(v, ext[k], j + 1 == n);
@@ -166,10 +181,11 @@ std::vector<StmtP>* Lowerer::tile_loops(std::vector<StmtP>& out, const CachePlan
   return cur;
 }
 
-// On the full-tile path, a tile whose dims are all covered by tiles of
-// unrolled loops' parents lies entirely inside the extents.
-bool Lowerer::tile_is_full(const CachePlan& c, bool full) const {
-  if (!full || c.heap) return false;
+// On the full-tile path (`split`: the tile opens in the FullSplit), a tile
+// whose dims are all covered by tiles of unrolled loops' parents lies
+// entirely inside the extents.
+bool Lowerer::tile_is_full(const CachePlan& c, bool split) const {
+  if (!split || c.heap) return false;
   for (int d : c.layout) {
     bool covered = false;
     for (int p : s_.unroll) {
@@ -190,7 +206,7 @@ bool Lowerer::tile_is_full(const CachePlan& c, bool full) const {
   return true;
 }
 
-void Lowerer::open_caches(std::vector<StmtP>& out, int i, bool full) {
+void Lowerer::open_caches(std::vector<StmtP>& out, int i, bool split) {
   for (const CachePlan& c : caches_) {
     if (c.pos != i - 1) continue;
     const mdh::Access& a = h_.accesses[c.access];
@@ -201,10 +217,10 @@ void Lowerer::open_caches(std::vector<StmtP>& out, int i, bool full) {
     TileWalk w;
     if (c.output) {
       // The accumulation tile starts at the identity (all of it, unclipped).
-      std::vector<StmtP>* body = tile_loops(out, c, h_.accesses[c.access], false, w);
+      std::vector<StmtP>* body = tile_loops(out, c, h_.accesses[c.access], Clip::No, w);
       body->push_back(assign(load(c.name, w.index, t), identity(h_.outputs[plan_of_access(c.access)])));
     } else {
-      std::vector<StmtP>* body = tile_loops(out, c, h_.accesses[c.access], !tile_is_full(c, full), w);
+      std::vector<StmtP>* body = tile_loops(out, c, h_.accesses[c.access], tile_is_full(c, split) ? Clip::Split : Clip::Yes, w);
       std::vector<ExP> idx(h_.ndim, lit(0));
       for (size_t k = 0; k < c.layout.size(); ++k) idx[c.layout[k]] = add(c.base[k], w.off[k]);
       body->push_back(assign(load(c.name, w.index, t), load(ptr(c.access), access_index(c.access, idx), t)));
@@ -212,14 +228,14 @@ void Lowerer::open_caches(std::vector<StmtP>& out, int i, bool full) {
   }
 }
 
-void Lowerer::close_caches(std::vector<StmtP>& out, int i, bool full) {
+void Lowerer::close_caches(std::vector<StmtP>& out, int i, bool split) {
   for (const CachePlan& c : caches_) {
     if (c.pos != i - 1) continue;
     if (c.output) {
       const int oi = plan_of_access(c.access);
       const mdh::Output& o = h_.outputs[oi];
       TileWalk w;
-      std::vector<StmtP>* body = tile_loops(out, c, h_.accesses[c.access], !tile_is_full(c, full), w);
+      std::vector<StmtP>* body = tile_loops(out, c, h_.accesses[c.access], tile_is_full(c, split) ? Clip::Split : Clip::Yes, w);
       std::vector<ExP> idx(h_.ndim, lit(0));
       for (size_t k = 0; k < c.layout.size(); ++k) idx[c.layout[k]] = add(c.base[k], w.off[k]);
       auto [target, itarget] = memory_target(plan_of(oi), idx);

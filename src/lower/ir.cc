@@ -1,4 +1,6 @@
 // Constructors of the loop IR (expressions and statements).
+#include <functional>
+
 #include "lower/lowerer.h"
 
 namespace nf::lower {
@@ -183,6 +185,30 @@ StmtP if_else(ExP cond) {
   s->k = Stmt::K::If;
   s->cond = std::move(cond);
   return s;
+}
+
+StmtP copy_stmt(const StmtP& s, const std::function<ExP(const ExP&)>& f, const std::function<void(Stmt&)>& g) {
+  auto c = std::make_shared<Stmt>(*s);
+  for (ExP* e : {&c->lo, &c->hi, &c->step, &c->init, &c->target, &c->value, &c->count, &c->cond})
+    if (*e) *e = f(*e);
+  for (ExP& a : c->args) a = f(a);
+  if (g) g(*c);
+  for (StmtP& b : c->body) b = copy_stmt(b, f, g);
+  for (StmtP& b : c->else_body) b = copy_stmt(b, f, g);
+  return c;
+}
+
+StmtP full_split(ExP cond) {
+  StmtP s = if_else(std::move(cond));
+  s->k = Stmt::K::FullSplit;
+  return s;
+}
+
+ExP tile_bound(ExP full, ExP clipped) {
+  auto e = std::make_shared<Ex>();
+  e->k = Ex::K::TileBound;
+  e->args = {std::move(full), std::move(clipped)};
+  return e;
 }
 
 StmtP alloc(DType t, const std::string& name, ExP count, Scope scope) {

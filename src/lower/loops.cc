@@ -3,10 +3,12 @@
 // Invariant (correct by construction, MDH section 4): the loops enumerate
 // every point of the domain exactly once, whatever the tile sizes, loop order
 // or parallel loop, because each level's loop covers its parent tile clipped
-// to the extent. Unrolled loops get two copies of the nest below the split
-// point: a full-tile path where their trip counts are the literal tile sizes,
-// taken only when every unrolled loop's tile lies inside the extent, and the
-// clipped remainder path; both enumerate the same points.
+// to the extent. Below the split point of unrolled loops the nest is one
+// FullSplit whose bounds say what they are on the full-tile path (where the
+// unrolled loops' trip counts are the literal tile sizes, taken only when
+// every unrolled loop's tile lies inside the extent) and on the clipped
+// remainder path; the unroll pass (unroll.cc) makes the two copies, and both
+// enumerate the same points.
 #include <algorithm>
 #include <stdexcept>
 
@@ -87,7 +89,7 @@ LoopNest Lowerer::run(const std::string& name) {
   plan_caches();
   plan_reductions();
   if (s_.parallel && s_.order.size() == 1) {
-    std::vector<const RedPlan*> sums = pairwise_sums(0, false);
+    std::vector<const RedPlan*> sums = pairwise_sums(0);
     pairwise_parallel_ = !sums.empty();
     for (const RedPlan* r : sums) pairwise_parallel_ &= r->partials && r->reg;
   }
@@ -133,57 +135,57 @@ LoopNest Lowerer::run(const std::string& name) {
 
 // The body of order[i-1] (or the thread body for i = 0): open the tile
 // buffers and registers that live there, the loop at i, then close them.
-void Lowerer::emit_loops(std::vector<StmtP>& out, int i, bool full) {
-  const int nloops = static_cast<int>(s_.order.size());
-  if (i == branch_pos_ && !full) {
+// `split`: inside the FullSplit (below the split point).
+void Lowerer::emit_loops(std::vector<StmtP>& out, int i, bool split) {
+  if (i == branch_pos_ && !split) {
     // Both paths enumerate the points below i; only the bounds differ. The
     // split comes before the tiles that live here, so that on the full path
     // their init / fold loops have literal bounds too (and unroll).
-    StmtP split = if_else(full_tile_condition());
-    StmtP tb = block(), eb = block();
-    split->body.push_back(tb);
-    split->else_body.push_back(eb);
-    emit_body(tb->body, i, true);
-    emit_body(eb->body, i, false);
-    out.push_back(split);
+    StmtP fs = full_split(full_tile_condition());
+    emit_body(fs->body, i, true);
+    out.push_back(fs);
     return;
   }
-  emit_body(out, i, full);
-  (void)nloops;
+  emit_body(out, i, split);
 }
 
 // Tiles and registers that live in this body, the loop at i, their closing.
-void Lowerer::emit_body(std::vector<StmtP>& out, int i, bool full) {
-  open_caches(out, i, full);
+void Lowerer::emit_body(std::vector<StmtP>& out, int i, bool split) {
+  open_caches(out, i, split);
   open_registers(out, i);
   if (i == static_cast<int>(s_.order.size())) emit_point(out);
-  else emit_loops_level(out, i, full);
+  else emit_loops_level(out, i, split);
   close_registers(out, i);
-  close_caches(out, i, full);
+  close_caches(out, i, split);
 }
 
 }  // namespace detail
 
 namespace detail {
 
-// The loop order[i] itself.
-void Lowerer::emit_loops_level(std::vector<StmtP>& out, int i, bool full) {
+// The loop order[i] itself. An unrolled loop (inside the FullSplit) runs to
+// its parent tile's clipped end on the remainder path, over the whole
+// parent tile on the full path, where its kind is what a literal trip
+// count allows (Stmt::unroll, full_kind).
+void Lowerer::emit_loops_level(std::vector<StmtP>& out, int i, bool split) {
   const int nloops = static_cast<int>(s_.order.size());
   const tune::LoopSpec& l = s_.order[i];
   const int d = l.dim;
   const std::vector<int64_t>& tiles = s_.tiles[d];
   ExP n = extent(d);
   ExP lo = l.level == 0 ? lit(0) : var("i" + std::to_string(d) + "_" + std::to_string(l.level - 1));
-  const bool unroll_here = full && unrolled(i);
-  ExP hi = l.level == 0 ? n : unroll_here ? add(lo, lit(tiles[l.level - 1])) : end_of(d, l.level);
+  const bool unroll_here = split && unrolled(i);
+  ExP hi = l.level == 0     ? n
+           : unroll_here    ? tile_bound(add(lo, lit(tiles[l.level - 1])), end_of(d, l.level))
+                            : end_of(d, l.level);
   ExP step = l.level < static_cast<int>(tiles.size()) ? lit(tiles[l.level]) : lit(1);
   const std::string v = loop_var(l);
   // A floating-point sum along the innermost loop: NumPy's pairwise order.
-  if (std::vector<const RedPlan*> sums = pairwise_sums(i, full); !sums.empty()) {
+  if (std::vector<const RedPlan*> sums = pairwise_sums(i); !sums.empty()) {
     if (i == 0 && s_.parallel) {
-      if (pairwise_parallel_) return emit_pairwise_parallel(out, full, sums);
+      if (pairwise_parallel_) return emit_pairwise_parallel(out, split, sums);
     } else {
-      return emit_pairwise(out, i, full, sums);
+      return emit_pairwise(out, i, split, sums);
     }
   }
   if (i == 0 && s_.parallel) {
@@ -198,55 +200,65 @@ void Lowerer::emit_loops_level(std::vector<StmtP>& out, int i, bool full) {
     hi = min(mul(last, step), n);
   }
   StmtP f = for_loop(v, lo, hi, step);
-  std::vector<const RedPlan*> lanes;  // float max/min registers of a simd loop
   // The innermost loop of a vectorized schedule runs on SIMD lanes; when it
   // is also unrolled its trip count is a literal, so the vectorizer covers
   // it with whole vectors (a register micro-kernel), which beats unrolling
   // into scalars that SLP would have to shuffle back together.
-  if (i == nloops - 1 && s_.vectorize) {
-    f->loop = LoopKind::Vectorized;
+  const bool simd = i == nloops - 1 && s_.vectorize;
+  std::vector<const RedPlan*> lanes;  // float max/min registers of a simd loop
+  bool serial = false;                // a register or a scan keeps the loop scalar
+  if (simd) {
     for (const RedPlan& r : plans_) {
       if (!(r.reg || r.sub_reg) || r.reg_pos >= i) continue;
       const mdh::Output& o = h_.outputs[r.out];
       // OpenMP's max/min clauses start floats at -/+DBL_MAX and ignore NaN,
       // and arg-reductions carry an index: those get lanes of their own
-      // instead (lane_split). An ordered product must combine in loop
-      // order: that loop stays scalar.
+      // instead (the vectorize pass). An ordered product must combine in
+      // loop order: that loop stays scalar.
       char op = o.ordered() ? 0 : simd_op(o.op, o.acc_dtype);
       if (op) f->simd_reductions.push_back({r.racc, op});
       else if (is_arg(o.op) || ((o.op == ReduceOp::Max || o.op == ReduceOp::Min) && is_float(o.acc_dtype)))
         lanes.push_back(&r);
-      else f->loop = LoopKind::Serial;
+      else serial = true;
     }
     // A tile accumulator indexed only by outer loops is a loop-carried
     // dependence of this loop: no simd then.
     for (const RedPlan& r : plans_) {
       if (r.tile < 0) continue;
       const CachePlan& c = caches_[r.tile];
-      if (std::find(c.layout.begin(), c.layout.end(), d) == c.layout.end()) f->loop = LoopKind::Serial;
+      if (std::find(c.layout.begin(), c.layout.end(), d) == c.layout.end()) serial = true;
     }
     // A scan along this loop carries a dependence from one iteration to the next.
-    if (h_.is_scan(d)) f->loop = LoopKind::Serial;
-    if (!lanes.empty() && f->loop == LoopKind::Vectorized) {
+    if (h_.is_scan(d)) serial = true;
+  }
+  // The loop's kind with the trip count a literal (`literal`: the full path
+  // of an unrolled loop) or not.
+  auto kind = [&](bool literal) {
+    LoopKind k = simd && !serial ? LoopKind::Vectorized : LoopKind::Serial;
+    if (k == LoopKind::Vectorized && !lanes.empty()) {
       // (Lanes and blocked sums do not nest: a loop with both stays scalar.)
       const bool unit_step = f->step->k == Ex::K::IntLit && f->step->ival == 1;
-      if (unroll_here || !unit_step || !float_sums(*f).empty()) f->loop = LoopKind::Serial;
+      if (literal || !unit_step || !float_sums(*f).empty()) k = LoopKind::Serial;
     }
-    if (f->loop == LoopKind::Serial && unroll_here) f->loop = LoopKind::Unrolled;
-  } else if (unroll_here) {
-    f->loop = LoopKind::Unrolled;
+    return k == LoopKind::Serial && literal ? LoopKind::Unrolled : k;
+  };
+  f->loop = kind(false);
+  if (unroll_here) {
+    f->unroll = true;
+    f->full_kind = kind(true);
   }
   // What the vectorize pass splits: the lanes' registers, else the float
-  // sums (not on the full-tile path, whose trip count is a short literal).
+  // sums (neither on the full-tile path, whose trip count is a short
+  // literal: the unroll pass drops them there).
   if (f->loop == LoopKind::Vectorized) {
     for (const RedPlan* r : lanes) {
       const mdh::Output& o = h_.outputs[r->out];
       f->splits.push_back({r->racc, is_arg(o.op) ? r->ridx : "", o.op, o.acc_dtype});
     }
-    if (lanes.empty() && !unroll_here)
+    if (lanes.empty())
       for (const auto& [name, t] : float_sums(*f)) f->splits.push_back({name, "", ReduceOp::Sum, t});
   }
-  emit_loops(f->body, i + 1, full);
+  emit_loops(f->body, i + 1, split);
   out.push_back(f);
 }
 

@@ -1,5 +1,6 @@
-// The pass driver: build, the common passes, the target's tail (passes.h),
-// with the nest printed (NUMFUSE_DUMP=passes) and verified after each.
+// The pass driver: build, the common passes (unroll, vectorize, storage,
+// simplify), the target's tail (passes.h), with the nest printed
+// (NUMFUSE_DUMP=passes) and verified after each.
 #include <atomic>
 #include <cstdio>
 #include <stdexcept>
@@ -49,8 +50,10 @@ class Driver {
   std::string trace_;
 };
 
-constexpr Pass kCommon[] = {
-    {"vectorize", passes::vectorize}, {"storage", passes::storage}, {"simplify", passes::simplify}};
+constexpr Pass kCommon[] = {{"unroll", passes::unroll},
+                             {"vectorize", passes::vectorize},
+                             {"storage", passes::storage},
+                             {"simplify", passes::simplify}};
 
 LoopNest common(Driver& d, const mdh::MdHom& h, const tune::Schedule& s, const std::string& name) {
   std::string why = s.why_illegal(h);

@@ -48,6 +48,8 @@ struct Ex {
     ThreadCount,  // int64: the threads running the enclosing Cores loop (its trip count)
     MaxThreads,   // int64: a bound on ThreadCount of any Cores loop of this kernel; valid anywhere
     Address,      // the address args[0] bytes after the start of kernel pointer `name` (a Stage's argument)
+    TileBound,    // int64, only inside a FullSplit (between the build and unroll passes): args[0] on
+                  // the split's full-tile path, args[1] (the bound clipped to the extent) on the other
   };
   K k;
   DType dtype = DType::Int64;
@@ -126,6 +128,9 @@ struct Stmt {
                // address args[i] (a pointer to arg_types[i]), ip[k] is the Local int64
                // array `name`'s element k, fp[k] is fp[fp_base + k]; nothing declared
                // outside it is seen inside. `contract`: fused multiply-add allowed.
+    FullSplit, // `body`, below a full-tile / remainder split (build -> unroll, passes.h): `cond`
+               // holds when every unrolled loop's tile lies inside its parent's range. The
+               // unroll pass makes it `if (cond) full path else clipped path`; none remain after.
   };
   K k = K::Block;
   std::vector<StmtP> body;
@@ -147,6 +152,11 @@ struct Stmt {
     DType dtype = DType::Float64;
   };
   std::vector<Split> splits;
+  // A loop inside a FullSplit whose trip count is a literal on the split's
+  // full-tile path (build -> unroll): there it runs as `full_kind`, without
+  // splits. None is marked after the unroll pass.
+  bool unroll = false;
+  LoopKind full_kind = LoopKind::Unrolled;
   // A Cores loop: run on several threads only when true. After the CPU
   // target's barrier pass, `name` (if set) receives the threads that ran it.
   std::string text; // Comment

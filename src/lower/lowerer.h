@@ -2,14 +2,15 @@
 // and the IR builders the passes share. The build pass's parts live in their
 // own files:
 //   loops.cc      - the loop nest (tiles, the Cores loop's per-thread share,
-//                   full-tile/remainder paths for unrolled loops) and the
-//                   point body;
+//                   the FullSplit below unrolled loops' parents, with the
+//                   bounds of both its paths) and the point body;
 //   reductions.cc - where each reduction output combines (register, tile,
 //                   memory, per-thread partials) and the final combine;
 //   caches.cc     - local tile buffers (copy-in of inputs, output tiles);
 //   pairwise.cc   - NumPy's pairwise summation of floating-point sums.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -40,6 +41,15 @@ StmtP assign(ExP target, ExP value);
 StmtP for_loop(const std::string& v, ExP lo, ExP hi, ExP step);
 StmtP if_else(ExP cond);
 StmtP alloc(DType t, const std::string& name, ExP count, Scope scope);
+// The nest below a full-tile / remainder split, and a bound that differs
+// between its paths (lower.h: Stmt::K::FullSplit, Ex::K::TileBound).
+StmtP full_split(ExP cond);
+// A deep copy of the statement with `f` applied to each of its expressions
+// (lo, hi, step, init, target, value, count, cond, args) and then `g`, if
+// given, to each copied statement.
+StmtP copy_stmt(const StmtP& s, const std::function<ExP(const ExP&)>& f,
+                const std::function<void(Stmt&)>& g = nullptr);
+ExP tile_bound(ExP full, ExP clipped);
 // A Cores loop (lower.h) running on several threads only when `cond` holds.
 StmtP cores_loop(ExP cond);
 StmtP barrier();
@@ -103,9 +113,9 @@ class Lowerer {
   static ExP extent(int d) { return var("n" + std::to_string(d)); }
 
   // loops.cc
-  void emit_loops(std::vector<StmtP>& out, int i, bool full);
-  void emit_loops_level(std::vector<StmtP>& out, int i, bool full);
-  void emit_body(std::vector<StmtP>& out, int i, bool full);
+  void emit_loops(std::vector<StmtP>& out, int i, bool split);
+  void emit_loops_level(std::vector<StmtP>& out, int i, bool split);
+  void emit_body(std::vector<StmtP>& out, int i, bool split);
   void emit_point(std::vector<StmtP>& out);
   void emit_prologue(std::vector<StmtP>& top);
   ExP node_value(size_t n, const std::vector<ExP>& idx, const std::vector<ExP>& val, bool cached) const;
@@ -113,13 +123,13 @@ class Lowerer {
   std::vector<std::pair<std::string, DType>> float_sums(const Stmt& simd_loop) const;
 
   // pairwise.cc: NumPy's pairwise summation for the innermost loop.
-  std::vector<const RedPlan*> pairwise_sums(int i, bool full) const;
-  std::vector<StmtP> pw_point(int i, bool full, const std::vector<const RedPlan*>& sums, const std::vector<ExP>& acc);
-  void emit_pairwise_range(std::vector<StmtP>& out, int i, bool full, const std::vector<const RedPlan*>& sums, ExP lo,
+  std::vector<const RedPlan*> pairwise_sums(int i) const;
+  std::vector<StmtP> pw_point(int i, bool split, const std::vector<const RedPlan*>& sums, const std::vector<ExP>& acc);
+  void emit_pairwise_range(std::vector<StmtP>& out, int i, bool split, const std::vector<const RedPlan*>& sums, ExP lo,
                            ExP len);
-  void emit_pairwise(std::vector<StmtP>& out, int i, bool full, const std::vector<const RedPlan*>& sums);
+  void emit_pairwise(std::vector<StmtP>& out, int i, bool split, const std::vector<const RedPlan*>& sums);
   void emit_node_count(std::vector<StmtP>& out, ExP n, ExP threads) const;
-  void emit_pairwise_parallel(std::vector<StmtP>& out, bool full, const std::vector<const RedPlan*>& sums);
+  void emit_pairwise_parallel(std::vector<StmtP>& out, bool split, const std::vector<const RedPlan*>& sums);
   void finish_pairwise_parallel(std::vector<StmtP>& out, const RedPlan& r);
   // The one loop is parallel and every reduction over it is a float sum kept
   // in a register: threads take nodes of NumPy's pairwise tree.
@@ -154,10 +164,11 @@ class Lowerer {
 
   // caches.cc
   void plan_caches();
-  // `full`: on the full-tile path, where tiles of unrolled loops are whole.
-  void open_caches(std::vector<StmtP>& out, int i, bool full);
-  void close_caches(std::vector<StmtP>& out, int i, bool full);
-  bool tile_is_full(const CachePlan& c, bool full) const;
+  // `split`: inside the FullSplit, where tiles of unrolled loops' parents are
+  // whole on the full path.
+  void open_caches(std::vector<StmtP>& out, int i, bool split);
+  void close_caches(std::vector<StmtP>& out, int i, bool split);
+  bool tile_is_full(const CachePlan& c, bool split) const;
   const CachePlan* cache_of(int access) const;  // an input's tile, if cached
   int plan_of_access(int access) const;          // the reduction output writing `access`
   // Position of point idx in the tile, inside every loop.
@@ -167,7 +178,8 @@ class Lowerer {
     std::vector<ExP> off;  // per layout entry: offset from the tile's base
     ExP index;             // position in the tile
   };
-  std::vector<StmtP>* tile_loops(std::vector<StmtP>& out, const CachePlan& c, const mdh::Access& mem, bool clip,
+  enum class Clip { No, Yes, Split };
+  std::vector<StmtP>* tile_loops(std::vector<StmtP>& out, const CachePlan& c, const mdh::Access& mem, Clip clip,
                                  TileWalk& w) const;
   ExP tile_count(const CachePlan& c) const;
 };

@@ -33,10 +33,11 @@ constexpr int kStack = 64;       // recursion depth bound: n halves each level
 }  // namespace
 
 // The register sums this innermost loop can run pairwise; empty if it cannot.
-std::vector<const RedPlan*> Lowerer::pairwise_sums(int i, bool full) const {
+std::vector<const RedPlan*> Lowerer::pairwise_sums(int i) const {
   std::vector<const RedPlan*> sums;
   const int nloops = static_cast<int>(s_.order.size());
-  if (i != nloops - 1 || (full && unrolled(i))) return sums;
+  // (An unrolled loop has a parent tile, level >= 1: never pairwise.)
+  if (i != nloops - 1) return sums;
   const tune::LoopSpec& l = s_.order[i];
   if (l.level != 0 || !s_.tiles[l.dim].empty() || h_.is_scan(l.dim)) return sums;
   for (const CachePlan& c : caches_)
@@ -53,17 +54,17 @@ std::vector<const RedPlan*> Lowerer::pairwise_sums(int i, bool full) const {
 
 // The body of the loop at one point, with each sum's register shadowed by
 // `acc[k]` (a C block scope: the body's update of the register goes there).
-std::vector<StmtP> Lowerer::pw_point(int i, bool full, const std::vector<const RedPlan*>& sums,
+std::vector<StmtP> Lowerer::pw_point(int i, bool split, const std::vector<const RedPlan*>& sums,
                                      const std::vector<ExP>& acc) {
   std::vector<StmtP> b;
   for (size_t k = 0; k < sums.size(); ++k) b.push_back(decl(acc[k]->dtype, sums[k]->racc, acc[k]));
-  emit_body(b, i + 1, full);
+  emit_body(b, i + 1, split);
   for (size_t k = 0; k < sums.size(); ++k) b.push_back(assign(acc[k], var(sums[k]->racc, acc[k]->dtype)));
   return b;
 }
 
 // pw_val_<sum> = pairwise of the points [lo, lo + len) of the loop at i.
-void Lowerer::emit_pairwise_range(std::vector<StmtP>& out, int i, bool full, const std::vector<const RedPlan*>& sums,
+void Lowerer::emit_pairwise_range(std::vector<StmtP>& out, int i, bool split, const std::vector<const RedPlan*>& sums,
                                   ExP lo, ExP len) {
   const std::string v = loop_var(s_.order[i]);
   auto t_of = [&](const RedPlan* r) { return h_.outputs[r->out].acc_dtype; };
@@ -111,7 +112,7 @@ void Lowerer::emit_pairwise_range(std::vector<StmtP>& out, int i, bool full, con
     // n < 8: res = 0, then each point in order.
     for (size_t k = 0; k < sums.size(); ++k) small->body.push_back(assign(val[k], zero(t_of(sums[k]))));
     StmtP plain = for_loop(v, clo, add(clo, cn), lit(1));
-    plain->body = pw_point(i, full, sums, val);
+    plain->body = pw_point(i, split, sums, val);
     small->body.push_back(plain);
     // 8 <= n <= 128: eight accumulators over whole blocks of 8, then the rest.
     std::vector<StmtP>& big = small->else_body;
@@ -127,7 +128,7 @@ void Lowerer::emit_pairwise_range(std::vector<StmtP>& out, int i, bool full, con
     lanes->body.push_back(decl(DType::Int64, v, add(var("pw_b"), var("pw_j"))));
     std::vector<ExP> lane_acc;
     for (const RedPlan* r : sums) lane_acc.push_back(load("pw_r_" + r->racc, var("pw_j"), t_of(r)));
-    for (StmtP& s : pw_point(i, full, sums, lane_acc)) lanes->body.push_back(s);
+    for (StmtP& s : pw_point(i, split, sums, lane_acc)) lanes->body.push_back(s);
     blocks->body.push_back(lanes);
     big.push_back(blocks);
     for (size_t k = 0; k < sums.size(); ++k) {
@@ -137,7 +138,7 @@ void Lowerer::emit_pairwise_range(std::vector<StmtP>& out, int i, bool full, con
       big.push_back(assign(val[k], plus(plus(plus(r(0), r(1)), plus(r(2), r(3))), plus(plus(r(4), r(5)), plus(r(6), r(7))))));
     }
     StmtP rest = for_loop(v, add(clo, var("pw_n8")), add(clo, cn), lit(1));
-    rest->body = pw_point(i, full, sums, val);
+    rest->body = pw_point(i, split, sums, val);
     big.push_back(rest);
     leaf.push_back(small);
     pop(leaf);
@@ -167,9 +168,9 @@ void Lowerer::emit_pairwise_range(std::vector<StmtP>& out, int i, bool full, con
 }
 
 // The innermost loop at i (serial): racc = racc + pairwise(all its points).
-void Lowerer::emit_pairwise(std::vector<StmtP>& out, int i, bool full, const std::vector<const RedPlan*>& sums) {
+void Lowerer::emit_pairwise(std::vector<StmtP>& out, int i, bool split, const std::vector<const RedPlan*>& sums) {
   StmtP scope = block();
-  emit_pairwise_range(scope->body, i, full, sums, lit(0), extent(s_.order[i].dim));
+  emit_pairwise_range(scope->body, i, split, sums, lit(0), extent(s_.order[i].dim));
   for (const RedPlan* r : sums) {
     const DType t = h_.outputs[r->out].acc_dtype;
     scope->body.push_back(
@@ -193,7 +194,7 @@ void Lowerer::emit_node_count(std::vector<StmtP>& out, ExP n, ExP threads) const
 
 // The parallel loop at 0 (the only loop): this thread's tree nodes, one
 // partial each (part[node]); combined by finish_pairwise_parallel.
-void Lowerer::emit_pairwise_parallel(std::vector<StmtP>& out, bool full, const std::vector<const RedPlan*>& sums) {
+void Lowerer::emit_pairwise_parallel(std::vector<StmtP>& out, bool split, const std::vector<const RedPlan*>& sums) {
   const int d = s_.order[0].dim;
   ExP n = extent(d);
   emit_node_count(out, n, thread_count());
@@ -220,7 +221,7 @@ void Lowerer::emit_pairwise_parallel(std::vector<StmtP>& out, bool full, const s
   down->body.push_back(level);
   b.push_back(down);
   StmtP scope = block();
-  emit_pairwise_range(scope->body, 0, full, sums, var("pw_nlo"), var("pw_nlen"));
+  emit_pairwise_range(scope->body, 0, split, sums, var("pw_nlo"), var("pw_nlen"));
   for (const RedPlan* r : sums)
     scope->body.push_back(
         assign(load(r->acc + "_part", var("pw_k"), h_.outputs[r->out].acc_dtype), var("pw_val_" + r->racc)));

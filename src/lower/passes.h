@@ -4,6 +4,7 @@
 // verify() checks the IR's invariants after each one in assertion builds.
 //
 //   build       MdHom + Schedule -> nest                 (loops.cc and its helpers)
+//   unroll      the full-tile / remainder paths           (unroll.cc)
 //   vectorize   simd loops' lanes and blocked sums        (vectorize.cc)
 //   storage     where each allocation lives, its release (storage.cc)
 //   simplify    index arithmetic folded, dead code gone  (simplify.cc)
@@ -24,19 +25,34 @@ namespace nf::lower::passes {
 // prologue's nodes as declarations, its outputs stored at index 0; the
 // point body then uses those values. Tiling (one loop per tile level
 // and dimension, in the schedule's order, each covering its parent tile
-// clipped to the extent), the full-tile / remainder split of unrolled loops,
-// compute-at of tile buffers and register accumulators (each opened in the
-// body of the loop the schedule names and closed there), reductions (in a
-// register, a tile, memory or per-thread partials), NumPy's pairwise sums,
-// and loop kinds (Vectorized innermost loops, Unrolled ones). A parallel
-// schedule becomes one Cores loop at the top level whose iterations take
-// equal shares of the outermost loop; the combine of per-thread partials
-// follows a Barrier, on thread 0. Allocations carry their scope, and none
-// is released yet. (Its helpers: loops.cc the nest and point body,
-// reductions.cc, caches.cc tile buffers, pairwise.cc.) A Vectorized loop
-// lists the registers it combines that no simd clause serves (Stmt::splits)
-// and combines them in its body as a serial loop would.
+// clipped to the extent), compute-at of tile buffers and register
+// accumulators (each opened in the body of the loop the schedule names and
+// closed there), reductions (in a register, a tile, memory or per-thread
+// partials), NumPy's pairwise sums, and loop kinds (Vectorized innermost
+// loops). A parallel schedule becomes one Cores loop at the top level whose
+// iterations take equal shares of the outermost loop; the combine of
+// per-thread partials follows a Barrier, on thread 0. Allocations carry
+// their scope, and none is released yet. (Its helpers: loops.cc the nest
+// and point body, reductions.cc, caches.cc tile buffers, pairwise.cc.) A
+// Vectorized loop lists the registers it combines that no simd clause
+// serves (Stmt::splits) and combines them in its body as a serial loop
+// would. Unrolled loops: the nest below the last parent loop of an unrolled
+// loop is one FullSplit (its condition: every unrolled loop's parent tile
+// lies inside the parent's range), emitted once, with the bounds that
+// differ on its full-tile path as TileBounds (the unrolled loops' ends, the
+// tiles their parents cover) and the loops whose kind differs there marked
+// (Stmt::unroll, full_kind); nothing is unrolled yet.
 LoopNest build(const mdh::MdHom& h, const tune::Schedule& s, const std::string& name);
+
+// unroll: every FullSplit becomes `if (cond) full path else remainder path`,
+// two copies of its nest: on the full path the TileBounds take their
+// full-tile bounds (literal trip counts: unrolled loops, whole tile
+// buffers whose small copy loops unroll too) and the marked loops their
+// full-path kind without splits (a register micro-kernel: no lanes, no
+// blocked sums over a short literal trip count); on the remainder path the
+// clipped bounds and the kinds build gave. Both paths enumerate the same
+// points. After it no FullSplit, TileBound or marked loop remains.
+void unroll(LoopNest& n);
 
 // vectorize: every Vectorized loop with splits is rewritten so its
 // iterations stay independent. Floating-point max/min and arg-reduction

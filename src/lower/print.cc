@@ -72,6 +72,7 @@ std::string ex(const Ex& e) {
     case Ex::K::ThreadCount: return "thread_count";
     case Ex::K::MaxThreads: return "max_threads";
     case Ex::K::Address: return "&" + e.name + "[" + arg(0) + " bytes]";
+    case Ex::K::TileBound: return "(full: " + arg(0) + " | clipped: " + arg(1) + ")";
   }
   return "?";
 }
@@ -102,6 +103,7 @@ void stmt(std::ostringstream& os, const Stmt& s, int d) {
           os << " splitting";
           for (const Stmt::Split& r : s.splits) os << " " << r.acc << ":" << reduce_name(r.op);
         }
+        if (s.unroll) os << " (full path:" << (s.full_kind == LoopKind::Serial ? " serial" : loop_name(s.full_kind)) << ")";
         os << ":\n";
       }
       list(s.body);
@@ -133,6 +135,10 @@ void stmt(std::ostringstream& os, const Stmt& s, int d) {
       list(s.body);
       return;
     }
+    case Stmt::K::FullSplit:
+      os << ind << "full-tile split, full path if " << ex(*s.cond) << ":\n";
+      list(s.body);
+      return;
     case Stmt::K::If:
       os << ind << "if " << ex(*s.cond) << ":\n";
       list(s.body);

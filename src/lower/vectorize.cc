@@ -35,13 +35,7 @@ ExP later_tests(const ExP& e, const std::vector<std::string>& accs) {
 
 // A deep copy of the statement with later_tests applied to its expressions.
 StmtP copy_later(const StmtP& s, const std::vector<std::string>& accs) {
-  auto c = std::make_shared<Stmt>(*s);
-  for (ExP* e : {&c->lo, &c->hi, &c->step, &c->init, &c->target, &c->value, &c->count, &c->cond})
-    *e = later_tests(*e, accs);
-  for (ExP& a : c->args) a = later_tests(a, accs);
-  for (StmtP& b : c->body) b = copy_later(b, accs);
-  for (StmtP& b : c->else_body) b = copy_later(b, accs);
-  return c;
+  return copy_stmt(s, [&](const ExP& e) { return later_tests(e, accs); });
 }
 
 // Lanes for floating-point max/min and for arg-reductions. The register's

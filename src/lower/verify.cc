@@ -3,7 +3,8 @@
 // level, barriers only directly in one, Local variables not seen across a
 // barrier, allocations in a scope that can hold them, released once (after
 // the storage pass), no barrier after the CPU target's barrier pass, splits
-// only on Vectorized loops and none after the vectorize pass.
+// only on Vectorized loops and none after the vectorize pass, FullSplits
+// only before the unroll pass and TileBounds and marked loops only in them.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -20,9 +21,10 @@ class Verifier {
  public:
   Verifier(const LoopNest& n, const std::string& after)
       : n_(n),
-        released_(after != "build" && after != "vectorize"),
+        released_(after != "build" && after != "unroll" && after != "vectorize"),
         no_barriers_(after == "cpu_barriers"),
-        split_(after != "build") {}
+        split_(after != "build" && after != "unroll"),
+        unrolled_(after != "build") {}
 
   std::string run() {
     if (has_cores(n_.body) != n_.uses_threads) fail("uses_threads says " + std::string(n_.uses_threads ? "yes" : "no"));
@@ -35,6 +37,8 @@ class Verifier {
   const LoopNest& n_;
   const bool released_, no_barriers_;
   const bool split_;  // after the vectorize pass: no loop has splits left
+  const bool unrolled_;  // after the unroll pass: no FullSplit left
+  int in_split_ = 0;     // FullSplits around the statement being verified
   std::string err_;
   std::vector<std::vector<std::pair<std::string, NameKind>>> scopes_;
   bool in_cores_ = false;
@@ -89,6 +93,10 @@ class Verifier {
       case Ex::K::Arith:
         if (e->args.size() != 2) fail("index arithmetic takes two operands");
         if (std::string("+-*/%<mM&").find(e->op) == std::string::npos) fail(std::string("index operator '") + e->op + "'");
+        break;
+      case Ex::K::TileBound:
+        if (!in_split_) fail("a TileBound outside a FullSplit");
+        if (e->args.size() != 2) fail("a TileBound without its two bounds");
         break;
       case Ex::K::Address:
         if (e->args.size() != 1 || !is_pointer(e->name)) fail("an address not of a kernel pointer and a byte offset");
@@ -181,6 +189,15 @@ class Verifier {
         in_cores_ = outer_cores;
         return;
       }
+      case Stmt::K::FullSplit:
+        if (unrolled_) fail("a FullSplit after the unroll pass");
+        if (in_split_) fail("a FullSplit inside a FullSplit");
+        if (!s.cond) fail("a FullSplit without a condition");
+        ex(s.cond);
+        ++in_split_;
+        list(s.body, false);
+        --in_split_;
+        return;
       case Stmt::K::If:
         ex(s.cond);
         if (!s.cond) fail("an If without a condition");
@@ -189,6 +206,7 @@ class Verifier {
         return;
       case Stmt::K::For: {
         if (!s.lo || !s.hi || !s.step) fail("a loop without bounds");
+        if (s.unroll && !in_split_) fail("loop '" + s.name + "' marked for the full path outside a FullSplit");
         if (!s.splits.empty() && (split_ || s.loop != LoopKind::Vectorized))
           fail(split_ ? "a loop's splits left after the vectorize pass" : "splits on a loop that is not Vectorized");
         if (s.loop == LoopKind::Cores) {

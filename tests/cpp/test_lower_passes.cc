@@ -340,3 +340,51 @@ TEST(LowerPasses, VectorizeGivesLanesToMaxAndArgRegistersAndBlocksToFloatSums) {
   serial->splits = {{"m", "", ReduceOp::Max, f}};
   expect_bad(nest({detail::decl(f, "m", lit(0)), serial}), "build", "not Vectorized");
 }
+
+TEST(LowerPasses, UnrollMakesTheFullTileAndRemainderPathsOfAFullSplit) {
+  // for i0 in [0, n) step 4: full-tile split (i0 + 3 < n):
+  //   for i1 in [i0, (full: i0 + 4 | clipped: min(i0 + 4, n))) marked (full path: unrolled):
+  //     p0[i1] = i1
+  StmtP inner = detail::for_loop(
+      "i1", var("i0"), detail::tile_bound(add(var("i0"), lit(4)), min(add(var("i0"), lit(4)), var("n"))), lit(1));
+  inner->unroll = true;
+  inner->full_kind = LoopKind::Unrolled;
+  inner->body = {assign_(load_("p0", var("i1")), var("i1"))};
+  StmtP fs = detail::full_split(arith_('<', add(var("i0"), lit(3)), var("n")));
+  fs->body = {inner};
+  StmtP outer = detail::for_loop("i0", lit(0), var("n"), lit(4));
+  outer->body = {fs};
+  LoopNest n = nest({decl_("n", lit(10)), outer});
+  ASSERT_EQ(verify(n, "build"), "") << print(n);
+  EXPECT_NE(print(n).find("full-tile split"), std::string::npos) << print(n);
+  EXPECT_NE(print(n).find("(full path: unrolled)"), std::string::npos) << print(n);
+  // What is left of the split after the unroll pass is an error.
+  expect_bad(n, "unroll", "a FullSplit after the unroll pass");
+  passes::unroll(n);
+  ASSERT_EQ(verify(n, "unroll"), "") << print(n);
+  const std::string text = print(n);
+  EXPECT_EQ(text.find("full"), std::string::npos) << text;  // no split, bound or mark left
+  // The full path: the literal trip count, unrolled; the remainder: clipped, serial.
+  EXPECT_NE(text.find("for i1 in [i0, (i0 + 4)) step 1 unrolled:"), std::string::npos) << text;
+  EXPECT_NE(text.find("for i1 in [i0, min((i0 + 4), n)) step 1:"), std::string::npos) << text;
+  // Both paths store every point once: run the rendered kernel.
+  const codegen::Source src = pipeline::cpu_target().render(n);
+  jit::KernelFn fn = jit::CpuCompiler::instance().compile(src, "test_unroll_paths");
+  std::vector<int64_t> out(10, -1);
+  char* ptrs[2] = {reinterpret_cast<char*>(out.data()), nullptr};
+  const int64_t ints[1] = {0};
+  const double floats[1] = {0};
+  fn(ptrs, ints, floats);
+  for (int64_t i = 0; i < 10; ++i) EXPECT_EQ(out[i], i);
+}
+
+TEST(LowerPasses, VerifierKeepsTileBoundsAndMarksInsideAFullSplit) {
+  StmtP f = detail::for_loop("i", lit(0), detail::tile_bound(lit(4), min(lit(4), var("n"))), lit(1));
+  expect_bad(nest({decl_("n", lit(3)), f}), "build", "a TileBound outside a FullSplit");
+  StmtP g = for_("j", lit(0), lit(4));
+  g->unroll = true;
+  expect_bad(nest({g}), "build", "marked for the full path outside a FullSplit");
+  StmtP outer = detail::full_split(lit(1));
+  outer->body = {detail::full_split(lit(1))};
+  expect_bad(nest({outer}), "build", "a FullSplit inside a FullSplit");
+}
