@@ -128,15 +128,16 @@ def config(**opts):
     kernel over tiles of rows, the intermediates kept in per-thread tile
     buffers instead of memory; NUMFUSE_STAGES), stage_rows (rows per tile of
     such a kernel, 0 = chosen from the cache size), stage_storage
-    ('rolling', the default: the halo rows a tile's stencils need are kept
-    from the thread's previous tile; 'recompute': each tile recomputes them;
-    'ring': rows live in ring buffers and every stage runs row by row, each
-    row computed once -- tiles of one row unless stage_rows says more),
+    ('ring', the default: rows live in ring buffers and every stage runs
+    row by row, each row computed once -- tiles of one row unless
+    stage_rows says more; 'rolling': the halo rows a tile's stencils need
+    are kept from the thread's previous tile; 'recompute': each tile
+    recomputes them),
     stage_cols (columns per strip: each thread walks its rows once per strip
     of columns -- of rows of each plane for 3-d stages -- so a strip's rows
     of the tile buffers stay in the first-level cache; stencil chains that
-    neither reduce nor scan; rolling storage then becomes ring; 0 = chosen
-    from the cache size; NUMFUSE_STAGE_COLS),
+    neither reduce nor scan; rolling storage then becomes ring; 0 = whole
+    rows unless tuning chose strips sized from the cache; NUMFUSE_STAGE_COLS),
     stage_min_bytes (a multi-stage kernel forms when it keeps at least this
     many bytes of intermediates and repeated reads out of memory; default
     256 KiB, 0 makes every chain one kernel -- for testing).

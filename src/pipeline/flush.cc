@@ -109,16 +109,18 @@ struct PlanChain {
   // launches (they compute the same values: only the time differs), each
   // candidate twice, and the fastest is kept for the plan's later runs.
   struct Tuning {
-    // {0, 4, 16, 64} rows x {rolling, recomputed}, then rings of one row.
-    static constexpr int kCandidates = 9;
+    // {0, 4, 16, 64} rows x {rolling, recomputed}, then rings of one row over
+    // whole rows and in column strips.
+    static constexpr int kCandidates = 10;
     static constexpr int64_t kRows[4] = {0, 4, 16, 64};  // 0: from the cache size
     double best_ms[kCandidates] = {};
     int launches = 0;
     int chosen = -1;
     bool looked_up = false;   // the schedule store was asked for a stored choice
     bool from_store = false;  // `chosen` came from it (an earlier plan's or process's tuning)
-    static int64_t rows(int c) { return c == 8 ? 1 : kRows[c / 2]; }
-    static int storage(int c) { return c == 8 ? 2 : c % 2 == 0 ? 1 : 0; }
+    static int64_t rows(int c) { return c >= 8 ? 1 : kRows[c / 2]; }
+    static int storage(int c) { return c >= 8 ? 2 : c % 2 == 0 ? 1 : 0; }
+    static bool strips(int c) { return c == 9; }
   };
   mutable Tuning tuning;  // (written under g_exec_mu, like PlanGroup::bound)
 };
@@ -559,9 +561,15 @@ bool run_chain(const std::vector<Task>& window, const std::shared_ptr<const Plan
   // through (measured, 2048² float64: the blur's one 16 KB-row link ran best
   // at 64 rows, the diffusion's three at 8-16, both 1.4x slower at 4x that).
   opt.scratch_budget = cpu_target().machine().l2_bytes / 2;
-  // Half of L1 for a strip's rows of the ring buffers (measured, 2048²
-  // float64 diffusion: 512-column strips 1.3x faster than whole rows).
-  opt.strip_budget = cpu_target().machine().l1_bytes / 2;
+  // Column strips (half of L1 for a strip's rows of the ring buffers) only
+  // where asked for (stage_cols) or where the launch's tuning measured them
+  // faster: they are not faster everywhere (2048² float64 diffusion: 512-
+  // column strips measured 1.3x faster than whole rows on one 2-core
+  // machine, 320-column strips 1.9x slower on a 2-core AMD EPYC, and the
+  // blur and the flux-limited diffusion 1.5x slower there), and whole rows
+  // lose less where they lose.
+  const int64_t strip_budget = cpu_target().machine().l1_bytes / 2;
+  opt.strip_budget = 0;
   if (cfg.random_schedule_seed >= 0) {
     // Random schedules draw the launch's choices too.
     std::mt19937_64 rng(static_cast<uint64_t>(cfg.random_schedule_seed) ^ jit::hash64(plan->groups[c.first].key));
@@ -590,6 +598,7 @@ bool run_chain(const std::vector<Task>& window, const std::shared_ptr<const Plan
     const int pick = tn.chosen >= 0 ? tn.chosen : (candidate = tn.launches % PlanChain::Tuning::kCandidates);
     opt.tile_rows = PlanChain::Tuning::rows(pick);
     opt.storage = PlanChain::Tuning::storage(pick);
+    if (PlanChain::Tuning::strips(pick)) opt.strip_budget = strip_budget;
   }
   runtime::ChainPlan cp = runtime::plan_chain(stages, links, opt);
   if (!cp.why_not.empty() || runtime::chain_shape(stages, cp) != c.shape) return false;
