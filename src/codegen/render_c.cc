@@ -1,4 +1,5 @@
 // LoopNest -> C with clang loop pragmas.
+#include <algorithm>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -117,6 +118,32 @@ class CRenderer {
 
   static std::string indent(int d) { return std::string(2 * d, ' '); }
 
+  // The widest element the data operations of `e` work on (0: none).
+  static int widest_data(const Ex& e) {
+    int w = 0;
+    if (e.k == Ex::K::Scalar || e.k == Ex::K::Combine || e.k == Ex::K::FloatLit ||
+        (e.k == Ex::K::Load && e.dtype != DType::Int64))
+      w = itemsize(e.dtype);
+    for (const ExP& a : e.args) w = std::max(w, widest_data(*a));
+    return w;
+  }
+  static int widest_data(const Stmt& s) {
+    int w = s.k == Stmt::K::Decl && s.dtype != DType::Int64 ? itemsize(s.dtype) : 0;
+    for (const ExP* e : {&s.lo, &s.hi, &s.init, &s.target, &s.value, &s.cond})
+      if (*e) w = std::max(w, widest_data(**e));
+    for (const StmtP& c : s.body) w = std::max(w, widest_data(*c));
+    for (const StmtP& c : s.else_body) w = std::max(w, widest_data(*c));
+    return w;
+  }
+  // The lanes of one of the target's vectors (the kernel's widest, for a
+  // wide kernel) holding the widest data element of loop `s`.
+  int vector_lanes(const Stmt& s) const {
+    const tune::Asm& m = tune::Asm::host();
+    const int bytes = n_.wide ? m.wide_simd_bytes : m.simd_bytes;
+    const int elem = widest_data(s);
+    return std::max(1, bytes / (elem > 0 ? elem : 8));
+  }
+
   // Kernel arguments are named p<k> (lower::Lowerer::ptr).
   static bool is_pointer(const std::string& name) {
     if (name.size() < 2 || name[0] != 'p') return false;
@@ -211,14 +238,22 @@ class CRenderer {
         if (s.loop == LoopKind::Vectorized) {
           os << indent(d) << "#pragma clang loop vectorize(assume_safety)";
           // A simd loop of a few iterations known here (NumPy's eight
-          // pairwise-sum lanes) is one vector of that many lanes: left to
-          // itself the cost model picks 2 lanes for such a loop with a
-          // math call in it, and the call runs SSE's 2-lane variant (3x
-          // slower than AVX-512's 8 for exp).
+          // pairwise-sum lanes) runs as whole vectors of the target's
+          // width: left to itself the cost model picks 2 lanes for such a
+          // loop with a math call in it, and the call runs SSE's 2-lane
+          // variant (3x slower than AVX-512's 8 for exp). Where the loop
+          // is wider than one vector (8 doubles on AVX2) it is vectors
+          // interleaved: a width of 8 there has no libmvec variant, and
+          // every math call of the loop ran as 8 scalar calls.
           if (s.lo->k == Ex::K::IntLit && s.hi->k == Ex::K::IntLit && s.step->k == Ex::K::IntLit &&
               s.step->ival == 1) {
             const int64_t n = s.hi->ival - s.lo->ival;
-            if (n == 4 || n == 8 || n == 16) os << " vectorize_width(" << n << ") unroll(disable)";
+            if (n == 4 || n == 8 || n == 16) {
+              const int64_t w = std::min<int64_t>(n, vector_lanes(s));
+              os << " vectorize_width(" << w << ")";
+              if (w < n) os << " interleave_count(" << n / w << ")";
+              os << " unroll(disable)";
+            }
           }
           os << "\n";
         }

@@ -182,6 +182,43 @@ TEST(Lower, FloatMaxRunsOnVectorLanes) {
   }
 }
 
+TEST(Codegen, PairwiseSumLanesRunAsWholeVectorsOfTheTarget) {
+  // NumPy's pairwise sum adds in 8 lanes. The renderer asks for vectors of
+  // the target's width (the math call in such a loop has a vector variant
+  // of that width only: at 8 doubles on AVX2 each exp ran as 8 scalar
+  // calls), interleaved to cover all 8 lanes; and the sum is NumPy's.
+  global_stream().take();
+  View a = filled({3, 1000}, 0);
+  double* in = static_cast<double*>(a.buffer->data());
+  for (int i = 0; i < 3000; ++i) in[i] = 0.001 * i;
+  MapSpec e;
+  e.name = "exp";
+  e.inputs = {a};
+  e.expr.unary(UnaryOp::Exp, e.expr.input(0, DType::Float64), DType::Float64);
+  View x = record_map(std::move(e));
+  View sums = reduce(x, {1}, ReduceOp::Sum);
+  std::vector<Task> w = global_stream().take();
+  mdh::Built m = mdh::build(w, fusion::partition(w, fusion::Policy::Diffuse).groups[0]);
+  tune::Schedule s = tune::default_schedule(m.hom, m.bind, tune::Asm::host());
+  s.wide = false;
+  const codegen::Source src = codegen::render_c(pipeline::cpu_target().lower(m.hom, s, "k"));
+  const size_t at = src.code.find("vectorize_width(");
+  ASSERT_NE(at, std::string::npos) << src.code;
+  const int width = std::atoi(src.code.c_str() + at + 16);
+  const size_t il = src.code.find("interleave_count(", at);
+  const int interleave = il == std::string::npos ? 1 : std::atoi(src.code.c_str() + il + 17);
+  EXPECT_EQ(width * interleave, 8) << src.code;
+  EXPECT_EQ(width, std::min(8, tune::Asm::host().simd_bytes / 8)) << src.code;
+  jit::KernelFn fn = jit::CpuCompiler::instance().compile(src, "test_pairwise_exp_lanes");
+  runtime::run_kernel(fn, m.hom, m.bind);
+  const double* out = static_cast<const double*>(sums.buffer->data());
+  for (int r = 0; r < 3; ++r) {
+    double want = 0;
+    for (int k = 0; k < 1000; ++k) want += std::exp(in[1000 * r + k]);
+    EXPECT_NEAR(out[r], want, 1e-13 * want) << r;
+  }
+}
+
 TEST(Jit, HostParallelRegionRunsEveryThreadBodyOnce) {
   runtime::set_num_threads(2);
   std::atomic<int> mask{0}, calls{0};
