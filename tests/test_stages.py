@@ -456,6 +456,37 @@ def test_reduction_along_the_tiled_dimension_is_not_tiled(data):
     same(got, onp.cumsum(data[:, 1:] - data[:, :-1], axis=0) * 2)
 
 
+def scaled_blur(lib, a):
+    # 2 / max|a| is a 0-d operation: the scalar prologue of the group over a.
+    return blur(lib, a * (2 / abs(a).max()))
+
+
+def test_a_scalar_prologue_runs_before_the_chain_it_would_block(data):
+    # The group [2 / s, a * t] has a scalar prologue, and a group with one
+    # is no stage (the prologue would run per tile). The prologue is cut off
+    # into a 0-d kernel of its own, and a * t starts a chain of three stages.
+    a = nf.asarray(data)
+    got = run(scaled_blur, a)
+    assert stages_ran() == [3]
+    groups = nf.explain().groups
+    cut = [g for g in groups if "scalar prologue of the multi-stage kernel" in g["stop_reason"]]
+    assert len(cut) == 1 and cut[0]["ops"] == ["divide"] and not cut[0].get("domain")
+    assert not any(g.get("prologue") for g in groups)
+    check(scaled_blur, got, (data,))
+    got = run(scaled_blur, a)  # memoized
+    assert stages_ran() == [3]
+    check(scaled_blur, got, (data,))
+
+
+def test_a_scalar_prologue_stays_in_its_group_without_a_chain(data):
+    a = nf.asarray(data)
+    got = run(lambda lib, a: a * (2 / abs(a).max()) + 1, a)
+    assert stages_ran() == []
+    groups = nf.explain().groups
+    assert [g["ops"] for g in groups if g.get("prologue")] == [["divide", "multiply", "add"]]
+    same(got, data * (2 / abs(data).max()) + 1)
+
+
 def test_floating_point_warnings_of_a_stage(data):
     d = data.copy()
     d[5, :] = 0.0

@@ -134,9 +134,98 @@ bool links_of(const std::vector<GroupUse>& use, int first, int last,
   return true;
 }
 
+// The first live task after group g's scalar prologue (its leading live 0-d
+// tasks, fusion.h), or -1 where g has no prologue or nothing after it.
+int after_prologue(const std::vector<Task>& window, const Group& g) {
+  const std::unordered_set<int> dead(g.dead.begin(), g.dead.end());
+  bool any = false;
+  int k = g.begin;
+  for (; k < g.end && (dead.count(k) || squeezed_domain(window[k]).empty()); ++k) any |= !dead.count(k);
+  while (k < g.end && dead.count(k)) ++k;
+  return any && k < g.end ? k : -1;
+}
+
+// Group g cut before task k into [begin, k) and [k, end): each keeps its
+// dead tasks and the temporaries whose every live access lies inside it;
+// those both pieces touch (the prologue's results) become buffers.
+std::pair<Group, Group> cut(const std::vector<Task>& window, const Group& g, int k) {
+  Group a, b;
+  a.begin = g.begin;
+  a.end = b.begin = k;
+  b.end = g.end;
+  a.stop_reason = "the scalar prologue of the multi-stage kernel after it (it runs once, before the tiles)";
+  b.stop_reason = g.stop_reason;
+  for (int d : g.dead) (d < k ? a : b).dead.push_back(d);
+  const std::unordered_set<int> dead(g.dead.begin(), g.dead.end());
+  for (const BufferPtr& t : g.temporaries) {
+    bool before = false, after = false;
+    for (int i = g.begin; i < g.end; ++i) {
+      if (dead.count(i)) continue;
+      const Task& task = window[i];
+      bool touches = task.output.buffer == t;
+      for (const View& v : task.inputs) touches |= v.buffer == t;
+      (i < k ? before : after) |= touches;
+    }
+    if (before != after) (before ? a : b).temporaries.push_back(t);
+  }
+  return {std::move(a), std::move(b)};
+}
+
+std::vector<Chain> find_chains(const std::vector<Task>& window, Partition& p, int64_t min_bytes);
+
 }  // namespace
 
+// A group with a scalar prologue is no stage: its prologue would run per
+// tile, and its stores once per thread. Such a group is cut after its
+// prologue, which then runs as a 0-d kernel of its own just before, and
+// the rest may start a chain (a normalization `(a - lo) / (hi - lo)`
+// feeding a stencil). Where the rest starts none, the group stays whole.
 std::vector<Chain> chains(const std::vector<Task>& window, Partition& p, int64_t min_bytes) {
+  Partition q;
+  std::vector<char> prologue;  // per group of q: the first piece of a cut group
+  for (const Group& g : p.groups) {
+    const int k = after_prologue(window, g);
+    if (k < 0) {
+      q.groups.push_back(g);
+      prologue.push_back(0);
+      continue;
+    }
+    auto [a, b] = cut(window, g, k);
+    q.groups.push_back(std::move(a));
+    q.groups.push_back(std::move(b));
+    prologue.push_back(1);
+    prologue.push_back(0);
+  }
+  if (q.groups.size() == p.groups.size()) return find_chains(window, p, min_bytes);
+  std::vector<Chain> out = find_chains(window, q, min_bytes);
+  Partition r;
+  std::vector<int> index(q.groups.size());
+  for (size_t i = 0, pi = 0; i < q.groups.size(); ++i, ++pi) {
+    if (prologue[i] && !q.groups[i + 1].stage) {  // no chain: the group stays whole
+      index[i] = index[i + 1] = static_cast<int>(r.groups.size());
+      r.groups.push_back(std::move(p.groups[pi]));
+      ++i;
+      continue;
+    }
+    index[i] = static_cast<int>(r.groups.size());
+    r.groups.push_back(std::move(q.groups[i]));
+    if (prologue[i]) {
+      ++i;
+      index[i] = static_cast<int>(r.groups.size());
+      r.groups.push_back(std::move(q.groups[i]));
+    }
+  }
+  for (Chain& c : out) {
+    c.first = index[c.first];
+    c.last = index[c.last];
+  }
+  p = std::move(r);
+  return out;
+}
+
+namespace {
+
+std::vector<Chain> find_chains(const std::vector<Task>& window, Partition& p, int64_t min_bytes) {
   std::vector<Chain> out;
   const int G = static_cast<int>(p.groups.size());
   if (G < 2) return out;
@@ -179,5 +268,7 @@ std::vector<Chain> chains(const std::vector<Task>& window, Partition& p, int64_t
   }
   return out;
 }
+
+}  // namespace
 
 }  // namespace nf::fusion

@@ -23,7 +23,15 @@
 // value, like any same-view read) or through views disjoint from it; they
 // write nothing the prologue touched. So every point sees the prologue's
 // values, as the tasks in sequence would, and computing them once gives the
-// same stores. A group with a prologue is never a stage of a chain (below).
+// same stores. 0-d maps met later, in the middle of a group over a larger
+// domain (`(a - lo) / (hi - lo)`: hi - lo is recorded after a - lo), join
+// its prologue too where the group's next task reads their results and they
+// touch nothing the group wrote and write nothing it read: computed before
+// the group's earlier tasks, they compute the same values (mdh::build puts
+// every 0-d map of such a group first, in program order).
+// A group with a prologue is never a stage of a chain (below):
+// chains() cuts the prologue off into a 0-d group of its own where the rest
+// then starts a chain.
 //
 // Proof obligation (why one kernel computes what the tasks computed in
 // sequence): the kernel evaluates, for each domain point p, the tasks' bodies

@@ -121,6 +121,37 @@ std::string violates(const Task& t, const Dims& domain,
   return "";
 }
 
+bool scalar_map(const Task& t) { return !t.combines() && squeezed_domain(t).empty(); }
+
+// 0-d maps met in the middle of a group over a larger domain (`(a - lo) /
+// (hi - lo)`: hi - lo comes after a - lo) may join the group's scalar
+// prologue: computed first, before the group's earlier tasks, they compute
+// what they did in program order when they touch nothing the group wrote
+// and write nothing it read. They join only where the group's next task
+// reads their results (a scalar does not ride along in an unrelated kernel).
+// Returns the end of the run of such maps starting at task j, or j if the
+// run may not join.
+int hoistable(const std::vector<Task>& window, const std::vector<bool>& dead, int j, const Dims& domain,
+              const std::unordered_map<const Buffer*, BufferState>& state) {
+  const int n = static_cast<int>(window.size());
+  std::unordered_set<const Buffer*> results;
+  int k = j;
+  for (; k < n && (dead[k] || scalar_map(window[k])); ++k) {
+    if (dead[k]) continue;
+    if (window[k].solo) return j;
+    for (const Access& a : accesses_of(window[k])) {
+      auto it = state.find(a.view.buffer.get());
+      if (it == state.end()) continue;
+      if (a.write || it->second.reduced || !it->second.writes.empty()) return j;
+    }
+    results.insert(window[k].output.buffer.get());
+  }
+  if (k == n || window[k].solo || squeezed_domain(window[k]) != domain) return j;
+  for (const View& v : window[k].inputs)
+    if (results.count(v.buffer.get())) return k;
+  return j;
+}
+
 void add_to_state(const Task& t, std::unordered_map<const Buffer*, BufferState>& state) {
   for (const Access& a : accesses_of(t)) {
     BufferState& s = state[a.view.buffer.get()];
@@ -206,8 +237,13 @@ Partition partition(const std::vector<Task>& window, Policy policy, int max_acce
       Prologue pro;
       // A 0-d map (a scalar of the program: CG's alpha = rr / pAp) may open
       // a group over a larger domain as its prologue (fusion.h).
-      auto scalar_map = [](const Task& t) { return !t.combines() && squeezed_domain(t).empty(); };
       pro.open = scalar_map(first);
+      auto to_prologue = [&](const Task& t) {
+        for (const Access& a : accesses_of(t)) {
+          pro.touched.insert(a.view.buffer.get());
+          if (a.write) pro.writes[a.view.buffer.get()].push_back(a.view);
+        }
+      };
       add_to_state(first, state);
       int j = i + 1;
       int live = 1;
@@ -222,13 +258,8 @@ Partition partition(const std::vector<Task>& window, Policy policy, int max_acce
         const Task& t = window[j];
         if (pro.open && !scalar_map(t) && !t.solo && !squeezed_domain(t).empty()) {
           // The group so far becomes the prologue of a group over t's domain.
-          for (int k = i; k < j; ++k) {
-            if (dead[k]) continue;
-            for (const Access& a : accesses_of(window[k])) {
-              pro.touched.insert(a.view.buffer.get());
-              if (a.write) pro.writes[a.view.buffer.get()].push_back(a.view);
-            }
-          }
+          for (int k = i; k < j; ++k)
+            if (!dead[k]) to_prologue(window[k]);
           // Only for a task that consumes the prologue's results: a scalar
           // does not join an unrelated kernel (which may be a chain's stage).
           const bool consumes = std::any_of(t.inputs.begin(), t.inputs.end(),
@@ -238,6 +269,23 @@ Partition partition(const std::vector<Task>& window, Policy policy, int max_acce
           } else {
             pro.touched.clear();
             pro.writes.clear();
+          }
+        }
+        if (!pro.open && !domain.empty() && scalar_map(t)) {
+          const int k = hoistable(window, dead, j, domain, state);
+          VisibleViews with = visible;
+          for (int r = j; r < k; ++r)
+            if (!dead[r]) with.add(window[r]);
+          if (k > j && with.size() <= max_accesses) {
+            for (int r = j; r < k; ++r) {
+              if (dead[r]) continue;
+              to_prologue(window[r]);
+              add_to_state(window[r], state);
+              ++live;
+            }
+            visible = with;
+            j = k - 1;
+            continue;
           }
         }
         pro.open &= scalar_map(t);

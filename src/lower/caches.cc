@@ -220,7 +220,8 @@ void Lowerer::open_caches(std::vector<StmtP>& out, int i, bool split) {
       std::vector<StmtP>* body = tile_loops(out, c, h_.accesses[c.access], Clip::No, w);
       body->push_back(assign(load(c.name, w.index, t), identity(h_.outputs[plan_of_access(c.access)])));
     } else {
-      std::vector<StmtP>* body = tile_loops(out, c, h_.accesses[c.access], tile_is_full(c, split) ? Clip::Split : Clip::Yes, w);
+      const Clip clip = tile_is_full(c, split) ? Clip::Split : Clip::Yes;
+      std::vector<StmtP>* body = tile_loops(out, c, h_.accesses[c.access], clip, w);
       std::vector<ExP> idx(h_.ndim, lit(0));
       for (size_t k = 0; k < c.layout.size(); ++k) idx[c.layout[k]] = add(c.base[k], w.off[k]);
       body->push_back(assign(load(c.name, w.index, t), load(ptr(c.access), access_index(c.access, idx), t)));
@@ -235,7 +236,8 @@ void Lowerer::close_caches(std::vector<StmtP>& out, int i, bool split) {
       const int oi = plan_of_access(c.access);
       const mdh::Output& o = h_.outputs[oi];
       TileWalk w;
-      std::vector<StmtP>* body = tile_loops(out, c, h_.accesses[c.access], tile_is_full(c, split) ? Clip::Split : Clip::Yes, w);
+      const Clip clip = tile_is_full(c, split) ? Clip::Split : Clip::Yes;
+      std::vector<StmtP>* body = tile_loops(out, c, h_.accesses[c.access], clip, w);
       std::vector<ExP> idx(h_.ndim, lit(0));
       for (size_t k = 0; k < c.layout.size(); ++k) idx[c.layout[k]] = add(c.base[k], w.off[k]);
       auto [target, itarget] = memory_target(plan_of(oi), idx);

@@ -198,6 +198,24 @@ StmtP copy_stmt(const StmtP& s, const std::function<ExP(const ExP&)>& f, const s
   return c;
 }
 
+ExP rewrite_ex(const ExP& e, const std::function<ExP(const ExP&)>& rule) {
+  if (!e) return e;
+  std::vector<ExP> args;
+  bool changed = false;
+  for (const ExP& a : e->args) {
+    args.push_back(rewrite_ex(a, rule));
+    changed |= args.back() != a;
+  }
+  ExP n = e;
+  if (changed) {
+    auto c = std::make_shared<Ex>(*e);
+    c->args = std::move(args);
+    n = std::move(c);
+  }
+  ExP r = rule(n);
+  return r ? r : n;
+}
+
 StmtP full_split(ExP cond) {
   StmtP s = if_else(std::move(cond));
   s->k = Stmt::K::FullSplit;

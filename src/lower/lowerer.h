@@ -49,6 +49,10 @@ StmtP full_split(ExP cond);
 // given, to each copied statement.
 StmtP copy_stmt(const StmtP& s, const std::function<ExP(const ExP&)>& f,
                 const std::function<void(Stmt&)>& g = nullptr);
+// `e` rebuilt bottom-up: each node with its arguments rewritten, then
+// `rule` applied to it (a null result keeps the node). Subtrees that do not
+// change are shared, not copied.
+ExP rewrite_ex(const ExP& e, const std::function<ExP(const ExP&)>& rule);
 ExP tile_bound(ExP full, ExP clipped);
 // A Cores loop (lower.h) running on several threads only when `cond` holds.
 StmtP cores_loop(ExP cond);

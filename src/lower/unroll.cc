@@ -18,18 +18,7 @@ namespace {
 
 // The expression on one path; unchanged subtrees are shared.
 ExP on_path(const ExP& e, bool full) {
-  if (!e) return e;
-  if (e->k == Ex::K::TileBound) return on_path(e->args[full ? 0 : 1], full);
-  std::vector<ExP> args;
-  bool changed = false;
-  for (const ExP& a : e->args) {
-    args.push_back(on_path(a, full));
-    changed |= args.back() != a;
-  }
-  if (!changed) return e;
-  auto c = std::make_shared<Ex>(*e);
-  c->args = std::move(args);
-  return c;
+  return rewrite_ex(e, [full](const ExP& n) { return n->k == Ex::K::TileBound ? n->args[full ? 0 : 1] : nullptr; });
 }
 
 // A deep copy of the statement on one path.

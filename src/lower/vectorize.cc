@@ -16,21 +16,14 @@ namespace {
 // The expression with every arg-reduction test into one of `accs` made the
 // short one (arg_better's `later`); unchanged subtrees are shared.
 ExP later_tests(const ExP& e, const std::vector<std::string>& accs) {
-  if (!e) return e;
-  std::vector<ExP> args;
-  bool changed = false;
-  for (const ExP& a : e->args) {
-    args.push_back(later_tests(a, accs));
-    changed |= args.back() != a;
-  }
-  const bool test = e->k == Ex::K::Combine && is_arg(e->rop) && e->args.size() == 4 && e->ival == 0 &&
-                    e->args[0]->k == Ex::K::Var &&
-                    std::find(accs.begin(), accs.end(), e->args[0]->name) != accs.end();
-  if (!changed && !test) return e;
-  auto c = std::make_shared<Ex>(*e);
-  c->args = std::move(args);
-  if (test) c->ival = 1;
-  return c;
+  return rewrite_ex(e, [&](const ExP& n) -> ExP {
+    if (n->k != Ex::K::Combine || !is_arg(n->rop) || n->args.size() != 4 || n->ival != 0 ||
+        n->args[0]->k != Ex::K::Var || std::find(accs.begin(), accs.end(), n->args[0]->name) == accs.end())
+      return nullptr;
+    auto c = std::make_shared<Ex>(*n);
+    c->ival = 1;
+    return c;
+  });
 }
 
 // A deep copy of the statement with later_tests applied to its expressions.

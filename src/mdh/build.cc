@@ -4,8 +4,8 @@
 // Invariant: for every binding of the parameters, running the MdHom point by
 // point in program order stores exactly what the group's tasks stored, except
 // into temporaries (fusion.h gives the proof that point-wise order suffices).
-#include <charconv>
 #include <algorithm>
+#include <charconv>
 #include <numeric>
 #include <sstream>
 #include <unordered_map>
@@ -263,6 +263,23 @@ Built build(const std::vector<Task>& window, const fusion::Group& group) {
   if (tasks.empty()) return out;
   Normalizer norm = normalize(tasks, group.stage);
   h.ndim = static_cast<int>(norm.extents.size());
+  if (h.ndim > 0) {
+    // The scalar prologue first: the group's 0-d maps, leading or joined
+    // from the middle (fusion.h; partition checked that computing them
+    // before the other tasks changes no value), in program order.
+    std::vector<size_t> order(tasks.size());
+    for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+    std::stable_partition(order.begin(), order.end(),
+                          [&](size_t k) { return fusion::squeezed_domain(*tasks[k]).empty(); });
+    std::vector<const Task*> t2;
+    std::vector<int> k2;
+    for (size_t k : order) {
+      t2.push_back(tasks[k]);
+      k2.push_back(out.tasks[k]);
+    }
+    tasks = std::move(t2);
+    out.tasks = std::move(k2);
+  }
   auto new_int = [&](int64_t v) {
     b.ints.push_back(v);
     return h.num_ints++;

@@ -63,16 +63,24 @@ namespace {
 // - `extreme`: flags raised only when an operand is NaN, infinite or
 //   beyond 1e300 in magnitude (comparisons on NaN; range reduction and
 //   exponent arithmetic of exp, sin, power, ... on such values): reported
-//   only when no input of the kernel holds such a value.
+//   only when no input of the kernel holds such a value;
+// - `quiet`: flags NumPy raises for no value of the operation (`invalid`
+//   for ordered comparisons, maximum and minimum -- a NaN propagates
+//   quietly --, sign, isinf, isfinite), which numfuse's compiled code may
+//   raise even without a NaN input: LLVM assumes floating-point exceptions
+//   unobserved and may compare scalars with packed ordered compares
+//   (vcmpltpd) whose upper lanes hold stale register contents (a comparison
+//   mask left there by the previous iteration reads as a NaN). A kernel
+//   whose operations are all `quiet` for a flag never reports it.
 struct Spurious {
   const char* op;
-  uint8_t never, extreme;
+  uint8_t never, extreme, quiet = 0;
 };
 constexpr uint8_t kInv = fpe::Invalid, kOver = fpe::Over, kAll = fpe::Divide | fpe::Over | fpe::Under | fpe::Invalid;
 const Spurious kSpurious[] = {
-    {"less", 0, kInv},           {"less_equal", 0, kInv},        {"greater", 0, kInv},
-    {"greater_equal", 0, kInv},  {"maximum", 0, kInv},           {"minimum", 0, kInv},
-    {"fmax", 0, kInv},           {"fmin", 0, kInv},              {"sign", 0, kInv},
+    {"less", 0, kInv, kInv},          {"less_equal", 0, kInv, kInv},    {"greater", 0, kInv, kInv},
+    {"greater_equal", 0, kInv, kInv}, {"maximum", 0, kInv, kInv},       {"minimum", 0, kInv, kInv},
+    {"fmax", 0, kInv, kInv},          {"fmin", 0, kInv, kInv},          {"sign", 0, kInv, kInv},
     {"max", 0, kInv},            {"min", 0, kInv},               {"argmax", 0, kInv},
     {"argmin", 0, kInv},         {"floor_divide", 0, kInv},      {"remainder", 0, kInv},
     {"fmod", 0, kInv},           {"hypot", kAll, 0},             {"logaddexp", kAll, 0},
@@ -83,7 +91,7 @@ const Spurious kSpurious[] = {
     {"arccos", 0, kInv | kOver}, {"arctan", kInv, kOver},    {"sinh", kInv, kOver},
     {"cosh", kInv, kOver},   {"tanh", kInv, kOver},      {"arcsinh", kInv, kOver},
     {"arctanh", kInv, kOver}, {"cbrt", kInv, kOver},     {"erf", kInv, kOver},
-    {"isinf", 0, kInv},          {"isfinite", 0, kInv},
+    {"isinf", 0, kInv, kInv},         {"isfinite", 0, kInv, kInv},
     // libmvec's AVX2 logarithms flag `invalid` for a quiet NaN input (NumPy's
     // do not); a negative input's `invalid` is still reported when the
     // kernel's inputs hold no NaN.
@@ -98,28 +106,20 @@ const Spurious kSpurious[] = {
     {kPowerFloat32, kOver, kInv | kOver},
 };
 
-// Operations for which NumPy raises no `invalid` for any value: ordered
-// comparisons, maximum and minimum (NaN propagates quietly), sign, isinf,
-// isfinite. numfuse's compiled code may flag it for them even without a NaN
-// input: LLVM assumes floating-point exceptions unobserved and may compare
-// scalars with packed ordered compares (vcmpltpd) whose upper lanes hold
-// stale register contents (a comparison mask left there by the previous
-// iteration reads as a NaN). A kernel whose operations are all of these
-// never reports `invalid`.
-constexpr const char* kQuietInvalid[] = {"less", "less_equal", "greater", "greater_equal", "maximum", "minimum",
-                                         "fmax", "fmin", "sign", "isinf", "isfinite"};
-bool all_quiet_invalid(const std::vector<const char*>& ops) {
-  for (const char* o : ops)
-    if (std::none_of(std::begin(kQuietInvalid), std::end(kQuietInvalid),
-                     [&](const char* q) { return std::strcmp(q, o) == 0; }))
-      return false;
-  return !ops.empty();
-}
-
 const Spurious* spurious(const char* op) {
   for (const Spurious& s : kSpurious)
     if (std::strcmp(s.op, op) == 0) return &s;
   return nullptr;
+}
+
+// The flags every one of `ops` is quiet for (Spurious::quiet); none for no ops.
+uint8_t quiet_flags(const std::vector<const char*>& ops) {
+  uint8_t q = ops.empty() ? 0 : 0xff;
+  for (const char* o : ops) {
+    const Spurious* s = spurious(o);
+    q &= s ? s->quiet : 0;
+  }
+  return q;
 }
 
 template <typename T>
@@ -210,7 +210,7 @@ uint8_t detail::genuine(uint8_t flags, const std::vector<const char*>& ops, std:
     for (const View* v : inputs) special = special || has_complex_special(*v);
     if (!special) flags &= ~(fpe::Divide | fpe::Invalid);
   }
-  if (all_quiet_invalid(ops)) flags &= ~fpe::Invalid;
+  flags &= ~quiet_flags(ops);
   const uint8_t extreme = extreme_flags(ops);
   if (extreme_scalar) return flags & ~extreme;
   if (flags & extreme)
