@@ -309,8 +309,13 @@ def test_other_dtypes(dtype):
         t = a[:, 1:] - a[:, :-1]
         return t[1:] * 3 + t[:-1]
 
+    # (Recomputed at its two readers' rows, t would not be stored at all.)
+    with nf.config(recompute=False):
+        got = run(chain, nf.asarray(a))
+        assert stages_ran()
+    same(got, chain(onp, a))
     got = run(chain, nf.asarray(a))
-    assert stages_ran()
+    assert not stages_ran() and nf.explain().report["recomputed"] == 1
     same(got, chain(onp, a))
 
 
@@ -411,8 +416,12 @@ def test_intermediate_rows_no_consumer_reads_are_still_written(data, rows):
     same(t, tn)
     same(u, tn[5:-5] * 2)
     del t, u
+    with nf.config(recompute=False):
+        got = run(lambda lib, a: (a[:, 1:] - a[:, :-1])[5:-5] * 2, a)
+        assert stages_ran() == [2]
+    same(got, tn[5:-5] * 2)
     got = run(lambda lib, a: (a[:, 1:] - a[:, :-1])[5:-5] * 2, a)
-    assert stages_ran() == [2]
+    assert stages_ran() == [] and nf.explain().report["recomputed"] == 1
     same(got, tn[5:-5] * 2)
 
 
@@ -464,18 +473,22 @@ def scaled_blur(lib, a):
 def test_a_scalar_prologue_runs_before_the_chain_it_would_block(data):
     # The group [2 / s, a * t] has a scalar prologue, and a group with one
     # is no stage (the prologue would run per tile). The prologue is cut off
-    # into a 0-d kernel of its own, and a * t starts a chain of three stages.
+    # into a 0-d kernel of its own, and a * t starts a chain of three stages
+    # -- of two where a * t is recomputed at the row sum's three reads.
     a = nf.asarray(data)
-    got = run(scaled_blur, a)
-    assert stages_ran() == [3]
-    groups = nf.explain().groups
-    cut = [g for g in groups if "scalar prologue of the multi-stage kernel" in g["stop_reason"]]
-    assert len(cut) == 1 and cut[0]["ops"] == ["divide"] and not cut[0].get("domain")
-    assert not any(g.get("prologue") for g in groups)
-    check(scaled_blur, got, (data,))
-    got = run(scaled_blur, a)  # memoized
-    assert stages_ran() == [3]
-    check(scaled_blur, got, (data,))
+    for recompute, stages in ((False, 3), (True, 2)):
+        with nf.config(recompute=recompute):
+            got = run(scaled_blur, a)
+            assert stages_ran() == [stages]
+            groups = nf.explain().groups
+            cut = [g for g in groups if "scalar prologue of the multi-stage kernel" in g["stop_reason"]]
+            live = [[o for o in g["ops"] if not o.endswith("(dead)")] for g in cut]
+            assert live == [["divide"]] and not cut[0].get("domain")
+            assert not any(g.get("prologue") for g in groups)
+            check(scaled_blur, got, (data,))
+            got = run(scaled_blur, a)  # memoized
+            assert stages_ran() == [stages]
+            check(scaled_blur, got, (data,))
 
 
 def test_a_scalar_prologue_stays_in_its_group_without_a_chain(data):
@@ -576,7 +589,7 @@ def test_chain_refused_by_the_views_runs_parallel_kernels(data, tmp_path):
         t = a[:, 1:] - a[:, :-1]
         return t[::2] * 2 + t[1::2]
 
-    with nf.config(cache_dir=str(tmp_path)):
+    with nf.config(cache_dir=str(tmp_path), recompute=False):
         got = run(fn, nf.asarray(data))
     assert stages_ran() == []
     assert all("[cores]" in g["schedule"] for g in nf.explain().groups), str(nf.explain())
@@ -591,7 +604,7 @@ def test_transposed_consumer_tiles_its_own_outer_axis(data):
         return t.T[1:] * 2 + t.T[:-1]
 
     for rows in (0, 3):
-        with nf.config(stage_rows=rows):
+        with nf.config(stage_rows=rows, recompute=False):
             got = run(fn, nf.asarray(data))
             assert stages_ran() == [2]
         same(got, fn(onp, data))

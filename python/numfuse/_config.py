@@ -26,6 +26,7 @@ _ENV = {
     "NUMFUSE_STAGE_COLS": "stage_cols",
     "NUMFUSE_STAGE_STORAGE": "stage_storage",
     "NUMFUSE_STAGE_MIN_BYTES": "stage_min_bytes",
+    "NUMFUSE_RECOMPUTE": "recompute",
 }
 # NUMFUSE_CACHE_DIR is read by the C++ core when it starts.
 
@@ -60,7 +61,22 @@ _SETTERS = {
     "stage_cols": (lambda v: _core.set_stage_cols(int(v)), _core.get_stage_cols),
     "stage_storage": (lambda v: _core.set_stage_storage(str(v)), _core.get_stage_storage),
     "stage_min_bytes": (lambda v: _core.set_stage_min_bytes(int(v)), _core.get_stage_min_bytes),
+    "recompute": (lambda v: _core.set_recompute(_recompute_budget(v)),
+                  lambda: False if _core.get_recompute() < 0 else _core.get_recompute()),
 }
+
+
+def _recompute_budget(v):
+    # True: the default budget (3 additions per point); False or 0: never;
+    # a positive int: that budget.
+    if isinstance(v, str):
+        v = v.strip().lower()
+        v = int(v) if v.lstrip("-").isdigit() else _truthy(v)
+    if isinstance(v, bool):
+        return 3 if v else -1
+    if not isinstance(v, int) or v < 0:
+        raise ValueError(f"recompute: expected True, False or a budget >= 0 (additions per point), got {v!r}")
+    return v if v > 0 else -1
 
 
 def _seconds(v):
@@ -140,7 +156,12 @@ def config(**opts):
     rows unless tuning chose strips sized from the cache; NUMFUSE_STAGE_COLS),
     stage_min_bytes (a multi-stage kernel forms when it keeps at least this
     many bytes of intermediates and repeated reads out of memory; default
-    256 KiB, 0 makes every chain one kernel -- for testing).
+    256 KiB, 0 makes every chain one kernel -- for testing),
+    recompute (True: a cheap intermediate read through shifted slices --
+    a stencil's fluxes, `f[:, 1:] - f[:, :-1]` -- is computed again where
+    each reader needs it instead of stored, where that costs at most 3
+    additions more per point; a positive int sets that budget, False or 0
+    never; NUMFUSE_RECOMPUTE).
     Pending work is flushed on entry and exit so options apply cleanly.
     """
     _core.flush("config")
@@ -224,6 +245,11 @@ class Explanation:
         r = self.report
         plain, k = [], -1
         for g in self.groups:
+            if g["ops"] and all(o.endswith("(dead)") for o in g["ops"]):
+                n = len(g["ops"])
+                plain.append(f"not run: {', '.join(o[:-len(' (dead)')] for o in g['ops'])} -- "
+                             f"{n} result{'s' if n != 1 else ''} nobody reads")
+                continue
             k += 0 if g.get("stage", 0) > 1 else 1
             plain.append(self.plain(k, g))
             if g.get("chain"):
@@ -231,7 +257,12 @@ class Explanation:
         kernels = k + 1
         lines = plain + ([""] if plain else []) + [f"flush: {r['tasks']} operations -> {kernels} kernels "
                  f"(synced by {r['sync_reason']} at {r['sync_site']})"
-                 + (" [analysis memoized]" if r.get("memo_hit") else ""),
+                 + (" [analysis memoized]" if r.get("memo_hit") else "")]
+        if r.get("recomputed"):
+            n = r["recomputed"]
+            lines.append(f"  {n} intermediate{'s' if n != 1 else ''} read through shifted slices "
+                         f"recomputed where {'they are' if n != 1 else 'it is'} read, never stored")
+        lines += [
                  f"  analyse {r['analyse_ms']:.3f} ms, compile {r['compile_ms']:.3f} ms "
                  f"({r['kernels_compiled']} compiled, {r['memory_hits']} from memory, {r['disk_hits']} from disk), "
                  f"run {r['run_ms']:.3f} ms"]

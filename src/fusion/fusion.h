@@ -143,6 +143,37 @@ struct Chain {
 // cache anyway. Marks their groups as stages.
 std::vector<Chain> chains(const std::vector<Task>& window, Partition& p, int64_t min_bytes);
 
+// Recompute instead of store (the "registers" storage of an intermediate;
+// runs on the window before partition). A map P whose result buffer b is
+// hidden (no Python array sees it, nothing computed it yet), written by P
+// alone, whole and C-contiguous, and read only by later tasks, at least one
+// of them through a shifted view (a stencil: flux[:, 1:] - flux[:, :-1]),
+// is substituted into every reader: each read of b through a view R becomes
+// P's expression over P's inputs moved to where R reads -- reader point p
+// reads what P computed at point q = s + A p (R's offset and strides
+// decomposed over b's layout, q inside P's domain for every p; never a
+// broadcast read, which would evaluate P again along it), so P's
+// input view V becomes V shifted by s with strides V·A. P is then dead and b
+// never exists: diffusion's fluxes are computed where the update reads
+// them, and its chain has two stages instead of four. P goes with its cone:
+// the maps whose results only the cone reads, each through the view that
+// wrote it (the values a kernel would forward in registers: hdiff's
+// limited flux is five tasks), all substituted or none -- recomputing part
+// of it would store the rest's results instead of b. Only where it pays:
+// the cone's cost (operations weighted, a division 4 additions, a
+// transcendental 16) times the number of distinct views b is read through,
+// less one, is at most `budget` (the store and load it saves are worth a
+// few additions; a blur's row sum read at three offsets stays stored).
+// Legal where the values the cone read are still there when its readers
+// run (no other task from the cone's first to the last reader writes their
+// buffers) and a reader then reads nothing it writes through another view;
+// contractions neither give nor take. Producers are taken last to first,
+// so a cone substituted into its readers exposes its own producers'
+// shifted reads. Returns the number of tasks recomputed instead of stored
+// (they stay in the window, dead). budget < 0: none.
+inline constexpr int kRecomputeBudget = 3;
+int recompute_producers(std::vector<Task>& window, int budget = kRecomputeBudget);
+
 // Domain of a task with extent-1 dimensions dropped (what constraint 1 compares).
 Dims squeezed_domain(const Task& t);
 

@@ -899,13 +899,23 @@ void flush_window(std::vector<Task>& window, const Structure& structure, FlushRe
   if (structure.view() != Structure::of(window).view())
     throw std::logic_error("the window's recorded structure is not its tasks' structure");
 #endif
-  std::shared_ptr<const Plan> plan = cfg.memo ? g_memo.find(window, structure.view(), cfg.policy) : nullptr;
+  // Cheap producers read through shifted views are recomputed at their
+  // readers (fusion.h): the window is rewritten before anything is decided
+  // on it, so plans are memoized by the rewritten window's structure.
+  static Structure rewritten;  // guarded by g_exec_mu
+  const Structure* shape = &structure;
+  if (cfg.recompute >= 0 && cfg.policy == fusion::Policy::Diffuse && cfg.tier != Tier::Eager &&
+      (rep.recomputed = fusion::recompute_producers(window, cfg.recompute)) > 0) {
+    rewritten = Structure::of(window);
+    shape = &rewritten;
+  }
+  std::shared_ptr<const Plan> plan = cfg.memo ? g_memo.find(window, shape->view(), cfg.policy) : nullptr;
   rep.memo_matched = plan != nullptr;
   // Small kernels of a memoized plan run without letting go of the
   // caller's lock (kQuickFlushPoints); everything else lets go.
   if (!plan || plan->points > kQuickFlushPoints) let_go(releaser);
   if (!plan) {
-    fusion::window_signature(window, structure.view(), cfg.policy, sig);
+    fusion::window_signature(window, shape->view(), cfg.policy, sig);
     if (cfg.memo) plan = g_memo.find(sig);
   }
 

@@ -61,6 +61,10 @@ struct Config {
   // tile), 2 ring (rows in a ring, stages run row by row): ring, in strips
   // of columns, ran fastest on the stencil chains measured.
   int stage_storage = 2;
+  // Cheap producers read through shifted views are recomputed at their
+  // readers' points instead of stored (fusion::recompute_producers) where
+  // that costs at most this many additions more per point; -1: never.
+  int recompute = fusion::kRecomputeBudget;
 };
 Config& config();
 
@@ -111,6 +115,7 @@ struct FlushReport {
   int tier0_groups = 0;   // groups tier 0 ran instead of a kernel
   bool memo_hit = false;  // the whole window's analysis came from the memo
   bool memo_matched = false;  // ... found by matching the window against a recent plan (no signature built)
+  int recomputed = 0;  // producers recomputed at their readers instead of stored (fusion::recompute_producers)
   std::vector<std::string> warnings;
 };
 

@@ -100,6 +100,7 @@ py::dict report_dict(const pipeline::FlushReport& r) {
   out["disk_hits"] = r.disk_hits;
   out["memo_hit"] = r.memo_hit;
   out["memo_matched"] = r.memo_matched;
+  out["recomputed"] = r.recomputed;
   out["tier0_groups"] = r.tier0_groups;
   out["warnings"] = r.warnings;
   return out;
@@ -700,6 +701,9 @@ void bind_functions(py::module_& m) {
     pipeline::clear_memo();
   });
   m.def("get_stages", []() { return pipeline::config().stages; });
+  // (Plans are memoized by the window as rewritten: nothing to forget.)
+  m.def("set_recompute", [](int budget) { pipeline::config().recompute = budget; });
+  m.def("get_recompute", []() { return pipeline::config().recompute; });
   m.def("set_stage_rows", [](int64_t n) {
     if (n < 0) throw py::value_error("stage_rows: expected a number of rows >= 0 (0: chosen from the cache size), got " + std::to_string(n));
     pipeline::config().stage_rows = n;
