@@ -14,7 +14,9 @@ parameter, `lib`), run side by side in one process on the same inputs:
 
 Implementations: NumPy (the baseline), numfuse with multi-stage kernels off
 (numfuse.config(stages=False); where this numfuse has no 'stages' option,
-plain numfuse, labelled so), numfuse (default), hand-written fused
+plain numfuse, labelled so), numfuse (default), numfuse with cheap
+intermediates stored rather than recomputed at their readers
+(numfuse.config(recompute=False), where the option exists), hand-written fused
 C/OpenMP loops (common.CKernel: one pass computing the last stage from the
 inputs, for blur, diffusion, hdiff and the row reductions), and the peers
 where they are importable: Numba (@njit(parallel=True) loops), JAX (jit, CPU)
@@ -578,13 +580,22 @@ NAMES = ("blur", "diffusion", "hdiff", "hdiff3d", "softmax", "logsoftmax", "laye
 # -- harness -----------------------------------------------------------------------------------
 
 
-def stages_option():
-    """True where this numfuse has the 'stages' option (numfuse.config(stages=False))."""
+def has_option(name):
+    """True where this numfuse has the option `name`."""
     try:
-        numfuse.get_option("stages")
+        numfuse.get_option(name)
         return True
     except ValueError:
         return False
+
+
+def stages_option():
+    """True where this numfuse has the 'stages' option (numfuse.config(stages=False))."""
+    return has_option("stages")
+
+
+# numfuse with cheap intermediates stored instead of recomputed at their readers
+RECOMPUTE_OFF = "numfuse, recompute off"
 
 
 def check(got, ref, rtol):
@@ -678,6 +689,11 @@ def implementations(args, have_stages):
 
     off_label = "numfuse, stages off" if have_stages else "numfuse (no stages option)"
     out = [("NumPy", np_make, exact), (off_label, nf_make(True), exact), ("numfuse", nf_make(False), exact)]
+    if has_option("recompute"):
+        def rc_off(wl):
+            fn, _, _ = nf_make(False)(wl)
+            return fn, (lambda: numfuse.config(recompute=False)), "numfuse.config(recompute=False)"
+        out.append((RECOMPUTE_OFF, rc_off, exact))
 
     cks = c_impls()
 
@@ -734,6 +750,9 @@ def report(row, off_label):
     if "numfuse" in r and off_label in r:
         row["stages_speedup"] = r[off_label] / r["numfuse"]
         lines.append(f"numfuse vs {off_label}: {row['stages_speedup']:.2f}x")
+    if "numfuse" in r and RECOMPUTE_OFF in r:
+        row["recompute_speedup"] = r[RECOMPUTE_OFF] / r["numfuse"]
+        lines.append(f"numfuse vs {RECOMPUTE_OFF}: {row['recompute_speedup']:.2f}x")
     c = "hand-written C/OpenMP"
     if c in r and "numfuse" in r:
         row["numfuse_over_c"] = r["numfuse"] / r[c]
@@ -821,6 +840,9 @@ def run(quick=False, only=None, repeats=None, no_peers=False, out=RESULTS):
     if su:
         summary.append(f"\ngeometric mean numfuse vs {off_label}: "
                        f"{math.exp(sum(math.log(v) for v in su) / len(su)):.2f}x")
+    for r in rows:
+        if "recompute_speedup" in r:
+            summary.append(f"numfuse vs {RECOMPUTE_OFF} on {r['name']}: {r['recompute_speedup']:.2f}x")
     text = "\n".join(summary) + "\n"
     print(text)
     meta = dict(machine(), quick=quick, repeats=repeats, stages_option=have_stages,
