@@ -61,8 +61,8 @@ def stages_ran():
 def test_diffusion_fluxes_are_recomputed_at_the_update():
     # Each flux is one subtraction read at two offsets: recomputed (one
     # more subtraction per point) rather than stored and loaded. The
-    # Laplacian (five reads, five operations, read at five offsets) stays
-    # stored: the chain has two stages, not four.
+    # Laplacian (five reads, five operations, read at five offsets: 20 more
+    # a point) stays stored: the chain has two stages, not four.
     rep = check(diffusion, U, recomputed=2, stage_min_bytes=0)
     got, _ = run(diffusion, U, stage_min_bytes=0)
     assert stages_ran() == [2], str(nf.explain())
@@ -157,17 +157,17 @@ def test_shifted_reads_are_recomputed(fn, n):
 
 def test_a_cone_goes_whole_or_not_at_all():
     # subtract, greater, multiply (and the bool's cast): 4 additions a point
-    # more, past the default budget of 3 -- all stored; with a budget of 4,
-    # all three recomputed, none of their results stored.
-    check(cone, U, recomputed=0)
-    check(cone, U, recomputed=3, recompute=4)
+    # more -- all three recomputed, none of their results stored; with a
+    # budget of 3, all stored.
+    check(cone, U, recomputed=3)
+    check(cone, U, recomputed=0, recompute=3)
 
 
 def test_index_producer_moves_its_index_function():
     # arange's values at the shifted points: the index function's offset
     # moves. (arange's start + i * step and the scaling cost more than the
     # default budget: a larger one.)
-    check(index_producer, U, recomputed=2, recompute=10)
+    check(index_producer, U, recomputed=2, recompute=16)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "int64", "int16", "complex128", "bool"])
@@ -184,6 +184,15 @@ def test_dtypes(dtype):
 def costly(lib, a):
     b = lib.exp(a)  # a transcendental at two offsets: stored
     return b[1:] - b[:-1]
+
+
+def hdiff_flux(lib, a):
+    # hdiff's limited flux: five operations read at two offsets, 5 more a
+    # point -- recomputed by default, stored with a budget of 4
+    lap = 4 * a[1:-1, 1:-1] - (a[1:-1, 2:] + a[1:-1, :-2] + a[2:, 1:-1] + a[:-2, 1:-1])
+    flx = lap[:, 1:] - lap[:, :-1]
+    flx = lib.where(flx * (a[1:-1, 2:-1] - a[1:-1, 1:-2]) > 0, 0, flx)
+    return a[2:-2, 2:-2] - 0.1 * (flx[1:-1, 1:] - flx[1:-1, :-1])
 
 
 def blur_rows(lib, a):
@@ -208,6 +217,12 @@ def wraps_rows(lib, a):
 @pytest.mark.parametrize("fn", [costly, blur_rows, broadcast_read, wraps_rows], ids=lambda f: f.__name__)
 def test_not_recomputed(fn):
     check(fn, U, recomputed=0, rtol=1e-12 if fn is costly else 0)
+
+
+def test_limited_flux_within_the_budget():
+    rep = check(hdiff_flux, U, stage_min_bytes=0)
+    assert rep["recomputed"] >= 5, str(nf.explain())
+    check(hdiff_flux, U, recomputed=0, recompute=4)
 
 
 def test_visible_intermediate_is_stored():
@@ -321,7 +336,7 @@ def test_random_stencil_programs():
 
 
 def test_option():
-    assert nf.get_option("recompute") == 3
+    assert nf.get_option("recompute") == nf._core.RECOMPUTE_BUDGET == 8
     with nf.config(recompute=8):
         assert nf.get_option("recompute") == 8
         # the blur's row sums (cost 2 sums + a division = 6, 2 more reads: 12)

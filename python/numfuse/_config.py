@@ -67,13 +67,13 @@ _SETTERS = {
 
 
 def _recompute_budget(v):
-    # True: the default budget (3 additions per point); False or 0: never;
-    # a positive int: that budget.
+    # True: the default budget (_core.RECOMPUTE_BUDGET additions per point);
+    # False or 0: never; a positive int: that budget.
     if isinstance(v, str):
         v = v.strip().lower()
         v = int(v) if v.lstrip("-").isdigit() else _truthy(v)
     if isinstance(v, bool):
-        return 3 if v else -1
+        return _core.RECOMPUTE_BUDGET if v else -1
     if not isinstance(v, int) or v < 0:
         raise ValueError(f"recompute: expected True, False or a budget >= 0 (additions per point), got {v!r}")
     return v if v > 0 else -1
@@ -159,7 +159,7 @@ def config(**opts):
     256 KiB, 0 makes every chain one kernel -- for testing),
     recompute (True: a cheap intermediate read through shifted slices --
     a stencil's fluxes, `f[:, 1:] - f[:, :-1]` -- is computed again where
-    each reader needs it instead of stored, where that costs at most 3
+    each reader needs it instead of stored, where that costs at most 8
     additions more per point; a positive int sets that budget, False or 0
     never; NUMFUSE_RECOMPUTE).
     Pending work is flushed on entry and exit so options apply cleanly.

@@ -162,8 +162,11 @@ std::vector<Chain> chains(const std::vector<Task>& window, Partition& p, int64_t
 // of it would store the rest's results instead of b. Only where it pays:
 // the cone's cost (operations weighted, a division 4 additions, a
 // transcendental 16) times the number of distinct views b is read through,
-// less one, is at most `budget` (the store and load it saves are worth a
-// few additions; a blur's row sum read at three offsets stays stored).
+// less one, is at most `budget` (kRecomputeBudget: measured on the 2-core
+// EPYC, diffusion's fluxes -- 1 more per point -- and hdiff's limited
+// fluxes -- 5 more -- ran 1.2x faster recomputed than in a chain's ring
+// buffers; a blur's row sum, 12 more, ran as fast either way and stays
+// stored).
 // Legal where the values the cone read are still there when its readers
 // run (no other task from the cone's first to the last reader writes their
 // buffers) and a reader then reads nothing it writes through another view;
@@ -171,7 +174,7 @@ std::vector<Chain> chains(const std::vector<Task>& window, Partition& p, int64_t
 // so a cone substituted into its readers exposes its own producers'
 // shifted reads. Returns the number of tasks recomputed instead of stored
 // (they stay in the window, dead). budget < 0: none.
-inline constexpr int kRecomputeBudget = 3;
+inline constexpr int kRecomputeBudget = 8;
 int recompute_producers(std::vector<Task>& window, int budget = kRecomputeBudget);
 
 // Domain of a task with extent-1 dimensions dropped (what constraint 1 compares).

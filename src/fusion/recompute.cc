@@ -267,6 +267,9 @@ bool substitute(Task& c, const Task& p, const std::vector<char>& cone, const std
   // the reader's own output.
   for (const View& v : t.inputs)
     if (views_overlap(v, t.output) && !v.same_as(t.output)) return false;
+#ifndef NDEBUG
+  t.validate();
+#endif
   c = std::move(t);
   return true;
 }

@@ -703,6 +703,7 @@ void bind_functions(py::module_& m) {
   m.def("get_stages", []() { return pipeline::config().stages; });
   // (Plans are memoized by the window as rewritten: nothing to forget.)
   m.def("set_recompute", [](int budget) { pipeline::config().recompute = budget; });
+  m.attr("RECOMPUTE_BUDGET") = fusion::kRecomputeBudget;
   m.def("get_recompute", []() { return pipeline::config().recompute; });
   m.def("set_stage_rows", [](int64_t n) {
     if (n < 0) throw py::value_error("stage_rows: expected a number of rows >= 0 (0: chosen from the cache size), got " + std::to_string(n));
