@@ -263,14 +263,15 @@ Built build(const std::vector<Task>& window, const fusion::Group& group) {
   if (tasks.empty()) return out;
   Normalizer norm = normalize(tasks, group.stage);
   h.ndim = static_cast<int>(norm.extents.size());
-  if (h.ndim > 0) {
+  auto scalar = [](const Task* t) { return fusion::squeezed_domain(*t).empty(); };
+  if (h.ndim > 0 && !std::is_partitioned(tasks.begin(), tasks.end(), scalar)) {
     // The scalar prologue first: the group's 0-d maps, leading or joined
     // from the middle (fusion.h; partition checked that computing them
-    // before the other tasks changes no value), in program order.
+    // before the other tasks changes no value), in program order. (Most
+    // groups have none, or have them leading already: nothing to move.)
     std::vector<size_t> order(tasks.size());
     for (size_t k = 0; k < order.size(); ++k) order[k] = k;
-    std::stable_partition(order.begin(), order.end(),
-                          [&](size_t k) { return fusion::squeezed_domain(*tasks[k]).empty(); });
+    std::stable_partition(order.begin(), order.end(), [&](size_t k) { return scalar(tasks[k]); });
     std::vector<const Task*> t2;
     std::vector<int> k2;
     for (size_t k : order) {
