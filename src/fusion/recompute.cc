@@ -173,6 +173,41 @@ bool hidden(const Buffer* b) { return !b->py_live && !b->allocated(); }
 constexpr int kMaxNodes = 512;
 constexpr int kMaxInputs = 32;
 
+// Appends the nodes of `from` marked in `keep` to `to`, in order, their
+// operands renumbered; `map` gets each one's node in `to`. A leaf (Input,
+// Const, Index) goes through leaf(node): its slot in `to`'s task, or -1 - n
+// where it stands for node n of `to` (a value forwarded, not read).
+template <class Leaf>
+void append_nodes(const Expr& from, const std::vector<char>& keep, Expr& to, std::vector<int>& map, Leaf&& leaf) {
+  map.assign(from.nodes.size(), -1);
+  for (size_t k = 0; k < from.nodes.size(); ++k) {
+    if (!keep[k]) continue;
+    ExprNode x = from.nodes[k];
+    if (x.kind == ExprNode::Kind::Input || x.kind == ExprNode::Kind::Const || x.kind == ExprNode::Kind::Index) {
+      const int r = leaf(x);
+      if (r < 0) {
+        map[k] = -1 - r;
+        continue;
+      }
+      x.a = r;
+    } else {
+      for (int32_t* o : {&x.a, &x.b, &x.c})
+        if (*o >= 0) *o = map[*o];
+    }
+    map[k] = to.add(x);
+  }
+}
+
+// The slot `item` takes in `dst` at the first use of source slot k (memo[k]).
+template <class Vec, class T>
+int first_use(std::vector<int>& memo, int k, Vec& dst, const T& item) {
+  if (memo[k] < 0) {
+    memo[k] = static_cast<int>(dst.size());
+    dst.push_back(item);
+  }
+  return memo[k];
+}
+
 // Reader `c` with every read of the producer's result (inputs `slots`, with
 // their point maps) replaced by the producer's expression there. False
 // (and `c` untouched) where the result would break a task invariant or the
@@ -195,57 +230,30 @@ bool substitute(Task& c, const Task& p, const std::vector<char>& cone, const std
   t.seq = c.seq;
   std::vector<int> pconst(p.consts.size(), -1);
   std::vector<int> at(c.inputs.size(), -1);  // node computing each replaced slot's value
-  std::vector<int> map(c.expr.nodes.size(), -1);
+  std::vector<int> map, pmap;
   auto input_slot = [&](const View& v) {
     for (size_t k = 0; k < t.inputs.size(); ++k)
       if (t.inputs[k].same_as(v)) return static_cast<int>(k);
     t.inputs.push_back(v);
     return static_cast<int>(t.inputs.size()) - 1;
   };
-  for (size_t k = 0; k < c.expr.nodes.size(); ++k) {
-    ExprNode n = c.expr.nodes[k];
-    if (n.kind == ExprNode::Kind::Input) {
-      const auto it = std::find(slots.begin(), slots.end(), n.a);
-      if (it != slots.end()) {
-        int& done = at[n.a];
-        if (done < 0) {
-          const PointMap& m = maps[it - slots.begin()];
-          std::vector<int> pm(p.expr.nodes.size(), -1);
-          for (size_t q = 0; q < p.expr.nodes.size(); ++q) {
-            if (!cone[q]) continue;
-            ExprNode x = p.expr.nodes[q];
-            switch (x.kind) {
-              case ExprNode::Kind::Input:
-                x.a = input_slot(moved(p.inputs[x.a], m, c.domain));
-                break;
-              case ExprNode::Kind::Const:
-                if (pconst[x.a] < 0) {
-                  pconst[x.a] = static_cast<int>(t.consts.size());
-                  t.consts.push_back(p.consts[x.a]);
-                }
-                x.a = pconst[x.a];
-                break;
-              case ExprNode::Kind::Index:
-                t.indices.push_back(moved(p.indices[x.a], m));
-                x.a = static_cast<int>(t.indices.size()) - 1;
-                break;
-              default:
-                for (int32_t* o : {&x.a, &x.b, &x.c})
-                  if (*o >= 0) *o = pm[*o];
-            }
-            pm[q] = t.expr.add(x);
-          }
-          done = pm[p.value()];
-        }
-        map[k] = done;
-        continue;
-      }
-    } else if (n.kind != ExprNode::Kind::Const && n.kind != ExprNode::Kind::Index) {
-      for (int32_t* o : {&n.a, &n.b, &n.c})
-        if (*o >= 0) *o = map[*o];
+  append_nodes(c.expr, std::vector<char>(c.expr.nodes.size(), 1), t.expr, map, [&](const ExprNode& n) {
+    const auto it = std::find(slots.begin(), slots.end(), n.a);
+    if (n.kind != ExprNode::Kind::Input || it == slots.end()) return n.a;
+    if (at[n.a] < 0) {
+      // The producer's cone at this read's points, before the reader's
+      // nodes that use it.
+      const PointMap& m = maps[it - slots.begin()];
+      append_nodes(p.expr, cone, t.expr, pmap, [&](const ExprNode& x) {
+        if (x.kind == ExprNode::Kind::Input) return input_slot(moved(p.inputs[x.a], m, c.domain));
+        if (x.kind == ExprNode::Kind::Const) return first_use(pconst, x.a, t.consts, p.consts[x.a]);
+        t.indices.push_back(moved(p.indices[x.a], m));
+        return static_cast<int>(t.indices.size()) - 1;
+      });
+      at[n.a] = pmap[p.value()];
     }
-    map[k] = t.expr.add(n);
-  }
+    return -1 - at[n.a];
+  });
   t.value_node = c.value_node >= 0 ? map[c.value_node] : -1;
   t.arg_node = c.arg_node >= 0 ? map[c.arg_node] : -1;
   if (t.value_node == t.expr.root()) t.value_node = -1;
@@ -392,52 +400,22 @@ int recompute_producers(std::vector<Task>& window, int budget) {
     q.output = p.output;
     std::unordered_map<const Buffer*, int> value_of;  // internal buffer -> node
     int cost = 0;
+    std::vector<int> map;
     for (int k : group) {
       const Task& t = window[k];
-      std::vector<int> map(t.expr.nodes.size(), -1);
       std::vector<int> cmap(t.consts.size(), -1), imap(t.indices.size(), -1);
       cost += cone_of(t.expr, t.value(), cone);
-      for (size_t x = 0; x < t.expr.nodes.size(); ++x) {
-        if (!cone[x]) continue;
-        ExprNode e = t.expr.nodes[x];
-        switch (e.kind) {
-          case ExprNode::Kind::Input: {
-            const View& v = t.inputs[e.a];
-            auto f = value_of.find(v.buffer.get());
-            if (f != value_of.end()) {
-              map[x] = f->second;
-              continue;
-            }
-            int slot = -1;
-            for (size_t y = 0; y < q.inputs.size() && slot < 0; ++y)
-              if (q.inputs[y].same_as(v)) slot = static_cast<int>(y);
-            if (slot < 0) {
-              slot = static_cast<int>(q.inputs.size());
-              q.inputs.push_back(v);
-            }
-            e.a = slot;
-            break;
-          }
-          case ExprNode::Kind::Const:
-            if (cmap[e.a] < 0) {
-              cmap[e.a] = static_cast<int>(q.consts.size());
-              q.consts.push_back(t.consts[e.a]);
-            }
-            e.a = cmap[e.a];
-            break;
-          case ExprNode::Kind::Index:
-            if (imap[e.a] < 0) {
-              imap[e.a] = static_cast<int>(q.indices.size());
-              q.indices.push_back(t.indices[e.a]);
-            }
-            e.a = imap[e.a];
-            break;
-          default:
-            for (int32_t* o : {&e.a, &e.b, &e.c})
-              if (*o >= 0) *o = map[*o];
-        }
-        map[x] = q.expr.add(e);
-      }
+      append_nodes(t.expr, cone, q.expr, map, [&](const ExprNode& e) {
+        if (e.kind == ExprNode::Kind::Const) return first_use(cmap, e.a, q.consts, t.consts[e.a]);
+        if (e.kind == ExprNode::Kind::Index) return first_use(imap, e.a, q.indices, t.indices[e.a]);
+        const View& v = t.inputs[e.a];
+        auto f = value_of.find(v.buffer.get());
+        if (f != value_of.end()) return -1 - f->second;
+        for (size_t y = 0; y < q.inputs.size(); ++y)
+          if (q.inputs[y].same_as(v)) return static_cast<int>(y);
+        q.inputs.push_back(v);
+        return static_cast<int>(q.inputs.size()) - 1;
+      });
       value_of[t.output.buffer.get()] = map[t.value()];
     }
     q.value_node = value_of.at(b);
