@@ -117,7 +117,7 @@ struct PlanChain {
     int launches = 0;
     int chosen = -1;
     bool looked_up = false;   // the schedule store was asked for a stored choice
-    bool from_store = false;  // `chosen` came from it (an earlier plan's or process's tuning)
+    bool from_store = false;  // `chosen` came from it, written by an earlier process
     static int64_t rows(int c) { return c >= 8 ? 1 : kRows[c / 2]; }
     static int storage(int c) { return c >= 8 ? 2 : c % 2 == 0 ? 1 : 0; }
     static bool strips(int c) { return c == 9; }
@@ -587,11 +587,16 @@ bool run_chain(const std::vector<Task>& window, const std::shared_ptr<const Plan
   if (tuning && !tn.looked_up) {
     tn.looked_up = true;
     int k = -1;
+    bool ours = false;
     if (tn.chosen < 0 && tn.launches == 0 &&
-        tune::ScheduleStore::instance().find_launch(tune::device_id(cpu_target().machine()), c.key, store_key(), &k) &&
+        tune::ScheduleStore::instance().find_launch(tune::device_id(cpu_target().machine()), c.key, store_key(), &k,
+                                                    &ours) &&
         k >= 0 && k < PlanChain::Tuning::kCandidates) {
+      // (A plan rebuilt in this process -- the memo is cleared whenever a
+      // group's schedule is tuned -- finds its own tuning again: that is
+      // still "tuned on its first runs", not an earlier run's choice.)
       tn.chosen = k;
-      tn.from_store = true;
+      tn.from_store = !ours;
     }
   }
   if (tuning) {

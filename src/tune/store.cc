@@ -118,6 +118,7 @@ void ScheduleStore::configure(const std::string& path) {
   std::lock_guard<std::mutex> lock(mu_);
   path_ = path;
   entries_.clear();
+  own_launches_.clear();
   mtime_ns_ = file_size_ = -1;
   checked_ = false;
   generation_.fetch_add(1);
@@ -215,7 +216,7 @@ std::string launch_key(const std::string& device, const std::string& chain_key, 
 }  // namespace
 
 bool ScheduleStore::find_launch(const std::string& device, const std::string& chain_key, const std::string& cls,
-                                int* choice) {
+                                int* choice, bool* ours) {
   std::lock_guard<std::mutex> lock(mu_);
   reload_if_changed();
   const std::string key = launch_key(device, chain_key, cls);
@@ -225,6 +226,7 @@ bool ScheduleStore::find_launch(const std::string& device, const std::string& ch
   if (f.size() == 4 && f[0].rfind("launch=", 0) == 0 && f[0].size() > 7 && f[0].size() < 10 &&
       f[0].find_first_not_of("0123456789", 7) == std::string::npos) {
     *choice = std::stoi(f[0].substr(7));
+    if (ours) *ours = own_launches_.count(key) > 0;
     return true;
   }
   if (rejected_.insert(key).second) {
@@ -239,7 +241,9 @@ bool ScheduleStore::put_launch(const std::string& device, const std::string& cha
   std::lock_guard<std::mutex> lock(mu_);
   char line[128];
   std::snprintf(line, sizeof line, "launch=%d\t%.6g\t%.6g\t%d", choice, best_s * 1e3, default_s * 1e3, evals);
-  return put_line(launch_key(device, chain_key, cls), line);
+  const std::string key = launch_key(device, chain_key, cls);
+  own_launches_.insert(key);
+  return put_line(key, line);
 }
 
 bool ScheduleStore::put_line(const std::string& key, const std::string& value) {
@@ -285,6 +289,7 @@ size_t ScheduleStore::size() {
 void ScheduleStore::clear() {
   std::lock_guard<std::mutex> lock(mu_);
   entries_.clear();
+  own_launches_.clear();
   if (!path_.empty()) unlink(path_.c_str());
   mtime_ns_ = file_size_ = -1;
   checked_ = false;

@@ -224,9 +224,12 @@ class ScheduleStore {
   // candidate its online tuning chose), keyed by the chain kernel's key
   // instead of an MdHom's: later plans and processes start with it. Stored
   // in the same file (its schedule field "launch=<candidate>"); a launch
-  // entry never makes plans stale (it is read at launch).
+  // entry never makes plans stale (it is read at launch). *ours (if given)
+  // tells whether this process wrote the entry (its own tuning, found again
+  // by a plan rebuilt after the memo was cleared) or found it written by an
+  // earlier process.
   bool find_launch(const std::string& device, const std::string& chain_key, const std::string& size_class,
-                   int* choice);
+                   int* choice, bool* ours = nullptr);
   bool put_launch(const std::string& device, const std::string& chain_key, const std::string& size_class,
                   int choice, double best_s, double default_s, int evals);
   size_t size();
@@ -244,6 +247,7 @@ class ScheduleStore {
   std::string path_;
   std::unordered_map<std::string, std::string> entries_;  // "device\thash\tclass" -> rest of the line
   std::unordered_set<std::string> rejected_;               // entries already warned about
+  std::unordered_set<std::string> own_launches_;           // launch entries this process put
   std::vector<std::string> warnings_;
   std::atomic<bool> has_warnings_{false};  // warnings_ is not empty (set under mu_)
   int64_t mtime_ns_ = -1, file_size_ = -1;
