@@ -239,7 +239,7 @@ def test_tuning_measures_the_launch_choices_on_live_runs(fn, data, tmp_path):
             texts.append(nf.explain().groups[0]["chain"])
             if k % 7 == 0 or chosen(texts[-1]):
                 results.append((got, y))  # (checked after: check() re-plans)
-            if sum(chosen(t) for t in texts) >= 3:
+            if len(texts) >= 3 and all(chosen(t) for t in texts[-3:]):
                 break
         nf.wait_background()  # (its tuned schedules go to this test's store, not the default one)
     for got, y in results:
@@ -249,8 +249,11 @@ def test_tuning_measures_the_launch_choices_on_live_runs(fn, data, tmp_path):
     runs = [int(t.split("launch being tuned: run ")[1].split()[0]) for t in texts if "being tuned" in t]
     assert all(b in (a + 1, 1) for a, b in zip(runs, runs[1:])), runs
     assert runs[-20:] == list(range(1, 21)), runs
-    tuned = [t for t in texts if chosen(t)]
-    assert len(tuned) == 3 and texts[-3:] == tuned
+    # The last plan's launch was tuned on the 20 runs before its last three
+    # (an earlier plan's choice, if the tuner re-planned after it, is
+    # followed by runs from 1 again: checked above).
+    tuned = texts[-3:]
+    assert all(chosen(t) for t in tuned), tuned
     # The choice stays once made, and the recompute candidates really ran
     # (each launch says which halos it used).
     assert len({t.split("launch tuned ")[1].split(": ", 1)[1] for t in tuned}) == 1
