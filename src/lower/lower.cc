@@ -66,24 +66,26 @@ LoopNest common(Driver& d, const mdh::MdHom& h, const tune::Schedule& s, const s
 
 }  // namespace
 
-LoopNest lower(const mdh::MdHom& h, const tune::Schedule& s, const std::string& name, const std::vector<Pass>& tail) {
-  Driver d(s.key());
-  LoopNest n = common(d, h, s, name);
-  for (const Pass& p : tail) d.run(n, p);
-  return n;
-}
-
-LoopNest lower_chain(const std::vector<const mdh::MdHom*>& homs, const std::vector<tune::Schedule>& schedules,
-                     const ChainShape& shape, const std::string& name, const std::vector<Pass>& tail) {
+LoopNest lower(const KernelSpec& k, const std::string& name, const std::vector<Pass>& tail) {
+  if (k.stages.empty() || k.stages.size() != k.schedules.size())
+    throw std::logic_error("lower: a kernel needs one schedule per stage");
+  if (!k.shape && k.stages.size() != 1) throw std::logic_error("lower: several stages without a ChainShape");
+  if (k.shape && k.shape->stages.size() != k.stages.size())
+    throw std::logic_error("lower: the ChainShape's stages are not the kernel's");
   std::string keys;
-  for (const tune::Schedule& s : schedules) keys += (keys.empty() ? "" : " ; ") + s.key();
+  for (const tune::Schedule& s : k.schedules) keys += (keys.empty() ? "" : " ; ") + s.key();
   Driver d(keys);
-  std::vector<LoopNest> stages;
-  for (size_t i = 0; i < homs.size(); ++i) {
-    if (schedules[i].parallel) throw std::logic_error("lower_chain: a stage's schedule is parallel");
-    stages.push_back(common(d, *homs[i], schedules[i], name + "_stage" + std::to_string(i)));
+  if (!k.shape) {
+    LoopNest n = common(d, *k.stages[0], k.schedules[0], name);
+    for (const Pass& p : tail) d.run(n, p);
+    return n;
   }
-  LoopNest n = passes::compose(std::move(stages), shape, name);
+  std::vector<LoopNest> stages;
+  for (size_t i = 0; i < k.stages.size(); ++i) {
+    if (k.schedules[i].parallel) throw std::logic_error("lower: a multi-stage kernel's stage schedule is parallel");
+    stages.push_back(common(d, *k.stages[i], k.schedules[i], name + "_stage" + std::to_string(i)));
+  }
+  LoopNest n = passes::compose(std::move(stages), *k.shape, name);
   d.after("compose", n);
   d.run(n, {"simplify", passes::simplify});
   for (const Pass& p : tail) d.run(n, p);

@@ -186,11 +186,6 @@ struct Pass {
   void (*run)(LoopNest&);
 };
 
-// Lower a scheduled MdHom: the common passes (lower/passes.h), then the
-// target's `tail`. The schedule must be legal for h.
-LoopNest lower(const mdh::MdHom& h, const tune::Schedule& s, const std::string& name,
-               const std::vector<Pass>& tail = {});
-
 // ---------------------------------------------------------------------------
 // Multi-stage kernels (fusion.h: Chain; HFAV's stencil chains, reductions
 // feeding their consumers). Every stage is an MdHom whose dimension 0 is the
@@ -273,11 +268,22 @@ struct ChainShape {
   bool operator==(const ChainShape&) const = default;
 };
 
-// Lower a multi-stage kernel: each stage's scheduled MdHom (serial
-// schedules) through the common passes, then compose (passes.h), then the
-// target's tail.
-LoopNest lower_chain(const std::vector<const mdh::MdHom*>& homs, const std::vector<tune::Schedule>& schedules,
-                     const ChainShape& shape, const std::string& name, const std::vector<Pass>& tail = {});
+// What one kernel computes: its stages, each a scheduled MdHom (each
+// schedule legal for its MdHom). One stage without a shape is a group's
+// kernel (its schedule may be parallel); with a ChainShape the stages are a
+// multi-stage kernel's (serial schedules: compose makes the Cores loop).
+struct KernelSpec {
+  std::vector<const mdh::MdHom*> stages;
+  std::vector<tune::Schedule> schedules;
+  const ChainShape* shape = nullptr;
+  static KernelSpec one(const mdh::MdHom& h, const tune::Schedule& s) { return {{&h}, {s}, nullptr}; }
+};
+
+// Lower a kernel, the one entry to the pass pipeline (passes.h): each
+// stage's build and the common passes; for a multi-stage kernel then
+// compose and simplify; then the target's `tail`. The nest is printed
+// (NUMFUSE_DUMP=passes) and verified (assertion builds) after every pass.
+LoopNest lower(const KernelSpec& k, const std::string& name, const std::vector<Pass>& tail = {});
 
 // The nest as indented text, one statement per line (NUMFUSE_DUMP=passes).
 std::string print(const LoopNest& n);

@@ -100,7 +100,7 @@ struct PlanChain {
     bool tile = false, copy = false;
   };
   std::vector<Link> links;
-  // The composed kernel (lower_chain) and its structure.
+  // The composed kernel (lower::lower of its stages with the shape) and its structure.
   lower::ChainShape shape;
   std::string key;
   jit::KernelRef fn;
@@ -907,11 +907,12 @@ void flush_window(std::vector<Task>& window, const Structure& structure, FlushRe
   // Cheap producers read through shifted views are recomputed at their
   // readers (fusion.h): the window is rewritten before anything is decided
   // on it, so plans are memoized by the rewritten window's structure.
-  static Structure rewritten;  // guarded by g_exec_mu
+  static Structure rewritten;  // guarded by g_exec_mu; its storage is reused flush after flush
   const Structure* shape = &structure;
   if (cfg.recompute >= 0 && cfg.policy == fusion::Policy::Diffuse && cfg.tier != Tier::Eager &&
       (rep.recomputed = fusion::recompute_producers(window, cfg.recompute)) > 0) {
-    rewritten = Structure::of(window);
+    rewritten.clear();
+    for (const Task& t : window) rewritten.append(t);
     shape = &rewritten;
   }
   std::shared_ptr<const Plan> plan = cfg.memo ? g_memo.find(window, shape->view(), cfg.policy) : nullptr;

@@ -25,13 +25,8 @@ struct Target {
   jit::KernelCache& (*compiler)();  // compiles rendered source; kernels cached by key
   void (*launch)(jit::KernelFn, const mdh::MdHom&, const mdh::Bindings&);
 
-  ::nf::lower::LoopNest lower(const mdh::MdHom& h, const tune::Schedule& s, const std::string& name) const {
-    return ::nf::lower::lower(h, s, name, tail);
-  }
-  ::nf::lower::LoopNest lower_chain(const std::vector<const mdh::MdHom*>& homs,
-                                    const std::vector<tune::Schedule>& schedules,
-                                    const ::nf::lower::ChainShape& shape, const std::string& name) const {
-    return ::nf::lower::lower_chain(homs, schedules, shape, name, tail);
+  ::nf::lower::LoopNest lower(const ::nf::lower::KernelSpec& k, const std::string& name) const {
+    return ::nf::lower::lower(k, name, tail);
   }
 };
 

@@ -40,7 +40,7 @@ std::string kernel_key(const mdh::MdHom& h, const tune::Schedule& s, const Targe
 jit::KernelRef compile_kernel(const mdh::MdHom& h, const tune::Schedule& s, jit::Opt opt, bool* hit, bool* disk_hit,
                               const Target& t) {
   return t.compiler().get(
-      kernel_key(h, s, t), [&] { return t.render(t.lower(h, s, "kernel")); }, opt, hit, disk_hit);
+      kernel_key(h, s, t), [&] { return t.render(t.lower(lower::KernelSpec::one(h, s), "kernel")); }, opt, hit, disk_hit);
 }
 
 std::string chain_key(const std::vector<const mdh::MdHom*>& homs, const std::vector<tune::Schedule>& schedules,
@@ -54,7 +54,7 @@ jit::KernelRef compile_chain(const std::vector<const mdh::MdHom*>& homs, const s
                              const lower::ChainShape& shape, jit::Opt opt, bool* hit, bool* disk_hit,
                              const Target& t) {
   return t.compiler().get(
-      chain_key(homs, schedules, shape, t), [&] { return t.render(t.lower_chain(homs, schedules, shape, "kernel")); },
+      chain_key(homs, schedules, shape, t), [&] { return t.render(t.lower({homs, schedules, &shape}, "kernel")); },
       opt, hit, disk_hit);
 }
 

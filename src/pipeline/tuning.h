@@ -21,7 +21,7 @@ std::string kernel_key(const mdh::MdHom& h, const tune::Schedule& s, const Targe
 jit::KernelRef compile_kernel(const mdh::MdHom& h, const tune::Schedule& s, jit::Opt opt = jit::Opt::Full,
                               bool* hit = nullptr, bool* disk_hit = nullptr, const Target& t = cpu_target());
 // The multi-stage kernel of the stages (homs, schedules) composed as
-// `shape` (lower.h: lower_chain), keyed by the shape and the stages' keys.
+// `shape` (lower.h: lower with a ChainShape), keyed by the shape and the stages' keys.
 std::string chain_key(const std::vector<const mdh::MdHom*>& homs, const std::vector<tune::Schedule>& schedules,
                       const lower::ChainShape& shape, const Target& t = cpu_target());
 jit::KernelRef compile_chain(const std::vector<const mdh::MdHom*>& homs, const std::vector<tune::Schedule>& schedules,

@@ -89,7 +89,7 @@ ChainPlan plan_chain(const std::vector<ChainStage>& stages, const std::vector<Li
 // The structure of a planned chain (the composed kernel's key and layout):
 // the tile links in the plan's order, each access's link.
 lower::ChainShape chain_shape(const std::vector<ChainStage>& stages, const ChainPlan& plan);
-// Runs the composed kernel `fn` of `shape` (lower_chain) on the plan.
+// Runs the composed kernel `fn` of `shape` (lower.h: lower with a ChainShape) on the plan.
 void run_chain(jit::KernelFn fn, const lower::ChainShape& shape, const std::vector<ChainStage>& stages,
                const ChainPlan& plan);
 

@@ -121,7 +121,7 @@ TEST(Lower, EveryScheduleCoversTheDomain) {
   for (int j = 0; j < 29; ++j)
     for (int i = 0; i < 13; ++i) expected[j] += i * 29 + j;
   for (const tune::Schedule& s : schedules) {
-    lower::LoopNest nest = pipeline::cpu_target().lower(m.hom, s, "k");
+    lower::LoopNest nest = pipeline::cpu_target().lower(lower::KernelSpec::one(m.hom, s), "k");
     codegen::Source src = codegen::render_c(nest);
     jit::KernelFn fn = jit::CpuCompiler::instance().compile(src, "test_" + std::to_string(jit::hash64(s.key())));
     runtime::run_kernel(fn, m.hom, m.bind);
@@ -137,13 +137,13 @@ TEST(Codegen, GeneratedSourceIncludesNoHeaders) {
   std::vector<Task> w = global_stream().take();
   mdh::Built m = mdh::build(w, fusion::partition(w, fusion::Policy::Diffuse).groups[0]);
   tune::Schedule s = tune::default_schedule(m.hom, m.bind, tune::Asm::host());
-  std::string code = codegen::render_c(pipeline::cpu_target().lower(m.hom, s, "k")).code;
+  std::string code = codegen::render_c(pipeline::cpu_target().lower(lower::KernelSpec::one(m.hom, s), "k")).code;
   EXPECT_EQ(code.find("#include"), std::string::npos);
   EXPECT_NE(code.find("#pragma clang loop vectorize(assume_safety)"), std::string::npos);
   // Threads come from the host: no OpenMP code generation in a kernel.
   s.parallel = true;
   s.parallel_min_work = 0;
-  code = codegen::render_c(pipeline::cpu_target().lower(m.hom, s, "k")).code;
+  code = codegen::render_c(pipeline::cpu_target().lower(lower::KernelSpec::one(m.hom, s), "k")).code;
   EXPECT_EQ(code.find("omp parallel"), std::string::npos) << code;
   EXPECT_EQ(code.find("omp_get"), std::string::npos) << code;
   EXPECT_NE(code.find("nf_parallel(k_region0_entry"), std::string::npos) << code;
@@ -164,7 +164,7 @@ TEST(Lower, FloatMaxRunsOnVectorLanes) {
       s.vectorize = true;
       s.parallel = par;
       s.parallel_min_work = 0;
-      codegen::Source src = codegen::render_c(pipeline::cpu_target().lower(m.hom, s, "k"));
+      codegen::Source src = codegen::render_c(pipeline::cpu_target().lower(lower::KernelSpec::one(m.hom, s), "k"));
       EXPECT_NE(src.code.find("#pragma clang loop vectorize(assume_safety)"), std::string::npos) << src.code;
       jit::KernelFn fn =
           jit::CpuCompiler::instance().compile(src, "test_lanes_" + std::to_string(n) + "_" + std::to_string(par));
@@ -201,7 +201,7 @@ TEST(Codegen, PairwiseSumLanesRunAsWholeVectorsOfTheTarget) {
   mdh::Built m = mdh::build(w, fusion::partition(w, fusion::Policy::Diffuse).groups[0]);
   tune::Schedule s = tune::default_schedule(m.hom, m.bind, tune::Asm::host());
   s.wide = false;
-  const codegen::Source src = codegen::render_c(pipeline::cpu_target().lower(m.hom, s, "k"));
+  const codegen::Source src = codegen::render_c(pipeline::cpu_target().lower(lower::KernelSpec::one(m.hom, s), "k"));
   const size_t at = src.code.find("vectorize_width(");
   ASSERT_NE(at, std::string::npos) << src.code;
   const int width = std::atoi(src.code.c_str() + at + 16);

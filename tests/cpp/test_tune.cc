@@ -122,7 +122,7 @@ TEST(Tune, RandomSchedulesAreLegalAndLower) {
         p.run(nest);
         ASSERT_EQ(lower::verify(nest, p.name), "") << s.key() << " after " << p.name << "\n" << lower::print(nest);
       }
-      barriers += lower::print(pipeline::cpu_target().lower(m.hom, s, "k")).find("cores") != std::string::npos &&
+      barriers += lower::print(pipeline::cpu_target().lower(lower::KernelSpec::one(m.hom, s), "k")).find("cores") != std::string::npos &&
                   lower::print(lower::passes::build(m.hom, s, "k")).find("barrier") != std::string::npos;
       EXPECT_FALSE(codegen::render_c(nest).code.empty());
       // Mutations stay legal too.
@@ -385,7 +385,7 @@ TEST(Tune, LargeTileBuffersGoToTheHeap) {
     for (int d = 0; d < m.hom.ndim; ++d) s.order.push_back({d, s.tiles[d].empty() ? 0 : 1});
     s.caches.push_back({out, static_cast<int>(layout.size()) - 1, layout, {}});
     ASSERT_EQ(s.why_illegal(m.hom), "") << s.key();
-    const std::string code = codegen::render_c(pipeline::cpu_target().lower(m.hom, s, "k")).code;
+    const std::string code = codegen::render_c(pipeline::cpu_target().lower(lower::KernelSpec::one(m.hom, s), "k")).code;
     const std::string name = "tile" + std::to_string(out);
     EXPECT_EQ(code.find("*)malloc(") != std::string::npos && code.find(name + " = (") != std::string::npos,
               tile > 16)
