@@ -130,6 +130,26 @@ TEST(Lower, EveryScheduleCoversTheDomain) {
   }
 }
 
+TEST(Lower, AKernelSpecMustMatchItsStages) {
+  // lower() is the one entry for every kernel: a spec whose stages,
+  // schedules and shape disagree is refused before any pass runs.
+  global_stream().take();
+  View a = filled({13, 29}, 0);
+  reduce(a, {0}, ReduceOp::Sum);
+  std::vector<Task> w = global_stream().take();
+  mdh::Built m = mdh::build(w, fusion::partition(w, fusion::Policy::Diffuse).groups[0]);
+  const tune::Schedule s = tune::default_schedule(m.hom, m.bind, tune::Asm::host());
+  const pipeline::Target& t = pipeline::cpu_target();
+  EXPECT_THROW(t.lower({}, "k"), std::logic_error);                                  // no stage
+  EXPECT_THROW(t.lower({{&m.hom}, {}, nullptr}, "k"), std::logic_error);            // no schedule
+  EXPECT_THROW(t.lower({{&m.hom, &m.hom}, {s, s}, nullptr}, "k"), std::logic_error);  // two stages, no shape
+  lower::ChainShape shape;
+  shape.stages.resize(2);
+  EXPECT_THROW(t.lower({{&m.hom}, {s}, &shape}, "k"), std::logic_error);  // the shape has two stages
+  // One stage without a shape is a group's kernel.
+  EXPECT_FALSE(t.lower(lower::KernelSpec::one(m.hom, s), "k").body.empty());
+}
+
 TEST(Codegen, GeneratedSourceIncludesNoHeaders) {
   global_stream().take();
   View a = filled({100}, 0), b = filled({100}, 0);
