@@ -617,6 +617,7 @@ def run_workload(wl, impls, repeats):
     Returns the result row; exits on a mismatch (before any timing)."""
     ref = numpy.asarray(wl["fn"](numpy, *wl["args"], **wl["consts"]))
     ready = []  # (label, fn, ctx, note)
+    recomputed = None  # intermediates numfuse recomputed in the workload's last flush
     for label, make, rtol_of in impls:
         got = make(wl)
         if got is None:
@@ -624,11 +625,13 @@ def run_workload(wl, impls, repeats):
         fn, ctx, note = got
         with ctx():
             ok, why = check(fn(), ref, rtol_of(wl))
+            if label == "numfuse" and hasattr(numfuse, "explain"):
+                recomputed = numfuse.explain().report.get("recomputed")
         if not ok:
             sys.exit(f"bench_stages: {wl['name']} / {label}: result differs from NumPy's: {why}")
         ready.append((label, fn, ctx, note + ("; " if note else "") + why))
     row = dict(name=wl["name"], title=wl["title"], ms={}, ratio={}, notes={}, kernels={},
-               intermediate_bytes=wl["inter"], saved_bytes=sum(wl["inter"].values()))
+               intermediate_bytes=wl["inter"], saved_bytes=sum(wl["inter"].values()), recomputed=recomputed)
     for label, fn, ctx, note in ready:
         if label.startswith(("Numba", "JAX")):
             time.sleep(0.3)  # let the previous implementation's thread pool go to sleep
@@ -743,6 +746,13 @@ def table(title, rows, baseline="NumPy"):
     return "\n".join(lines)
 
 
+def same_kernels(row):
+    """A note for the recompute-off ratio of a workload where nothing was recomputed."""
+    if row.get("recomputed") == 0:
+        return " (nothing recomputed: the same kernels ran both ways, the difference is noise)"
+    return ""
+
+
 def report(row, off_label):
     text = table(row["title"], [(k, row["ms"][k], row["notes"][k]) for k in row["ms"]])
     r = row["ms"]
@@ -752,7 +762,7 @@ def report(row, off_label):
         lines.append(f"numfuse vs {off_label}: {row['stages_speedup']:.2f}x")
     if "numfuse" in r and RECOMPUTE_OFF in r:
         row["recompute_speedup"] = r[RECOMPUTE_OFF] / r["numfuse"]
-        lines.append(f"numfuse vs {RECOMPUTE_OFF}: {row['recompute_speedup']:.2f}x")
+        lines.append(f"numfuse vs {RECOMPUTE_OFF}: {row['recompute_speedup']:.2f}x{same_kernels(row)}")
     c = "hand-written C/OpenMP"
     if c in r and "numfuse" in r:
         row["numfuse_over_c"] = r["numfuse"] / r[c]
@@ -842,7 +852,7 @@ def run(quick=False, only=None, repeats=None, no_peers=False, out=RESULTS):
                        f"{math.exp(sum(math.log(v) for v in su) / len(su)):.2f}x")
     for r in rows:
         if "recompute_speedup" in r:
-            summary.append(f"numfuse vs {RECOMPUTE_OFF} on {r['name']}: {r['recompute_speedup']:.2f}x")
+            summary.append(f"numfuse vs {RECOMPUTE_OFF} on {r['name']}: {r['recompute_speedup']:.2f}x{same_kernels(r)}")
     text = "\n".join(summary) + "\n"
     print(text)
     meta = dict(machine(), quick=quick, repeats=repeats, stages_option=have_stages,
