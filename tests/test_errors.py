@@ -222,6 +222,22 @@ CASES = {
     "broadcast_to_bad": (ValueError, lambda m, s: m.broadcast_to(s.a, (3, 5))),
     "diagonal_same_axes": (ValueError, lambda m, s: m.diagonal(s.a, axis1=0, axis2=0)),
     "empty_max": (ValueError, lambda m, s: s.a[2:2].max()),
+    # --- NumPy converts every argument before it checks values: the first
+    # argument that does not convert decides the exception's type
+    "concatenate_axis_array": (TypeError, lambda m, s: m.concatenate(s.a, s.a)),
+    "concatenate_float_axis": (TypeError, lambda m, s: m.concatenate([s.a, s.a], 0.5)),
+    "ones_float_shape": (TypeError, lambda m, s: m.ones(s.r, s.i, 0.5)),
+    "empty_dtype_array": (TypeError, lambda m, s: m.empty(3, s.i)),
+    "zeros_negative_dtype_array": (TypeError, lambda m, s: m.zeros(-1, s.i)),
+    "full_negative_order_int": (TypeError, lambda m, s: m.full(-1, 2.0, None, 1)),
+    "zeros_order_int": (TypeError, lambda m, s: m.zeros(3, float, 1)),
+    "ravel_order_int": (TypeError, lambda m, s: m.ravel(s.a, 2)),
+    "ravel_order_array": (TypeError, lambda m, s: m.ravel(s.a, s.a)),
+    "ravel_order_bad": (ValueError, lambda m, s: m.ravel(s.a, "Z")),
+    "reshape_order_K": (ValueError, lambda m, s: m.reshape(s.a, 20, order="K")),
+    "reshape_order_int": (TypeError, lambda m, s: m.reshape(s.a, 20, order=0)),
+    "astype_order_int": (TypeError, lambda m, s: s.a.astype(float, order=3)),
+    "einsum_order_int": (TypeError, lambda m, s: m.einsum("ij->ji", s.a, order=3)),
 }
 
 
@@ -403,3 +419,19 @@ def test_threads_option_below_one_is_a_valueerror():
         x = nf.arange(100000.0)
         assert float((x * 2).sum()) == float((onp.arange(100000.0) * 2).sum())
     assert nf.get_option("threads") == before
+
+
+@pytest.mark.parametrize("order", ["c", "f", "a", "k", b"F", None])
+def test_order_arguments_in_either_case_or_bytes(fusion, order):
+    # NumPy takes 'c' for 'C' and bytes for str in every order= argument.
+    x = onp.arange(12.0).reshape(3, 4)[:, ::2]
+    a = nf.asarray(x)
+    assert_same(nf.ravel(a, order), onp.ravel(x, order))
+    assert_same(a.astype(onp.float32, order=order), x.astype(onp.float32, order=order))
+    assert_same(nf.einsum("ij->ji", a, order=order), onp.einsum("ij->ji", x, order=order))
+    if order is None or order.upper() not in ("K", b"K"):
+        assert_same(nf.reshape(a, 6, order=order), onp.reshape(x, 6, order=order))
+    if order is None or order.upper() not in ("A", "K", b"A", b"K"):
+        z, e = nf.zeros((2, 3), order=order), onp.zeros((2, 3), order=order)
+        assert_same(z, e)
+        assert z.flags["F_CONTIGUOUS"] == e.flags["F_CONTIGUOUS"]

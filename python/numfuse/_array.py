@@ -192,8 +192,8 @@ def _install(ns):
 
     # -- methods delegating to the numfuse functions --------------------------------
     def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
-        if order not in ("C", "F", "A", "K", None):
-            raise ValueError(f"order must be one of 'C', 'F', 'A', or 'K' (got '{order}')")
+        from ._creation import order_arg  # (a module that imports this one)
+        order = order_arg(order, "K")
         dt = np.dtype(dtype)
         if casting != "unsafe" and not np.can_cast(self.dtype, dt, casting):
             raise TypeError(f"Cannot cast array data from {self.dtype!r} to {dt!r} according to the rule "

@@ -13,22 +13,31 @@ from ._ufuncs import UFUNCS
 ndarray = _core.ndarray
 
 
-def _shape(shape):
+def _shape_ints(shape):
+    """The shape as a tuple of ints (NumPy's argument conversion: TypeError
+    for what is no integer or sequence of integers); not yet checked."""
     if isinstance(shape, (bool, np.bool_)):  # (NumPy refuses a bool as a shape)
         raise TypeError(f"expected a sequence of integers or a single integer, got '{shape!r}'")
     if isinstance(shape, (int, np.integer)):
-        shape = (operator.index(shape),)
-    else:
-        try:
-            shape = tuple(operator.index(s) for s in shape)
-        except TypeError:
-            raise TypeError(f"'{type(shape).__name__}' object cannot be interpreted as an integer") from None
+        return (operator.index(shape),)
+    try:
+        return tuple(operator.index(s) for s in shape)
+    except TypeError:
+        raise TypeError(f"'{type(shape).__name__}' object cannot be interpreted as an integer") from None
+
+
+def _check_dims(shape):
+    """ValueError for a dimension NumPy refuses (after every argument converted)."""
     for s in shape:
         if not -2**63 <= s < 2**63:
             raise ValueError("Maximum allowed dimension exceeded")
         if s < 0:
             raise ValueError("negative dimensions are not allowed")
     return shape
+
+
+def _shape(shape):
+    return _check_dims(_shape_ints(shape))
 
 
 def _pyint_to(v, dt):
@@ -43,12 +52,29 @@ def _pyint_to(v, dt):
 
 
 def _dtype(dtype, default=np.float64):
+    if isinstance(dtype, (ndarray, np.ndarray)):  # (np.dtype would read a numfuse array's .dtype)
+        raise TypeError("Cannot construct a dtype from an array")
     return np.dtype(default if dtype is None else dtype)
 
 
+def order_arg(order, default=None):
+    """NumPy's conversion of an ``order=`` argument: None gives `default`; a
+    str (or bytes) names 'C', 'F', 'A' or 'K' in either case; TypeError for
+    anything that is no str, ValueError for another str."""
+    if order is None:
+        return default
+    if isinstance(order, bytes):
+        order = order.decode("latin-1")
+    if not isinstance(order, str):
+        raise TypeError(f"order must be str, not {type(order).__name__}")
+    o = order.upper()
+    if o not in ("C", "F", "A", "K"):
+        raise ValueError(f"order must be one of 'C', 'F', 'A', or 'K' (got {order!r})")
+    return o
+
+
 def _check_order(order, name):
-    if order not in ("C", "F", "A", "K", None):
-        raise ValueError(f"order must be one of 'C', 'F', 'A', or 'K' (got '{order}')")
+    return order_arg(order)
 
 
 def array(object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, like=None):
@@ -147,11 +173,13 @@ def asfortranarray(a, dtype=None, *, like=None):
 
 
 def empty(shape, dtype=float, order="C", *, like=None):
-    _check_order(order, "empty")
+    # NumPy's order: shape, dtype and order converted, then the dims checked.
+    dims = _shape_ints(shape)
     dt = _dtype(dtype)
+    order = _check_order(order, "empty")
     if not _core.supported_dtype(dt):
         return _fallback.call_numpy(np.empty, (shape,), dict(dtype=dtype, order=order), "numpy.empty")
-    r = _core.empty(_shape(shape), dt)
+    r = _core.empty(_check_dims(dims), dt)
     return r if order != "F" else _fortran(r)
 
 
@@ -160,24 +188,27 @@ def _fortran(r):
 
 
 def full(shape, fill_value, dtype=None, order="C", *, like=None):
-    _check_order(order, "full")
     if dtype is None:
         dtype = np.array(fill_value).dtype if not isinstance(fill_value, ndarray) else fill_value.dtype
-    dt = np.dtype(dtype)
+    # (NumPy's full, ones and zeros convert shape, dtype and order in that
+    # order, then check the dims.)
+    dims = _shape_ints(shape)
+    dt = _dtype(dtype)
+    order = _check_order(order, "full")
     if not _core.supported_dtype(dt):
         return _fallback.call_numpy(np.full, (shape, fill_value), dict(dtype=dtype, order=order), "numpy.full")
-    r = _core.full(_shape(shape), fill_value, dt)
+    r = _core.full(_check_dims(dims), fill_value, dt)
     if r is NotImplemented:
         return _fallback.call_numpy(np.full, (shape, fill_value), dict(dtype=dtype, order=order), "numpy.full")
     return r if order != "F" else _fortran(r)
 
 
 def zeros(shape, dtype=float, order="C", *, like=None):
-    return full(shape, 0, _dtype(dtype), order)
+    return full(shape, 0, float if dtype is None else dtype, order)
 
 
 def ones(shape, dtype=None, order="C", *, like=None):
-    return full(shape, 1, _dtype(dtype), order)
+    return full(shape, 1, float if dtype is None else dtype, order)
 
 
 def _like_shape(a, shape):

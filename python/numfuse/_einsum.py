@@ -19,7 +19,7 @@ import operator
 import numpy as np
 
 from . import _core, _fallback
-from ._creation import asarray
+from ._creation import asarray, order_arg
 
 ndarray = _core.ndarray
 
@@ -452,8 +452,7 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
     """numpy.einsum (see the module docstring). ``optimize`` picks the pairwise
     order for three or more operands (np.einsum_path on the shapes); with
     ``optimize=False`` they are contracted left to right."""
-    if order not in ("C", "F", "A", "K"):
-        raise ValueError(f"order must be one of 'C', 'F', 'A', or 'K' (got {order!r})")
+    order = order_arg(order, "K")
     if casting not in _CASTINGS:
         raise ValueError(f"casting must be one of 'no', 'equiv', 'safe', 'same_kind', 'unsafe' (got {casting!r})")
 

@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 
 from . import _core, _fallback
-from ._creation import asarray, empty
+from ._creation import asarray, empty, order_arg
 
 ndarray = _core.ndarray
 
@@ -31,6 +31,9 @@ def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
     a = asarray(a)
     if type(a) is not ndarray:
         return _numpy(np.reshape, a, shape, order=order, copy=copy)
+    order = order_arg(order, "C")
+    if order == "K":
+        raise ValueError("order 'K' is not permitted for reshaping")
     if order == "A":
         order = "F" if a._f_contiguous and not a._c_contiguous else "C"
     if order not in ("C", "F"):
@@ -49,6 +52,7 @@ def ravel(a, order="C"):
     a = asarray(a)
     if type(a) is not ndarray:
         return _numpy(np.ravel, a, order)
+    order = order_arg(order, "C")
     if order == "A":
         order = "F" if a._f_contiguous and not a._c_contiguous else "C"
     if order == "K":
@@ -197,6 +201,8 @@ def concatenate(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
         r = _core.concat_same(arrays, axis)  # numfuse arrays of one dtype and rank: in C++
         if r is not NotImplemented:
             return r
+    if axis is not None:
+        axis = operator.index(axis)  # (NumPy converts the axis first: TypeError before anything else)
     arrays = [asarray(a) for a in arrays]
     if not arrays:
         raise ValueError("need at least one array to concatenate")

@@ -134,6 +134,8 @@ py::object dtype_object(DType t) { return py::reinterpret_borrow<py::object>(g_d
 
 std::optional<DType> to_dtype(py::handle h) {
   if (h.is_none()) return std::nullopt;
+  // (numpy.dtype would read a numfuse array's .dtype; NumPy refuses arrays.)
+  if (is_ndarray(h)) throw TypeError("Cannot construct a dtype from an array");
   for (int i = 0; i < kNumDTypes; ++i)
     if (h.ptr() == g_dtypes[i].ptr()) return static_cast<DType>(i);
   // Type objects (float, numpy.float32, ...) live as long as the process:
