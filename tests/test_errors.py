@@ -238,6 +238,15 @@ CASES = {
     "reshape_order_int": (TypeError, lambda m, s: m.reshape(s.a, 20, order=0)),
     "astype_order_int": (TypeError, lambda m, s: s.a.astype(float, order=3)),
     "einsum_order_int": (TypeError, lambda m, s: m.einsum("ij->ji", s.a, order=3)),
+    "ones_like_dtype_array": (TypeError, lambda m, s: m.ones_like(s.b, s.a, s.a)),
+    "empty_like_dtype_array": (TypeError, lambda m, s: m.empty_like(s.a, s.i)),
+    "indices_dtype_array": (TypeError, lambda m, s: m.indices((2, 3), s.i)),
+    "argsort_axis_array_before_kind": (TypeError, lambda m, s: m.argsort(s.a, s.i, 0.5)),
+    "sort_kind_float": (TypeError, lambda m, s: m.sort(s.a, kind=0.5)),
+    "sort_kind_bad": (ValueError, lambda m, s: m.sort(s.a, kind="xx")),
+    "partition_bool_kth": (ValueError, lambda m, s: m.partition(s.a, True)),
+    "partition_2d_kth": (ValueError, lambda m, s: m.partition(s.a, s.i)),
+    "argpartition_float_kth": (TypeError, lambda m, s: m.argpartition(s.a, 1.5)),
 }
 
 
@@ -435,3 +444,15 @@ def test_order_arguments_in_either_case_or_bytes(fusion, order):
         z, e = nf.zeros((2, 3), order=order), onp.zeros((2, 3), order=order)
         assert_same(z, e)
         assert z.flags["F_CONTIGUOUS"] == e.flags["F_CONTIGUOUS"]
+
+
+@pytest.mark.parametrize("kind", ["q", "Quick", "heap", "H", "m", "Stable", b"s", "stable"])
+def test_sort_kinds_by_first_letter(fusion, kind):
+    # NumPy names the kind by its first letter, in either case, str or bytes.
+    x = onp.random.default_rng(1).integers(0, 5, (4, 9)).astype(onp.float64)
+    a = nf.asarray(x)
+    assert_same(nf.sort(a, kind=kind), onp.sort(x, kind=kind))
+    if kind[:1].lower() in ("m", "s", b"s"):  # stable: ties keep their order, indices equal NumPy's
+        assert_same(nf.argsort(a, kind=kind), onp.argsort(x, kind=kind))
+    else:
+        assert_same(onp.take_along_axis(x, nf.argsort(a, kind=kind).__array__(), -1), onp.sort(x))

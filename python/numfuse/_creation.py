@@ -219,7 +219,7 @@ def _like_shape(a, shape):
 
 def _like_dtype(a, dtype):
     if dtype is not None:
-        return np.dtype(dtype)
+        return _dtype(dtype)
     return a.dtype if hasattr(a, "dtype") else np.asarray(a).dtype
 
 

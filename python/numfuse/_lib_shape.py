@@ -15,7 +15,7 @@ import operator
 import numpy as np
 
 from . import _core, _fallback  # noqa: F401
-from ._creation import array, asarray, arange, empty, empty_like, full, zeros, zeros_like
+from ._creation import _dtype, array, asarray, arange, empty, empty_like, full, zeros, zeros_like
 from ._manip import (broadcast_arrays, broadcast_to, concatenate, flip, moveaxis, split, swapaxes, transpose,
                      where, _norm_axis)
 
@@ -183,7 +183,8 @@ def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
 
 def indices(dimensions, dtype=int, sparse=False):
     dimensions = tuple(dimensions)
-    dt = np.dtype(dtype)
+    sparse = bool(sparse)  # (NumPy tests it before it reads the dtype)
+    dt = _dtype(dtype)  # (an array is no dtype: TypeError, as NumPy's)
     if not _core.supported_dtype(dt):
         return _numpy(np.indices, (dimensions, dtype, sparse))
     N = len(dimensions)

@@ -36,15 +36,19 @@ def _numpy_kernel(fn):
     return fn
 
 
-_KINDS = {None, "quicksort", "quick", "mergesort", "merge", "heapsort", "heap", "stable"}
-
-
 def _kind_is_stable(kind, stable):
-    if kind not in _KINDS:
-        raise ValueError(f"sort kind must be one of 'quick', 'heap', or 'stable' (got {kind!r})")
+    """Whether the sort must be stable. NumPy's conversion of ``kind``: a str
+    (or bytes) whose first letter, in either case, names it (q, h, m, s);
+    TypeError for a non-str."""
+    if kind is not None:
+        k = kind.decode("latin-1") if isinstance(kind, bytes) else kind
+        if not isinstance(k, str):
+            raise TypeError(f"sort kind must be str, not {type(kind).__name__}")
+        if k[:1].lower() not in ("q", "h", "m", "s"):
+            raise ValueError(f"sort kind must be one of 'quick', 'heap', or 'stable' (got {kind!r})")
     if stable is not None and kind is not None:
         raise ValueError("`kind` and `stable` parameters can't be provided at the same time. Use only one of them.")
-    return bool(stable) or kind in ("stable", "mergesort", "merge")
+    return bool(stable) or (kind is not None and k[:1].lower() in ("m", "s"))
 
 
 def _axis(axis, nd):
@@ -91,6 +95,7 @@ def sort(a, axis=-1, kind=None, order=None, *, stable=None):
     if type(a) is not ndarray or order is not None:
         return _fallback.call_numpy(np.sort, (a,), dict(axis=axis, kind=kind, order=order, stable=stable),
                                     "numpy.sort (order= or a dtype numfuse does not hold)")
+    axis = axis if axis is None else operator.index(axis)  # (converted before kind, as NumPy does)
     st = _kind_is_stable(kind, stable)
     if axis is None:
         a, axis = a.ravel(), 0
@@ -120,6 +125,7 @@ def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
     if type(a) is not ndarray or order is not None:
         return _fallback.call_numpy(np.argsort, (a,), dict(axis=axis, kind=kind, order=order, stable=stable),
                                     "numpy.argsort (order= or a dtype numfuse does not hold)")
+    axis = axis if axis is None else operator.index(axis)  # (converted before kind, as NumPy does)
     st = _kind_is_stable(kind, stable)
     if axis is None or a.ndim == 0:  # (NumPy: a 0-d array sorts as one element)
         a, axis = a.ravel(), 0
@@ -174,7 +180,12 @@ def _in_rows_slices(fn, slices):
 
 
 def _kth(kth, n):
-    ks = np.atleast_1d(np.asarray(kth))
+    ks = np.asarray(kth)
+    if ks.dtype.kind == "b":
+        raise ValueError("Booleans unacceptable as partition index")
+    if ks.ndim > 1:
+        raise ValueError("object too deep for desired array")
+    ks = np.atleast_1d(ks)
     if ks.dtype.kind not in "iu":
         raise TypeError("Partition index must be integer")
     for k in ks.ravel():
