@@ -73,8 +73,14 @@ def order_arg(order, default=None):
     return o
 
 
-def _check_order(order, name):
-    return order_arg(order)
+def _creation_args(shape, dtype, order):
+    """(dims, dtype, order) of empty/full/zeros/ones, converted in NumPy's
+    order -- shape, dtype, order -- before the dims are checked (the first
+    argument that does not convert decides the exception type)."""
+    dims = _shape_ints(shape)
+    dt = _dtype(dtype)
+    order = order_arg(order)
+    return _check_dims(dims), dt, order
 
 
 def array(object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, like=None):
@@ -173,13 +179,10 @@ def asfortranarray(a, dtype=None, *, like=None):
 
 
 def empty(shape, dtype=float, order="C", *, like=None):
-    # NumPy's order: shape, dtype and order converted, then the dims checked.
-    dims = _shape_ints(shape)
-    dt = _dtype(dtype)
-    order = _check_order(order, "empty")
+    dims, dt, order = _creation_args(shape, dtype, order)
     if not _core.supported_dtype(dt):
         return _fallback.call_numpy(np.empty, (shape,), dict(dtype=dtype, order=order), "numpy.empty")
-    r = _core.empty(_check_dims(dims), dt)
+    r = _core.empty(dims, dt)
     return r if order != "F" else _fortran(r)
 
 
@@ -190,14 +193,10 @@ def _fortran(r):
 def full(shape, fill_value, dtype=None, order="C", *, like=None):
     if dtype is None:
         dtype = np.array(fill_value).dtype if not isinstance(fill_value, ndarray) else fill_value.dtype
-    # (NumPy's full, ones and zeros convert shape, dtype and order in that
-    # order, then check the dims.)
-    dims = _shape_ints(shape)
-    dt = _dtype(dtype)
-    order = _check_order(order, "full")
+    dims, dt, order = _creation_args(shape, dtype, order)
     if not _core.supported_dtype(dt):
         return _fallback.call_numpy(np.full, (shape, fill_value), dict(dtype=dtype, order=order), "numpy.full")
-    r = _core.full(_check_dims(dims), fill_value, dt)
+    r = _core.full(dims, fill_value, dt)
     if r is NotImplemented:
         return _fallback.call_numpy(np.full, (shape, fill_value), dict(dtype=dtype, order=order), "numpy.full")
     return r if order != "F" else _fortran(r)

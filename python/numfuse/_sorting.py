@@ -36,19 +36,27 @@ def _numpy_kernel(fn):
     return fn
 
 
+def _kind_arg(kind):
+    """NumPy's conversion of a sort ``kind``: a str (or bytes) whose first
+    letter, in either case, names it: 'q', 'h', 'm' or 's' (None stays None);
+    TypeError for a non-str, ValueError for another letter."""
+    if kind is None:
+        return None
+    k = kind.decode("latin-1") if isinstance(kind, bytes) else kind
+    if not isinstance(k, str):
+        raise TypeError(f"sort kind must be str, not {type(kind).__name__}")
+    k = k[:1].lower()
+    if k not in ("q", "h", "m", "s"):
+        raise ValueError(f"sort kind must be one of 'quick', 'heap', or 'stable' (got {kind!r})")
+    return k
+
+
 def _kind_is_stable(kind, stable):
-    """Whether the sort must be stable. NumPy's conversion of ``kind``: a str
-    (or bytes) whose first letter, in either case, names it (q, h, m, s);
-    TypeError for a non-str."""
-    if kind is not None:
-        k = kind.decode("latin-1") if isinstance(kind, bytes) else kind
-        if not isinstance(k, str):
-            raise TypeError(f"sort kind must be str, not {type(kind).__name__}")
-        if k[:1].lower() not in ("q", "h", "m", "s"):
-            raise ValueError(f"sort kind must be one of 'quick', 'heap', or 'stable' (got {kind!r})")
-    if stable is not None and kind is not None:
+    """Whether the sort must be stable (`kind` converted first, as NumPy does)."""
+    k = _kind_arg(kind)
+    if stable is not None and k is not None:
         raise ValueError("`kind` and `stable` parameters can't be provided at the same time. Use only one of them.")
-    return bool(stable) or (kind is not None and k[:1].lower() in ("m", "s"))
+    return bool(stable) or k in ("m", "s")
 
 
 def _axis(axis, nd):

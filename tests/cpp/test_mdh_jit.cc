@@ -93,12 +93,29 @@ TEST(Mdh, ReductionCombinesPointWise) {
   EXPECT_NE(text.find("(++, +)"), std::string::npos) << text;
 }
 
-TEST(Lower, EveryScheduleCoversTheDomain) {
+namespace {
+
+// A (13, 29) array of 0, 1, 2, ... summed over axis 0, built into an MdHom
+// (the window is kept: the built kernel runs on its buffers).
+struct ColumnSum {
+  std::vector<Task> w;
+  mdh::Built m;
+};
+ColumnSum built_column_sum() {
   global_stream().take();
   View a = filled({13, 29}, 0);
   reduce(a, {0}, ReduceOp::Sum);
-  std::vector<Task> w = global_stream().take();
-  mdh::Built m = mdh::build(w, fusion::partition(w, fusion::Policy::Diffuse).groups[0]);
+  ColumnSum c{global_stream().take(), {}};
+  c.m = mdh::build(c.w, fusion::partition(c.w, fusion::Policy::Diffuse).groups[0]);
+  return c;
+}
+
+}  // namespace
+
+TEST(Lower, EveryScheduleCoversTheDomain) {
+  ColumnSum c = built_column_sum();
+  const std::vector<Task>& w = c.w;
+  const mdh::Built& m = c.m;
   // Several legal schedules (orders, tiles that do not divide, parallel
   // point-wise dimension) compile and agree.
   std::vector<tune::Schedule> schedules;
@@ -133,11 +150,8 @@ TEST(Lower, EveryScheduleCoversTheDomain) {
 TEST(Lower, AKernelSpecMustMatchItsStages) {
   // lower() is the one entry for every kernel: a spec whose stages,
   // schedules and shape disagree is refused before any pass runs.
-  global_stream().take();
-  View a = filled({13, 29}, 0);
-  reduce(a, {0}, ReduceOp::Sum);
-  std::vector<Task> w = global_stream().take();
-  mdh::Built m = mdh::build(w, fusion::partition(w, fusion::Policy::Diffuse).groups[0]);
+  const ColumnSum c = built_column_sum();
+  const mdh::Built& m = c.m;
   const tune::Schedule s = tune::default_schedule(m.hom, m.bind, tune::Asm::host());
   const pipeline::Target& t = pipeline::cpu_target();
   EXPECT_THROW(t.lower({}, "k"), std::logic_error);                                  // no stage
