@@ -11,6 +11,11 @@ fails) and did not where it must not: a costly producer, a broadcast read,
 a read that wraps around rows, inputs overwritten before the reader runs.
 """
 
+import os
+import subprocess
+import sys
+import textwrap
+
 import numpy as onp
 import pytest
 
@@ -350,3 +355,106 @@ def test_option():
         assert nf.get_option("recompute") is False
     with pytest.raises(ValueError, match="recompute"):
         nf.set_option("recompute", -2)
+
+
+# Recompute or store, measured (pipeline/tuning.h, RecomputeChoice): with
+# tuning on, a window where the model recomputes runs both ways in turn on
+# its live runs until each way has 3 runs that compiled nothing, then keeps
+# the faster; random schedules draw the way.
+
+def tuned_runs(fn, u, n, **cfg):
+    """fn on n scaled copies of u with tuning on: per run (result, input,
+    report, explain text of the first kernel's launch)."""
+    out = []
+    # (One configuration throughout: a change of configuration forgets the
+    # memoized plans.)
+    with nf.config(tune=0.05, tier="lazy", stage_min_bytes=0, **cfg):
+        for k in range(n):
+            y = u * (1 + k / 8)
+            got = fn(nf, nf.asarray(y))
+            nf.flush()
+            out.append((to_np(got), y, nf.explain().report, nf.explain().groups[0].get("chain") or ""))
+        nf.wait_background()
+    return out
+
+
+def test_tuning_measures_recompute_or_store_on_live_runs(tmp_path):
+    runs = tuned_runs(diffusion, U, 30, cache_dir=str(tmp_path))
+    for got, y, rep, _ in runs:  # both ways compute NumPy's values
+        assert_same(got, diffusion(onp, y), rtol=0)
+    texts = [rep["recompute_choice"] for _, _, rep, _ in runs]
+    measuring = [k for k, t in enumerate(texts) if "being tuned" in t]
+    # It starts measuring on the first run, recomputed and stored in turn
+    # (the report's count says which way really ran) ...
+    assert measuring and measuring == list(range(len(measuring))), texts
+    assert [runs[k][2]["recomputed"] > 0 for k in measuring] == [k % 2 == 0 for k in measuring], texts
+    assert all(("this one recomputed" in texts[k]) == (k % 2 == 0) for k in measuring), texts
+    # ... at least 3 runs each that compiled nothing ...
+    decided = len(measuring)
+    assert decided >= 7, texts
+    # ... then keeps one way, and says which, with the ratio it measured.
+    chosen = texts[decided:]
+    assert chosen and all("tuned on its first 6 measured runs: " in t for t in chosen), texts
+    ways = {t.split(": ", 1)[1].split(" (")[0] for t in chosen[1:]}
+    assert len(ways) == 1 and ways <= {"recomputed", "stored"}, texts
+    way = ways.pop()
+    assert all((rep["recomputed"] > 0) == (way == "recomputed") for _, _, rep, _ in runs[decided + 1:])
+    # The multi-stage kernels' launches were not tuned while it measured.
+    assert all("launch being tuned" not in runs[k][3] and "launch tuned" not in runs[k][3] for k in measuring)
+    assert any("launch being tuned" in c for _, _, _, c in runs[decided + 1:]), [c for *_, c in runs]
+    assert "  recompute or store tuned on its first 6 measured runs: " in str(nf.explain())
+
+
+def test_nothing_to_choose_where_nothing_is_recomputed(tmp_path):
+    # The model recomputes nothing (a row sum is too costly): no choice is
+    # measured, and the launch is tuned from the first run.
+    runs = tuned_runs(blur_rows, U, 3, cache_dir=str(tmp_path))
+    for got, y, rep, _ in runs:
+        assert_same(got, blur_rows(onp, y), rtol=0)
+        assert rep["recomputed"] == 0 and rep["recompute_choice"] == ""
+
+
+def test_the_recompute_choice_is_stored_for_later_processes(tmp_path):
+    # The first process measures both ways and stores its choice in the
+    # schedule store of its cache directory; a second process with that
+    # directory runs the chosen way from its first run, without measuring.
+    program = textwrap.dedent("""
+        import sys, numpy as onp, numfuse as nf
+        u = onp.random.default_rng(0).random((90, 120))
+        def diffusion(u, alpha=0.1):
+            lap = u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:] - 4 * u[1:-1, 1:-1]
+            fx = lap[:, 1:] - lap[:, :-1]
+            fy = lap[1:, :] - lap[:-1, :]
+            return u[2:-2, 2:-2] - alpha * (fx[1:-1, 1:] - fx[1:-1, :-1] + fy[1:, 1:-1] - fy[:-1, 1:-1])
+        with nf.config(tune=0.05):
+            for k in range(int(sys.argv[1])):
+                y = onp.asarray(diffusion(nf.asarray(u * (1 + k))))
+                assert onp.array_equal(y, diffusion(u * (1 + k)))
+                text = nf.explain().report["recompute_choice"]
+                if "being tuned" not in text:
+                    break
+            print(text, nf.explain().report["recomputed"] > 0, sep="|")
+    """)
+    env = dict(os.environ, NUMFUSE_CACHE_DIR=str(tmp_path), NUMFUSE_TIER="lazy", NUMFUSE_STAGE_MIN_BYTES="0")
+    first = subprocess.run([sys.executable, "-c", program, "40"], env=env, capture_output=True, text=True, timeout=600)
+    assert first.returncode == 0, first.stderr[-3000:]
+    text, _ = first.stdout.strip().split("|")
+    assert "tuned on its first 6 measured runs: " in text, first.stdout
+    way = text.split("measured runs: ")[1].split(" (")[0]
+    second = subprocess.run([sys.executable, "-c", program, "1"], env=env, capture_output=True, text=True, timeout=600)
+    assert second.returncode == 0, second.stderr[-3000:]
+    text2, recomputed = second.stdout.strip().split("|")
+    assert text2 == "recompute or store tuned by an earlier run (from the schedule store): " + way, second.stdout
+    assert (recomputed == "True") == (way == "recomputed")
+
+
+def test_random_schedules_draw_recompute_or_store():
+    # Each seed draws the way per window: both are drawn, and every draw
+    # computes NumPy's values.
+    counts = set()
+    for seed in range(12):
+        got, rep = run(diffusion, U, random_schedules=seed, stage_min_bytes=0)
+        assert_same(got, diffusion(onp, U), rtol=0)
+        counts.add(rep["recomputed"])
+        assert rep["recompute_choice"] == ""  # (drawn, not tuned)
+    assert counts == {0, 2}, counts

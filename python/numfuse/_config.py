@@ -262,6 +262,8 @@ class Explanation:
             n = r["recomputed"]
             lines.append(f"  {n} intermediate{'s' if n != 1 else ''} read through shifted slices "
                          f"recomputed where {'they are' if n != 1 else 'it is'} read, never stored")
+        if r.get("recompute_choice"):
+            lines.append("  " + r["recompute_choice"])
         lines += [
                  f"  analyse {r['analyse_ms']:.3f} ms, compile {r['compile_ms']:.3f} ms "
                  f"({r['kernels_compiled']} compiled, {r['memory_hits']} from memory, {r['disk_hits']} from disk), "

@@ -15,7 +15,10 @@
 #include <deque>
 #include <list>
 #include <mutex>
+#include <optional>
 #include <pthread.h>
+#include <random>
+#include <string_view>
 #include <unordered_map>
 
 #include <tbb/parallel_for.h>
@@ -907,14 +910,38 @@ void flush_window(std::vector<Task>& window, const Structure& structure, FlushRe
   // Cheap producers read through shifted views are recomputed at their
   // readers (fusion.h): the window is rewritten before anything is decided
   // on it, so plans are memoized by the rewritten window's structure.
+  // Whether it pays is measured on live runs with tuning on, and drawn by
+  // random schedules (tuning.h: RecomputeChoice); way 0 recomputes, 1 stores.
   static Structure rewritten;  // guarded by g_exec_mu; its storage is reused flush after flush
   const Structure* shape = &structure;
-  if (cfg.recompute >= 0 && cfg.policy == fusion::Policy::Diffuse && cfg.tier != Tier::Eager &&
-      (rep.recomputed = fusion::recompute_producers(window, cfg.recompute)) > 0) {
+  const bool may_recompute = cfg.recompute >= 0 && cfg.policy == fusion::Policy::Diffuse && cfg.tier != Tier::Eager;
+  detail::RecomputeChoice* choice = nullptr;
+  int way = 0;
+  if (may_recompute && cfg.random_schedule_seed >= 0) {
+    std::mt19937_64 rng(static_cast<uint64_t>(cfg.random_schedule_seed) ^ std::hash<std::string_view>{}(structure.view()));
+    way = static_cast<int>(rng() % 2);
+  } else if (may_recompute && cfg.tune_seconds > 0 && cfg.memo) {
+    choice = &detail::recompute_choice(structure.view(), window);
+    if (choice->nothing) choice = nullptr;
+    else way = choice->way();
+  }
+  if (may_recompute && way == 0 && (rep.recomputed = fusion::recompute_producers(window, cfg.recompute)) > 0) {
     rewritten.clear();
     for (const Task& t : window) rewritten.append(t);
     shape = &rewritten;
   }
+  if (choice && way == 0 && rep.recomputed == 0) {
+    choice->nothing = true;  // (the model recomputes nothing here: nothing to choose)
+    choice = nullptr;
+  }
+  // While the way is measured, multi-stage kernels launch with their default
+  // choices (their own tuning waits for it).
+  std::optional<Config> measuring;
+  if (choice && choice->measuring()) {
+    measuring = cfg;
+    measuring->tune_seconds = 0;
+  }
+  const Config& run_cfg = measuring ? *measuring : cfg;
   std::shared_ptr<const Plan> plan = cfg.memo ? g_memo.find(window, shape->view(), cfg.policy) : nullptr;
   rep.memo_matched = plan != nullptr;
   // Small kernels of a memoized plan run without letting go of the
@@ -937,7 +964,7 @@ void flush_window(std::vector<Task>& window, const Structure& structure, FlushRe
     uint64_t clock = t2;
     rep.groups.reserve(plan->groups.size());
     for (size_t i = 0; i < plan->groups.size();) {
-      const size_t n = run_groups_at(window, plan, i, {}, cfg, clock, rep.groups);
+      const size_t n = run_groups_at(window, plan, i, {}, run_cfg, clock, rep.groups);
       for (size_t k = i; k < i + n; ++k) {
         GroupReport& gr = rep.groups[k];
         ran = plan->groups[k].end;
@@ -1074,7 +1101,7 @@ void flush_window(std::vector<Task>& window, const Structure& structure, FlushRe
     std::vector<const mdh::Bindings*> given;
     for (const Prepared& p : runnable) given.push_back(p.built ? &p.built->bind : nullptr);
     for (size_t i = 0; i < runnable.size();) {
-      const size_t n = run_groups_at(window, plan_new, i, given, cfg, clock, rep.groups);
+      const size_t n = run_groups_at(window, plan_new, i, given, run_cfg, clock, rep.groups);
       for (size_t k = i; k < i + n; ++k) {
         const Prepared& p = runnable[k];
         GroupReport& gr = rep.groups[k];
@@ -1093,6 +1120,10 @@ void flush_window(std::vector<Task>& window, const Structure& structure, FlushRe
     }
     rep.run_ms = ticks_to_ms(clock - t2);
     if (!failed) g_memo.insert(sig.compact(), plan_new);
+  }
+  if (choice) {
+    choice->record(way, rep.memo_hit, ms_since(t0));
+    rep.recompute_choice = choice->describe(way);
   }
 
   {

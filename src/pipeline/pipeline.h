@@ -116,6 +116,7 @@ struct FlushReport {
   bool memo_hit = false;  // the whole window's analysis came from the memo
   bool memo_matched = false;  // ... found by matching the window against a recent plan (no signature built)
   int recomputed = 0;  // producers recomputed at their readers instead of stored (fusion::recompute_producers)
+  std::string recompute_choice;  // with tuning on: how recompute or store was chosen (tuning.h: RecomputeChoice)
   std::vector<std::string> warnings;
 };
 

@@ -3,8 +3,10 @@
 // that measures candidate schedules (tune::search decides which).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "jit/jit.h"
@@ -69,5 +71,48 @@ struct TuneJob {
 void capture_group(const std::shared_ptr<const mdh::MdHom>& hom, const mdh::Bindings& b, const std::string& ops,
                    double run_ms);
 bool capturing();
+
+}  // namespace nf::pipeline::detail
+
+namespace nf::pipeline::detail {
+
+// Recompute or store (fusion::recompute_producers, Config::recompute): the
+// cost model substitutes a cheap producer into its readers through shifted
+// views, so its results are never stored. With tuning on
+// (Config::tune_seconds), a window where the model does so runs both ways on
+// its live runs -- recomputed and stored in turn from its first run (both
+// compute the same values: only the time differs) -- until each way has
+// kRuns memoized runs (runs that compiled nothing); the way of the fastest
+// run is kept for the later windows of that structure, and stored in the
+// schedule store (keyed by the window's operations, types and views, and its
+// size), so that later processes start with it. While the two ways are
+// measured, multi-stage kernels launch with their default choices: their
+// own tuning (PlanChain::Tuning) starts once the way is chosen. All of it
+// runs under the flush lock.
+struct RecomputeChoice {
+  static constexpr int kRuns = 3;
+  static constexpr int kMaxRuns = 40;  // undecided after this many runs (no memoized ones): recompute
+  double best_ms[2] = {};              // the fastest memoized run: [0] recomputed, [1] stored
+  int measured[2] = {};                // memoized runs measured per way
+  int runs = 0;                        // runs so far, memoized or not
+  int chosen = -1;                     // 0 recompute, 1 store; -1: still measuring
+  bool nothing = false;                // the model recomputes nothing in these windows: no choice
+  bool from_store = false;             // `chosen` was written by an earlier process
+  std::string key, size_class;         // the store's key (the window, stably across processes) and size
+  bool measuring() const { return chosen < 0; }
+  // The way the next window runs.
+  int way() const { return chosen >= 0 ? chosen : runs % 2; }
+  // A window ran `way` in `ms` (its analysis included); memo_hit: it
+  // compiled nothing. Chooses (and stores the choice) when both ways have
+  // kRuns measured runs.
+  void record(int way, bool memo_hit, double ms);
+  // For explain(): what this run did and why.
+  std::string describe(int way) const;
+};
+// The choice for windows of this structure (Structure::view, of `window`
+// before any rewrite), created on first use with what the store holds for
+// it. The caller holds the flush lock; the reference is valid until the
+// next call.
+RecomputeChoice& recompute_choice(std::string_view structure, const std::vector<Task>& window);
 
 }  // namespace nf::pipeline::detail

@@ -101,6 +101,7 @@ py::dict report_dict(const pipeline::FlushReport& r) {
   out["memo_hit"] = r.memo_hit;
   out["memo_matched"] = r.memo_matched;
   out["recomputed"] = r.recomputed;
+  out["recompute_choice"] = r.recompute_choice;
   out["tier0_groups"] = r.tier0_groups;
   out["warnings"] = r.warnings;
   return out;

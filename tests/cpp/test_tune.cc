@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include "pipeline/target.h"
+#include "pipeline/tuning.h"
 #include "codegen/codegen.h"
 #include "fusion/fusion.h"
 #include "lower/lower.h"
@@ -391,4 +392,31 @@ TEST(Tune, LargeTileBuffersGoToTheHeap) {
               tile > 16)
         << code;
   }
+}
+
+TEST(Tune, RecomputeOrStoreIsMeasuredOnRunsThatCompileNothing) {
+  // Recomputed and stored in turn; only runs that compiled nothing count;
+  // the faster way wins once each has kRuns; the store is off here.
+  tune::ScheduleStore::instance().configure("");
+  using pipeline::detail::RecomputeChoice;
+  RecomputeChoice c;
+  std::vector<int> ways;
+  for (int k = 0; c.measuring(); ++k) {
+    ASSERT_LT(k, 20);
+    const int w = c.way();
+    ways.push_back(w);
+    c.record(w, /*memo_hit=*/k >= 2, w == 1 ? 0.5 + k : 2.0 + k);  // stored the faster
+  }
+  EXPECT_EQ(ways, (std::vector<int>{0, 1, 0, 1, 0, 1, 0, 1}));
+  EXPECT_EQ(c.chosen, 1);
+  EXPECT_EQ(c.way(), 1);
+  EXPECT_EQ(c.best_ms[1], 3.5);  // run 3, the first stored one measured
+  EXPECT_NE(c.describe(1).find("tuned on its first 6 measured runs: stored"), std::string::npos) << c.describe(1);
+  // Without a run that compiled nothing (the memo off, or a plan that never
+  // repeats) it gives up after kMaxRuns and keeps the model's way.
+  RecomputeChoice never;
+  for (int k = 0; k < RecomputeChoice::kMaxRuns; ++k) never.record(never.way(), false, 1.0);
+  EXPECT_FALSE(never.measuring());
+  EXPECT_EQ(never.way(), 0);
+  EXPECT_NE(never.describe(0).find("no runs that compile nothing"), std::string::npos);
 }

@@ -1,0 +1,93 @@
+// Recompute or store, measured on live runs (tuning.h: RecomputeChoice).
+#include <algorithm>
+#include <bit>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <unordered_map>
+
+#include "pipeline/tuning.h"
+#include "tune/tune.h"
+
+namespace nf::pipeline::detail {
+
+namespace {
+// The store's launch entries hold a choice by key: this one's keys start so.
+constexpr const char* kStoreKey = "recompute or store\n";
+std::string device() { return tune::device_id(cpu_target().machine()); }
+
+// The window's structure with each operation's name spelled out (Structure
+// holds the name's address, which differs between processes), hashed.
+std::string stable_key(const std::vector<Task>& window) {
+  std::string bytes;
+  Structure one;
+  for (const Task& t : window) {
+    one.clear();
+    one.append(t);
+    const size_t at = bytes.size();
+    bytes.append(one.view());
+    std::memset(&bytes[at + Task::kHeadBytes - sizeof t.name], 0, sizeof t.name);
+    bytes += t.name;
+    bytes += '\n';
+  }
+  return kStoreKey + std::to_string(jit::hash64(bytes));
+}
+
+}  // namespace
+
+RecomputeChoice& recompute_choice(std::string_view structure, const std::vector<Task>& window) {
+  // (By the structure's hash: two structures that share one only share a
+  // timing choice, never a plan.)
+  static std::unordered_map<size_t, RecomputeChoice> choices;  // guarded by the flush lock
+  const size_t h = std::hash<std::string_view>{}(structure);
+  if (auto it = choices.find(h); it != choices.end()) return it->second;
+  if (choices.size() >= 4096) choices.clear();  // (a program whose windows never repeat)
+  RecomputeChoice& c = choices[h];
+  int64_t points = 0;
+  for (const Task& t : window) points += shape_size(t.domain);
+  c.key = stable_key(window);
+  c.size_class = "window 2^" + std::to_string(std::bit_width(static_cast<uint64_t>(std::max<int64_t>(points, 1))));
+  int k = -1;
+  bool ours = false;
+  if (tune::ScheduleStore::instance().find_launch(device(), c.key, c.size_class, &k, &ours) && (k == 0 || k == 1)) {
+    c.chosen = k;
+    c.from_store = !ours;
+  }
+  return c;
+}
+
+void RecomputeChoice::record(int w, bool memo_hit, double ms) {
+  if (chosen >= 0) return;
+  ++runs;
+  if (memo_hit) {
+    best_ms[w] = measured[w] ? std::min(best_ms[w], ms) : ms;
+    ++measured[w];
+  }
+  if (measured[0] >= kRuns && measured[1] >= kRuns) {
+    chosen = best_ms[1] < best_ms[0] ? 1 : 0;
+    tune::ScheduleStore::instance().put_launch(device(), key, size_class, chosen, best_ms[chosen] / 1e3,
+                                               best_ms[0] / 1e3, measured[0] + measured[1]);
+  } else if (runs >= kMaxRuns) {
+    chosen = 0;  // (no memoized runs to compare: the model's way)
+  }
+}
+
+std::string RecomputeChoice::describe(int w) const {
+  const char* const how[] = {"recomputed", "stored"};
+  if (chosen < 0)
+    return std::string("recompute or store being tuned: run ") + std::to_string(runs) + ", this one " + how[w] +
+           " (each way measured on " + std::to_string(kRuns) + " runs that compile nothing)";
+  // (A choice found in the store on a window's first run applies from its next run.)
+  const std::string now = w == chosen ? "" : std::string(" (from the next run on; this one ") + how[w] + ")";
+  if (from_store)
+    return std::string("recompute or store tuned by an earlier run (from the schedule store): ") + how[chosen] + now;
+  if (measured[0] < kRuns || measured[1] < kRuns)
+    return std::string("recompute or store: ") + how[chosen] + " (no runs that compile nothing to measure)" + now;
+  char ratio[96];
+  std::snprintf(ratio, sizeof ratio, " (its fastest run took %.2fx the fastest %s run)",
+                best_ms[chosen] / best_ms[1 - chosen], how[1 - chosen]);
+  return std::string("recompute or store tuned on its first ") + std::to_string(measured[0] + measured[1]) +
+         " measured runs: " + how[chosen] + ratio + now;
+}
+
+}  // namespace nf::pipeline::detail
