@@ -247,6 +247,19 @@ CASES = {
     "partition_bool_kth": (ValueError, lambda m, s: m.partition(s.a, True)),
     "partition_2d_kth": (ValueError, lambda m, s: m.partition(s.a, s.i)),
     "argpartition_float_kth": (TypeError, lambda m, s: m.argpartition(s.a, 1.5)),
+    "arange_tuple": (TypeError, lambda m, s: m.arange((4, 3))),
+    "digitize_complex": (TypeError, lambda m, s: m.digitize(s.r.astype(complex), s.r.astype(complex))),
+    "vander_2d_before_n": (ValueError, lambda m, s: m.vander(s.a, (4, 3))),
+    "vander_2d": (ValueError, lambda m, s: m.vander(s.a)),
+    "pad_float_width_before_mode": (TypeError, lambda m, s: m.pad(s.r, s.r, s.r)),
+    "pad_unhashable_mode": (TypeError, lambda m, s: m.pad(s.r, 1, s.r)),
+    "pad_unknown_mode": (ValueError, lambda m, s: m.pad(s.r, 1, "xx")),
+    # a positional output is an array (never a tuple, as out= may be)
+    "fabs_positional_tuple_out": (TypeError, lambda m, s: m.fabs(s.a, (4, 3))),
+    "heaviside_positional_tuple_out": (TypeError, lambda m, s: m.heaviside(s.a, 1.0, (s.a,))),
+    "float_power_two_outs": (TypeError, lambda m, s: m.float_power(s.a, 2.0, None, None)),
+    "vecdot_out_twice": (TypeError, lambda m, s: m.vecdot(s.a, s.a, m.empty(4), out=m.empty(4))),
+    "fabs_keyword_tuple_out_count": (ValueError, lambda m, s: m.fabs(s.a, out=(m.empty((4, 5)), None))),
 }
 
 

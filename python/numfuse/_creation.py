@@ -291,6 +291,8 @@ def arange(*args, start=None, stop=None, step=None, dtype=None, like=None, devic
     if step is None:
         step = 1
     args = (start, stop, step)
+    if any(isinstance(x, tuple) for x in args):
+        raise TypeError("arange: scalar arguments expected instead of a tuple.")
     if any(isinstance(x, ndarray) for x in args):
         args = tuple(x.item() if isinstance(x, ndarray) else x for x in args)
         start, stop, step = args

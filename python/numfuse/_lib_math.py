@@ -245,10 +245,28 @@ def _loop_operand(a, t):
     return asarray(a, dtype=t) if isinstance(a, (bool, int, float)) else _cast(a, t)
 
 
-def fabs(x, /, out=None, **kwargs):
+def _out_arg(name, nin, positional, out):
+    """NumPy's conversion of a ufunc-like function's output: given once, by
+    position or as ``out=``; a positional output is an array (or None),
+    never a tuple (TypeError as NumPy raises)."""
+    if not positional:
+        return out
+    if len(positional) > 1:
+        raise TypeError(f"{name}() takes from {nin} to {nin + 1} positional arguments but "
+                        f"{nin + len(positional)} were given")
+    if out is not None:
+        raise TypeError("cannot specify 'out' as both a positional and keyword argument")
+    o = positional[0]
+    if o is not None and not isinstance(o, (ndarray, np.ndarray)):
+        raise TypeError("return arrays must be of ArrayType")
+    return o
+
+
+def fabs(x, /, *out_, out=None, **kwargs):
     """numpy.fabs: the absolute value in NumPy's float loop for the input
     (float16 for bool/int8/uint8, which numfuse does not hold: NumPy's;
     complex input: NumPy's TypeError)."""
+    out = _out_arg("fabs", 1, out_, out)
     ops, loop = _ufunc_args(np.fabs, (x,), out, kwargs)
     if ops is None:
         return _numpy(np.fabs, (x,), dict(out=out, **kwargs), why="arguments", warn=bool(kwargs))
@@ -256,7 +274,8 @@ def fabs(x, /, out=None, **kwargs):
     return r if out is not None else _scalar_if_0d(r, x)
 
 
-def heaviside(x1, x2, /, out=None, **kwargs):
+def heaviside(x1, x2, /, *out_, out=None, **kwargs):
+    out = _out_arg("heaviside", 2, out_, out)
     ops, loop = _ufunc_args(np.heaviside, (x1, x2), out, kwargs)
     if ops is None:
         return _numpy(np.heaviside, (x1, x2), dict(out=out, **kwargs), why="arguments", warn=True)
@@ -271,7 +290,8 @@ def heaviside(x1, x2, /, out=None, **kwargs):
     return _scalar_if_0d(r, x1, x2)
 
 
-def float_power(x1, x2, /, out=None, **kwargs):
+def float_power(x1, x2, /, *out_, out=None, **kwargs):
+    out = _out_arg("float_power", 2, out_, out)
     ops, loop = _ufunc_args(np.float_power, (x1, x2), out, kwargs)
     if ops is None:
         return _numpy(np.float_power, (x1, x2), dict(out=out, **kwargs), why="arguments", warn=True)
@@ -984,7 +1004,8 @@ def _gufunc_check(npf, args, kwargs):
     return arrs
 
 
-def vecdot(x1, x2, /, out=None, **kwargs):
+def vecdot(x1, x2, /, *out_, out=None, **kwargs):
+    out = _out_arg("vecdot", 2, out_, out)
     kw = dict(kwargs)
     axis = kw.pop("axis", -1)
     arrs = _gufunc_check(np.vecdot, (x1, x2), kw)
@@ -1018,7 +1039,8 @@ def _check_core(name, signature, a, b, need_a, need_b, b_axis):
                          f"{signature} (size {b.shape[b_axis]} is different from {a.shape[-1]})")
 
 
-def matvec(x1, x2, /, out=None, **kwargs):
+def matvec(x1, x2, /, *out_, out=None, **kwargs):
+    out = _out_arg("matvec", 2, out_, out)
     arrs = _gufunc_check(np.matvec, (x1, x2), kwargs)
     if arrs is None or (out is not None and type(out) is not ndarray):
         return _numpy(np.matvec, (x1, x2), dict(out=out, **kwargs), why="arguments", warn=True)
@@ -1028,7 +1050,8 @@ def matvec(x1, x2, /, out=None, **kwargs):
     return _to_out(r, out)
 
 
-def vecmat(x1, x2, /, out=None, **kwargs):
+def vecmat(x1, x2, /, *out_, out=None, **kwargs):
+    out = _out_arg("vecmat", 2, out_, out)
     arrs = _gufunc_check(np.vecmat, (x1, x2), kwargs)
     if arrs is None or (out is not None and type(out) is not ndarray):
         return _numpy(np.vecmat, (x1, x2), dict(out=out, **kwargs), why="arguments", warn=True)
@@ -1205,13 +1228,13 @@ def polyint(p, m=1, k=None):
 
 
 def vander(x, N=None, increasing=False):
+    x = _arr(x)
+    if x.ndim != 1:  # (NumPy checks x before it reads N)
+        raise ValueError("x must be a one-dimensional array or sequence.")
     if N is not None:
         N = operator.index(N)
-    x = _arr(x)
     if type(x) is not ndarray:
         return _numpy(np.vander, (x, N, increasing), why=str(x.dtype))
-    if x.ndim != 1:
-        raise ValueError("x must be a one-dimensional array or sequence.")
     if N is None:
         N = len(x)
     dt = np.promote_types(x.dtype, int)

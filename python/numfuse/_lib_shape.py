@@ -1160,16 +1160,18 @@ def pad(array, pad_width, mode="constant", **kwargs):
     a = asarray(array)
     if type(a) is not ndarray:
         return _numpy(np.pad, (a, pad_width, mode), kwargs)
-    if callable(mode) or isinstance(pad_width, dict) or mode in ("maximum", "mean", "median", "minimum"):
+    if not callable(mode) and not isinstance(pad_width, dict):
+        pw = np.asarray(pad_width)  # (converted before the mode is read, as NumPy does)
+        if not pw.dtype.kind == "i":
+            raise TypeError("`pad_width` must be of integral type.")
+    if callable(mode) or isinstance(pad_width, dict) or (isinstance(mode, str) and mode in (
+            "maximum", "mean", "median", "minimum")):
         return _numpy(np.pad, (a, pad_width, mode), kwargs, why="mode" if not isinstance(pad_width, dict)
                       else "dict pad_width", warn=True)
-    pw = np.asarray(pad_width)
-    if not pw.dtype.kind == "i":
-        raise TypeError("`pad_width` must be of integral type.")
     pw = _as_pairs(pw, a.ndim, as_index=True)
     try:
         unsupported_kwargs = set(kwargs) - set(_PAD_KWARGS[mode])
-    except (KeyError, TypeError):
+    except KeyError:  # (an unhashable mode: NumPy's TypeError)
         raise ValueError(f"mode '{mode}' is not supported") from None
     if unsupported_kwargs:
         raise ValueError(f"unsupported keyword arguments for mode '{mode}': {unsupported_kwargs}")

@@ -673,6 +673,8 @@ def lexsort(keys, axis=-1):
 
 def digitize(x, bins, right=False):
     xa, b = asarray(x), asarray(bins)
+    if xa.dtype.kind == "c":
+        raise TypeError("x may not be complex")
     if not _all_native(xa, b):
         return _fallback.call_numpy(np.digitize, (x, bins), dict(right=right),
                                     "numpy.digitize (a dtype numfuse does not hold)")
