@@ -128,7 +128,9 @@ def config(**opts):
     (reads and writes of Python-visible arrays per fused kernel at most;
     8x that many operations in all), fallback_warnings,
     cache_dir (kernel cache and tuned-schedule store), tune (seconds of
-    background tuning per new kernel, 0 = off; NUMFUSE_TUNE), routines
+    background tuning per new kernel, 0 = off; it also measures a
+    multi-stage kernel's launch choices and recompute-or-store on their
+    first live runs; NUMFUSE_TUNE), routines
     (False: never hand a group to a library routine such as BLAS),
     random_schedules (a seed: every kernel gets a random legal schedule --
     for testing; None = off), tier ('auto': operations over at most
@@ -161,7 +163,9 @@ def config(**opts):
     a stencil's fluxes, `f[:, 1:] - f[:, :-1]` -- is computed again where
     each reader needs it instead of stored, where that costs at most 8
     additions more per point; a positive int sets that budget, False or 0
-    never; NUMFUSE_RECOMPUTE).
+    never; NUMFUSE_RECOMPUTE. With tune on, a window where that happens is
+    run both ways on its first runs and keeps the faster: explain() says
+    which).
     Pending work is flushed on entry and exit so options apply cleanly.
     """
     _core.flush("config")
