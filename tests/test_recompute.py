@@ -418,18 +418,15 @@ def test_the_recompute_choice_is_stored_for_later_processes(tmp_path):
     # The first process measures both ways and stores its choice in the
     # schedule store of its cache directory; a second process with that
     # directory runs the chosen way from its first run, without measuring.
-    program = textwrap.dedent("""
+    program = textwrap.dedent(f"""
         import sys, numpy as onp, numfuse as nf
+        sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})
+        from test_recompute import diffusion
         u = onp.random.default_rng(0).random((90, 120))
-        def diffusion(u, alpha=0.1):
-            lap = u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:] - 4 * u[1:-1, 1:-1]
-            fx = lap[:, 1:] - lap[:, :-1]
-            fy = lap[1:, :] - lap[:-1, :]
-            return u[2:-2, 2:-2] - alpha * (fx[1:-1, 1:] - fx[1:-1, :-1] + fy[1:, 1:-1] - fy[:-1, 1:-1])
         with nf.config(tune=0.05):
             for k in range(int(sys.argv[1])):
-                y = onp.asarray(diffusion(nf.asarray(u * (1 + k))))
-                assert onp.array_equal(y, diffusion(u * (1 + k)))
+                y = onp.asarray(diffusion(nf, nf.asarray(u * (1 + k))))
+                assert onp.array_equal(y, diffusion(onp, u * (1 + k)))
                 text = nf.explain().report["recompute_choice"]
                 if "being tuned" not in text:
                     break
