@@ -455,3 +455,25 @@ def test_random_schedules_draw_recompute_or_store():
         counts.add(rep["recomputed"])
         assert rep["recompute_choice"] == ""  # (drawn, not tuned)
     assert counts == {0, 2}, counts
+
+
+def test_a_seed_draws_the_same_ways_in_every_process():
+    # (The draw hashes the window with its operations' names spelled out, not
+    # their addresses: a random-schedule failure reproduces in a new process.)
+    program = textwrap.dedent(f"""
+        import sys, numpy as onp, numfuse as nf
+        sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})
+        from test_recompute import diffusion
+        u = nf.asarray(onp.random.default_rng(0).random((40, 50)))
+        ways = []
+        for seed in range(16):
+            with nf.config(random_schedules=seed, tier="lazy", stage_min_bytes=0):
+                y = diffusion(nf, u)
+                nf.flush()
+                ways.append(nf.explain().report["recomputed"])
+        print(ways)
+    """)
+    outs = [subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=600)
+            for _ in range(2)]
+    assert all(o.returncode == 0 for o in outs), outs[0].stderr[-3000:]
+    assert outs[0].stdout == outs[1].stdout and "0" in outs[0].stdout and "2" in outs[0].stdout, outs

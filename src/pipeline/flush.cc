@@ -918,7 +918,7 @@ void flush_window(std::vector<Task>& window, const Structure& structure, FlushRe
   detail::RecomputeChoice* choice = nullptr;
   int way = 0;
   if (may_recompute && cfg.random_schedule_seed >= 0) {
-    std::mt19937_64 rng(static_cast<uint64_t>(cfg.random_schedule_seed) ^ std::hash<std::string_view>{}(structure.view()));
+    std::mt19937_64 rng(static_cast<uint64_t>(cfg.random_schedule_seed) ^ detail::stable_window_hash(window));
     way = static_cast<int>(rng() % 2);
   } else if (may_recompute && cfg.tune_seconds > 0 && cfg.memo) {
     choice = &detail::recompute_choice(structure.view(), window);

@@ -15,10 +15,9 @@ namespace {
 // The store's launch entries hold a choice by key: this one's keys start so.
 constexpr const char* kStoreKey = "recompute or store\n";
 std::string device() { return tune::device_id(cpu_target().machine()); }
+}  // namespace
 
-// The window's structure with each operation's name spelled out (Structure
-// holds the name's address, which differs between processes), hashed.
-std::string stable_key(const std::vector<Task>& window) {
+uint64_t stable_window_hash(const std::vector<Task>& window) {
   std::string bytes;
   Structure one;
   for (const Task& t : window) {
@@ -26,14 +25,12 @@ std::string stable_key(const std::vector<Task>& window) {
     one.append(t);
     const size_t at = bytes.size();
     bytes.append(one.view());
-    std::memset(&bytes[at + Task::kHeadBytes - sizeof t.name], 0, sizeof t.name);
+    std::memset(&bytes[at + Task::kHeadBytes - sizeof t.name], 0, sizeof t.name);  // (name ends the head)
     bytes += t.name;
     bytes += '\n';
   }
-  return kStoreKey + std::to_string(jit::hash64(bytes));
+  return jit::hash64(bytes);
 }
-
-}  // namespace
 
 RecomputeChoice& recompute_choice(std::string_view structure, const std::vector<Task>& window) {
   // (By the structure's hash: two structures that share one only share a
@@ -45,7 +42,7 @@ RecomputeChoice& recompute_choice(std::string_view structure, const std::vector<
   RecomputeChoice& c = choices[h];
   int64_t points = 0;
   for (const Task& t : window) points += shape_size(t.domain);
-  c.key = stable_key(window);
+  c.key = kStoreKey + std::to_string(stable_window_hash(window));
   c.size_class = "window 2^" + std::to_string(std::bit_width(static_cast<uint64_t>(std::max<int64_t>(points, 1))));
   int k = -1;
   bool ours = false;

@@ -109,6 +109,11 @@ struct RecomputeChoice {
   // For explain(): what this run did and why.
   std::string describe(int way) const;
 };
+// The window's structure hashed the same in every process (Structure holds
+// each operation's name by address; here the names are spelled out): what
+// the choice is stored by, and what random schedules draw the way from, so a
+// seed draws the same ways in every run.
+uint64_t stable_window_hash(const std::vector<Task>& window);
 // The choice for windows of this structure (Structure::view, of `window`
 // before any rewrite), created on first use with what the store holds for
 // it. The caller holds the flush lock; the reference is valid until the
