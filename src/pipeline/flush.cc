@@ -85,6 +85,7 @@ struct PlanGroup {
   std::shared_ptr<const mdh::Built> tmpl;
   tune::Schedule schedule;
   bool tuned = false;
+  std::string tuning;  // its schedule's background tuning job (choose_schedule), if one was queued
   const Target* target = &cpu_target();  // from the schedule to the launch
   std::string key;
   jit::KernelRef fn;
@@ -107,25 +108,9 @@ struct PlanChain {
   lower::ChainShape shape;
   std::string key;
   jit::KernelRef fn;
-  // With tuning on (Config::tune_seconds), the launch's own choices -- tile
-  // rows and the tile buffers' storage -- are measured on its first live
-  // launches (they compute the same values: only the time differs), each
-  // candidate twice, and the fastest is kept for the plan's later runs.
-  struct Tuning {
-    // {0, 4, 16, 64} rows x {rolling, recomputed}, then rings of one row over
-    // whole rows and in column strips.
-    static constexpr int kCandidates = 10;
-    static constexpr int64_t kRows[4] = {0, 4, 16, 64};  // 0: from the cache size
-    double best_ms[kCandidates] = {};
-    int launches = 0;
-    int chosen = -1;
-    bool looked_up = false;   // the schedule store was asked for a stored choice
-    bool from_store = false;  // `chosen` came from it, written by an earlier process
-    static int64_t rows(int c) { return c >= 8 ? 1 : kRows[c / 2]; }
-    static int storage(int c) { return c >= 8 ? 2 : c % 2 == 0 ? 1 : 0; }
-    static bool strips(int c) { return c == 9; }
-  };
-  mutable Tuning tuning;  // (written under g_exec_mu, like PlanGroup::bound)
+  // With tuning on (Config::tune_seconds): the measurement of the launch's
+  // choices (tuning.h), found on its first tuned launch.
+  mutable std::shared_ptr<detail::LaunchTuning> tuning;  // (written under g_exec_mu, like PlanGroup::bound)
 };
 
 struct Plan {
@@ -272,6 +257,7 @@ struct Prepared {
   std::shared_ptr<mdh::Built> built;
   tune::Schedule schedule;
   bool tuned = false;
+  std::string tuning;  // PlanGroup::tuning
   const Target* target = &cpu_target();
   std::string key;
   jit::KernelRef fn;
@@ -346,7 +332,7 @@ Prepared prepare(const std::vector<Task>& window, const fusion::Group& g, const 
   p.group = g;
   p.built = std::make_shared<mdh::Built>(mdh::build(window, g));
   if (p.built->tasks.empty()) return p;
-  p.schedule = detail::choose_schedule(p.built->hom, p.built->bind, cfg, &p.tuned);
+  p.schedule = detail::choose_schedule(p.built->hom, p.built->bind, cfg, &p.tuned, &p.tuning);
   // A stage runs on one thread per tile: the launcher parallelizes the tiles.
   if (g.stage) p.schedule.parallel = false;
   p.key = detail::kernel_key(p.built->hom, p.schedule, *p.target);
@@ -421,6 +407,7 @@ PlanGroup to_plan_group(const std::vector<Task>& window, const Prepared& p) {
   }
   g.schedule = p.schedule;
   g.tuned = p.tuned;
+  g.tuning = p.tuning;
   g.target = p.target;
   g.key = p.key;
   g.fn = p.fn;
@@ -582,31 +569,20 @@ bool run_chain(const std::vector<Task>& window, const std::shared_ptr<const Plan
     static constexpr int64_t kCols[] = {0, 0, 1, 3, 8, 64};
     opt.col_tile = kCols[rng() % 6];
   }
-  PlanChain::Tuning& tn = c.tuning;
   int candidate = -1;
-  const bool tuning = cfg.tune_seconds > 0 && cfg.random_schedule_seed < 0 && cfg.stage_rows == 0;
-  // The launch choice is stored per device, chain kernel and size class of the last stage.
-  auto store_key = [&] { return tune::size_class(*stages.back().hom, *stages.back().bind); };
-  if (tuning && !tn.looked_up) {
-    tn.looked_up = true;
-    int k = -1;
-    bool ours = false;
-    if (tn.chosen < 0 && tn.launches == 0 &&
-        tune::ScheduleStore::instance().find_launch(tune::device_id(cpu_target().machine()), c.key, store_key(), &k,
-                                                    &ours) &&
-        k >= 0 && k < PlanChain::Tuning::kCandidates) {
-      // (A plan rebuilt in this process -- the memo is cleared whenever a
-      // group's schedule is tuned -- finds its own tuning again: that is
-      // still "tuned on its first runs", not an earlier run's choice.)
-      tn.chosen = k;
-      tn.from_store = !ours;
+  const detail::LaunchTuning* tn = nullptr;
+  bool waits = false;  // a stage's schedule is still being tuned: the launch's tuning waits
+  if (cfg.tune_seconds > 0 && cfg.random_schedule_seed < 0 && cfg.stage_rows == 0) {
+    // (Stored per device, chain kernel and size class of the last stage.)
+    if (!c.tuning) c.tuning = detail::launch_tuning(c.key, tune::size_class(*stages.back().hom, *stages.back().bind));
+    tn = c.tuning.get();
+    for (int g = c.first; g <= c.last && tn->chosen < 0 && !waits; ++g) waits = detail::being_tuned(plan->groups[g].tuning);
+    if (!waits) {
+      const int pick = tn->chosen >= 0 ? tn->chosen : (candidate = tn->candidate());
+      opt.tile_rows = detail::LaunchTuning::rows(pick);
+      opt.storage = detail::LaunchTuning::storage(pick);
+      if (detail::LaunchTuning::strips(pick)) opt.strip_budget = strip_budget;
     }
-  }
-  if (tuning) {
-    const int pick = tn.chosen >= 0 ? tn.chosen : (candidate = tn.launches % PlanChain::Tuning::kCandidates);
-    opt.tile_rows = PlanChain::Tuning::rows(pick);
-    opt.storage = PlanChain::Tuning::storage(pick);
-    if (PlanChain::Tuning::strips(pick)) opt.strip_budget = strip_budget;
   }
   runtime::ChainPlan cp = runtime::plan_chain(stages, links, opt);
   if (!cp.why_not.empty() || runtime::chain_shape(stages, cp) != c.shape) return false;
@@ -624,17 +600,7 @@ bool run_chain(const std::vector<Task>& window, const std::shared_ptr<const Plan
   }
   const int64_t ns = static_cast<int64_t>(ticks_to_ms(t1 - t0) * 1e6);
   detail::credit_quick(c.fn.get(), ns);
-  if (candidate >= 0) {
-    const double ms = ticks_to_ms(t1 - t0);
-    double& best = tn.best_ms[candidate];
-    best = tn.launches < PlanChain::Tuning::kCandidates ? ms : std::min(best, ms);
-    if (++tn.launches == 2 * PlanChain::Tuning::kCandidates) {
-      tn.chosen = static_cast<int>(std::min_element(std::begin(tn.best_ms), std::end(tn.best_ms)) - tn.best_ms);
-      tune::ScheduleStore::instance().put_launch(tune::device_id(cpu_target().machine()), c.key, store_key(),
-                                                 tn.chosen, tn.best_ms[tn.chosen] / 1e3, tn.best_ms[0] / 1e3,
-                                                 2 * PlanChain::Tuning::kCandidates);
-    }
-  }
+  if (candidate >= 0) c.tuning->record(candidate, ticks_to_ms(t1 - t0));
   for (int g = c.first; g <= c.last; ++g) {
     const PlanGroup& pg = plan->groups[g];
     GroupReport& gr = reports.emplace_back();
@@ -656,15 +622,17 @@ bool run_chain(const std::vector<Task>& window, const std::shared_ptr<const Plan
     if (g == c.first) {
       gr.chain = cp.to_string();
       if (!gr.chain.empty() && gr.chain.back() != '\n') gr.chain += '\n';
-      if (candidate >= 0) {
-        gr.chain += "launch being tuned: run " + std::to_string(tn.launches) + " of " +
-                    std::to_string(2 * PlanChain::Tuning::kCandidates) + "\n";
-      } else if (tn.chosen >= 0) {
-        const int64_t r = PlanChain::Tuning::rows(tn.chosen);
-        const int st = PlanChain::Tuning::storage(tn.chosen);
-        gr.chain += (tn.from_store ? std::string("launch tuned by an earlier run (from the schedule store)")
-                                   : "launch tuned on its first " + std::to_string(2 * PlanChain::Tuning::kCandidates) +
-                                         " runs") +
+      if (waits) {
+        gr.chain += "launch choices wait for the stages' schedules (searched in the background)\n";
+      } else if (candidate >= 0) {
+        gr.chain += "launch being tuned: run " + std::to_string(tn->launches) + " of " +
+                    std::to_string(2 * detail::LaunchTuning::kCandidates) + "\n";
+      } else if (tn && tn->chosen >= 0) {
+        const int64_t r = detail::LaunchTuning::rows(tn->chosen);
+        const int st = detail::LaunchTuning::storage(tn->chosen);
+        gr.chain += (tn->from_store ? std::string("launch tuned by an earlier run (from the schedule store)")
+                                    : "launch tuned on its first " +
+                                          std::to_string(2 * detail::LaunchTuning::kCandidates) + " runs") +
                     ": " + (r ? std::to_string(r) + " rows per tile" : std::string("tile rows from the cache")) +
                     ", " + (st == 2 ? "ring buffers" : st == 1 ? "rolling halos" : "recomputed halos") + "\n";
       }

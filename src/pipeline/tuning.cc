@@ -416,7 +416,8 @@ constexpr int64_t kMaxSynthBytes = int64_t(2) << 30;
 
 }  // namespace
 
-tune::Schedule choose_schedule(const mdh::MdHom& h, const mdh::Bindings& b, const Config& cfg, bool* tuned) {
+tune::Schedule choose_schedule(const mdh::MdHom& h, const mdh::Bindings& b, const Config& cfg, bool* tuned,
+                               std::string* tuning) {
   *tuned = false;
   const tune::Asm& target = cpu_target().machine();
   const std::string cls = tune::size_class(h, b);
@@ -437,6 +438,7 @@ tune::Schedule choose_schedule(const mdh::MdHom& h, const mdh::Bindings& b, cons
     job.cls = cls;
     if (job.spec.total_bytes() <= kMaxSynthBytes) {
       std::string key = job.hom->key() + "|" + job.cls;
+      if (tuning) *tuning = key;
       background().enqueue(std::move(key), BackgroundJob{std::move(job), cfg.tune_seconds});
     }
   }
@@ -538,6 +540,8 @@ void background_stop() {
   detail::compile_queue_stop();
 }
 int background_done() { return background().done(); }
+
+bool detail::being_tuned(const std::string& key) { return !key.empty() && background().pending(key); }
 
 void set_schedule_store(const std::string& path) { tune::ScheduleStore::instance().configure(path); }
 

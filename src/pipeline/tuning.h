@@ -40,8 +40,13 @@ constexpr int64_t kUpgradeAfterNs = 2'000'000;
 void credit_quick(jit::Kernel* k, int64_t ns);
 
 // The schedule a new plan uses for h; `tuned` tells whether it came from the
-// store. May queue h for background tuning (Config::tune_seconds).
-tune::Schedule choose_schedule(const mdh::MdHom& h, const mdh::Bindings& b, const Config& cfg, bool* tuned);
+// store. May queue h for background tuning (Config::tune_seconds): then
+// `tuning` (where given) receives the job's key, for being_tuned.
+tune::Schedule choose_schedule(const mdh::MdHom& h, const mdh::Bindings& b, const Config& cfg, bool* tuned,
+                               std::string* tuning = nullptr);
+// Whether the background tuning job of `key` (choose_schedule's `tuning`;
+// empty: none) is queued or running: its kernel's schedule may still change.
+bool being_tuned(const std::string& key);
 
 // Where the buffers of a group's bindings lie relative to each other, so
 // that tuning can run on synthetic data of the same shape (aliasing kept)
@@ -76,6 +81,41 @@ bool capturing();
 
 namespace nf::pipeline::detail {
 
+// A multi-stage kernel's launch choices -- tile rows and the tile buffers'
+// storage -- measured on its first live launches with tuning on
+// (Config::tune_seconds): they compute the same values, only the time
+// differs. Each candidate runs twice and the fastest is kept, and stored in
+// the schedule store (by the chain kernel's key and the last stage's size
+// class) for later processes. The measurement belongs to the chain kernel,
+// not to a plan: a plan rebuilt when the memo is cleared (which happens
+// whenever some kernel's schedule is tuned) goes on where the last one
+// stopped. It starts only once no stage's schedule is still being tuned in
+// the background (being_tuned): a stage tuned later is another chain
+// kernel, whose launches are measured afresh.
+struct LaunchTuning {
+  // {0, 4, 16, 64} rows x {rolling, recomputed}, then rings of one row over
+  // whole rows and in column strips.
+  static constexpr int kCandidates = 10;
+  static constexpr int64_t kRows[4] = {0, 4, 16, 64};  // 0: from the cache size
+  double best_ms[kCandidates] = {};
+  int launches = 0;
+  int chosen = -1;
+  bool from_store = false;  // `chosen` came from the store, written by an earlier process
+  std::string key, size_class;  // the store's key: the chain kernel's, and the last stage's size class
+  static int64_t rows(int c) { return c >= 8 ? 1 : kRows[c / 2]; }
+  static int storage(int c) { return c >= 8 ? 2 : c % 2 == 0 ? 1 : 0; }
+  static bool strips(int c) { return c == 9; }
+  // The candidate the next launch measures (-1: none, chosen).
+  int candidate() const { return chosen >= 0 ? -1 : launches % kCandidates; }
+  // The candidate ran in `ms`; after 2 x kCandidates launches the fastest
+  // is chosen and stored.
+  void record(int candidate, double ms);
+};
+// The measurement of this chain kernel at this size class, created on first
+// use with what the store holds for it. The caller holds the flush lock
+// (the pointer stays valid however the table changes).
+std::shared_ptr<LaunchTuning> launch_tuning(const std::string& chain_key, const std::string& size_class);
+
 // Recompute or store (fusion::recompute_producers, Config::recompute): the
 // cost model substitutes a cheap producer into its readers through shifted
 // views, so its results are never stored. With tuning on
@@ -87,7 +127,7 @@ namespace nf::pipeline::detail {
 // schedule store (keyed by the window's operations, types and views, and its
 // size), so that later processes start with it. While the two ways are
 // measured, multi-stage kernels launch with their default choices: their
-// own tuning (PlanChain::Tuning) starts once the way is chosen. All of it
+// own tuning (LaunchTuning) starts once the way is chosen. All of it
 // runs under the flush lock.
 struct RecomputeChoice {
   static constexpr int kRuns = 3;
@@ -98,7 +138,7 @@ struct RecomputeChoice {
   int chosen = -1;                     // 0 recompute, 1 store; -1: still measuring
   bool nothing = false;                // the model recomputes nothing in these windows: no choice
   bool from_store = false;             // `chosen` was written by an earlier process
-  std::string key, size_class;         // the store's key (the window, stably across processes) and size
+  std::string key;                     // the store's key: the window, stably across processes
   bool measuring() const { return chosen < 0; }
   // The way the next window runs.
   int way() const { return chosen >= 0 ? chosen : runs % 2; }

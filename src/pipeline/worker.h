@@ -9,7 +9,8 @@
 // optimization: a kernel that does not compile stays on tier 0, a kernel
 // that cannot be tuned keeps its default schedule). pause()/resume() bracket
 // a fork: no job runs across it; reset_in_child() forgets the thread (which
-// does not exist in a forked child) and the queue. Never destroyed while its
+// does not exist in a forked child) and the queue. pending(key) tells
+// whether the job of that key is queued or running. Never destroyed while its
 // thread runs: owners call shutdown() at exit.
 #pragma once
 
@@ -22,6 +23,7 @@
 #include <string>
 #include <thread>
 #include <unordered_set>
+#include <utility>
 
 namespace nf::pipeline::detail {
 
@@ -34,8 +36,9 @@ class Worker {
   void enqueue(std::string key, Item item) {
     std::lock_guard<std::mutex> lock(mu_);
     if (stop_.load()) return;
-    if (!seen_.insert(std::move(key)).second) return;
-    q_.push_back(std::move(item));
+    if (!seen_.insert(key).second) return;
+    pending_.insert(key);
+    q_.push_back({std::move(key), std::move(item)});
     if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
     cv_.notify_one();
   }
@@ -70,6 +73,7 @@ class Worker {
     new (&thread_) std::thread();
     q_.clear();
     seen_.clear();
+    pending_.clear();
     busy_ = 0;
     paused_ = false;
     abort_.store(stop_.load());
@@ -81,10 +85,17 @@ class Worker {
       stop_.store(true);
       abort_.store(true);
       q_.clear();
+      pending_.clear();
     }
     cv_.notify_all();
     idle_cv_.notify_all();
     if (thread_.joinable()) thread_.join();
+  }
+
+  // Whether the job of `key` is queued or running (not yet finished).
+  bool pending(const std::string& key) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return pending_.count(key) > 0;
   }
 
   // Jobs finished (run returned or threw).
@@ -96,17 +107,17 @@ class Worker {
  private:
   void loop() {
     for (;;) {
-      Item item;
+      std::pair<std::string, Item> job;
       {
         std::unique_lock<std::mutex> lock(mu_);
         cv_.wait(lock, [&] { return (!q_.empty() && !paused_) || stop_.load(); });
         if (stop_.load()) return;
-        item = std::move(q_.front());
+        job = std::move(q_.front());
         q_.pop_front();
         ++busy_;
       }
       try {
-        run_(item, abort_);
+        run_(job.second, abort_);
       } catch (const std::exception&) {
         // See the contract above: the job's result is simply not there.
       }
@@ -114,6 +125,7 @@ class Worker {
         std::lock_guard<std::mutex> lock(mu_);
         --busy_;
         ++done_;
+        pending_.erase(job.first);
       }
       idle_cv_.notify_all();
     }
@@ -122,8 +134,8 @@ class Worker {
   Run run_;
   std::mutex mu_;
   std::condition_variable cv_, idle_cv_;
-  std::deque<Item> q_;
-  std::unordered_set<std::string> seen_;
+  std::deque<std::pair<std::string, Item>> q_;
+  std::unordered_set<std::string> seen_, pending_;  // every key enqueued; those not finished
   std::thread thread_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> abort_{false};

@@ -580,6 +580,12 @@ void bind_functions(py::module_& m) {
     pipeline::background_stop();
   });
   m.def("tune_background_done", []() { return pipeline::background_done(); });
+  // (Tests: no background job starts while held, as around a fork.)
+  m.def("tune_background_hold", [](bool hold) {
+    NoGil nogil;
+    if (hold) pipeline::background_pause();
+    else pipeline::background_resume();
+  });
   m.def("schedule_store_info", []() {
     tune::ScheduleStore& s = tune::ScheduleStore::instance();
     py::dict d;

@@ -122,6 +122,7 @@ void ScheduleStore::configure(const std::string& path) {
   mtime_ns_ = file_size_ = -1;
   checked_ = false;
   generation_.fetch_add(1);
+  resets_.fetch_add(1);
 }
 
 std::string ScheduleStore::path() const {
@@ -294,6 +295,7 @@ void ScheduleStore::clear() {
   mtime_ns_ = file_size_ = -1;
   checked_ = false;
   generation_.fetch_add(1);
+  resets_.fetch_add(1);
 }
 
 }  // namespace nf::tune

@@ -220,7 +220,7 @@ class ScheduleStore {
   // Returns false if the file could not be written (the entry is still
   // kept in memory for this process).
   bool put(const std::string& device, const mdh::MdHom& h, const std::string& size_class, const StoreEntry& e);
-  // A multi-stage kernel's launch choice (pipeline: PlanChain::Tuning, the
+  // A multi-stage kernel's launch choice (pipeline: LaunchTuning, the
   // candidate its online tuning chose), keyed by the chain kernel's key
   // instead of an MdHom's: later plans and processes start with it. Stored
   // in the same file (its schedule field "launch=<candidate>"); a launch
@@ -237,6 +237,9 @@ class ScheduleStore {
   // Changes whenever the entries change (a put here, or another process's
   // write noticed on reload): plans built on older entries are stale.
   uint64_t generation() const { return generation_.load(); }
+  // Changes when every entry is forgotten (clear, configure): what was
+  // learned from the old entries, or written to them, no longer holds.
+  uint64_t resets() const { return resets_.load(); }
 
  private:
   ScheduleStore() = default;
@@ -254,6 +257,7 @@ class ScheduleStore {
   bool checked_ = false;  // the file was looked at, at last_check_ (reload_if_changed)
   std::chrono::steady_clock::time_point last_check_;
   std::atomic<uint64_t> generation_{0};
+  std::atomic<uint64_t> resets_{0};
 };
 
 // The computation classes the default heuristic and the tuner distinguish.
