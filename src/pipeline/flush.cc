@@ -576,7 +576,8 @@ bool run_chain(const std::vector<Task>& window, const std::shared_ptr<const Plan
     // (Stored per device, chain kernel and size class of the last stage.)
     if (!c.tuning) c.tuning = detail::launch_tuning(c.key, tune::size_class(*stages.back().hom, *stages.back().bind));
     tn = c.tuning.get();
-    for (int g = c.first; g <= c.last && tn->chosen < 0 && !waits; ++g) waits = detail::being_tuned(plan->groups[g].tuning);
+    for (int g = c.first; g <= c.last && tn->chosen < 0 && !waits; ++g)
+      waits = detail::being_tuned(plan->groups[g].tuning);
     if (!waits) {
       const int pick = tn->chosen >= 0 ? tn->chosen : (candidate = tn->candidate());
       opt.tile_rows = detail::LaunchTuning::rows(pick);
