@@ -287,3 +287,49 @@ def test_explain_after_a_memoized_flush_that_tier0_ran(tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     memo_hits, described = r.stdout.split()
     assert int(memo_hits) >= 2 and described == "True"
+
+
+def test_a_repeated_kernel_compiles_in_the_background_while_tier0_runs_its_window(tmp_path):
+    # Floyd-Warshall's loop records 200 repetitions of one new kernel in one
+    # window. Each repetition is cheap on tier 0, all of them together cost
+    # more than a compile: the kernel is queued for the background compiler
+    # as the plan is made, and tier 0 runs the repetitions meanwhile (no
+    # repetition waits for a synchronous compile). Held here, so the whole
+    # window runs on tier 0 and says so; once released, the next run of the
+    # window takes the kernel for every repetition. In a subprocess with a
+    # fresh kernel cache, so the kernel is new.
+    import os
+    import subprocess
+    import sys
+    import textwrap
+    program = textwrap.dedent("""
+        import numpy, numfuse as np
+        from numfuse import _core
+        d0 = numpy.random.default_rng(3).uniform(1.0, 10.0, (200, 200))
+        d0[numpy.random.default_rng(4).random((200, 200)) > 0.1] = numpy.inf
+        def run(lib, d):
+            for k in range(d.shape[0]):
+                d = lib.minimum(d, d[:, k, None] + d[None, k, :])
+            return d
+        ref = run(numpy, d0)
+        x = np.asarray(d0)
+        np.flush()
+        _core.tune_background_hold(True)
+        r = run(np, x)
+        np.flush()
+        steps = [g for g in np.explain().groups if "minimum" in g["ops"]]
+        print(len(steps), all(g["tier0"] and g["compiling"] for g in steps),
+              numpy.array_equal(numpy.asarray(r), ref), "compiling in the background" in str(np.explain()))
+        _core.tune_background_hold(False)
+        _core.tune_wait()
+        r = run(np, x)
+        np.flush()
+        steps = [g for g in np.explain().groups if "minimum" in g["ops"]]
+        print(len(steps), sum(g["tier0"] for g in steps), numpy.array_equal(numpy.asarray(r), ref))
+    """)
+    env = dict(os.environ, NUMFUSE_CACHE_DIR=str(tmp_path), NUMFUSE_TIER="auto")
+    r = subprocess.run([sys.executable, "-c", program], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    first, second = r.stdout.split("\n")[:2]
+    assert first == "200 True True True", r.stdout
+    assert second == "200 0 True", r.stdout

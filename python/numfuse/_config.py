@@ -273,7 +273,9 @@ class Explanation:
                  f"({r['kernels_compiled']} compiled, {r['memory_hits']} from memory, {r['disk_hits']} from disk), "
                  f"run {r['run_ms']:.3f} ms"]
         for i, g in enumerate(self.groups):
-            kind = ("library routine" if g["routine"] else "cache hit" if g["cache_hit"] else
+            kind = ("library routine" if g["routine"] else
+                    ("tier 0, its kernel compiling in the background" if g.get("compiling") else "tier 0")
+                    if g["tier0"] else "cache hit" if g["cache_hit"] else
                     "loaded from disk cache" if g["disk_hit"] else "compiled")
             if g.get("tuned"):
                 kind += ", tuned schedule"

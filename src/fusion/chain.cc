@@ -173,6 +173,13 @@ std::pair<Group, Group> cut(const std::vector<Task>& window, const Group& g, int
 
 std::vector<Chain> find_chains(const std::vector<Task>& window, Partition& p, int64_t min_bytes);
 
+// The most groups one chain takes. Every stage adds its halo rows to each
+// tile and its nest to the kernel, and the search below costs the cube of a
+// chain's length per group: a window of a loop's many repetitions (200
+// Floyd-Warshall steps, each reading the last) spent 86% of its analysis
+// here before the cap.
+constexpr int kMaxStages = 16;
+
 }  // namespace
 
 // A group with a scalar prologue is no stage: its prologue would run per
@@ -248,7 +255,7 @@ std::vector<Chain> find_chains(const std::vector<Task>& window, Partition& p, in
       continue;
     }
     int j = i;
-    while (j + 1 < G && may_join(use, i, j + 1) && consumes(use, i, j + 1)) ++j;
+    while (j + 1 < G && j + 1 - i < kMaxStages && may_join(use, i, j + 1) && consumes(use, i, j + 1)) ++j;
     // The longest valid chain from i (shorter ones drop trailing groups).
     bool made = false;
     for (int last = j; last > i && !made; --last) {

@@ -71,6 +71,9 @@ struct PlanGroup {
   int begin = 0, end = 0;
   // Tier 0 runs it (tiers.h) until a kernel is ready in state->fn.
   bool interpret = false;
+  // One of a kernel's repetitions in its first window: the kernel was
+  // queued for the background compiler as the plan was made (choose_tier).
+  bool overlapped = false;
   // A stage of a multi-stage kernel: its own kernel is compiled (into
   // state) only if it ever runs alone (the launch refused the views).
   bool deferred = false;
@@ -254,6 +257,7 @@ Memo g_memo;  // guarded by g_exec_mu
 struct Prepared {
   fusion::Group group;
   bool interpret = false;  // tier 0 runs it now; compiled later if it recurs
+  bool overlapped = false;  // its kernel compiles in the background meanwhile (choose_tier)
   std::shared_ptr<mdh::Built> built;
   tune::Schedule schedule;
   bool tuned = false;
@@ -278,13 +282,28 @@ bool wanted_again(const std::string& key) {
   return ++g_wanted[key] >= 2;
 }
 
+// Tier 0's estimate for the groups of a window that share one kernel: their
+// time in all, the most any one of them takes, and how many there are.
+struct Tier0Estimate {
+  double ms = 0, most_ms = 0;
+  int groups = 0;
+};
+
+// A repeated kernel is compiled in the background, its groups run on tier 0
+// meanwhile, when no one repetition on tier 0 takes more than this share of
+// a compile: then a repetition that finds the kernel not ready yet costs
+// little, and the repetitions after the compile take the kernel.
+constexpr double kRepetitionShare = 1.0 / 16;
+
 // The tier of a new group: its kernel from the caches if it is there (in
 // memory, or on disk), else compiled at once or run on tier 0 (tiers.h).
-// `interp_ms[key]`: tier 0's estimated time for all the window's groups that
-// share the kernel -- a loop body repeated in one window pays for its
-// kernel's compile in this very flush.
+// `tier0[key]`: tier 0's estimate for all the window's groups that share the
+// kernel. A loop body repeated in one window pays for its kernel's compile in
+// this very flush: compiled at once when one repetition is costly, else in
+// the background while tier 0 runs the first repetitions (kernel_of takes the
+// kernel up for the rest), so that no repetition waits for the compiler.
 void choose_tier(const std::vector<Task>& window, Prepared& p, const Config& cfg,
-                 const std::unordered_map<std::string, double>& interp_ms) {
+                 const std::unordered_map<std::string, Tier0Estimate>& tier0) {
   if (!p.built || p.built->tasks.empty() || p.schedule.routine != tune::Routine::None) return;
   bool disk = false;
   if (jit::KernelRef f = p.target->compiler().try_get(p.key, &disk)) {
@@ -298,13 +317,18 @@ void choose_tier(const std::vector<Task>& window, Prepared& p, const Config& cfg
   if (cfg.tier == Tier::Lazy || cfg.random_schedule_seed >= 0 || cfg.tune_seconds > 0 || p.tuned) return;
   if (!detail::interpretable(window, p.group)) return;
   if (p.group.stage) return;  // a stage of a multi-stage kernel: compiled now
-  auto it = interp_ms.find(p.key);
-  const double interp = it == interp_ms.end() ? 0.0 : it->second;
-  if (cfg.tier == Tier::Eager || interp < detail::compile_estimate_ms()) {
+  auto it = tier0.find(p.key);
+  const Tier0Estimate est = it == tier0.end() ? Tier0Estimate{} : it->second;
+  const double compile = detail::compile_estimate_ms();
+  if (cfg.tier == Tier::Eager || est.ms < compile) {
     p.interpret = true;
     if (cfg.tier != Tier::Eager && wanted_again(p.key))
       detail::compile_in_background(std::shared_ptr<const mdh::MdHom>(p.built, &p.built->hom), p.schedule,
                                     *p.target);
+  } else if (est.groups > 1 && est.most_ms <= kRepetitionShare * compile) {
+    p.interpret = true;
+    p.overlapped = true;
+    detail::compile_in_background(std::shared_ptr<const mdh::MdHom>(p.built, &p.built->hom), p.schedule, *p.target);
   }
 }
 
@@ -412,6 +436,7 @@ PlanGroup to_plan_group(const std::vector<Task>& window, const Prepared& p) {
   g.key = p.key;
   g.fn = p.fn;
   g.interpret = p.interpret;
+  g.overlapped = p.overlapped;
   g.deferred = p.deferred;
   return g;
 }
@@ -502,6 +527,7 @@ void run_group(const std::vector<Task>& window, const std::shared_ptr<const Plan
       detail::interpret(window, g.begin, g.end, g.dead);
       if (const uint8_t f = fpe::take()) note_group_fp(f, window, g);
       gr.tier0 = true;
+      gr.compiling = g.overlapped;
     }
     gr.hom = &g.tmpl->hom;
     if (bind) gr.ints.assign(bind->ints.data(), bind->ints.size());
@@ -970,10 +996,16 @@ void flush_window(std::vector<Task>& window, const Structure& structure, FlushRe
       }
       c = chains.erase(c);
     }
-    std::unordered_map<std::string, double> interp_ms;
+    std::unordered_map<std::string, Tier0Estimate> tier0;
     for (const Prepared& p : prepared)
-      if (p.built && !p.built->tasks.empty()) interp_ms[p.key] += detail::interpret_estimate_ms(window, p.group);
-    for (Prepared& p : prepared) choose_tier(window, p, cfg, interp_ms);
+      if (p.built && !p.built->tasks.empty()) {
+        const double ms = detail::interpret_estimate_ms(window, p.group);
+        Tier0Estimate& e = tier0[p.key];
+        e.ms += ms;
+        e.most_ms = std::max(e.most_ms, ms);
+        ++e.groups;
+      }
+    for (Prepared& p : prepared) choose_tier(window, p, cfg, tier0);
     rep.analyse_ms = ms_since(t0);
 
     // Compile (or fetch) every group's kernel; misses compile concurrently.

@@ -58,6 +58,7 @@ py::dict report_dict(const pipeline::FlushReport& r) {
     d["key"] = g.key();
     d["cache_hit"] = g.cache_hit;
     d["tier0"] = g.tier0;
+    d["compiling"] = g.compiling;
     d["tuned"] = g.tuned;
     d["disk_hit"] = g.disk_hit;
     d["source"] = g.source;

@@ -385,7 +385,11 @@ void flush_all(const char* reason) {
     for (const pipeline::GroupReport& g : rep.groups) {
       if (g.key().empty()) continue;
       std::string text = std::string("numfuse kernel (") +
-                         (g.cache_hit ? "cache hit" : g.disk_hit ? "loaded from disk cache" : "compiled") + ")\n" +
+                         (g.tier0       ? "tier 0"
+                          : g.cache_hit ? "cache hit"
+                          : g.disk_hit  ? "loaded from disk cache"
+                                        : "compiled") +
+                         ")\n" +
                          g.mdh_text() + "\nschedule: " + g.schedule_text() + "\n";
       if (!g.source.empty()) text += g.source;
       g_dump(text);
