@@ -20,7 +20,7 @@ import pytest
 
 import numfuse as nf
 
-PASSES = ["build", "unroll", "vectorize", "storage", "simplify", "cpu_barriers"]
+PASSES = ["build", "tile_buffers", "unroll", "vectorize", "storage", "simplify", "cpu_barriers"]
 
 
 def run_dumped(tmp_path, program, extra_env=None):
@@ -152,8 +152,24 @@ def test_random_schedules_keep_the_ir_valid_after_every_pass(tmp_path):
         # the full path's unrolled loops run over literal tile sizes
         assert re.search(r"for \w+ in \[(\w+), \(\1 \+ \d+\)\)", after), after
     for k in kernels:
-        for p in PASSES[1:]:
+        for p in PASSES[PASSES.index("unroll"):]:
             assert "full-tile split" not in k[p], (p, k[p])
+    # Input tile buffers: build requests them (a TileIn, every read still of
+    # memory); the tile_buffers pass allocates each, copies the input's part
+    # in and has the loops after it read the copy.
+    requested = [k for k in kernels if re.search(r"^ *tile tile\d+: \w+ <- p\d+ \[", k["build"], re.M)]
+    assert requested, "no random schedule cached an input"
+    for k in requested:
+        for m in re.finditer(r"^ *tile (tile\d+): (\w+) <- (p\d+) \[", k["build"], re.M):
+            name, dtype, ptr = m.groups()
+            assert f"{name}[" not in k["build"], k["build"]
+            after = k["tile_buffers"]
+            assert re.search(rf"alloc local {dtype} {name}\[", after), after
+            assert re.search(rf"^ *{name}\[.*\] = {ptr}\[", after, re.M), after  # the copy
+            assert re.search(rf"= {name}\[", after), after  # a read of the copy
+    for k in kernels:
+        for p in PASSES[1:]:
+            assert not re.search(r"^ *tile tile\d+:", k[p], re.M), (p, k[p])
     kernels = by_kernel(nests(err))
     assert len(kernels) >= 40
     text = "\n".join(k["cpu_barriers"] for k in kernels)
@@ -221,9 +237,9 @@ def test_a_multi_stage_kernel_is_one_composed_nest(tmp_path):
     assert len(composed) == 2, [p for p, _, _ in dumps]
     for i, text in composed:
         # the stages' own passes came first, in order, then the chain's
-        stage_passes = [p for p, _, _ in dumps[max(0, i - 20):i]]
+        stage_passes = [p for p, _, _ in dumps[max(0, i - 30):i]]
         n_stages = text.count("stage(")
-        assert stage_passes[-5 * n_stages:] == ["build", "unroll", "vectorize", "storage", "simplify"] * n_stages
+        assert stage_passes[-6 * n_stages:] == PASSES[:-1] * n_stages
         assert [p for p, _, _ in dumps[i + 1:i + 3]] == ["simplify", "cpu_barriers"]
         top = [line for line in text.splitlines()[1:] if not line.startswith("    ")]
         assert len(top) == 1 and top[0].startswith("  cores if"), top

@@ -301,6 +301,8 @@ class CRenderer {
         return stage(os, s, d);
       case Stmt::K::FullSplit:
         throw std::logic_error("render_c: a FullSplit (the unroll pass removes them)");
+      case Stmt::K::TileIn:
+        throw std::logic_error("render_c: a TileIn (the tile_buffers pass removes them)");
     }
   }
 

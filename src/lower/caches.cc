@@ -3,9 +3,10 @@
 // Invariant: a cache placed in the body of loop q covers exactly the part of
 // its access that the loops below q can touch: for each of the access's
 // dimensions, the tile of the innermost loop of that dimension at or above q
-// (or the whole extent), clipped to the extent. An input's tile is copied in
-// before the loops below q and read instead of memory; nothing below q writes
-// the input (fusion never caches a read-write access), so the copy is exact.
+// (or the whole extent), clipped to the extent. An input's tile is requested
+// (a TileIn) before the loops below q; the tile_buffers pass copies it in
+// there and has them read it instead of memory. Nothing below q writes the
+// input (fusion never caches a read-write access), so the copy is exact.
 // An output's tile starts at the identity, takes every combine below q, and
 // is combined into the output's memory accumulator once when q's body ends.
 #include <algorithm>
@@ -32,6 +33,13 @@ void Lowerer::plan_caches() {
     p.layout = c.layout;
     p.output = !h_.accesses[c.access].read;
     p.name = "tile" + std::to_string(c.access);
+    p.ptr = ptr(c.access);
+    p.point = point_vars();
+    const mdh::Access& acc = h_.accesses[c.access];
+    for (int d = 0; d < h_.ndim; ++d) {
+      p.kind.push_back(acc.kind[d]);
+      p.stride.push_back(acc.kind[d] == mdh::StrideKind::Param ? int_param(acc.stride[d]) : nullptr);
+    }
     for (int d : c.layout) {
       int found = -1, below = 0;
       for (int q = 0; q <= c.pos; ++q)
@@ -60,10 +68,9 @@ void Lowerer::plan_caches() {
     for (int d : c.pack)
       for (size_t k = 0; k < c.layout.size(); ++k)
         if (c.layout[k] == d) p.outer.push_back(static_cast<int>(k));
+    p.dtype = p.output ? h_.outputs[plan_of_access(c.access)].acc_dtype : h_.accesses[c.access].dtype;
     if (!p.heap) {
-      const mdh::Access& a = h_.accesses[c.access];
-      const DType t = p.output ? h_.outputs[plan_of_access(c.access)].acc_dtype : a.dtype;
-      const int64_t bytes = p.count * itemsize(t);
+      const int64_t bytes = p.count * itemsize(p.dtype);
       if (stack_bytes + bytes > kStackTileBytes) p.heap = true;
       else stack_bytes += bytes;
     }
@@ -71,17 +78,11 @@ void Lowerer::plan_caches() {
   }
 }
 
-const CachePlan* Lowerer::cache_of(int access) const {
-  for (const CachePlan& c : caches_)
-    if (c.access == access && !c.output) return &c;
-  return nullptr;
-}
-
 // Position of a point in the tile, inside every loop: mixed radix over the
 // block numbers of packed entries (outermost; a block is the packing loop's
 // variable, so no division), then every entry's offset (a packed entry's
 // offset inside its block).
-ExP Lowerer::tile_index(const CachePlan& c, const std::vector<ExP>& idx) const {
+ExP tile_index(const TileSpec& c, const std::vector<ExP>& idx) {
   ExP e = lit(0);
   for (int k : c.outer) {
     const ExP b = lit(c.block[k]);
@@ -96,7 +97,7 @@ ExP Lowerer::tile_index(const CachePlan& c, const std::vector<ExP>& idx) const {
   return e;
 }
 
-ExP Lowerer::tile_count(const CachePlan& c) const {
+ExP tile_count(const TileSpec& c) {
   ExP count = lit(1);
   for (size_t k = 0; k < c.layout.size(); ++k)
     count = mul(count, c.block[k] ? mul(arith('/', add(c.size[k], lit(c.block[k] - 1)), lit(c.block[k])),
@@ -105,9 +106,18 @@ ExP Lowerer::tile_count(const CachePlan& c) const {
   return count;
 }
 
-// Nested loops over the tile: whole (Clip::No), clipped to the extent
-// (Clip::Yes), or clipped only on the remainder path of the FullSplit they
-// are in (Clip::Split: the tile is whole on the full path). Small whole
+ExP memory_index(const TileSpec& c, const std::vector<ExP>& idx) {
+  ExP e = lit(0);
+  for (size_t d = 0; d < c.kind.size(); ++d) {
+    if (c.kind[d] == mdh::StrideKind::Zero) continue;
+    ExP term = idx[d];
+    if (c.kind[d] == mdh::StrideKind::Param) term = mul(term, c.stride[d]);
+    e = add(e, term);
+  }
+  return e;
+}
+
+// Nested loops over the tile (lowerer.h: Clip). Small whole
 // tiles are unrolled (so a register tile stays in registers), else the
 // innermost loop is simd. A packed entry gets a loop over its blocks
 // (outermost, in packing order) and one inside the block, so both the tile
@@ -115,8 +125,7 @@ ExP Lowerer::tile_count(const CachePlan& c) const {
 // that the memory side's unit-stride dimension goes innermost, so copies
 // stream through memory. Fills w.off (offset from the tile's base, per
 // layout entry) and w.index (position in the tile); returns the innermost body.
-std::vector<StmtP>* Lowerer::tile_loops(std::vector<StmtP>& out, const CachePlan& c, const mdh::Access& mem, Clip clip,
-                                        TileWalk& w) const {
+std::vector<StmtP>* tile_loops(std::vector<StmtP>& out, const TileSpec& c, Clip clip, TileWalk& w) {
   std::vector<StmtP>* cur = &out;
   StmtP outer = block();
   cur->push_back(outer);
@@ -153,9 +162,9 @@ std::vector<StmtP>* Lowerer::tile_loops(std::vector<StmtP>& out, const CachePlan
   }
   std::vector<size_t> order;
   for (size_t k = 0; k < n; ++k)
-    if (mem.kind[c.layout[k]] != mdh::StrideKind::Unit) order.push_back(k);
+    if (c.kind[c.layout[k]] != mdh::StrideKind::Unit) order.push_back(k);
   for (size_t k = 0; k < n; ++k)
-    if (mem.kind[c.layout[k]] == mdh::StrideKind::Unit) order.push_back(k);
+    if (c.kind[c.layout[k]] == mdh::StrideKind::Unit) order.push_back(k);
   std::vector<ExP> in(n);
   w.off.assign(n, nullptr);
   for (size_t j = 0; j < n; ++j) {
@@ -209,23 +218,23 @@ bool Lowerer::tile_is_full(const CachePlan& c, bool split) const {
 void Lowerer::open_caches(std::vector<StmtP>& out, int i, bool split) {
   for (const CachePlan& c : caches_) {
     if (c.pos != i - 1) continue;
-    const mdh::Access& a = h_.accesses[c.access];
-    const DType t = c.output ? h_.outputs[plan_of_access(c.access)].acc_dtype : a.dtype;
     // (The storage pass gives the heap to a count known only at run time or
     // too large for the stack.)
-    out.push_back(alloc(t, c.name, c.heap ? tile_count(c) : lit(c.count), Scope::Local));
-    TileWalk w;
-    if (c.output) {
-      // The accumulation tile starts at the identity (all of it, unclipped).
-      std::vector<StmtP>* body = tile_loops(out, c, h_.accesses[c.access], Clip::No, w);
-      body->push_back(assign(load(c.name, w.index, t), identity(h_.outputs[plan_of_access(c.access)])));
-    } else {
-      const Clip clip = tile_is_full(c, split) ? Clip::Split : Clip::Yes;
-      std::vector<StmtP>* body = tile_loops(out, c, h_.accesses[c.access], clip, w);
-      std::vector<ExP> idx(h_.ndim, lit(0));
-      for (size_t k = 0; k < c.layout.size(); ++k) idx[c.layout[k]] = add(c.base[k], w.off[k]);
-      body->push_back(assign(load(c.name, w.index, t), load(ptr(c.access), access_index(c.access, idx), t)));
+    if (!c.output) {
+      // An input's tile: requested here, for the statements after it.
+      StmtP req = block();
+      req->k = Stmt::K::TileIn;
+      auto spec = std::make_shared<TileSpec>(c);
+      spec->full_split = tile_is_full(c, split);
+      req->tile = std::move(spec);
+      out.push_back(req);
+      continue;
     }
+    // The accumulation tile starts at the identity (all of it, unclipped).
+    out.push_back(alloc(c.dtype, c.name, c.heap ? tile_count(c) : lit(c.count), Scope::Local));
+    TileWalk w;
+    std::vector<StmtP>* body = tile_loops(out, c, Clip::No, w);
+    body->push_back(assign(load(c.name, w.index, c.dtype), identity(h_.outputs[plan_of_access(c.access)])));
   }
 }
 
@@ -237,7 +246,7 @@ void Lowerer::close_caches(std::vector<StmtP>& out, int i, bool split) {
       const mdh::Output& o = h_.outputs[oi];
       TileWalk w;
       const Clip clip = tile_is_full(c, split) ? Clip::Split : Clip::Yes;
-      std::vector<StmtP>* body = tile_loops(out, c, h_.accesses[c.access], clip, w);
+      std::vector<StmtP>* body = tile_loops(out, c, clip, w);
       std::vector<ExP> idx(h_.ndim, lit(0));
       for (size_t k = 0; k < c.layout.size(); ++k) idx[c.layout[k]] = add(c.base[k], w.off[k]);
       auto [target, itarget] = memory_target(plan_of(oi), idx);

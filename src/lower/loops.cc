@@ -273,13 +273,13 @@ std::vector<std::pair<std::string, DType>> Lowerer::float_sums(const Stmt& simd_
   return sums;
 }
 
-// Node n of f at point idx, its operands' values in val. `cached`: an input
-// with a tile buffer is read from the tile.
-ExP Lowerer::node_value(size_t n, const std::vector<ExP>& idx, const std::vector<ExP>& val, bool cached) const {
+// Node n of f at point idx, its operands' values in val. (An input read
+// from a tile buffer is read from memory here: the tile_buffers pass
+// redirects the reads its TileIn covers.)
+ExP Lowerer::node_value(size_t n, const std::vector<ExP>& idx, const std::vector<ExP>& val) const {
   const ExprNode& x = h_.f.nodes[n];
   switch (x.kind) {
     case ExprNode::Kind::Input:
-      if (const CachePlan* c = cached ? cache_of(x.a) : nullptr) return load(c->name, tile_index(*c, idx), x.dtype);
       return load(ptr(x.a), access_index(x.a, idx), x.dtype);
     case ExprNode::Kind::Const:
       return cast(const_value(x.a), x.dtype);
@@ -309,7 +309,7 @@ void Lowerer::emit_prologue(std::vector<StmtP>& top) {
   std::vector<ExP> val(h_.prologue);
   for (int n = 0; n < h_.prologue; ++n) {
     const std::string name = "v" + std::to_string(n);
-    top.push_back(decl(h_.f.nodes[n].dtype, name, node_value(n, origin, val, false)));
+    top.push_back(decl(h_.f.nodes[n].dtype, name, node_value(n, origin, val)));
     val[n] = var(name, h_.f.nodes[n].dtype);
   }
   for (const mdh::Output& o : h_.outputs) {
@@ -343,7 +343,7 @@ void Lowerer::emit_point(std::vector<StmtP>& out) {
     const ExprNode& x = h_.f.nodes[n];
     const std::string name = "v" + std::to_string(n);
     // The prologue's values were computed before every point (run()).
-    if (static_cast<int>(n) >= h_.prologue) out.push_back(decl(x.dtype, name, node_value(n, idx, val, true)));
+    if (static_cast<int>(n) >= h_.prologue) out.push_back(decl(x.dtype, name, node_value(n, idx, val)));
     val[n] = var(name, x.dtype);
   }
   for (size_t oi = 0; oi < h_.outputs.size(); ++oi) {

@@ -1,5 +1,5 @@
-// The pass driver: build, the common passes (unroll, vectorize, storage,
-// simplify), the target's tail (passes.h), with the nest printed
+// The pass driver: build, the common passes (tile_buffers, unroll,
+// vectorize, storage, simplify), the target's tail (passes.h), with the nest printed
 // (NUMFUSE_DUMP=passes) and verified after each.
 #include <atomic>
 #include <cstdio>
@@ -50,21 +50,25 @@ class Driver {
   std::string trace_;
 };
 
-constexpr Pass kCommon[] = {{"unroll", passes::unroll},
-                             {"vectorize", passes::vectorize},
-                             {"storage", passes::storage},
-                             {"simplify", passes::simplify}};
-
 LoopNest common(Driver& d, const mdh::MdHom& h, const tune::Schedule& s, const std::string& name) {
   std::string why = s.why_illegal(h);
   if (!why.empty()) throw std::logic_error("illegal schedule " + s.key() + ": " + why);
   LoopNest n = passes::build(h, s, name);
   d.after("build", n);
-  for (const Pass& p : kCommon) d.run(n, p);
+  for (const Pass& p : passes::common()) d.run(n, p);
   return n;
 }
 
 }  // namespace
+
+const std::vector<Pass>& passes::common() {
+  static const std::vector<Pass> list = {{"tile_buffers", passes::tile_buffers},
+                                         {"unroll", passes::unroll},
+                                         {"vectorize", passes::vectorize},
+                                         {"storage", passes::storage},
+                                         {"simplify", passes::simplify}};
+  return list;
+}
 
 LoopNest lower(const KernelSpec& k, const std::string& name, const std::vector<Pass>& tail) {
   if (k.stages.empty() || k.stages.size() != k.schedules.size())

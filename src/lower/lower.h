@@ -77,6 +77,7 @@ ExP max_threads();
 
 struct Stmt;
 using StmtP = std::shared_ptr<Stmt>;
+struct TileSpec;
 
 // What a For loop's iterations may do at once. Every kind enumerates the
 // same points; a kind only grants the target freedom.
@@ -131,6 +132,10 @@ struct Stmt {
     FullSplit, // `body`, below a full-tile / remainder split (build -> unroll, passes.h): `cond`
                // holds when every unrolled loop's tile lies inside its parent's range. The
                // unroll pass makes it `if (cond) full path else clipped path`; none remain after.
+    TileIn,    // a request for a tile buffer (build -> tile_buffers, passes.h): `tile` says
+               // which part of an input the statements after it in its list read; the
+               // tile_buffers pass copies that part into a Local array there and has those
+               // statements read the copy. None remain after that pass.
   };
   K k = K::Block;
   std::vector<StmtP> body;
@@ -166,6 +171,35 @@ struct Stmt {
   std::vector<DType> arg_types;   // Stage
   int fp_base = 0;                // Stage
   bool contract = false;          // Stage
+  std::shared_ptr<const TileSpec> tile;  // TileIn
+};
+
+// A tile buffer of an input (Stmt::K::TileIn; the schedule's tune::Cache):
+// the part of the input at pointer `ptr` that the loops after the request
+// can touch -- per layout entry k (one of the input's dimensions), from
+// base[k] for size[k] elements (a literal, or the whole extent), clipped at
+// end[k] -- copied into the Local array `name`, laid out in `layout` order,
+// with the packed entries' block numbers (block[k] > 0: blocks of that many,
+// stepped by loop block_loop[k]) outermost in `outer`'s order. `full_split`:
+// the request is in a FullSplit whose full path has the tile whole (its
+// copy's bounds are TileBounds there). The tile's position of a point
+// comes from `point` (per dimension: the point's index variable); the input
+// in memory is at sum over dimensions of point[d] * stride[d] (kind[d] Zero:
+// no term, Unit: point[d] itself, Param: times stride[d]).
+struct TileSpec {
+  std::string name, ptr;
+  DType dtype = DType::Float64;
+  int64_t count = 1;  // elements when every size is a literal (heap: false)
+  bool heap = false;  // some size is only known at run time
+  std::vector<int> layout;
+  std::vector<ExP> base, size, end;
+  std::vector<int64_t> block;
+  std::vector<std::string> block_loop;
+  std::vector<int> outer;
+  bool full_split = false;
+  std::vector<ExP> point;
+  std::vector<mdh::StrideKind> kind;
+  std::vector<ExP> stride;
 };
 
 struct LoopNest {

@@ -6,7 +6,10 @@
 //                   bounds of both its paths) and the point body;
 //   reductions.cc - where each reduction output combines (register, tile,
 //                   memory, per-thread partials) and the final combine;
-//   caches.cc     - local tile buffers (copy-in of inputs, output tiles);
+//   caches.cc     - local tile buffers: where each lives and its layout, the
+//                   requests for input tiles (TileIn, made by the
+//                   tile_buffers pass: tile_buffers.cc), output tiles, and
+//                   the loops over a tile both use;
 //   pairwise.cc   - NumPy's pairwise summation of floating-point sums.
 #pragma once
 
@@ -76,25 +79,33 @@ struct RedPlan {
   std::vector<int> cdims;   // its concatenated dims
 };
 
-// A local tile buffer (tune::Cache, resolved against the loop nest).
-struct CachePlan {
+// A local tile buffer (tune::Cache, resolved against the loop nest): its
+// layout and memory side (lower.h: TileSpec), and where it lives. An input's
+// tile becomes a TileIn request (the tile_buffers pass makes the copy); an
+// output's accumulation tile is the build pass's own (reductions).
+struct CachePlan : TileSpec {
   int access = 0;
   int pos = -1;                // lives in the body of order[pos]
-  std::vector<int> layout;     // dims, outer to inner
   bool output = false;         // a reduction output's accumulation tile
-  std::string name;
-  std::vector<ExP> base;       // per layout dim: first index covered by the tile
-  std::vector<ExP> size;       // per layout dim: tile extent (a literal, or the full extent)
-  std::vector<ExP> end;        // per layout dim: where the enclosing loop's range ends (clips the tile)
-  // Packing (tune::Cache::pack): per layout entry, the block size (0: not
-  // packed) and the loop whose step it is; `outer` lists the packed entries
-  // whose block numbers come first, outermost first.
-  std::vector<int64_t> block;
-  std::vector<std::string> block_loop;
-  std::vector<int> outer;
-  bool heap = false;           // some extent is only known at run time: malloc'd
-  int64_t count = 1;           // elements when all extents are literals
 };
+
+// Loops over a whole tile (copy-in, init, fold): whole (Clip::No), clipped to
+// the extent (Clip::Yes), or clipped only on the remainder path of the
+// FullSplit they are in (Clip::Split: the tile is whole on the full path).
+// Fills `off` (offset from the tile's base, per layout entry) and `index`
+// (position in the tile); returns the innermost body (caches.cc).
+struct TileWalk {
+  std::vector<ExP> off;
+  ExP index;
+};
+enum class Clip { No, Yes, Split };
+std::vector<StmtP>* tile_loops(std::vector<StmtP>& out, const TileSpec& c, Clip clip, TileWalk& w);
+// Position of point idx in the tile, inside every loop below it.
+ExP tile_index(const TileSpec& c, const std::vector<ExP>& idx);
+// The tile's elements (a run-time count where some size is).
+ExP tile_count(const TileSpec& c);
+// The input's element at point idx in memory (TileSpec: kind, stride).
+ExP memory_index(const TileSpec& c, const std::vector<ExP>& idx);
 
 class Lowerer {
  public:
@@ -122,7 +133,7 @@ class Lowerer {
   void emit_body(std::vector<StmtP>& out, int i, bool split);
   void emit_point(std::vector<StmtP>& out);
   void emit_prologue(std::vector<StmtP>& top);
-  ExP node_value(size_t n, const std::vector<ExP>& idx, const std::vector<ExP>& val, bool cached) const;
+  ExP node_value(size_t n, const std::vector<ExP>& idx, const std::vector<ExP>& val) const;
   // The simd loop's floating-point sum registers (name, type).
   std::vector<std::pair<std::string, DType>> float_sums(const Stmt& simd_loop) const;
 
@@ -173,19 +184,7 @@ class Lowerer {
   void open_caches(std::vector<StmtP>& out, int i, bool split);
   void close_caches(std::vector<StmtP>& out, int i, bool split);
   bool tile_is_full(const CachePlan& c, bool split) const;
-  const CachePlan* cache_of(int access) const;  // an input's tile, if cached
   int plan_of_access(int access) const;          // the reduction output writing `access`
-  // Position of point idx in the tile, inside every loop.
-  ExP tile_index(const CachePlan& c, const std::vector<ExP>& idx) const;
-  // Loops over a whole tile (copy-in, init, fold): see caches.cc.
-  struct TileWalk {
-    std::vector<ExP> off;  // per layout entry: offset from the tile's base
-    ExP index;             // position in the tile
-  };
-  enum class Clip { No, Yes, Split };
-  std::vector<StmtP>* tile_loops(std::vector<StmtP>& out, const CachePlan& c, const mdh::Access& mem, Clip clip,
-                                 TileWalk& w) const;
-  ExP tile_count(const CachePlan& c) const;
 };
 
 }  // namespace nf::lower::detail

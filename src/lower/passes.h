@@ -3,7 +3,8 @@
 // every non-associative combine) and states what it leaves for the next;
 // verify() checks the IR's invariants after each one in assertion builds.
 //
-//   build       MdHom + Schedule -> nest                 (loops.cc and its helpers)
+//   build         MdHom + Schedule -> nest               (loops.cc and its helpers)
+//   tile_buffers  input tiles copied in, read from there (tile_buffers.cc)
 //   unroll      the full-tile / remainder paths           (unroll.cc)
 //   vectorize   simd loops' lanes and blocked sums        (vectorize.cc)
 //   storage     where each allocation lives, its release (storage.cc)
@@ -25,9 +26,10 @@ namespace nf::lower::passes {
 // prologue's nodes as declarations, its outputs stored at index 0; the
 // point body then uses those values. Tiling (one loop per tile level
 // and dimension, in the schedule's order, each covering its parent tile
-// clipped to the extent), compute-at of tile buffers and register
-// accumulators (each opened in the body of the loop the schedule names and
-// closed there), reductions (in a register, a tile, memory or per-thread
+// clipped to the extent), compute-at of register accumulators and output
+// tiles (each opened in the body of the loop the schedule names and closed
+// there) and of input tiles (a TileIn request there, for the tile_buffers
+// pass: every read of the input is still a read of memory), reductions (in a register, a tile, memory or per-thread
 // partials), NumPy's pairwise sums, and loop kinds (Vectorized innermost
 // loops). A parallel schedule becomes one Cores loop at the top level whose
 // iterations take equal shares of the outermost loop; the combine of
@@ -43,6 +45,17 @@ namespace nf::lower::passes {
 // tiles their parents cover) and the loops whose kind differs there marked
 // (Stmt::unroll, full_kind); nothing is unrolled yet.
 LoopNest build(const mdh::MdHom& h, const tune::Schedule& s, const std::string& name);
+
+// tile_buffers: each TileIn becomes, in its place, the tile's Local array
+// (its count a literal, or tile_count's run-time product) and the loops
+// copying the input's part into it (clipped to the extents; on the full
+// path of the FullSplit it is in, whole, with TileBounds, when the request
+// says so: small whole tiles' loops are Unrolled there); then the
+// statements after it in its list, and everything in them, read the input
+// from the tile (the point's position in the tile) instead of memory. The
+// copy's own reads and every read before the request stay in memory. After
+// it no TileIn remains.
+void tile_buffers(LoopNest& n);
 
 // unroll: every FullSplit becomes `if (cond) full path else remainder path`,
 // two copies of its nest: on the full path the TileBounds take their
@@ -82,8 +95,12 @@ void storage(LoopNest& n);
 // nothing. Floating-point expressions are never touched.
 void simplify(LoopNest& n);
 
+// The passes every stage's nest takes after build, in order: tile_buffers,
+// unroll, vectorize, storage, simplify (lower.cc runs them).
+const std::vector<Pass>& common();
+
 // compose (multi-stage kernels, lower.h: ChainShape): the stages' nests,
-// each built serial and through vectorize, storage and simplify, become
+// each built serial and through the common passes (above), become
 // one nest: a Cores loop whose threads each walk tiles of their share of the last
 // stage's rows; per tile and stage, bounds from the launch's halos, the
 // rolling move of kept rows in the tile buffers the stage writes, the

@@ -135,6 +135,15 @@ void stmt(std::ostringstream& os, const Stmt& s, int d) {
       list(s.body);
       return;
     }
+    case Stmt::K::TileIn: {
+      const TileSpec& c = *s.tile;
+      os << ind << "tile " << c.name << ": " << dtype_name(c.dtype) << " <- " << c.ptr << " [";
+      for (size_t k = 0; k < c.layout.size(); ++k)
+        os << (k ? ", " : "") << "d" << c.layout[k] << ": " << ex(*c.base[k]) << " + " << ex(*c.size[k])
+           << " (to " << ex(*c.end[k]) << ")" << (c.block[k] ? " in blocks of " + std::to_string(c.block[k]) : "");
+      os << "]" << (c.full_split ? ", whole on the full path" : "") << "\n";
+      return;
+    }
     case Stmt::K::FullSplit:
       os << ind << "full-tile split, full path if " << ex(*s.cond) << ":\n";
       list(s.body);

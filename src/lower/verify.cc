@@ -3,8 +3,9 @@
 // level, barriers only directly in one, Local variables not seen across a
 // barrier, allocations in a scope that can hold them, released once (after
 // the storage pass), no barrier after the CPU target's barrier pass, splits
-// only on Vectorized loops and none after the vectorize pass, FullSplits
-// only before the unroll pass and TileBounds and marked loops only in them.
+// only on Vectorized loops and none after the vectorize pass, TileIns only
+// before the tile_buffers pass, FullSplits only before the unroll pass and
+// TileBounds and marked loops only in them.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -21,10 +22,11 @@ class Verifier {
  public:
   Verifier(const LoopNest& n, const std::string& after)
       : n_(n),
-        released_(after != "build" && after != "unroll" && after != "vectorize"),
+        released_(after != "build" && after != "tile_buffers" && after != "unroll" && after != "vectorize"),
         no_barriers_(after == "cpu_barriers"),
-        split_(after != "build" && after != "unroll"),
-        unrolled_(after != "build") {}
+        split_(after != "build" && after != "tile_buffers" && after != "unroll"),
+        unrolled_(after != "build" && after != "tile_buffers"),
+        tiled_(after != "build") {}
 
   std::string run() {
     if (has_cores(n_.body) != n_.uses_threads) fail("uses_threads says " + std::string(n_.uses_threads ? "yes" : "no"));
@@ -38,6 +40,7 @@ class Verifier {
   const bool released_, no_barriers_;
   const bool split_;  // after the vectorize pass: no loop has splits left
   const bool unrolled_;  // after the unroll pass: no FullSplit left
+  const bool tiled_;     // after the tile_buffers pass: no TileIn left
   int in_split_ = 0;     // FullSplits around the statement being verified
   std::string err_;
   std::vector<std::vector<std::pair<std::string, NameKind>>> scopes_;
@@ -187,6 +190,28 @@ class Verifier {
         scopes_ = std::move(outer);
         ptrs_ = outer_ptrs;
         in_cores_ = outer_cores;
+        return;
+      }
+      case Stmt::K::TileIn: {
+        if (tiled_) fail("a TileIn after the tile_buffers pass");
+        if (!s.tile) {
+          fail("a TileIn without its tile");
+          return;
+        }
+        const TileSpec& c = *s.tile;
+        const size_t n = c.layout.size();
+        if (c.base.size() != n || c.size.size() != n || c.end.size() != n || c.block.size() != n ||
+            c.block_loop.size() != n)
+          fail("TileIn '" + c.name + "': its layout entries differ in number");
+        if (c.point.size() != c.kind.size() || c.stride.size() != c.kind.size())
+          fail("TileIn '" + c.name + "': its point and memory layout differ in dimensions");
+        if (!is_pointer(c.ptr)) fail("TileIn '" + c.name + "' of '" + c.ptr + "', not a kernel pointer");
+        if (c.full_split && !in_split_) fail("TileIn '" + c.name + "' whole on a full path outside a FullSplit");
+        for (size_t k = 0; k < n; ++k) {
+          ex(c.base[k]);
+          ex(c.size[k]);
+          ex(c.end[k]);
+        }
         return;
       }
       case Stmt::K::FullSplit:

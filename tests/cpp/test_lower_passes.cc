@@ -388,3 +388,57 @@ TEST(LowerPasses, VerifierKeepsTileBoundsAndMarksInsideAFullSplit) {
   outer->body = {detail::full_split(lit(1))};
   expect_bad(nest({outer}), "build", "a FullSplit inside a FullSplit");
 }
+
+TEST(LowerPasses, TileBuffersCopiesAnInputInAndRedirectsTheReadsAfterTheRequest) {
+  // p1[n] = p0[n] (a read before the request: memory); then
+  // for i0 in [0, n) step 4:
+  //   tile tile0 <- p0 [d0: i0 + 4 (to n)]
+  //   for i1 in [i0, min(i0 + 4, n)): p1[i1] = p0[i1] + p0[i1]
+  auto spec = std::make_shared<TileSpec>();
+  spec->name = "tile0";
+  spec->ptr = "p0";
+  spec->dtype = DType::Int64;
+  spec->count = 4;
+  spec->layout = {0};
+  spec->base = {var("i0")};
+  spec->size = {lit(4)};
+  spec->end = {var("n")};
+  spec->block = {0};
+  spec->block_loop = {""};
+  spec->point = {var("i1")};
+  spec->kind = {mdh::StrideKind::Unit};
+  spec->stride = {nullptr};
+  StmtP req = mk(Stmt::K::TileIn);
+  req->tile = spec;
+  StmtP inner = for_("i1", var("i0"), min(add(var("i0"), lit(4)), var("n")));
+  inner->body = {assign_(load_("p1", var("i1")), add(load_("p0", var("i1")), load_("p0", var("i1"))))};
+  StmtP outer = detail::for_loop("i0", lit(0), var("n"), lit(4));
+  outer->body = {req, inner};
+  LoopNest n = nest({decl_("n", lit(10)), assign_(load_("p1", var("n")), load_("p0", var("n"))), outer});
+  ASSERT_EQ(verify(n, "build"), "") << print(n);
+  EXPECT_NE(print(n).find("tile tile0: int64 <- p0 [d0: i0 + 4 (to n)]"), std::string::npos) << print(n);
+  expect_bad(n, "tile_buffers", "a TileIn after the tile_buffers pass");
+  passes::tile_buffers(n);
+  ASSERT_EQ(verify(n, "tile_buffers"), "") << print(n);
+  const std::string text = print(n);
+  EXPECT_EQ(text.find("tile tile0"), std::string::npos) << text;  // no request left
+  EXPECT_NE(text.find("alloc local int64 tile0[4]"), std::string::npos) << text;
+  // The loop reads the copy at the point's place in the tile, twice; memory
+  // is read by the copy and by the statement before the request only.
+  EXPECT_NE(text.find("p1[i1] = (tile0[(i1 - i0)] + tile0[(i1 - i0)])"), std::string::npos) << text;
+  EXPECT_NE(text.find("p1[n] = p0[n]"), std::string::npos) << text;
+  size_t reads = 0;
+  for (size_t at = text.find("p0["); at != std::string::npos; at = text.find("p0[", at + 1)) ++reads;
+  EXPECT_EQ(reads, 2u) << text;
+  // The tile's values are memory's: run the rendered kernel.
+  const codegen::Source src = pipeline::cpu_target().render(n);
+  jit::KernelFn fn = jit::CpuCompiler::instance().compile(src, "test_tile_buffers");
+  std::vector<int64_t> in(11), out(11, -1);
+  for (int64_t i = 0; i < 11; ++i) in[i] = 3 * i + 1;
+  char* ptrs[2] = {reinterpret_cast<char*>(in.data()), reinterpret_cast<char*>(out.data())};
+  const int64_t ints[1] = {0};
+  const double floats[1] = {0};
+  fn(ptrs, ints, floats);
+  for (int64_t i = 0; i < 10; ++i) EXPECT_EQ(out[i], 2 * in[i]) << i;
+  EXPECT_EQ(out[10], in[10]);
+}

@@ -115,11 +115,9 @@ TEST(Tune, RandomSchedulesAreLegalAndLower) {
       // keeps the IR's invariants after every pass.
       lower::LoopNest nest = lower::passes::build(m.hom, s, "k");
       ASSERT_EQ(lower::verify(nest, "build"), "") << s.key() << "\n" << lower::print(nest);
-      for (const lower::Pass& p : {lower::Pass{"unroll", lower::passes::unroll},
-                                   lower::Pass{"vectorize", lower::passes::vectorize},
-                                   lower::Pass{"storage", lower::passes::storage},
-                                   lower::Pass{"simplify", lower::passes::simplify},
-                                   lower::Pass{"cpu_barriers", lower::passes::cpu_barriers}}) {
+      std::vector<lower::Pass> passes = lower::passes::common();
+      passes.push_back({"cpu_barriers", lower::passes::cpu_barriers});
+      for (const lower::Pass& p : passes) {
         p.run(nest);
         ASSERT_EQ(lower::verify(nest, p.name), "") << s.key() << " after " << p.name << "\n" << lower::print(nest);
       }
