@@ -234,7 +234,8 @@ class Explanation:
                 how += (f"; reads {g['reads']} array{'s' if g['reads'] != 1 else ''}, "
                         f"writes {g['writes']}")
             if g["tier0"]:
-                how += " (run by the interpreter while its kernel compiles)"
+                how += (" (run by the interpreter while its kernel compiles in the background)"
+                        if g.get("compiling") else " (run by the interpreter: its kernel is not worth compiling yet)")
         if g.get("stages"):
             how += f" (stage {g['stage']} of {g['stages']} of one multi-stage kernel)"
         line = f"kernel {i}: {what} -- {how}"

@@ -35,6 +35,7 @@ void compile_in_background(std::shared_ptr<const mdh::MdHom> hom, const tune::Sc
   std::string key = kernel_key(*hom, s, t);
   queue().enqueue(std::move(key), CompileJob{std::move(hom), s, nullptr, &t});
 }
+bool compile_pending(const std::string& key) { return queue().pending(key); }
 void upgrade_in_background(jit::KernelRef k) {
   if (!k) return;
   std::string key = "upgrade|" + std::to_string(reinterpret_cast<uintptr_t>(k.get())) + "|" + k->key;

@@ -71,9 +71,6 @@ struct PlanGroup {
   int begin = 0, end = 0;
   // Tier 0 runs it (tiers.h) until a kernel is ready in state->fn.
   bool interpret = false;
-  // One of a kernel's repetitions in its first window: the kernel was
-  // queued for the background compiler as the plan was made (choose_tier).
-  bool overlapped = false;
   // A stage of a multi-stage kernel: its own kernel is compiled (into
   // state) only if it ever runs alone (the launch refused the views).
   bool deferred = false;
@@ -257,7 +254,6 @@ Memo g_memo;  // guarded by g_exec_mu
 struct Prepared {
   fusion::Group group;
   bool interpret = false;  // tier 0 runs it now; compiled later if it recurs
-  bool overlapped = false;  // its kernel compiles in the background meanwhile (choose_tier)
   std::shared_ptr<mdh::Built> built;
   tune::Schedule schedule;
   bool tuned = false;
@@ -327,7 +323,6 @@ void choose_tier(const std::vector<Task>& window, Prepared& p, const Config& cfg
                                     *p.target);
   } else if (est.groups > 1 && est.most_ms <= kRepetitionShare * compile) {
     p.interpret = true;
-    p.overlapped = true;
     detail::compile_in_background(std::shared_ptr<const mdh::MdHom>(p.built, &p.built->hom), p.schedule, *p.target);
   }
 }
@@ -436,7 +431,6 @@ PlanGroup to_plan_group(const std::vector<Task>& window, const Prepared& p) {
   g.key = p.key;
   g.fn = p.fn;
   g.interpret = p.interpret;
-  g.overlapped = p.overlapped;
   g.deferred = p.deferred;
   return g;
 }
@@ -527,7 +521,7 @@ void run_group(const std::vector<Task>& window, const std::shared_ptr<const Plan
       detail::interpret(window, g.begin, g.end, g.dead);
       if (const uint8_t f = fpe::take()) note_group_fp(f, window, g);
       gr.tier0 = true;
-      gr.compiling = g.overlapped;
+      gr.compiling = detail::compile_pending(g.key);
     }
     gr.hom = &g.tmpl->hom;
     if (bind) gr.ints.assign(bind->ints.data(), bind->ints.size());

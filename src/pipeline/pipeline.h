@@ -86,8 +86,8 @@ struct GroupReport {
   const std::string* stop_ptr = nullptr;
   bool tuned = false;      // the schedule came from the schedule store
   bool tier0 = false;      // run by tier 0 (its kernel not compiled, or not yet)
-  bool compiling = false;  // tier 0, while its kernel compiles in the background (a loop body
-                           // repeated in its first window: later repetitions take the kernel)
+  bool compiling = false;  // tier 0, while the background compiler has its kernel queued or
+                           // compiling (later runs, or a loop's later repetitions, take it)
   bool cache_hit = false;  // found in the in-memory kernel cache
   bool disk_hit = false;   // loaded from the on-disk cache (not compiled)
   std::string source;      // if dump

@@ -41,6 +41,8 @@ void note_compile_ms(double ms);
 // The background compiler.
 void compile_in_background(std::shared_ptr<const mdh::MdHom> hom, const tune::Schedule& s,
                            const Target& t = cpu_target());
+// Whether the background compiler has the kernel of `key` queued or compiling.
+bool compile_pending(const std::string& key);
 // Recompiles a Quick kernel Full on the background compiler (once per kernel).
 void upgrade_in_background(jit::KernelRef k);
 void compile_queue_wait();
