@@ -20,7 +20,7 @@ import pytest
 
 import numfuse as nf
 
-PASSES = ["build", "tile_buffers", "unroll", "vectorize", "storage", "simplify", "cpu_barriers"]
+PASSES = ["build", "tile_buffers", "unroll", "vectorize", "storage", "simplify", "parallelize", "cpu_barriers"]
 
 
 def run_dumped(tmp_path, program, extra_env=None):
@@ -86,26 +86,39 @@ def test_every_kernel_goes_through_the_passes_in_order(tmp_path):
     assert all(text.startswith("kernel kernel(p0: ") for _, _, text in dumps)
 
 
-def test_parallel_reductions_combine_after_a_barrier_which_the_cpu_tail_turns_into_regions(tmp_path):
+def test_parallel_reductions_combine_their_shares_after_a_parallel_loop_the_cpu_maps_to_threads(tmp_path):
     _, err = run_dumped(tmp_path, PROGRAM)
     kernels = by_kernel(nests(err))
-    threaded = [k for k in kernels if "cores if" in k["build"]]
-    assert threaded, "no kernel had a Cores loop"
-    combined = [k for k in threaded if "barrier" in k["build"]]
-    assert combined, "no parallel reduction combined after a barrier"
+    shared = [k for k in kernels if re.search(r"^  for nf_s in \[0, nf_shares\) step 1 parallel if ", k["build"], re.M)]
+    assert shared, "no kernel had a Parallel loop"
+    combined = [k for k in shared if re.search(r"alloc kernel \w+ \w+\[", k["build"])]
+    assert combined, "no parallel reduction combined partials"
+    for k in shared:
+        build = k["build"]
+        # Built: no thread in sight, the shares are the units of work.
+        assert "thread_" not in build and "cores" not in build and "barrier" not in build, build
+        # Every pass up to the target's keeps the Parallel loop; parallelize
+        # makes it a Cores loop whose threads run contiguous runs of shares.
+        for p in PASSES[:PASSES.index("parallelize")]:
+            assert " parallel if " in k[p] and "cores" not in k[p], (p, k[p])
+        after = k["parallelize"]
+        assert " parallel" not in after and re.search(r"^  cores if ", after, re.M), after
+        assert re.search(r"for nf_s in \[\(\(nf_shares \* thread_index\) / thread_count\), "
+                         r"\(\(nf_shares \* \(thread_index \+ 1\)\) / thread_count\)\) step 1:", after), after
     for k in combined:
-        build, tail = k["build"], k["cpu_barriers"]
-        # Built: partials in Kernel memory, the combine on thread 0 after the barrier.
+        build = k["build"]
+        # Partials in Kernel memory, one per share, combined after the loop
+        # in share order (no barrier: the statements after a loop run after it).
         part = re.search(r"alloc kernel \w+ (\w+)\[", build)
-        assert part, build
-        assert "if (thread_index < 1):" in build
+        # (a pairwise sum's partials are its tree nodes', which the shares take in turn)
+        assert "[nf_s]" in build or "(nf_s * " in build or "_part[pw_k]" in build, build
+        rest = re.split(r"^  for nf_s in .*\n", build, maxsplit=1, flags=re.M)[1]
+        after = re.split(r"^(?=  \S)", rest, maxsplit=1, flags=re.M)  # the statements after the loop's body
+        assert len(after) == 2, build
+        assert "for t in [1, nf_shares)" in after[1] or "for pw_w in [1, pw_P)" in after[1], build
         assert "free " not in build  # releases are the storage pass's
         assert f"free {part.group(1)}" in k["storage"]
-        # The CPU tail: no barrier; the region's thread count feeds the combine.
-        assert "barrier" not in tail
-        assert re.search(r"cores if .* -> nf_used0:", tail)
-        assert "thread_index < 1" not in tail
-        assert "nf_used0" in tail.split("-> nf_used0:", 1)[1]
+        assert "barrier" not in k["cpu_barriers"]
     # Thread expressions never appear outside a Cores loop's body.
     for k in kernels:
         for p in PASSES:
@@ -175,14 +188,18 @@ def test_random_schedules_keep_the_ir_valid_after_every_pass(tmp_path):
     text = "\n".join(k["cpu_barriers"] for k in kernels)
     assert "alloc local" in text  # tile buffers or lanes on the stack
     assert "cores" in text and "vectorized" in text
-    # Serial schedules make nests without threads; parallel ones, one Cores
-    # loop per region.
+    # Serial schedules make nests without threads; parallel ones, one
+    # Parallel loop until the target's parallelize pass, one Cores loop per
+    # region from it on.
     serial = [k for k in kernels if not parallel(k["schedule"])]
     assert serial and len(serial) < len(kernels)
     for k in kernels:
-        for p in PASSES:
+        for i, p in enumerate(PASSES):
+            mapped = i >= PASSES.index("parallelize")
             threads = "cores" in k[p] or "thread_" in k[p]
-            assert threads == parallel(k["schedule"]), (p, k["schedule"], k[p])
+            shares = " parallel if " in k[p]
+            assert threads == (mapped and parallel(k["schedule"])), (p, k["schedule"], k[p])
+            assert shares == (not mapped and parallel(k["schedule"])), (p, k["schedule"], k[p])
 
 
 def test_dump_option_round_trips():
@@ -239,8 +256,8 @@ def test_a_multi_stage_kernel_is_one_composed_nest(tmp_path):
         # the stages' own passes came first, in order, then the chain's
         stage_passes = [p for p, _, _ in dumps[max(0, i - 30):i]]
         n_stages = text.count("stage(")
-        assert stage_passes[-6 * n_stages:] == PASSES[:-1] * n_stages
-        assert [p for p, _, _ in dumps[i + 1:i + 3]] == ["simplify", "cpu_barriers"]
+        assert stage_passes[-6 * n_stages:] == PASSES[:-2] * n_stages
+        assert [p for p, _, _ in dumps[i + 1:i + 4]] == ["simplify", "parallelize", "cpu_barriers"]
         top = [line for line in text.splitlines()[1:] if not line.startswith("    ")]
         assert len(top) == 1 and top[0].startswith("  cores if"), top
         assert "thread_index" in text and "barrier" not in text
@@ -268,7 +285,7 @@ def test_a_scalar_prologue_is_computed_once_before_the_threads(tmp_path):
         print(onp.isclose(a, an, rtol=1e-13), onp.allclose(xv, pn + an * pn, rtol=1e-13))
     """)
     assert out.split() == ["True", "True"]
-    kernels = [k for k in by_kernel(nests(err)) if "cores if" in k["build"] and "divide(" in k["build"]]
+    kernels = [k for k in by_kernel(nests(err)) if "cores if" in k["cpu_barriers"] and "divide(" in k["build"]]
     assert len(kernels) == 1, err[-3000:]
     nest = kernels[0]["cpu_barriers"]
     top, region = nest.split("cores if", 1)

@@ -103,37 +103,41 @@ LoopNest Lowerer::run(const std::string& name) {
   std::vector<StmtP>& top = ln.body;
   for (int d = 0; d < h_.ndim; ++d) top.push_back(decl(DType::Int64, "n" + std::to_string(d), int_param(h_.extent[d])));
   const bool par = s_.parallel;
-  ln.uses_threads = par;
   emit_prologue(top);
-  if (par) top.push_back(decl(DType::Int64, "nf_maxt", max_threads()));
+  if (par) {
+    top.push_back(decl(DType::Int64, "nf_maxt", max_threads()));
+    top.push_back(decl(DType::Int64, kShares, add(lit(1), mul(parallel_cond(), sub(var("nf_maxt"), lit(1))))));
+  }
   setup_reductions(top);
   StmtP body = block();
   if (par) {
-    // Every thread runs the loops over its share of the parallel loop; the
-    // reductions across threads combine after a barrier, on thread 0.
-    ExP work = lit(1);
-    for (int d = 0; d < h_.ndim; ++d) work = mul(work, extent(d));
-    StmtP region = cores_loop(arith('<', lit(s_.parallel_min_work - 1), work));
-    region->body.push_back(body);
+    // The outermost loop's iterations in nf_shares shares, each a contiguous
+    // range of whole steps: a Parallel loop over the shares, which the
+    // target's parallelize pass deals out to its threads. What a share
+    // combines goes to its own partials, indexed by the share; the
+    // reductions across shares combine after the loop, in share order.
+    StmtP shares = for_loop(kShare, lit(0), var(kShares), lit(1));
+    shares->loop = LoopKind::Parallel;
+    shares->cond = parallel_cond();
+    shares->body.push_back(body);
     emit_loops(body->body, 0, false);
-    std::vector<StmtP> fin;
-    for (RedPlan& r : plans_) finish(fin, r);
-    if (!fin.empty()) {
-      region->body.push_back(barrier());
-      StmtP first = if_else(arith('<', thread_index(), lit(1)));
-      first->body = std::move(fin);
-      region->body.push_back(first);
-    }
-    top.push_back(region);
+    top.push_back(shares);
   } else {
     top.push_back(body);
     emit_loops(body->body, 0, false);
-    for (RedPlan& r : plans_) finish(top, r);
   }
+  for (RedPlan& r : plans_) finish(top, r);
   return ln;
 }
 
-// The body of order[i-1] (or the thread body for i = 0): open the tile
+// Whether a parallel schedule's work is worth several threads (1 or 0).
+ExP Lowerer::parallel_cond() const {
+  ExP work = lit(1);
+  for (int d = 0; d < h_.ndim; ++d) work = mul(work, extent(d));
+  return arith('<', lit(s_.parallel_min_work - 1), work);
+}
+
+// The body of order[i-1] (or the share's body for i = 0): open the tile
 // buffers and registers that live there, the loop at i, then close them.
 // `split`: inside the FullSplit (below the split point).
 void Lowerer::emit_loops(std::vector<StmtP>& out, int i, bool split) {
@@ -189,13 +193,13 @@ void Lowerer::emit_loops_level(std::vector<StmtP>& out, int i, bool split) {
     }
   }
   if (i == 0 && s_.parallel) {
-    // This thread's share of the iterations [0, n) in steps of `step`.
+    // This share's part of the iterations [0, n) in steps of `step`.
     ExP iters = l.level < static_cast<int>(tiles.size())
                     ? arith('/', add(n, lit(tiles[l.level] - 1)), lit(tiles[l.level]))
                     : n;
     out.push_back(decl(DType::Int64, "nf_it", iters));
-    ExP first = arith('/', mul(var("nf_it"), thread_index()), thread_count());
-    ExP last = arith('/', mul(var("nf_it"), add(thread_index(), lit(1))), thread_count());
+    ExP first = arith('/', mul(var("nf_it"), var(kShare)), var(kShares));
+    ExP last = arith('/', mul(var("nf_it"), add(var(kShare), lit(1))), var(kShares));
     lo = mul(first, step);
     hi = min(mul(last, step), n);
   }

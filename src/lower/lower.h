@@ -95,6 +95,12 @@ enum class LoopKind : uint8_t {
                // directly in the loop's body. With `cond` false at run time
                // it runs one iteration (ThreadCount 1). Only at the top
                // level of a kernel, never nested.
+  Parallel,    // (build -> the target's parallelize pass, passes.h) iterations that may
+               // run at once, each on one thread, in any order: lo = 0, step 1, `cond`
+               // says whether running them on several threads pays. Only at the top
+               // level of a kernel, never nested; no thread expression inside (its
+               // iterations are the units of work -- a parallel schedule's shares --
+               // and what they combine is indexed by the loop's variable).
   GpuBlocks,   // (CUDA target) iterations are thread blocks of a grid
   GpuThreads,  // (CUDA target) iterations are threads of one block
 };
@@ -162,8 +168,9 @@ struct Stmt {
   // splits. None is marked after the unroll pass.
   bool unroll = false;
   LoopKind full_kind = LoopKind::Unrolled;
-  // A Cores loop: run on several threads only when true. After the CPU
-  // target's barrier pass, `name` (if set) receives the threads that ran it.
+  // A Cores or Parallel loop: run on several threads only when true. After
+  // the CPU target's barrier pass, a Cores loop's `name` (if set) receives
+  // the threads that ran it.
   std::string text; // Comment
   ExP cond;                       // If
   std::vector<StmtP> else_body;   // If

@@ -65,13 +65,20 @@ bool is_arg(ReduceOp op);
 // The OpenMP simd reduction operator for a combine, or 0 if there is none.
 char simd_op(ReduceOp op, DType t);
 
+// A parallel schedule's share (the Parallel loop's variable, loops.cc) and
+// the number of shares (declared at the kernel's top): MaxThreads when the
+// loop's work is worth several threads, else 1 -- one share, whose partial
+// is the serial loop's result (NumPy's order for a small sum).
+inline constexpr const char* kShare = "nf_s";
+inline constexpr const char* kShares = "nf_shares";
+
 // How one reduction output is combined.
 struct RedPlan {
   int out = 0;              // index in h.outputs
   bool reg = false;         // register accumulator holding the final value
   bool sub_reg = false;     // register partial over the trailing point-wise loops, folded into memory
   int reg_pos = -1;         // registers live in the body of order[reg_pos] (-1: top of thread body)
-  bool partials = false;    // parallel loop runs over one of its point-wise dims
+  bool partials = false;    // parallel loop runs over one of its point-wise dims: one partial per share
   bool scratch = false;     // memory accumulation in a dense scratch array
   int tile = -1;            // index into Lowerer::caches_ when the schedule caches this output
   std::string acc, idx;     // memory accumulator / arg-index arrays (scratch, partials)
@@ -133,6 +140,7 @@ class Lowerer {
   void emit_body(std::vector<StmtP>& out, int i, bool split);
   void emit_point(std::vector<StmtP>& out);
   void emit_prologue(std::vector<StmtP>& top);
+  ExP parallel_cond() const;
   ExP node_value(size_t n, const std::vector<ExP>& idx, const std::vector<ExP>& val) const;
   // The simd loop's floating-point sum registers (name, type).
   std::vector<std::pair<std::string, DType>> float_sums(const Stmt& simd_loop) const;

@@ -180,7 +180,7 @@ void Lowerer::emit_pairwise(std::vector<StmtP>& out, int i, bool split, const st
 }
 
 // The number of tree nodes a parallel sum over n points is split into for
-// `threads` threads: the smallest power of two >= threads whose nodes keep
+// `threads` shares: the smallest power of two >= threads whose nodes keep
 // over 2 * 128 points each (so every node above them is a real split).
 void Lowerer::emit_node_count(std::vector<StmtP>& out, ExP n, ExP threads) const {
   out.push_back(decl(DType::Int64, "pw_P", lit(1)));
@@ -192,13 +192,14 @@ void Lowerer::emit_node_count(std::vector<StmtP>& out, ExP n, ExP threads) const
   out.push_back(grow);
 }
 
-// The parallel loop at 0 (the only loop): this thread's tree nodes, one
-// partial each (part[node]); combined by finish_pairwise_parallel.
+// The parallel loop at 0 (the only loop): this share's tree nodes (every
+// nf_shares-th from the share's number), one partial each (part[node]);
+// combined by finish_pairwise_parallel.
 void Lowerer::emit_pairwise_parallel(std::vector<StmtP>& out, bool split, const std::vector<const RedPlan*>& sums) {
   const int d = s_.order[0].dim;
   ExP n = extent(d);
-  emit_node_count(out, n, thread_count());
-  StmtP nodes = for_loop("pw_k", thread_index(), var("pw_P"), thread_count());
+  emit_node_count(out, n, var(kShares));
+  StmtP nodes = for_loop("pw_k", var(kShare), var("pw_P"), var(kShares));
   std::vector<StmtP>& b = nodes->body;
   // Node k's range: descend from the root, one bit of k per level.
   b.push_back(decl(DType::Int64, "pw_nlo", lit(0)));
@@ -229,13 +230,13 @@ void Lowerer::emit_pairwise_parallel(std::vector<StmtP>& out, bool split, const 
   out.push_back(nodes);
 }
 
-// After the Cores loop's barrier: the node partials combined pairwise up the
+// After the Parallel loop: the node partials combined pairwise up the
 // tree (left + right at every level), then added to the start value.
 void Lowerer::finish_pairwise_parallel(std::vector<StmtP>& out, const RedPlan& r) {
   const mdh::Output& o = h_.outputs[r.out];
   const DType t = o.acc_dtype, odt = h_.accesses[o.access].dtype;
   StmtP scope = block();
-  emit_node_count(scope->body, extent(s_.order[0].dim), thread_count());
+  emit_node_count(scope->body, extent(s_.order[0].dim), var(kShares));
   ExP part = var(r.acc + "_part");
   StmtP widths = for_loop("pw_w", lit(1), var("pw_P"), lit(0));
   StmtP pairs = for_loop("pw_k", lit(0), sub(var("pw_P"), var("pw_w")), mul(lit(2), var("pw_w")));

@@ -11,6 +11,7 @@
 //   simplify    index arithmetic folded, dead code gone  (simplify.cc)
 //   compose     (multi-stage kernels) the stages' nests -> one nest (chain.cc)
 //   then the target's tail, for the CPU:
+//   parallelize   a Parallel loop's iterations onto threads (parallelize.cc)
 //   cpu_barriers  barriers become the ends of thread regions (cpu_barriers.cc)
 #pragma once
 
@@ -22,28 +23,31 @@
 namespace nf::lower::passes {
 
 // build: the scheduled MdHom as one nest. Its scalar prologue (mdh.h:
-// MdHom::prologue) first, at the top level before any Cores loop: the
+// MdHom::prologue) first, at the top level before any parallel loop: the
 // prologue's nodes as declarations, its outputs stored at index 0; the
-// point body then uses those values. Tiling (one loop per tile level
-// and dimension, in the schedule's order, each covering its parent tile
-// clipped to the extent), compute-at of register accumulators and output
-// tiles (each opened in the body of the loop the schedule names and closed
-// there) and of input tiles (a TileIn request there, for the tile_buffers
-// pass: every read of the input is still a read of memory), reductions (in a register, a tile, memory or per-thread
-// partials), NumPy's pairwise sums, and loop kinds (Vectorized innermost
-// loops). A parallel schedule becomes one Cores loop at the top level whose
-// iterations take equal shares of the outermost loop; the combine of
-// per-thread partials follows a Barrier, on thread 0. Allocations carry
-// their scope, and none is released yet. (Its helpers: loops.cc the nest
-// and point body, reductions.cc, caches.cc tile buffers, pairwise.cc.) A
-// Vectorized loop lists the registers it combines that no simd clause
-// serves (Stmt::splits) and combines them in its body as a serial loop
-// would. Unrolled loops: the nest below the last parent loop of an unrolled
-// loop is one FullSplit (its condition: every unrolled loop's parent tile
-// lies inside the parent's range), emitted once, with the bounds that
-// differ on its full-tile path as TileBounds (the unrolled loops' ends, the
-// tiles their parents cover) and the loops whose kind differs there marked
-// (Stmt::unroll, full_kind); nothing is unrolled yet.
+// point body then uses those values. Tiling (one loop per tile level and
+// dimension, in the schedule's order, each covering its parent tile clipped
+// to the extent), compute-at of register accumulators and output tiles
+// (each opened in the body of the loop the schedule names and closed there)
+// and of input tiles (a TileIn request there, for the tile_buffers pass:
+// every read of the input is still a read of memory), reductions (in a
+// register, a tile, memory or per-share partials), NumPy's pairwise sums,
+// and loop kinds (Vectorized innermost loops). A parallel schedule's
+// outermost loop is cut into shares of whole iterations (contiguous, in
+// order; MaxThreads of them when the work is worth several threads, else
+// one), run by one Parallel loop at the top level over the shares; what a share combines across them goes to partials indexed
+// by the share, combined in share order after the loop. No thread
+// expression appears: the target maps the shares (parallelize).
+// Allocations carry their scope, and none is released yet. (Its helpers:
+// loops.cc the nest and point body, reductions.cc, caches.cc tile buffers,
+// pairwise.cc.) A Vectorized loop lists the registers it combines that no
+// simd clause serves (Stmt::splits) and combines them in its body as a
+// serial loop would. Unrolled loops: the nest below the last parent loop of
+// an unrolled loop is one FullSplit (its condition: every unrolled loop's
+// parent tile lies inside the parent's range), emitted once, with the
+// bounds that differ on its full-tile path as TileBounds (the unrolled
+// loops' ends, the tiles their parents cover) and the loops whose kind
+// differs there marked (Stmt::unroll, full_kind); nothing is unrolled yet.
 LoopNest build(const mdh::MdHom& h, const tune::Schedule& s, const std::string& name);
 
 // tile_buffers: each TileIn becomes, in its place, the tile's Local array
@@ -111,6 +115,13 @@ const std::vector<Pass>& common();
 // vary between launches of one shape. Its output needs no storage pass
 // (its tile buffers are the launcher's scratch, its Local arrays literal).
 LoopNest compose(std::vector<LoopNest> stages, const ChainShape& shape, const std::string& name);
+
+// parallelize (the CPU target's tail, first): each Parallel loop over N
+// iterations becomes a Cores loop with its condition, whose thread t of T
+// runs the iterations [N t / T, N (t + 1) / T) in order, serially. Every
+// iteration runs once, on one thread; the statements after the loop run
+// after all of them. After it no Parallel loop remains.
+void parallelize(LoopNest& n);
 
 // cpu_barriers (the CPU target's tail): the CPU's threads (jit.h:
 // nf_parallel) may not wait for each other, so a Barrier ends a Cores loop.

@@ -14,6 +14,7 @@ const char* loop_name(LoopKind l) {
     case LoopKind::Vectorized: return " vectorized";
     case LoopKind::Unrolled: return " unrolled";
     case LoopKind::Cores: return " cores";
+    case LoopKind::Parallel: return " parallel";
     case LoopKind::GpuBlocks: return " gpu-blocks";
     case LoopKind::GpuThreads: return " gpu-threads";
   }
@@ -95,6 +96,7 @@ void stmt(std::ostringstream& os, const Stmt& s, int d) {
       } else {
         os << ind << "for " << s.name << " in [" << ex(*s.lo) << ", " << ex(*s.hi) << ") step " << ex(*s.step)
            << loop_name(s.loop);
+        if (s.loop == LoopKind::Parallel && s.cond) os << " if " << ex(*s.cond);
         if (!s.simd_reductions.empty()) {
           os << " reducing";
           for (const auto& [v, op] : s.simd_reductions) os << " " << v << ":" << op;

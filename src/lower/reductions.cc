@@ -11,8 +11,8 @@
 //     in a different type or is an arg-reduction), initialized with the
 //     identity first, with a register partial over the trailing point-wise
 //     loops folded into it (sub-register), or a local tile (caches.cc);
-//   - when the parallel loop is one of its point-wise dimensions, each thread
-//     combines into private partials, combined in thread order afterwards.
+//   - when the parallel loop is one of its point-wise dimensions, each share
+//     combines into partials of its own, combined in share order afterwards.
 // An ordered output (a floating-point product, mdh::Output::ordered) is the
 // exception: the schedule keeps its points in index order (no partials, no
 // tiles, no simd lanes) and its sub-register carries the memory value
@@ -78,7 +78,7 @@ void Lowerer::setup_reductions(std::vector<StmtP>& top) {
     if (r.reg && !r.partials) continue;
     // Pairwise-parallel partials are per tree node: up to twice the threads.
     ExP copies = !r.partials ? lit(1) : pairwise_parallel_ ? mul(lit(2), var("nf_maxt")) : var("nf_maxt");
-    // (Partials exist only under a Cores loop: nf_maxt is declared then.)
+    // (Partials exist only under the Parallel loop: nf_maxt is declared then.)
     if (r.reg) {  // partials of a scalar register accumulator
       top.push_back(alloc(o.acc_dtype, r.acc + "_part", copies, Scope::Kernel));
       if (is_arg(o.op)) top.push_back(alloc(DType::Int64, r.idx + "_part", copies, Scope::Kernel));
@@ -130,7 +130,7 @@ std::pair<ExP, ExP> Lowerer::memory_target(const RedPlan& r, const std::vector<E
     std::vector<ExP> cidx;
     for (int d : r.cdims) cidx.push_back(idx[d]);
     ExP di = dense_index(r.cdims, cidx);
-    if (r.partials) di = add(mul(thread_index(), dense_size(r.cdims)), di);
+    if (r.partials) di = add(mul(var(kShare), dense_size(r.cdims)), di);
     return {load(r.acc, di, o.acc_dtype), load(r.idx, di, DType::Int64)};
   }
   return {load(ptr(o.access), access_index(o.access, idx), h_.accesses[o.access].dtype), nullptr};
@@ -170,7 +170,7 @@ void Lowerer::close_registers(std::vector<StmtP>& out, int i) {
 }
 
 // After the loops of a register accumulator: store it (or park it in this
-// thread's partial slot); a sub-register is folded into its memory target.
+// share's partial slot); a sub-register is folded into its memory target.
 void Lowerer::store_register(std::vector<StmtP>& out, const RedPlan& r) {
   const mdh::Output& o = h_.outputs[r.out];
   ExP acc = var(r.racc, o.acc_dtype);
@@ -183,8 +183,8 @@ void Lowerer::store_register(std::vector<StmtP>& out, const RedPlan& r) {
   }
   if (r.partials) {
     if (pairwise_parallel_) return;  // each tree node stored its own partial
-    out.push_back(assign(load(r.acc + "_part", thread_index(), o.acc_dtype), acc));
-    if (is_arg(o.op)) out.push_back(assign(load(r.idx + "_part", thread_index(), DType::Int64), var(r.ridx)));
+    out.push_back(assign(load(r.acc + "_part", var(kShare), o.acc_dtype), acc));
+    if (is_arg(o.op)) out.push_back(assign(load(r.idx + "_part", var(kShare), DType::Int64), var(r.ridx)));
     return;
   }
   const DType odt = h_.accesses[o.access].dtype;
@@ -192,7 +192,7 @@ void Lowerer::store_register(std::vector<StmtP>& out, const RedPlan& r) {
   out.push_back(assign(load(ptr(o.access), access_index(o.access, idx), odt), cast(v, odt)));
 }
 
-// Combine thread partials (in thread order) and write scratch results.
+// Combine the shares' partials (in share order) and write scratch results.
 void Lowerer::finish(std::vector<StmtP>& out, const RedPlan& r) {
   const mdh::Output& o = h_.outputs[r.out];
   const DType odt = h_.accesses[o.access].dtype;
@@ -219,8 +219,8 @@ void Lowerer::finish(std::vector<StmtP>& out, const RedPlan& r) {
   cur->push_back(decl(o.acc_dtype, "fin", load(acc_arr, di, o.acc_dtype)));
   if (arg) cur->push_back(decl(DType::Int64, "fidx", load(idx_arr, di, DType::Int64)));
   if (r.partials) {
-    // (Partials exist only under a Cores loop; this runs after its barrier.)
-    StmtP t = for_loop("t", lit(1), thread_count(), lit(1));
+    // (Partials exist only under the Parallel loop; this runs after it.)
+    StmtP t = for_loop("t", lit(1), var(kShares), lit(1));
     ExP at = add(mul(var("t"), stride), di);
     ExP v = load(acc_arr, at, o.acc_dtype);
     if (arg) {

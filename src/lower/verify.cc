@@ -1,6 +1,6 @@
 // The loop IR's verifier (lower.h): names declared before use and in scope,
-// thread expressions only inside a Cores loop, Cores loops only at the top
-// level, barriers only directly in one, Local variables not seen across a
+// thread expressions only inside a Cores loop, Cores and Parallel loops only
+// at the top level (Parallel ones only before the parallelize pass), barriers only directly in one, Local variables not seen across a
 // barrier, allocations in a scope that can hold them, released once (after
 // the storage pass), no barrier after the CPU target's barrier pass, splits
 // only on Vectorized loops and none after the vectorize pass, TileIns only
@@ -24,6 +24,7 @@ class Verifier {
       : n_(n),
         released_(after != "build" && after != "tile_buffers" && after != "unroll" && after != "vectorize"),
         no_barriers_(after == "cpu_barriers"),
+        parallelized_(after == "parallelize" || after == "cpu_barriers"),
         split_(after != "build" && after != "tile_buffers" && after != "unroll"),
         unrolled_(after != "build" && after != "tile_buffers"),
         tiled_(after != "build") {}
@@ -38,6 +39,7 @@ class Verifier {
  private:
   const LoopNest& n_;
   const bool released_, no_barriers_;
+  const bool parallelized_;  // after the target's parallelize pass: no Parallel loop left
   const bool split_;  // after the vectorize pass: no loop has splits left
   const bool unrolled_;  // after the unroll pass: no FullSplit left
   const bool tiled_;     // after the tile_buffers pass: no TileIn left
@@ -245,6 +247,13 @@ class Verifier {
           in_cores_ = false;
           if (!s.name.empty()) declare(s.name, NameKind::Scalar);
           return;
+        }
+        if (s.loop == LoopKind::Parallel) {
+          if (parallelized_) fail("a Parallel loop after the parallelize pass");
+          if (!top) fail("a Parallel loop below the kernel's top level");
+          if (s.lo->k != Ex::K::IntLit || s.lo->ival != 0 || s.step->k != Ex::K::IntLit || s.step->ival != 1)
+            fail("Parallel loop '" + s.name + "' not from 0 in steps of 1");
+          if (s.cond) ex(s.cond);
         }
         ex(s.lo);
         ex(s.hi);

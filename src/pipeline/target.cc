@@ -9,7 +9,7 @@ const Target& cpu_target() {
   static const Target t{
       "cpu",
       &tune::Asm::host,
-      {{"cpu_barriers", lower::passes::cpu_barriers}},
+      {{"parallelize", lower::passes::parallelize}, {"cpu_barriers", lower::passes::cpu_barriers}},
       &codegen::render_c,
       [] -> jit::KernelCache& { return jit::KernelCache::instance(); },
       &runtime::run_kernel,

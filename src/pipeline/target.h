@@ -30,7 +30,7 @@ struct Target {
   }
 };
 
-// The host's cores: tune::Asm::host(), the cpu_barriers pass, render_c,
+// The host's cores: tune::Asm::host(), the parallelize and cpu_barriers passes, render_c,
 // clang + ORC (jit::KernelCache), runtime::run_kernel.
 const Target& cpu_target();
 

@@ -442,3 +442,47 @@ TEST(LowerPasses, TileBuffersCopiesAnInputInAndRedirectsTheReadsAfterTheRequest)
   for (int64_t i = 0; i < 10; ++i) EXPECT_EQ(out[i], 2 * in[i]) << i;
   EXPECT_EQ(out[10], in[10]);
 }
+
+TEST(LowerPasses, ParallelizeDealsAParallelLoopsIterationsToThreads) {
+  // for s in [0, 37) parallel if 1: p0[s] = s + 1;  then p1[0] = sum of p0 (after the loop)
+  StmtP par = for_("s", lit(0), lit(37), LoopKind::Parallel);
+  par->cond = lit(1);
+  par->body = {assign_(load_("p0", var("s")), add(var("s"), lit(1)))};
+  StmtP sum = for_("i", lit(0), lit(37));
+  sum->body = {assign_(load_("p1", lit(0)), add(load_("p1", lit(0)), load_("p0", var("i"))))};
+  LoopNest n = nest({par, assign_(load_("p1", lit(0)), lit(0)), sum});
+  ASSERT_EQ(verify(n, "build"), "") << print(n);
+  EXPECT_NE(print(n).find("for s in [0, 37) step 1 parallel if 1:"), std::string::npos) << print(n);
+  EXPECT_FALSE(n.uses_threads);
+  expect_bad(n, "parallelize", "a Parallel loop after the parallelize pass");
+  passes::parallelize(n);
+  ASSERT_EQ(verify(n, "parallelize"), "") << print(n);
+  EXPECT_TRUE(n.uses_threads);
+  const std::string text = print(n);
+  EXPECT_EQ(text.find("parallel"), std::string::npos) << text;
+  EXPECT_NE(text.find("cores if 1:"), std::string::npos) << text;
+  EXPECT_NE(text.find("for s in [((37 * thread_index) / thread_count), ((37 * (thread_index + 1)) / thread_count))"),
+            std::string::npos)
+      << text;
+  const codegen::Source src = pipeline::cpu_target().render(n);
+  jit::KernelFn fn = jit::CpuCompiler::instance().compile(src, "test_parallelize");
+  std::vector<int64_t> out(37, 0), total(1, -1);
+  char* ptrs[2] = {reinterpret_cast<char*>(out.data()), reinterpret_cast<char*>(total.data())};
+  const int64_t ints[1] = {0};
+  const double floats[1] = {0};
+  fn(ptrs, ints, floats);
+  for (int64_t i = 0; i < 37; ++i) EXPECT_EQ(out[i], i + 1) << i;  // every iteration once
+  EXPECT_EQ(total[0], 37 * 38 / 2);                                // after all of them
+}
+
+TEST(LowerPasses, VerifierKeepsParallelLoopsAtTheTopAndFreeOfThreads) {
+  StmtP inner = for_("s", lit(0), lit(4), LoopKind::Parallel);
+  StmtP outer = for_("i", lit(0), lit(4));
+  outer->body = {inner};
+  expect_bad(nest({outer}), "build", "a Parallel loop below the kernel's top level");
+  StmtP threads = for_("s", lit(0), lit(4), LoopKind::Parallel);
+  threads->body = {assign_(load_("p0", var("s")), thread_index())};
+  expect_bad(nest({threads}), "build", "thread index or count outside a Cores loop");
+  StmtP from_one = for_("s", lit(1), lit(4), LoopKind::Parallel);
+  expect_bad(nest({from_one}), "build", "not from 0 in steps of 1");
+}

@@ -98,7 +98,7 @@ std::vector<mdh::Built> classes() {
 
 TEST(Tune, RandomSchedulesAreLegalAndLower) {
   const tune::Asm& target = tune::Asm::host();
-  int blas = 0, cached = 0, packed = 0, unrolled = 0, parallel = 0, barriers = 0;
+  int blas = 0, cached = 0, packed = 0, unrolled = 0, parallel = 0, combined = 0;
   for (const mdh::Built& m : classes()) {
     for (uint64_t seed = 0; seed < 300; ++seed) {
       tune::Schedule s = tune::random_schedule(m.hom, m.bind, target, seed);
@@ -116,13 +116,21 @@ TEST(Tune, RandomSchedulesAreLegalAndLower) {
       lower::LoopNest nest = lower::passes::build(m.hom, s, "k");
       ASSERT_EQ(lower::verify(nest, "build"), "") << s.key() << "\n" << lower::print(nest);
       std::vector<lower::Pass> passes = lower::passes::common();
+      passes.push_back({"parallelize", lower::passes::parallelize});
       passes.push_back({"cpu_barriers", lower::passes::cpu_barriers});
       for (const lower::Pass& p : passes) {
         p.run(nest);
         ASSERT_EQ(lower::verify(nest, p.name), "") << s.key() << " after " << p.name << "\n" << lower::print(nest);
       }
-      barriers += lower::print(pipeline::cpu_target().lower(lower::KernelSpec::one(m.hom, s), "k")).find("cores") != std::string::npos &&
-                  lower::print(lower::passes::build(m.hom, s, "k")).find("barrier") != std::string::npos;
+      {
+        // A parallel reduction: built as a Parallel loop over shares with
+        // partials in Kernel memory (no thread in sight), run on Cores.
+        const std::string built = lower::print(lower::passes::build(m.hom, s, "k"));
+        combined += lower::print(pipeline::cpu_target().lower(lower::KernelSpec::one(m.hom, s), "k")).find("cores") !=
+                        std::string::npos &&
+                    built.find(" parallel if ") != std::string::npos &&
+                    built.find("alloc kernel") != std::string::npos && built.find("thread_") == std::string::npos;
+      }
       EXPECT_FALSE(codegen::render_c(nest).code.empty());
       // Mutations stay legal too.
       tune::Schedule t = tune::mutate(s, m.hom, m.bind, target, seed * 7 + 1);
@@ -135,7 +143,7 @@ TEST(Tune, RandomSchedulesAreLegalAndLower) {
   EXPECT_GT(packed, 10);
   EXPECT_GT(unrolled, 100);
   EXPECT_GT(parallel, 100);
-  EXPECT_GT(barriers, 20);  // parallel reductions combine after a barrier
+  EXPECT_GT(combined, 20);  // parallel reductions combine their shares' partials after the loop
 }
 
 // A search walks chains of mutations; whatever it ends on must be storable:
