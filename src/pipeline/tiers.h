@@ -5,7 +5,11 @@
 // compiles at once when running the group on tier 0 -- its tasks one after
 // another, by the interpreter -- would cost more than the compile; otherwise
 // tier 0 runs it, and when the same window comes back the kernel is compiled
-// in the background (compile_queue.cc) and taken up once ready. The tier is
+// in the background (compile_queue.cc) and taken up once ready. A kernel
+// repeated in its window (a loop body) whose repetitions together cost more
+// than the compile, but each one little (flush.cc: kRepetitionShare), is
+// queued for the background compiler at once: tier 0 runs the repetitions
+// until it is ready, and the later ones take it. The tier is
 // forced by Config::tier: Lazy always compiles (the compiled tier, as tests
 // and benchmarks of it need), Eager interprets whenever it can.
 #pragma once
