@@ -1,11 +1,11 @@
 // Internal to the lower stage: the Lowerer (the `build` pass of passes.h)
 // and the IR builders the passes share. The build pass's parts live in their
 // own files:
-//   loops.cc      - the loop nest (tiles, the Cores loop's per-thread share,
+//   loops.cc      - the loop nest (tiles, the Parallel loop over shares and each share's part,
 //                   the FullSplit below unrolled loops' parents, with the
 //                   bounds of both its paths) and the point body;
 //   reductions.cc - where each reduction output combines (register, tile,
-//                   memory, per-thread partials) and the final combine;
+//                   memory, per-share partials) and the final combine;
 //   caches.cc     - local tile buffers: where each lives and its layout, the
 //                   requests for input tiles (TileIn, made by the
 //                   tile_buffers pass: tile_buffers.cc), output tiles, and

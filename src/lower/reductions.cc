@@ -70,7 +70,7 @@ void Lowerer::plan_reductions() {
   }
 }
 
-// Scratch arrays, per-thread partials and initialization of memory
+// Scratch arrays, per-share partials and initialization of memory
 // accumulators, before the loops.
 void Lowerer::setup_reductions(std::vector<StmtP>& top) {
   for (RedPlan& r : plans_) {
