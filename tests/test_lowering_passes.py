@@ -20,7 +20,7 @@ import pytest
 
 import numfuse as nf
 
-PASSES = ["build", "tile_buffers", "unroll", "vectorize", "storage", "simplify", "parallelize", "cpu_barriers"]
+PASSES = ["build", "pairwise", "tile_buffers", "unroll", "vectorize", "storage", "simplify", "parallelize", "cpu_barriers"]
 
 
 def run_dumped(tmp_path, program, extra_env=None):
@@ -110,8 +110,14 @@ def test_parallel_reductions_combine_their_shares_after_a_parallel_loop_the_cpu_
         # Partials in Kernel memory, one per share, combined after the loop
         # in share order (no barrier: the statements after a loop run after it).
         part = re.search(r"alloc kernel \w+ (\w+)\[", build)
-        # (a pairwise sum's partials are its tree nodes', which the shares take in turn)
-        assert "[nf_s]" in build or "(nf_s * " in build or "_part[pw_k]" in build, build
+        # (a pairwise sum's partials are its tree nodes': build marks the
+        # share's loop with them, the pairwise pass has the shares take the
+        # nodes in turn)
+        pairwise = re.search(r" pairwise \w+ -> (\w+):", build)
+        assert "[nf_s]" in build or "(nf_s * " in build or pairwise, build
+        if pairwise:
+            assert f"{pairwise.group(1)}[pw_k] = " in k["pairwise"], k["pairwise"]
+            assert "for pw_k in [nf_s, pw_P) step nf_shares" in k["pairwise"], k["pairwise"]
         rest = re.split(r"^  for nf_s in .*\n", build, maxsplit=1, flags=re.M)[1]
         after = re.split(r"^(?=  \S)", rest, maxsplit=1, flags=re.M)  # the statements after the loop's body
         assert len(after) == 2, build
@@ -125,6 +131,36 @@ def test_parallel_reductions_combine_their_shares_after_a_parallel_loop_the_cpu_
             for line in k[p].splitlines():
                 if not line.startswith("    ") and ("thread_index" in line or "thread_count" in line):
                     pytest.fail(f"thread expression at the top level after {p}: {line}")
+
+
+def test_numpys_pairwise_sums_are_marked_by_build_and_written_out_by_their_pass(tmp_path):
+    # A row sum (the innermost loop over the reduced axis: serial form) and
+    # a long 1-d sum (parallel: the shares take the tree's nodes); both
+    # NumPy's to the bit.
+    out, err = run_dumped(tmp_path, """
+        import numpy as onp
+        import numfuse as np
+        rng = onp.random.default_rng(5)
+        m = rng.standard_normal((300, 1000)) * 10.0 ** rng.integers(-6, 6, (300, 1000))
+        x = rng.standard_normal(1_000_000) * 10.0 ** rng.integers(-6, 6, 1_000_000)
+        b, a = np.asarray(m), np.asarray(x)
+        print(onp.array_equal(onp.asarray((b * 2).sum(axis=1)), (m * 2).sum(axis=1)),
+              float((a * 3).sum()) == float((x * 3).sum()))
+    """)
+    assert out.split() == ["True", "True"]
+    kernels = by_kernel(nests(err))
+    marked = [k for k in kernels if re.search(r"^ *for \w+ in \[0, n\d\) step 1( vectorized)? pairwise ", k["build"], re.M)]
+    forms = {"nodes" if " -> " in re.search(r" pairwise .*:$", k["build"], re.M).group(0) else "serial" for k in marked}
+    assert forms == {"serial", "nodes"}, [k["build"] for k in kernels]
+    for k in marked:
+        # build leaves the loop whole (the point's body once, no tree);
+        # the pass writes out the tree walk and the blocks of 8.
+        assert "pw_go" not in k["build"] and "pw_r_" not in k["build"], k["build"]
+        after = k["pairwise"]
+        assert " pairwise " not in after and "for pw_go in [0, 1) step 0:" in after, after
+        assert re.search(r"for pw_j in \[0, 8\) step 1 vectorized:", after), after
+        for p in PASSES[PASSES.index("pairwise"):]:
+            assert not re.search(r"^ *for .* pairwise ", k[p], re.M), (p, k[p])
 
 
 def test_random_schedules_keep_the_ir_valid_after_every_pass(tmp_path):
@@ -181,7 +217,7 @@ def test_random_schedules_keep_the_ir_valid_after_every_pass(tmp_path):
             assert re.search(rf"^ *{name}\[.*\] = {ptr}\[", after, re.M), after  # the copy
             assert re.search(rf"= {name}\[", after), after  # a read of the copy
     for k in kernels:
-        for p in PASSES[1:]:
+        for p in PASSES[PASSES.index("tile_buffers"):]:
             assert not re.search(r"^ *tile tile\d+:", k[p], re.M), (p, k[p])
     kernels = by_kernel(nests(err))
     assert len(kernels) >= 40
@@ -256,7 +292,7 @@ def test_a_multi_stage_kernel_is_one_composed_nest(tmp_path):
         # the stages' own passes came first, in order, then the chain's
         stage_passes = [p for p, _, _ in dumps[max(0, i - 30):i]]
         n_stages = text.count("stage(")
-        assert stage_passes[-6 * n_stages:] == PASSES[:-2] * n_stages
+        assert stage_passes[-(len(PASSES) - 2) * n_stages:] == PASSES[:-2] * n_stages
         assert [p for p, _, _ in dumps[i + 1:i + 4]] == ["simplify", "parallelize", "cpu_barriers"]
         top = [line for line in text.splitlines()[1:] if not line.startswith("    ")]
         assert len(top) == 1 and top[0].startswith("  cores if"), top

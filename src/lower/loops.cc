@@ -118,7 +118,7 @@ LoopNest Lowerer::run(const std::string& name) {
     // reductions across shares combine after the loop, in share order.
     StmtP shares = for_loop(kShare, lit(0), var(kShares), lit(1));
     shares->loop = LoopKind::Parallel;
-    shares->cond = parallel_cond();
+    shares->cond = arith('<', lit(1), var(kShares));  // several shares: worth threads
     shares->body.push_back(body);
     emit_loops(body->body, 0, false);
     top.push_back(shares);
@@ -185,12 +185,19 @@ void Lowerer::emit_loops_level(std::vector<StmtP>& out, int i, bool split) {
   ExP step = l.level < static_cast<int>(tiles.size()) ? lit(tiles[l.level]) : lit(1);
   const std::string v = loop_var(l);
   // A floating-point sum along the innermost loop: NumPy's pairwise order.
-  if (std::vector<const RedPlan*> sums = pairwise_sums(i); !sums.empty()) {
-    if (i == 0 && s_.parallel) {
-      if (pairwise_parallel_) return emit_pairwise_parallel(out, split, sums);
-    } else {
-      return emit_pairwise(out, i, split, sums);
-    }
+  // The loop over the whole dimension is marked with its sums for the
+  // pairwise pass, its kind its blocks' (Vectorized: 8 lanes); as the one
+  // loop of a parallel schedule, the shares take the tree's nodes, each
+  // node's sum going to its partial.
+  const bool nodes = i == 0 && s_.parallel;
+  if (std::vector<const RedPlan*> sums = pairwise_sums(i); !sums.empty() && (!nodes || pairwise_parallel_)) {
+    StmtP f = for_loop(loop_var(l), lit(0), n, lit(1));
+    f->loop = s_.vectorize ? LoopKind::Vectorized : LoopKind::Serial;
+    for (const RedPlan* r : sums)
+      f->pairwise.push_back({r->racc, nodes ? r->acc + "_part" : "", h_.outputs[r->out].acc_dtype});
+    emit_loops(f->body, i + 1, split);
+    out.push_back(f);
+    return;
   }
   if (i == 0 && s_.parallel) {
     // This share's part of the iterations [0, n) in steps of `step`.

@@ -163,6 +163,18 @@ struct Stmt {
     DType dtype = DType::Float64;
   };
   std::vector<Split> splits;
+  // A loop whose floating-point sum registers combine its points [lo, hi)
+  // in NumPy's pairwise association (build -> pairwise, passes.h), each
+  // register's sum of them added to it once, after the loop. `part` set
+  // (all or none): the loop is the one loop of a Parallel loop's body, and
+  // the shares take the nodes of NumPy's tree over [lo, hi) in turn (node k
+  // by share k mod the shares), each node's sum stored to part[k] instead
+  // (pairwise_nodes: how many nodes). None remain after the pairwise pass.
+  struct PairwiseSum {
+    std::string acc, part;
+    DType dtype = DType::Float64;
+  };
+  std::vector<PairwiseSum> pairwise;
   // A loop inside a FullSplit whose trip count is a literal on the split's
   // full-tile path (build -> unroll): there it runs as `full_kind`, without
   // splits. None is marked after the unroll pass.

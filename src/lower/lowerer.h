@@ -10,7 +10,8 @@
 //                   requests for input tiles (TileIn, made by the
 //                   tile_buffers pass: tile_buffers.cc), output tiles, and
 //                   the loops over a tile both use;
-//   pairwise.cc   - NumPy's pairwise summation of floating-point sums.
+// (pairwise.cc is the pairwise pass: the loops build marks for NumPy's
+// pairwise summation.)
 #pragma once
 
 #include <functional>
@@ -57,6 +58,9 @@ StmtP copy_stmt(const StmtP& s, const std::function<ExP(const ExP&)>& f,
 // change are shared, not copied.
 ExP rewrite_ex(const ExP& e, const std::function<ExP(const ExP&)>& rule);
 ExP tile_bound(ExP full, ExP clipped);
+// The number of nodes of NumPy's pairwise tree over n points that `shares`
+// shares take in turn, declared as pw_P (pairwise.cc).
+void pairwise_nodes(std::vector<StmtP>& out, ExP n, ExP shares);
 // A Cores loop (lower.h) running on several threads only when `cond` holds.
 StmtP cores_loop(ExP cond);
 StmtP barrier();
@@ -145,14 +149,10 @@ class Lowerer {
   // The simd loop's floating-point sum registers (name, type).
   std::vector<std::pair<std::string, DType>> float_sums(const Stmt& simd_loop) const;
 
-  // pairwise.cc: NumPy's pairwise summation for the innermost loop.
+  // NumPy's pairwise sums (reductions.cc; the pairwise pass rewrites the
+  // loops build marks): the sums the innermost loop can run pairwise, and
+  // the tree's node partials combined after the Parallel loop.
   std::vector<const RedPlan*> pairwise_sums(int i) const;
-  std::vector<StmtP> pw_point(int i, bool split, const std::vector<const RedPlan*>& sums, const std::vector<ExP>& acc);
-  void emit_pairwise_range(std::vector<StmtP>& out, int i, bool split, const std::vector<const RedPlan*>& sums, ExP lo,
-                           ExP len);
-  void emit_pairwise(std::vector<StmtP>& out, int i, bool split, const std::vector<const RedPlan*>& sums);
-  void emit_node_count(std::vector<StmtP>& out, ExP n, ExP threads) const;
-  void emit_pairwise_parallel(std::vector<StmtP>& out, bool split, const std::vector<const RedPlan*>& sums);
   void finish_pairwise_parallel(std::vector<StmtP>& out, const RedPlan& r);
   // The one loop is parallel and every reduction over it is a float sum kept
   // in a register: threads take nodes of NumPy's pairwise tree.

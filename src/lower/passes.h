@@ -4,6 +4,7 @@
 // verify() checks the IR's invariants after each one in assertion builds.
 //
 //   build         MdHom + Schedule -> nest               (loops.cc and its helpers)
+//   pairwise      NumPy's pairwise sums                  (pairwise.cc)
 //   tile_buffers  input tiles copied in, read from there (tile_buffers.cc)
 //   unroll      the full-tile / remainder paths           (unroll.cc)
 //   vectorize   simd loops' lanes and blocked sums        (vectorize.cc)
@@ -31,7 +32,9 @@ namespace nf::lower::passes {
 // (each opened in the body of the loop the schedule names and closed there)
 // and of input tiles (a TileIn request there, for the tile_buffers pass:
 // every read of the input is still a read of memory), reductions (in a
-// register, a tile, memory or per-share partials), NumPy's pairwise sums,
+// register, a tile, memory or per-share partials), the loops whose float
+// sums are NumPy's pairwise sums marked (Stmt::pairwise: the whole of a
+// reduced dimension, innermost, every register it combines a float sum),
 // and loop kinds (Vectorized innermost loops). A parallel schedule's
 // outermost loop is cut into shares of whole iterations (contiguous, in
 // order; MaxThreads of them when the work is worth several threads, else
@@ -40,7 +43,7 @@ namespace nf::lower::passes {
 // expression appears: the target maps the shares (parallelize).
 // Allocations carry their scope, and none is released yet. (Its helpers:
 // loops.cc the nest and point body, reductions.cc, caches.cc tile buffers,
-// pairwise.cc.) A Vectorized loop lists the registers it combines that no
+// and the pairwise tree's final combine.) A Vectorized loop lists the registers it combines that no
 // simd clause serves (Stmt::splits) and combines them in its body as a
 // serial loop would. Unrolled loops: the nest below the last parent loop of
 // an unrolled loop is one FullSplit (its condition: every unrolled loop's
@@ -49,6 +52,21 @@ namespace nf::lower::passes {
 // loops' ends, the tiles their parents cover) and the loops whose kind
 // differs there marked (Stmt::unroll, full_kind); nothing is unrolled yet.
 LoopNest build(const mdh::MdHom& h, const tune::Schedule& s, const std::string& name);
+
+// pairwise: each loop marked with pairwise sums (Stmt::pairwise) becomes
+// NumPy's pairwise summation of its points (numpy/_core/src/umath/
+// loops_utils.h.src), run as an explicit stack of (start, length, phase)
+// frames: ranges under 8 points one by one, up to 128 in blocks of 8 into
+// eight accumulators (the blocks' loop of the marked loop's kind) combined
+// ((r0+r1)+(r2+r3))+((r4+r5)+(r6+r7)) plus the rest, larger ones as the sum
+// of their halves (the first rounded down to a multiple of 8); each
+// register then gets its sum added once. Every point's body runs once, in
+// index order, the register shadowed by the accumulator it adds into. A
+// marked loop with partials is the one loop of a Parallel loop's body: the
+// shares take the nodes of the tree's level with pairwise_nodes() nodes
+// (lowerer.h) in turn, node k's sum stored to part[k]. After it no loop is
+// marked.
+void pairwise(LoopNest& n);
 
 // tile_buffers: each TileIn becomes, in its place, the tile's Local array
 // (its count a literal, or tile_count's run-time product) and the loops
@@ -99,8 +117,8 @@ void storage(LoopNest& n);
 // nothing. Floating-point expressions are never touched.
 void simplify(LoopNest& n);
 
-// The passes every stage's nest takes after build, in order: tile_buffers,
-// unroll, vectorize, storage, simplify (lower.cc runs them).
+// The passes every stage's nest takes after build, in order: pairwise,
+// tile_buffers, unroll, vectorize, storage, simplify (lower.cc runs them).
 const std::vector<Pass>& common();
 
 // compose (multi-stage kernels, lower.h: ChainShape): the stages' nests,

@@ -105,6 +105,10 @@ void stmt(std::ostringstream& os, const Stmt& s, int d) {
           os << " splitting";
           for (const Stmt::Split& r : s.splits) os << " " << r.acc << ":" << reduce_name(r.op);
         }
+        if (!s.pairwise.empty()) {
+          os << " pairwise";
+          for (const Stmt::PairwiseSum& r : s.pairwise) os << " " << r.acc << (r.part.empty() ? "" : " -> " + r.part);
+        }
         if (s.unroll) os << " (full path:" << (s.full_kind == LoopKind::Serial ? " serial" : loop_name(s.full_kind)) << ")";
         os << ":\n";
       }

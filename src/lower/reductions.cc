@@ -241,4 +241,46 @@ void Lowerer::finish(std::vector<StmtP>& out, const RedPlan& r) {
   out.push_back(nest);
 }
 
+// The register sums this innermost loop can run pairwise (NumPy's order,
+// the pairwise pass: pairwise.cc); empty if it cannot.
+std::vector<const RedPlan*> Lowerer::pairwise_sums(int i) const {
+  std::vector<const RedPlan*> sums;
+  const int nloops = static_cast<int>(s_.order.size());
+  // (An unrolled loop has a parent tile, level >= 1: never pairwise.)
+  if (i != nloops - 1) return sums;
+  const tune::LoopSpec& l = s_.order[i];
+  if (l.level != 0 || !s_.tiles[l.dim].empty() || h_.is_scan(l.dim)) return sums;
+  for (const CachePlan& c : caches_)
+    if (c.pos >= i) return {};  // a tile opened inside the loop
+  for (const RedPlan& r : plans_) {
+    const mdh::Output& o = h_.outputs[r.out];
+    if (!h_.pointwise(o, l.dim)) continue;  // not reduced along this loop
+    if (!(r.reg || r.sub_reg) || r.reg_pos >= i || r.tile >= 0) return {};
+    if (o.op != ReduceOp::Sum || !is_float(o.acc_dtype)) return {};
+    sums.push_back(&r);
+  }
+  return sums;
+}
+
+// After the Parallel loop: the node partials combined pairwise up the
+// tree (left + right at every level), then added to the start value.
+void Lowerer::finish_pairwise_parallel(std::vector<StmtP>& out, const RedPlan& r) {
+  const mdh::Output& o = h_.outputs[r.out];
+  const DType t = o.acc_dtype, odt = h_.accesses[o.access].dtype;
+  StmtP scope = block();
+  pairwise_nodes(scope->body, extent(s_.order[0].dim), var(kShares));  // (pairwise.cc)
+  StmtP widths = for_loop("pw_w", lit(1), var("pw_P"), lit(0));
+  StmtP pairs = for_loop("pw_k", lit(0), sub(var("pw_P"), var("pw_w")), mul(lit(2), var("pw_w")));
+  pairs->body.push_back(assign(load(r.acc + "_part", var("pw_k"), t),
+                               combine(ReduceOp::Sum, t, load(r.acc + "_part", var("pw_k"), t),
+                                       load(r.acc + "_part", add(var("pw_k"), var("pw_w")), t))));
+  widths->body.push_back(pairs);
+  widths->body.push_back(assign(var("pw_w"), mul(var("pw_w"), lit(2))));
+  scope->body.push_back(widths);
+  std::vector<ExP> idx(h_.ndim, lit(0));
+  ExP total = combine(ReduceOp::Sum, t, identity_or_init(o), load(r.acc + "_part", lit(0), t));
+  scope->body.push_back(assign(load(ptr(o.access), access_index(o.access, idx), odt), cast(total, odt)));
+  out.push_back(scope);
+}
+
 }  // namespace nf::lower::detail

@@ -3,10 +3,12 @@
 // at the top level (Parallel ones only before the parallelize pass), barriers only directly in one, Local variables not seen across a
 // barrier, allocations in a scope that can hold them, released once (after
 // the storage pass), no barrier after the CPU target's barrier pass, splits
-// only on Vectorized loops and none after the vectorize pass, TileIns only
-// before the tile_buffers pass, FullSplits only before the unroll pass and
+// only on Vectorized loops and none after the vectorize pass, loops marked
+// pairwise only before the pairwise pass, TileIns only before the
+// tile_buffers pass, FullSplits only before the unroll pass and
 // TileBounds and marked loops only in them.
 #include <algorithm>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -22,12 +24,13 @@ class Verifier {
  public:
   Verifier(const LoopNest& n, const std::string& after)
       : n_(n),
-        released_(after != "build" && after != "tile_buffers" && after != "unroll" && after != "vectorize"),
+        released_(done(after, "storage")),
         no_barriers_(after == "cpu_barriers"),
-        parallelized_(after == "parallelize" || after == "cpu_barriers"),
-        split_(after != "build" && after != "tile_buffers" && after != "unroll"),
-        unrolled_(after != "build" && after != "tile_buffers"),
-        tiled_(after != "build") {}
+        parallelized_(done(after, "parallelize")),
+        split_(done(after, "vectorize")),
+        unrolled_(done(after, "unroll")),
+        tiled_(done(after, "tile_buffers")),
+        summed_(done(after, "pairwise")) {}
 
   std::string run() {
     if (has_cores(n_.body) != n_.uses_threads) fail("uses_threads says " + std::string(n_.uses_threads ? "yes" : "no"));
@@ -43,6 +46,21 @@ class Verifier {
   const bool split_;  // after the vectorize pass: no loop has splits left
   const bool unrolled_;  // after the unroll pass: no FullSplit left
   const bool tiled_;     // after the tile_buffers pass: no TileIn left
+  const bool summed_;    // after the pairwise pass: no loop marked pairwise left
+  bool in_parallel_ = false;  // inside a Parallel loop
+
+  // Whether the pass `pass` has run once `after` has (lower.cc's order: a
+  // stage's passes, then compose's, then the target's tail).
+  static bool done(const std::string& after, const char* pass) {
+    static const char* const kOrder[] = {"build",   "pairwise", "tile_buffers", "unroll",      "vectorize",
+                                         "storage", "simplify", "compose",      "parallelize", "cpu_barriers"};
+    int a = -1, p = -1;
+    for (int i = 0; i < static_cast<int>(std::size(kOrder)); ++i) {
+      if (after == kOrder[i]) a = i;
+      if (std::string(pass) == kOrder[i]) p = i;
+    }
+    return a >= p;
+  }
   int in_split_ = 0;     // FullSplits around the statement being verified
   std::string err_;
   std::vector<std::vector<std::pair<std::string, NameKind>>> scopes_;
@@ -65,6 +83,42 @@ class Verifier {
       for (auto it = s->rbegin(); it != s->rend(); ++it)
         if (it->first == name) return &it->second;
     return nullptr;
+  }
+
+  // A loop's bounds, its variable in scope in its body.
+  void list_loop(const Stmt& s) {
+    ex(s.lo);
+    ex(s.hi);
+    ex(s.step);
+    if (s.name.empty()) fail("a loop without a variable");
+    if ((s.loop == LoopKind::Vectorized || s.loop == LoopKind::Unrolled) &&
+        (s.step->k != Ex::K::IntLit || s.step->ival <= 0))
+      fail("vectorized or unrolled loop '" + s.name + "' without a positive literal step");
+    scopes_.emplace_back();
+    scopes_.back().push_back({s.name, NameKind::Scalar});
+    list(s.body, false);
+    scopes_.pop_back();
+  }
+
+  // A loop marked with pairwise sums (Stmt::pairwise): before the pairwise
+  // pass, a Serial or Vectorized loop in steps of 1 over registers in
+  // scope, with partials for all sums or none (then inside a Parallel loop).
+  void pairwise(const Stmt& s) {
+    if (summed_) return fail("loop '" + s.name + "' marked pairwise after the pairwise pass");
+    if ((s.loop != LoopKind::Serial && s.loop != LoopKind::Vectorized) || s.step->k != Ex::K::IntLit ||
+        s.step->ival != 1)
+      fail("pairwise loop '" + s.name + "' not a serial or vectorized loop in steps of 1");
+    if (!s.splits.empty() || !s.simd_reductions.empty()) fail("pairwise loop '" + s.name + "' with splits or a simd clause");
+    const bool parts = !s.pairwise.front().part.empty();
+    for (const Stmt::PairwiseSum& r : s.pairwise) {
+      const NameKind* k = find(r.acc);
+      if (!k || *k != NameKind::Scalar) fail("pairwise sum '" + r.acc + "' is not a register in scope");
+      if (r.part.empty() == parts) fail("pairwise loop '" + s.name + "' with partials for some sums only");
+      const NameKind* a = parts ? find(r.part) : nullptr;
+      if (parts && (!a || (*a != NameKind::Array && *a != NameKind::Heap)))
+        fail("pairwise partials '" + r.part + "' are not an allocation in scope");
+    }
+    if (parts && !in_parallel_) fail("pairwise loop '" + s.name + "' with partials outside a Parallel loop");
   }
 
   bool is_pointer(const std::string& name) const {
@@ -236,6 +290,7 @@ class Verifier {
         if (s.unroll && !in_split_) fail("loop '" + s.name + "' marked for the full path outside a FullSplit");
         if (!s.splits.empty() && (split_ || s.loop != LoopKind::Vectorized))
           fail(split_ ? "a loop's splits left after the vectorize pass" : "splits on a loop that is not Vectorized");
+        if (!s.pairwise.empty()) pairwise(s);
         if (s.loop == LoopKind::Cores) {
           if (!top) fail("a Cores loop below the kernel's top level");
           if (s.lo->k != Ex::K::IntLit || s.lo->ival != 0 || s.hi->k != Ex::K::ThreadCount ||
@@ -254,18 +309,12 @@ class Verifier {
           if (s.lo->k != Ex::K::IntLit || s.lo->ival != 0 || s.step->k != Ex::K::IntLit || s.step->ival != 1)
             fail("Parallel loop '" + s.name + "' not from 0 in steps of 1");
           if (s.cond) ex(s.cond);
+          in_parallel_ = true;
+          list_loop(s);
+          in_parallel_ = false;
+          return;
         }
-        ex(s.lo);
-        ex(s.hi);
-        ex(s.step);
-        if (s.name.empty()) fail("a loop without a variable");
-        if ((s.loop == LoopKind::Vectorized || s.loop == LoopKind::Unrolled) &&
-            (s.step->k != Ex::K::IntLit || s.step->ival <= 0))
-          fail("vectorized or unrolled loop '" + s.name + "' without a positive literal step");
-        scopes_.emplace_back();
-        scopes_.back().push_back({s.name, NameKind::Scalar});
-        list(s.body, false);
-        scopes_.pop_back();
+        list_loop(s);
         return;
       }
     }

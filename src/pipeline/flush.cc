@@ -316,15 +316,15 @@ void choose_tier(const std::vector<Task>& window, Prepared& p, const Config& cfg
   auto it = tier0.find(p.key);
   const Tier0Estimate est = it == tier0.end() ? Tier0Estimate{} : it->second;
   const double compile = detail::compile_estimate_ms();
-  if (cfg.tier == Tier::Eager || est.ms < compile) {
-    p.interpret = true;
-    if (cfg.tier != Tier::Eager && wanted_again(p.key))
-      detail::compile_in_background(std::shared_ptr<const mdh::MdHom>(p.built, &p.built->hom), p.schedule,
-                                    *p.target);
-  } else if (est.groups > 1 && est.most_ms <= kRepetitionShare * compile) {
-    p.interpret = true;
+  const bool eager = cfg.tier == Tier::Eager;
+  // Cheaper on tier 0 than a compile (compiled in the background once the
+  // kernel is wanted again), or a repetition cheap next to a compile.
+  const bool cheap = eager || est.ms < compile;
+  const bool repeated = !cheap && est.groups > 1 && est.most_ms <= kRepetitionShare * compile;
+  if (!cheap && !repeated) return;  // compiled at once
+  p.interpret = true;
+  if (repeated || (!eager && wanted_again(p.key)))
     detail::compile_in_background(std::shared_ptr<const mdh::MdHom>(p.built, &p.built->hom), p.schedule, *p.target);
-  }
 }
 
 // Whether compile_one has anything to do for `p` (a kernel to compile or

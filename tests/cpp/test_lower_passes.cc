@@ -2,6 +2,7 @@
 // CPU target's rendering of thread loops and barriers, on nests built by hand.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <functional>
 #include <string>
 #include <vector>
@@ -485,4 +486,94 @@ TEST(LowerPasses, VerifierKeepsParallelLoopsAtTheTopAndFreeOfThreads) {
   expect_bad(nest({threads}), "build", "thread index or count outside a Cores loop");
   StmtP from_one = for_("s", lit(1), lit(4), LoopKind::Parallel);
   expect_bad(nest({from_one}), "build", "not from 0 in steps of 1");
+}
+
+namespace {
+// NumPy's pairwise sum (numpy/_core/src/umath/loops_utils.h.src), the
+// reference the pairwise pass must match bit for bit.
+double numpy_pairwise(const double* a, int64_t n) {
+  if (n < 8) {
+    double res = 0.;  // (NumPy starts from -0.0 only to keep a sum of -0.0s; these are not)
+    for (int64_t i = 0; i < n; ++i) res += a[i];
+    return res;
+  }
+  if (n <= 128) {
+    double r[8];
+    for (int j = 0; j < 8; ++j) r[j] = a[j];
+    int64_t i = 8;
+    for (; i < n - (n % 8); i += 8)
+      for (int j = 0; j < 8; ++j) r[j] += a[i + j];
+    double res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+    for (; i < n; ++i) res += a[i];
+    return res;
+  }
+  int64_t n2 = n / 2;
+  n2 -= n2 % 8;
+  return numpy_pairwise(a, n2) + numpy_pairwise(a + n2, n - n2);
+}
+}  // namespace
+
+TEST(LowerPasses, PairwiseRewritesAMarkedLoopIntoNumpysPairwiseSum) {
+  // double acc = 0.5 (`initial=`); for i in [0, n) vectorized pairwise acc:
+  //   acc = acc + p0[i]; p1[i] = p0[i]   (a map in the body too)
+  // p2[0] = acc
+  auto dload = [](const std::string& arr, ExP i) { return detail::load(arr, std::move(i), DType::Float64); };
+  StmtP loop = for_("i", lit(0), var("n"), LoopKind::Vectorized);
+  loop->pairwise = {{"acc", "", DType::Float64}};
+  loop->body = {detail::assign(var("acc", DType::Float64), detail::combine(ReduceOp::Sum, DType::Float64,
+                                                                           var("acc", DType::Float64),
+                                                                           dload("p0", var("i")))),
+                assign_(dload("p1", var("i")), dload("p0", var("i")))};
+  LoopNest n = nest({decl_("n", detail::int_param(0)),
+                     detail::decl(DType::Float64, "acc", detail::float_param(0, DType::Float64)), loop,
+                     assign_(dload("p2", lit(0)), var("acc", DType::Float64))},
+                    3);
+  n.ptr_types.assign(3, DType::Float64);
+  ASSERT_EQ(verify(n, "build"), "") << print(n);
+  EXPECT_NE(print(n).find("for i in [0, n) step 1 vectorized pairwise acc:"), std::string::npos) << print(n);
+  expect_bad(n, "pairwise", "marked pairwise after the pairwise pass");
+  {
+    // Partials (the nodes form) only inside a Parallel loop, and for every sum.
+    LoopNest bad = n;
+    bad.body = {n.body[0], n.body[1], detail::alloc(DType::Float64, "part", lit(4), Scope::Kernel),
+                detail::copy_stmt(loop, [](const ExP& e) { return e; })};
+    bad.body.back()->pairwise[0].part = "part";
+    expect_bad(bad, "build", "with partials outside a Parallel loop");
+    bad.body.back()->pairwise.push_back({"acc", "", DType::Float64});
+    expect_bad(bad, "build", "with partials for some sums only");
+    bad.body.back()->pairwise = {{"nope", "", DType::Float64}};
+    expect_bad(bad, "build", "pairwise sum 'nope' is not a register in scope");
+  }
+  passes::pairwise(n);
+  ASSERT_EQ(verify(n, "pairwise"), "") << print(n);
+  const std::string text = print(n);
+  EXPECT_EQ(text.find(" pairwise "), std::string::npos) << text;   // no marked loop left
+  EXPECT_NE(text.find("for pw_j in [0, 8) step 1 vectorized"), std::string::npos) << text;  // the blocks' lanes
+  for (const Pass& p : passes::common())
+    if (std::string(p.name) != "pairwise") {
+      p.run(n);
+      ASSERT_EQ(verify(n, p.name), "") << p.name << "\n" << print(n);
+    }
+  const codegen::Source src = pipeline::cpu_target().render(n);
+  jit::KernelFn fn = jit::CpuCompiler::instance().compile(src, "test_pairwise");
+  // Values whose sum depends on the association: magnitudes from 1e-8 to 1e8.
+  std::vector<double> in(5000);
+  uint64_t state = 12345;
+  for (double& x : in) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    const double u = static_cast<double>(state >> 11) / 9007199254740992.0;
+    x = (u - 0.5) * std::pow(10.0, static_cast<double>(state % 17) - 8);
+  }
+  for (int64_t len : {0, 1, 7, 8, 9, 15, 16, 127, 128, 129, 136, 255, 256, 1000, 1027, 4999}) {
+    std::vector<double> copy(len + 1, -1), total(1, -1);
+    char* ptrs[3] = {reinterpret_cast<char*>(in.data()), reinterpret_cast<char*>(copy.data()),
+                     reinterpret_cast<char*>(total.data())};
+    const int64_t ints[1] = {len};
+    const double floats[1] = {0.5};
+    fn(ptrs, ints, floats);
+    const double want = 0.5 + numpy_pairwise(in.data(), len);
+    EXPECT_EQ(total[0], want) << "n = " << len;  // bit for bit
+    for (int64_t i = 0; i < len; ++i) ASSERT_EQ(copy[i], in[i]) << i;
+    EXPECT_EQ(copy[len], -1);
+  }
 }
