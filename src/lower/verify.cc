@@ -1,18 +1,20 @@
 // The loop IR's verifier (lower.h): names declared before use and in scope,
 // thread expressions only inside a Cores loop, Cores and Parallel loops only
-// at the top level (Parallel ones only before the parallelize pass), barriers only directly in one, Local variables not seen across a
-// barrier, allocations in a scope that can hold them, released once (after
-// the storage pass), no barrier after the CPU target's barrier pass, splits
-// only on Vectorized loops and none after the vectorize pass, loops marked
+// at the top level (Parallel ones only before the parallelize pass),
+// barriers only directly in one, Local variables not seen across a barrier,
+// allocations in a scope that can hold them, released once (after the
+// storage pass), no barrier after the CPU target's barrier pass, splits only
+// on Vectorized loops and none after the vectorize pass, loops marked
 // pairwise only before the pairwise pass, TileIns only before the
 // tile_buffers pass, FullSplits only before the unroll pass and
 // TileBounds and marked loops only in them.
 #include <algorithm>
-#include <iterator>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "lower/lower.h"
+#include "lower/passes.h"
 
 namespace nf::lower {
 
@@ -49,17 +51,22 @@ class Verifier {
   const bool summed_;    // after the pairwise pass: no loop marked pairwise left
   bool in_parallel_ = false;  // inside a Parallel loop
 
-  // Whether the pass `pass` has run once `after` has (lower.cc's order: a
-  // stage's passes, then compose's, then the target's tail).
+  // Whether the pass `pass` has run once `after` has, in lower.cc's order:
+  // build, a stage's common passes (passes::common(), the one list), then
+  // compose's and the target's tail. An unknown name is a caller's bug.
   static bool done(const std::string& after, const char* pass) {
-    static const char* const kOrder[] = {"build",   "pairwise", "tile_buffers", "unroll",      "vectorize",
-                                         "storage", "simplify", "compose",      "parallelize", "cpu_barriers"};
-    int a = -1, p = -1;
-    for (int i = 0; i < static_cast<int>(std::size(kOrder)); ++i) {
-      if (after == kOrder[i]) a = i;
-      if (std::string(pass) == kOrder[i]) p = i;
-    }
-    return a >= p;
+    static const std::vector<std::string> order = [] {
+      std::vector<std::string> o = {"build"};
+      for (const Pass& p : passes::common()) o.push_back(p.name);
+      for (const char* p : {"compose", "parallelize", "cpu_barriers"}) o.push_back(p);
+      return o;
+    }();
+    auto at = [&](const std::string& name) {
+      auto it = std::find(order.begin(), order.end(), name);
+      if (it == order.end()) throw std::logic_error("verify: no pass named '" + name + "'");
+      return it - order.begin();
+    };
+    return at(after) >= at(pass);
   }
   int in_split_ = 0;     // FullSplits around the statement being verified
   std::string err_;
