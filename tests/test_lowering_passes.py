@@ -20,7 +20,7 @@ import pytest
 
 import numfuse as nf
 
-PASSES = ["build", "pairwise", "tile_buffers", "unroll", "vectorize", "storage", "simplify", "parallelize", "cpu_barriers"]
+PASSES = ["build", "simd", "pairwise", "tile_buffers", "unroll", "vectorize", "storage", "simplify", "parallelize", "cpu_barriers"]
 
 
 def run_dumped(tmp_path, program, extra_env=None):
@@ -163,6 +163,47 @@ def test_numpys_pairwise_sums_are_marked_by_build_and_written_out_by_their_pass(
             assert not re.search(r"^ *for .* pairwise ", k[p], re.M), (p, k[p])
 
 
+def test_what_vectorized_loops_carry_is_decided_by_the_simd_pass(tmp_path):
+    # Row maxima (float max: lanes), row sums of integers (a simd clause),
+    # an argmax over a long vector (lanes with the index) and a cumulative
+    # sum along rows (a scan: the loop stays serial); all NumPy's.
+    out, err = run_dumped(tmp_path, """
+        import numpy as onp
+        import numfuse as np
+        m = (onp.arange(60000.0).reshape(300, 200) * 7919) % 1009 - 500
+        i = m.astype(onp.int64)
+        x = onp.sin(onp.arange(1_000_000.0))
+        b, ib, a = np.asarray(m), np.asarray(i), np.asarray(x)
+        print(onp.array_equal(onp.asarray((b * 3).max(axis=1)), (m * 3).max(axis=1)),
+              onp.array_equal(onp.asarray((ib * 3).sum(axis=1)), (i * 3).sum(axis=1)),
+              int(np.argmax(a * a)) == int(onp.argmax(x * x)),
+              onp.array_equal(onp.asarray(np.cumsum(ib + 1, axis=1)), onp.cumsum(i + 1, axis=1)))
+    """)
+    assert out.split() == ["True"] * 4
+    kernels = by_kernel(nests(err))
+    for k in kernels:
+        # build declares each register with what it combines and decides
+        # nothing about lanes.
+        assert " reducing " not in k["build"] and " splitting " not in k["build"], k["build"]
+    def after_simd(pattern):
+        return [k for k in kernels if re.search(pattern, k["build"], re.M)]
+    maxes = after_simd(r"float64 racc\d+ = .* accumulates max$")
+    sums = after_simd(r"int64 racc\d+ = .* accumulates sum$")
+    args = after_simd(r"accumulates argmax index ridx\d+$")
+    assert maxes and sums and args, [k["build"] for k in kernels]
+    for k in maxes:
+        assert re.search(r"vectorized splitting racc\d+:max", k["simd"]), k["simd"]
+    for k in sums:
+        assert re.search(r"vectorized reducing racc\d+:\+", k["simd"]), k["simd"]
+        assert " splitting " not in k["simd"], k["simd"]  # integers add exactly: no blocks
+    for k in args:
+        assert re.search(r"vectorized splitting racc\d+:argmax", k["simd"]), k["simd"]
+    scans = [k for k in kernels if "if (0 < i1_" in k["build"]]
+    assert scans, [k["build"] for k in kernels]
+    for k in scans:
+        assert not re.search(r"for i1_\d+ in .* vectorized", k["simd"]), k["simd"]
+
+
 def test_random_schedules_keep_the_ir_valid_after_every_pass(tmp_path):
     # With dumping on, release builds verify the nest after each pass and a
     # violation raises at the compile; random schedules reach tile buffers,
@@ -290,8 +331,8 @@ def test_a_multi_stage_kernel_is_one_composed_nest(tmp_path):
     assert len(composed) == 2, [p for p, _, _ in dumps]
     for i, text in composed:
         # the stages' own passes came first, in order, then the chain's
-        stage_passes = [p for p, _, _ in dumps[max(0, i - 30):i]]
         n_stages = text.count("stage(")
+        stage_passes = [p for p, _, _ in dumps[max(0, i - (len(PASSES) - 2) * n_stages):i]]
         assert stage_passes[-(len(PASSES) - 2) * n_stages:] == PASSES[:-2] * n_stages
         assert [p for p, _, _ in dumps[i + 1:i + 4]] == ["simplify", "parallelize", "cpu_barriers"]
         top = [line for line in text.splitlines()[1:] if not line.startswith("    ")]

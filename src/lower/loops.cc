@@ -211,77 +211,20 @@ void Lowerer::emit_loops_level(std::vector<StmtP>& out, int i, bool split) {
     hi = min(mul(last, step), n);
   }
   StmtP f = for_loop(v, lo, hi, step);
-  // The innermost loop of a vectorized schedule runs on SIMD lanes; when it
-  // is also unrolled its trip count is a literal, so the vectorizer covers
-  // it with whole vectors (a register micro-kernel), which beats unrolling
-  // into scalars that SLP would have to shuffle back together.
-  const bool simd = i == nloops - 1 && s_.vectorize;
-  std::vector<const RedPlan*> lanes;  // float max/min registers of a simd loop
-  bool serial = false;                // a register or a scan keeps the loop scalar
-  if (simd) {
-    for (const RedPlan& r : plans_) {
-      if (!(r.reg || r.sub_reg) || r.reg_pos >= i) continue;
-      const mdh::Output& o = h_.outputs[r.out];
-      // OpenMP's max/min clauses start floats at -/+DBL_MAX and ignore NaN,
-      // and arg-reductions carry an index: those get lanes of their own
-      // instead (the vectorize pass). An ordered product must combine in
-      // loop order: that loop stays scalar.
-      char op = o.ordered() ? 0 : simd_op(o.op, o.acc_dtype);
-      if (op) f->simd_reductions.push_back({r.racc, op});
-      else if (is_arg(o.op) || ((o.op == ReduceOp::Max || o.op == ReduceOp::Min) && is_float(o.acc_dtype)))
-        lanes.push_back(&r);
-      else serial = true;
-    }
-    // A tile accumulator indexed only by outer loops is a loop-carried
-    // dependence of this loop: no simd then.
-    for (const RedPlan& r : plans_) {
-      if (r.tile < 0) continue;
-      const CachePlan& c = caches_[r.tile];
-      if (std::find(c.layout.begin(), c.layout.end(), d) == c.layout.end()) serial = true;
-    }
-    // A scan along this loop carries a dependence from one iteration to the next.
-    if (h_.is_scan(d)) serial = true;
-  }
-  // The loop's kind with the trip count a literal (`literal`: the full path
-  // of an unrolled loop) or not.
-  auto kind = [&](bool literal) {
-    LoopKind k = simd && !serial ? LoopKind::Vectorized : LoopKind::Serial;
-    if (k == LoopKind::Vectorized && !lanes.empty()) {
-      // (Lanes and blocked sums do not nest: a loop with both stays scalar.)
-      const bool unit_step = f->step->k == Ex::K::IntLit && f->step->ival == 1;
-      if (literal || !unit_step || !float_sums(*f).empty()) k = LoopKind::Serial;
-    }
-    return k == LoopKind::Serial && literal ? LoopKind::Unrolled : k;
-  };
-  f->loop = kind(false);
+  // The innermost loop of a vectorized schedule may run on SIMD lanes (the
+  // simd pass decides from the registers it carries); when it is also
+  // unrolled its trip count is a literal, so the vectorizer covers it with
+  // whole vectors (a register micro-kernel), which beats unrolling into
+  // scalars that SLP would have to shuffle back together. A scan along it
+  // carries a dependence from one iteration to the next: Serial.
+  const bool simd = i == nloops - 1 && s_.vectorize && !h_.is_scan(d);
+  f->loop = simd ? LoopKind::Vectorized : LoopKind::Serial;
   if (unroll_here) {
     f->unroll = true;
-    f->full_kind = kind(true);
-  }
-  // What the vectorize pass splits: the lanes' registers, else the float
-  // sums (neither on the full-tile path, whose trip count is a short
-  // literal: the unroll pass drops them there).
-  if (f->loop == LoopKind::Vectorized) {
-    for (const RedPlan* r : lanes) {
-      const mdh::Output& o = h_.outputs[r->out];
-      f->splits.push_back({r->racc, is_arg(o.op) ? r->ridx : "", o.op, o.acc_dtype});
-    }
-    if (lanes.empty())
-      for (const auto& [name, t] : float_sums(*f)) f->splits.push_back({name, "", ReduceOp::Sum, t});
+    f->full_kind = simd ? LoopKind::Vectorized : LoopKind::Unrolled;
   }
   emit_loops(f->body, i + 1, split);
   out.push_back(f);
-}
-
-// The floating-point sums a simd loop combines (what the vectorize pass
-// blocks: vectorize.cc).
-std::vector<std::pair<std::string, DType>> Lowerer::float_sums(const Stmt& simd_loop) const {
-  std::vector<std::pair<std::string, DType>> sums;
-  for (const auto& [name, op] : simd_loop.simd_reductions)
-    for (const RedPlan& r : plans_)
-      if (r.racc == name && op == '+' && is_float(h_.outputs[r.out].acc_dtype))
-        sums.push_back({name, h_.outputs[r.out].acc_dtype});
-  return sums;
 }
 
 // Node n of f at point idx, its operands' values in val. (An input read

@@ -1,6 +1,6 @@
-// The pass driver: build, the common passes (pairwise, tile_buffers, unroll,
-// vectorize, storage, simplify), the target's tail (passes.h), with the nest printed
-// (NUMFUSE_DUMP=passes) and verified after each.
+// The pass driver: build, the common passes (simd, pairwise, tile_buffers,
+// unroll, vectorize, storage, simplify), the target's tail (passes.h), with
+// the nest printed (NUMFUSE_DUMP=passes) and verified after each.
 #include <atomic>
 #include <cstdio>
 #include <stdexcept>
@@ -62,7 +62,8 @@ LoopNest common(Driver& d, const mdh::MdHom& h, const tune::Schedule& s, const s
 }  // namespace
 
 const std::vector<Pass>& passes::common() {
-  static const std::vector<Pass> list = {{"pairwise", passes::pairwise},
+  static const std::vector<Pass> list = {{"simd", passes::simd},
+                                         {"pairwise", passes::pairwise},
                                          {"tile_buffers", passes::tile_buffers},
                                          {"unroll", passes::unroll},
                                          {"vectorize", passes::vectorize},

@@ -86,7 +86,9 @@ enum class LoopKind : uint8_t {
                // makes a while loop: it runs until its body sets var >= hi.
   Vectorized,  // iterations independent except for the updates of
                // `simd_reductions` (associative, may be reordered): they may
-               // run on the SIMD lanes of one thread.
+               // run on the SIMD lanes of one thread. (Between build and
+               // the simd pass, a loop that may be: the simd pass decides
+               // from what its iterations carry, passes.h.)
   Unrolled,    // a literal trip count; the body may be replicated.
   Cores,       // SPMD over the target's threads: var is unnamed, lo = 0,
                // hi = ThreadCount, step 1; each iteration runs on a thread of
@@ -150,9 +152,21 @@ struct Stmt {
   ExP lo, hi, step, init, target, value, count;
   LoopKind loop = LoopKind::Serial;  // For
   Scope scope = Scope::Local;  // Alloc
-  // Simd reductions: (variable, operator) pairs for the simd clause.
+  // A Decl of a register a reduction combines into (build -> simd,
+  // passes.h): its operator, the register carrying its arg index ("" if
+  // none), and whether its points must combine in loop order (an ordered
+  // floating-point product). From these the simd pass decides how each
+  // Vectorized loop that combines into the register runs.
+  struct Accumulator {
+    ReduceOp op = ReduceOp::Sum;
+    std::string index;
+    bool ordered = false;
+  };
+  std::shared_ptr<const Accumulator> accumulates;
+  // A Vectorized loop's simd clause: (register, operator) pairs of the
+  // associative combines its lanes may reorder (the simd pass's).
   std::vector<std::pair<std::string, char>> simd_reductions;
-  // A Vectorized loop (build -> vectorize, passes.h): registers combined
+  // A Vectorized loop (simd -> vectorize, passes.h): registers combined
   // across its iterations that no simd clause serves, for the vectorize
   // pass to split -- floating-point sums into blocks, floating-point
   // max/min and arg-reductions (`index`: the arg register) into lanes.

@@ -10,8 +10,9 @@
 //                   requests for input tiles (TileIn, made by the
 //                   tile_buffers pass: tile_buffers.cc), output tiles, and
 //                   the loops over a tile both use;
-// (pairwise.cc is the pairwise pass: the loops build marks for NumPy's
-// pairwise summation.)
+// (simd.cc and pairwise.cc are the passes that take build's marks: the
+// Vectorized loops and the registers they may combine into, the loops of
+// NumPy's pairwise summation.)
 #pragma once
 
 #include <functional>
@@ -146,8 +147,6 @@ class Lowerer {
   void emit_prologue(std::vector<StmtP>& top);
   ExP parallel_cond() const;
   ExP node_value(size_t n, const std::vector<ExP>& idx, const std::vector<ExP>& val) const;
-  // The simd loop's floating-point sum registers (name, type).
-  std::vector<std::pair<std::string, DType>> float_sums(const Stmt& simd_loop) const;
 
   // NumPy's pairwise sums (reductions.cc; the pairwise pass rewrites the
   // loops build marks): the sums the innermost loop can run pairwise, and

@@ -4,6 +4,7 @@
 // verify() checks the IR's invariants after each one in assertion builds.
 //
 //   build         MdHom + Schedule -> nest               (loops.cc and its helpers)
+//   simd          what Vectorized loops' lanes combine   (simd.cc)
 //   pairwise      NumPy's pairwise sums                  (pairwise.cc)
 //   tile_buffers  input tiles copied in, read from there (tile_buffers.cc)
 //   unroll      the full-tile / remainder paths           (unroll.cc)
@@ -35,7 +36,10 @@ namespace nf::lower::passes {
 // register, a tile, memory or per-share partials), the loops whose float
 // sums are NumPy's pairwise sums marked (Stmt::pairwise: the whole of a
 // reduced dimension, innermost, every register it combines a float sum),
-// and loop kinds (Vectorized innermost loops). A parallel schedule's
+// and the loops that may run on SIMD lanes (the innermost loop of a
+// vectorized schedule, unless a scan runs along it: Vectorized, each
+// register it may combine into declared with what it combines,
+// Stmt::accumulates; the simd pass decides). A parallel schedule's
 // outermost loop is cut into shares of whole iterations (contiguous, in
 // order; MaxThreads of them when the work is worth several threads, else
 // one), run by one Parallel loop at the top level over the shares; what a share combines across them goes to partials indexed
@@ -43,15 +47,29 @@ namespace nf::lower::passes {
 // expression appears: the target maps the shares (parallelize).
 // Allocations carry their scope, and none is released yet. (Its helpers:
 // loops.cc the nest and point body, reductions.cc, caches.cc tile buffers,
-// and the pairwise tree's final combine.) A Vectorized loop lists the registers it combines that no
-// simd clause serves (Stmt::splits) and combines them in its body as a
-// serial loop would. Unrolled loops: the nest below the last parent loop of
+// and the pairwise tree's final combine.) Every combine is written in the
+// point body as a serial loop would run it. Unrolled loops: the nest below the last parent loop of
 // an unrolled loop is one FullSplit (its condition: every unrolled loop's
 // parent tile lies inside the parent's range), emitted once, with the
 // bounds that differ on its full-tile path as TileBounds (the unrolled
 // loops' ends, the tiles their parents cover) and the loops whose kind
 // differs there marked (Stmt::unroll, full_kind); nothing is unrolled yet.
 LoopNest build(const mdh::MdHom& h, const tune::Schedule& s, const std::string& name);
+
+// simd: each Vectorized loop not marked pairwise gets what its lanes may
+// do with what its iterations carry (the scalars declared outside it that
+// its body assigns, the memory elements it updates at an index that does
+// not move with it). A register of an associative combine a simd clause
+// expresses goes in the loop's clause (Stmt::simd_reductions; a float sum
+// also in its splits, for blocks); a float max/min or an arg-reduction
+// register (its index register with it) in its splits, for lanes, which
+// need a step of 1, no blocked sum beside them and a trip count not a
+// literal (on the full-tile path of a FullSplit such a loop is Unrolled);
+// an ordered product, any other carried scalar or a memory element that
+// stays put make the loop Serial (Unrolled on the full path). A loop that
+// carries nothing stays as it is. After it, what a Vectorized loop carries
+// is in its clause or its splits.
+void simd(LoopNest& n);
 
 // pairwise: each loop marked with pairwise sums (Stmt::pairwise) becomes
 // NumPy's pairwise summation of its points (numpy/_core/src/umath/
@@ -117,8 +135,8 @@ void storage(LoopNest& n);
 // nothing. Floating-point expressions are never touched.
 void simplify(LoopNest& n);
 
-// The passes every stage's nest takes after build, in order: pairwise,
-// tile_buffers, unroll, vectorize, storage, simplify (lower.cc runs them).
+// The passes every stage's nest takes after build, in order: simd,
+// pairwise, tile_buffers, unroll, vectorize, storage, simplify (lower.cc runs them).
 const std::vector<Pass>& common();
 
 // compose (multi-stage kernels, lower.h: ChainShape): the stages' nests,

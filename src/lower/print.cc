@@ -115,7 +115,12 @@ void stmt(std::ostringstream& os, const Stmt& s, int d) {
       list(s.body);
       return;
     case Stmt::K::Decl:
-      os << ind << dtype_name(s.dtype) << " " << s.name << (s.init ? " = " + ex(*s.init) : "") << "\n";
+      os << ind << dtype_name(s.dtype) << " " << s.name << (s.init ? " = " + ex(*s.init) : "");
+      if (s.accumulates)
+        os << "  accumulates " << reduce_name(s.accumulates->op)
+           << (s.accumulates->index.empty() ? "" : " index " + s.accumulates->index)
+           << (s.accumulates->ordered ? " in order" : "");
+      os << "\n";
       return;
     case Stmt::K::Assign:
       os << ind << ex(*s.target) << " = " << ex(*s.value) << "\n";

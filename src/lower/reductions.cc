@@ -160,6 +160,8 @@ void Lowerer::open_registers(std::vector<StmtP>& out, int i) {
       ExP init = r.reg ? identity_or_init(o) : identity(o);
       if (r.sub_reg && o.ordered()) init = cast(memory_target(r, point_vars()).first, o.acc_dtype);
       out.push_back(decl(o.acc_dtype, r.racc, init));
+      out.back()->accumulates = std::make_shared<const Stmt::Accumulator>(
+          Stmt::Accumulator{o.op, is_arg(o.op) ? r.ridx : "", o.ordered()});
       if (is_arg(o.op)) out.push_back(decl(DType::Int64, r.ridx, lit(INT64_MAX)));
     }
 }

@@ -3,8 +3,10 @@
 // at the top level (Parallel ones only before the parallelize pass),
 // barriers only directly in one, Local variables not seen across a barrier,
 // allocations in a scope that can hold them, released once (after the
-// storage pass), no barrier after the CPU target's barrier pass, splits only
-// on Vectorized loops and none after the vectorize pass, loops marked
+// storage pass), no barrier after the CPU target's barrier pass, simd
+// clauses and splits only from the simd pass on, over registers in scope,
+// splits only on Vectorized loops and none after the vectorize pass,
+// accumulator marks only on declarations, loops marked
 // pairwise only before the pairwise pass, TileIns only before the
 // tile_buffers pass, FullSplits only before the unroll pass and
 // TileBounds and marked loops only in them.
@@ -29,6 +31,7 @@ class Verifier {
         released_(done(after, "storage")),
         no_barriers_(after == "cpu_barriers"),
         parallelized_(done(after, "parallelize")),
+        simd_(done(after, "simd")),
         split_(done(after, "vectorize")),
         unrolled_(done(after, "unroll")),
         tiled_(done(after, "tile_buffers")),
@@ -45,6 +48,7 @@ class Verifier {
   const LoopNest& n_;
   const bool released_, no_barriers_;
   const bool parallelized_;  // after the target's parallelize pass: no Parallel loop left
+  const bool simd_;   // after the simd pass: loops may have simd clauses and splits
   const bool split_;  // after the vectorize pass: no loop has splits left
   const bool unrolled_;  // after the unroll pass: no FullSplit left
   const bool tiled_;     // after the tile_buffers pass: no TileIn left
@@ -128,6 +132,11 @@ class Verifier {
     if (parts && !in_parallel_) fail("pairwise loop '" + s.name + "' with partials outside a Parallel loop");
   }
 
+  void register_in_scope(const std::string& name) {
+    const NameKind* k = find(name);
+    if (!k || *k != NameKind::Scalar) fail("simd clause or split of '" + name + "', not a register in scope");
+  }
+
   bool is_pointer(const std::string& name) const {
     if (name.size() < 2 || name[0] != 'p') return false;
     for (size_t i = 1; i < name.size(); ++i)
@@ -192,6 +201,7 @@ class Verifier {
   }
 
   void stmt(const Stmt& s, bool top, bool cores_body) {
+    if (s.accumulates && s.k != Stmt::K::Decl) fail("an accumulator mark on a statement that declares no register");
     switch (s.k) {
       case Stmt::K::Block:
         list(s.body, false);
@@ -297,6 +307,10 @@ class Verifier {
         if (s.unroll && !in_split_) fail("loop '" + s.name + "' marked for the full path outside a FullSplit");
         if (!s.splits.empty() && (split_ || s.loop != LoopKind::Vectorized))
           fail(split_ ? "a loop's splits left after the vectorize pass" : "splits on a loop that is not Vectorized");
+        if ((!s.splits.empty() || !s.simd_reductions.empty()) && !simd_)
+          fail("loop '" + s.name + "' with a simd clause or splits before the simd pass");
+        for (const auto& [v, op] : s.simd_reductions) register_in_scope(v);
+        for (const Stmt::Split& r : s.splits) register_in_scope(r.acc);
         if (!s.pairwise.empty()) pairwise(s);
         if (s.loop == LoopKind::Cores) {
           if (!top) fail("a Cores loop below the kernel's top level");

@@ -306,7 +306,7 @@ TEST(LowerPasses, VectorizeGivesLanesToMaxAndArgRegistersAndBlocksToFloatSums) {
   LoopNest n = nest({decl_("n0", lit(100)), detail::decl(f, "m", lit(0)), detail::decl(f, "a", lit(0)),
                      decl_("ai", lit(0)), detail::decl(f, "s", lit(0)), lanes, sums});
   n.ptr_types.assign(2, f);
-  EXPECT_EQ(verify(n, "build"), "") << print(n);
+  EXPECT_EQ(verify(n, "simd"), "") << print(n);
   expect_bad(n, "vectorize", "splits left after the vectorize pass");
   passes::vectorize(n);
   ASSERT_EQ(verify(n, "vectorize"), "") << print(n);
@@ -339,7 +339,141 @@ TEST(LowerPasses, VectorizeGivesLanesToMaxAndArgRegistersAndBlocksToFloatSums) {
   // Splits belong on vectorized loops only.
   StmtP serial = for_("j", lit(0), lit(4));
   serial->splits = {{"m", "", ReduceOp::Max, f}};
-  expect_bad(nest({detail::decl(f, "m", lit(0)), serial}), "build", "not Vectorized");
+  expect_bad(nest({detail::decl(f, "m", lit(0)), serial}), "simd", "not Vectorized");
+}
+
+TEST(LowerPasses, SimdGivesEachCarriedRegisterAClauseLanesOrASerialLoop) {
+  const DType f = DType::Float64, i64 = DType::Int64;
+  auto reg = [&](DType t, const std::string& name, ReduceOp op, const std::string& index = "", bool ordered = false) {
+    StmtP d = detail::decl(t, name, detail::scalar_lit(reduce_identity(op, t), t));
+    d->accumulates = std::make_shared<const Stmt::Accumulator>(Stmt::Accumulator{op, index, ordered});
+    return d;
+  };
+  const ExP x = detail::load("p0", var("i"), f);
+  auto upd = [&](const std::string& r, ReduceOp op, DType t, ExP v) {
+    return assign_(var(r, t), detail::combine(op, t, var(r, t), std::move(v)));
+  };
+  auto argmax = [&]() -> std::vector<StmtP> {
+    return {detail::decl(DType::Bool, "better", detail::arg_better(ReduceOp::ArgMax, f, var("a", f), var("ai"), x, var("i"))),
+            assign_(var("ai"), detail::select(var("better", DType::Bool), var("i"), var("ai"), i64)),
+            assign_(var("a", f), detail::select(var("better", DType::Bool), x, var("a", f), f))};
+  };
+  auto loop = [&](std::vector<StmtP> body) {
+    StmtP l = for_("i", lit(0), var("n0"), LoopKind::Vectorized);
+    l->body = std::move(body);
+    return l;
+  };
+  StmtP sums = loop({upd("s", ReduceOp::Sum, f, x), upd("k", ReduceOp::Sum, i64, var("i"))});
+  auto lane_body = [&]() {
+    std::vector<StmtP> b = argmax();
+    b.insert(b.begin(), upd("m", ReduceOp::Max, f, x));
+    b.push_back(upd("k", ReduceOp::Sum, i64, var("i")));
+    return b;
+  };
+  StmtP lanes = loop(lane_body());
+  StmtP mixed = loop({upd("m", ReduceOp::Max, f, x), upd("s", ReduceOp::Sum, f, x)});  // lanes + blocked sum
+  StmtP ordered = loop({upd("q", ReduceOp::Prod, f, x)});
+  StmtP plain = loop({assign_(var("t"), var("i"))});                   // a scalar that is no register
+  StmtP fixed = loop({assign_(load_("p1", var("j")), var("i"))});      // memory that stays put
+  StmtP moving = loop({assign_(load_("p1", var("i")), var("i"))});     // carries nothing
+  StmtP outer = for_("j", lit(0), lit(1));
+  outer->body = {fixed};
+  // Inside a FullSplit: the loop's full-path kind follows the same rules.
+  StmtP full_lanes = loop({upd("m", ReduceOp::Max, f, x)});
+  StmtP full_sums = loop({upd("s", ReduceOp::Sum, f, x)});
+  for (const StmtP& l : {full_lanes, full_sums}) {
+    l->unroll = true;
+    l->full_kind = LoopKind::Vectorized;
+  }
+  StmtP fs = detail::full_split(lit(1));
+  fs->body = {full_lanes, full_sums};
+  StmtP marked = loop({upd("s", ReduceOp::Sum, f, x)});
+  marked->pairwise = {{"s", "", f}};
+  LoopNest n = nest({decl_("n0", lit(100)), decl_("t", lit(0)), reg(f, "s", ReduceOp::Sum),
+                     reg(i64, "k", ReduceOp::Sum), reg(f, "m", ReduceOp::Max), reg(f, "a", ReduceOp::ArgMax, "ai"),
+                     decl_("ai", lit(INT64_MAX)), reg(f, "q", ReduceOp::Prod, "", true), sums, lanes, mixed,
+                     ordered, plain, outer, moving, fs, marked});
+  n.ptr_types = {f, i64};
+  ASSERT_EQ(verify(n, "build"), "") << print(n);
+  EXPECT_NE(print(n).find("float64 a = -inf  accumulates argmax index ai"), std::string::npos) << print(n);
+  EXPECT_NE(print(n).find("accumulates prod in order"), std::string::npos) << print(n);
+  passes::simd(n);
+  ASSERT_EQ(verify(n, "simd"), "") << print(n);
+  using Clause = std::vector<std::pair<std::string, char>>;
+  auto split_names = [](const Stmt& l) {
+    std::vector<std::string> v;
+    for (const Stmt::Split& r : l.splits) v.push_back(r.acc + (r.index.empty() ? "" : "/" + r.index));
+    return v;
+  };
+  // Sums: the clause, the float one also blocked.
+  EXPECT_EQ(sums->loop, LoopKind::Vectorized);
+  EXPECT_EQ(sums->simd_reductions, (Clause{{"s", '+'}, {"k", '+'}}));
+  EXPECT_EQ(split_names(*sums), std::vector<std::string>{"s"});
+  // Max and argmax: lanes (the index rides along), the int sum in the clause.
+  EXPECT_EQ(lanes->loop, LoopKind::Vectorized);
+  EXPECT_EQ(lanes->simd_reductions, (Clause{{"k", '+'}}));
+  EXPECT_EQ(split_names(*lanes), (std::vector<std::string>{"m", "a/ai"}));
+  // Serial: lanes beside a blocked sum, an ordered product, a plain scalar,
+  // memory indexed by an outer loop only. Nothing carried: unchanged.
+  for (const StmtP& l : {mixed, ordered, plain, fixed}) {
+    EXPECT_EQ(l->loop, LoopKind::Serial) << print(n);
+    EXPECT_TRUE(l->splits.empty());
+  }
+  EXPECT_EQ(moving->loop, LoopKind::Vectorized);
+  EXPECT_TRUE(moving->simd_reductions.empty() && moving->splits.empty());
+  // The full path: lanes over a short literal trip count unroll instead;
+  // a sum stays vectorized there.
+  EXPECT_EQ(full_lanes->loop, LoopKind::Vectorized);
+  EXPECT_EQ(full_lanes->full_kind, LoopKind::Unrolled);
+  EXPECT_EQ(full_sums->full_kind, LoopKind::Vectorized);
+  // A loop marked pairwise is the pairwise pass's.
+  EXPECT_TRUE(marked->simd_reductions.empty() && marked->splits.empty());
+  // The verifier: clauses only from the simd pass on, over registers in scope.
+  expect_bad(n, "build", "with a simd clause or splits before the simd pass");
+  StmtP stray = loop({});
+  stray->simd_reductions = {{"nothing", '+'}};
+  expect_bad(nest({decl_("n0", lit(1)), stray}), "simd", "not a register in scope");
+  StmtP mark = detail::assign(var("t"), lit(1));
+  mark->accumulates = std::make_shared<const Stmt::Accumulator>();
+  expect_bad(nest({decl_("t", lit(0)), mark}), "build", "declares no register");
+
+  // What the loops compute, through the common passes and the CPU target:
+  // the sums, max and argmax of 1000 integers (exact in any order), the
+  // int sum counted twice.
+  const int64_t N = 1000;
+  auto store = [&](const std::string& r, DType t, int slot) {
+    return detail::assign(detail::load("p1", lit(slot), f), detail::cast(var(r, t), f));
+  };
+  LoopNest run = nest({decl_("n0", lit(N)), reg(f, "s", ReduceOp::Sum), reg(i64, "k", ReduceOp::Sum),
+                       reg(f, "m", ReduceOp::Max), reg(f, "a", ReduceOp::ArgMax, "ai"), decl_("ai", lit(INT64_MAX)),
+                       loop({upd("s", ReduceOp::Sum, f, x), upd("k", ReduceOp::Sum, i64, var("i"))}),
+                       loop(lane_body()), store("s", f, 0), store("k", i64, 1), store("m", f, 2),
+                       store("ai", i64, 3)});
+  run.ptr_types = {f, f};
+  for (const Pass& p : passes::common()) {
+    p.run(run);
+    ASSERT_EQ(verify(run, p.name), "") << p.name << "\n" << print(run);
+  }
+  const std::string text = print(run);
+  EXPECT_NE(text.find("nf_wide_s"), std::string::npos) << text;  // the sum in blocks
+  EXPECT_NE(text.find("m_l["), std::string::npos) << text;        // the max in lanes
+  jit::KernelFn fn =
+      jit::CpuCompiler::instance().compile(pipeline::cpu_target().render(run), "test_simd_pass");
+  std::vector<double> in(N), out(4, -1);
+  double want_s = 0;
+  for (int64_t i = 0; i < N; ++i) {
+    in[i] = static_cast<double>((i * 37) % 101) - 50;
+    want_s += in[i];
+  }
+  const int64_t want_ai = std::max_element(in.begin(), in.end()) - in.begin();
+  char* ptrs[2] = {reinterpret_cast<char*>(in.data()), reinterpret_cast<char*>(out.data())};
+  const int64_t ints[1] = {0};
+  const double floats[1] = {0};
+  fn(ptrs, ints, floats);
+  EXPECT_EQ(out[0], want_s);
+  EXPECT_EQ(out[1], 2.0 * (N * (N - 1) / 2));
+  EXPECT_EQ(out[2], in[want_ai]);
+  EXPECT_EQ(out[3], static_cast<double>(want_ai));
 }
 
 TEST(LowerPasses, UnrollMakesTheFullTileAndRemainderPathsOfAFullSplit) {
