@@ -230,6 +230,34 @@ def test_comparator_on_a_real_numfuse_run():
     assert runner.compare(chk.np_outcome, bad, p)
 
 
+def test_numpys_own_overlap_rule_is_the_second_reference():
+    """Where numfuse differs from NumPy, the harness asks NumPy with its
+    documented overlap rule enforced (ufunc inputs copied when an output
+    shares their memory). NumPy 2.4 breaks that rule for the in-place
+    `negative` of 4-byte values in a strided column view (campaign seed
+    321662); numfuse keeps it. Such a program passes, with NumPy's
+    difference recorded; a difference from both references still fails."""
+    src = [("v0 = np.array(onp.arange(32, dtype='float32').reshape(2, 4, 4))", "creation"),
+           ("v1 = v0[0:1, :, 1:2]", "indexing"),
+           ("np.negative(v1, out=v1)", "elementwise"),
+           ("v2 = v1 * 2", "elementwise")]
+    p = programs.Program.from_sources(src, seed="overlap", config={"fusion": False})
+    p.meta = {n: programs.VarMeta() for n in ("v0", "v1", "v2")}
+    # The reference itself: the rule, whatever NumPy does.
+    safe = runner.run_program(p, runner.OVERLAP_SAFE_NUMPY)
+    assert onp.array_equal(safe.vars["v1"]["values"].ravel(), -onp.arange(1, 16, 4, dtype=onp.float32))
+    assert runner.OVERLAP_SAFE_NUMPY.add.reduce(onp.ones(3)) == 3.0  # ufunc methods pass through
+    chk = runner.check_program(p)
+    assert chk.ok, chk.report()
+    plain = runner.run_program(p, onp)
+    # NumPy's own difference from its rule (if this NumPy has the bug) is recorded.
+    assert bool(chk.numpy_overlap_bugs) == bool(runner.compare(plain, safe, p, self_check=True))
+    # numfuse wrong against both references: a failure.
+    bad = copy.deepcopy(chk.nf_outcome)
+    bad.vars["v2"]["values"][0, 0, 0] = 7.0
+    assert runner.compare(safe, bad, p) and runner.compare(chk.np_outcome, bad, p)
+
+
 # ---------------------------------------------------------------------------
 # the campaign's worker machinery
 

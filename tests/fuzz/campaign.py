@@ -102,7 +102,8 @@ def _worker_main(conn, progress, fault_path, threads, cache_dir, memory_limit=No
             res = {"id": task_id, "status": "ok" if chk.ok else "fail", "config": chk.config,
                    "mismatches": [dict(kind=m.kind, category=m.category, cls=m.cls, stmt=m.stmt, var=m.var,
                                        detail=m.detail) for m in chk.mismatches],
-                   "seconds": [chk.np_outcome.seconds, chk.nf_outcome.seconds]}
+                   "seconds": [chk.np_outcome.seconds, chk.nf_outcome.seconds],
+                   "numpy_overlap_bug": bool(chk.numpy_overlap_bugs)}
         except Exception:  # noqa: BLE001 - the harness itself failed
             res = {"id": task_id, "status": "harness_error", "traceback": traceback.format_exc()}
         conn.send(res)
@@ -177,6 +178,7 @@ class Summary:
         self.seconds = 0.0
         self.nf_seconds = 0.0
         self.slowest = (0.0, None)                     # (seconds, seed) of the slowest finished program
+        self.numpy_overlap_bugs = []                   # seeds where only NumPy broke its overlap rule (runner.py)
         self.interrupted = False
 
     @property
@@ -199,7 +201,7 @@ class Summary:
                 f"harness errors {self.counts['harness_error']}  {rate:.1f} programs/s")
 
     def to_json(self):
-        return {"programs": self.programs, "passed": self.passed,
+        return {"programs": self.programs, "passed": self.passed, "numpy_overlap_bugs": self.numpy_overlap_bugs,
                 "counts": {k: self.counts[k] for k in KINDS},
                 "differences": {k: self.items[k] for k in ("mismatch", "wrong_exception")},
                 "by_class": {f"{k}/{c}": n for (k, c), n in sorted(self.by_class.items())},
@@ -294,6 +296,8 @@ def run_campaign(tasks, workers=2, timeout=60.0, progress_every=500, out=sys.std
             on_result(tid, res)
         if res["status"] == "ok":
             summary.passed += 1
+            if res.get("numpy_overlap_bug"):
+                summary.numpy_overlap_bugs.append(_label(task))
             return
         if res["status"] == "harness_error":
             summary.add("harness_error", {"seed": _label(task), "cls": "harness",
@@ -433,6 +437,9 @@ def print_summary(summary, out=sys.stdout, per_kind=30):
     p(f"  crashes           {summary.counts['crash']}")
     p(f"  hangs             {summary.counts['hang']}")
     p(f"  harness errors    {summary.counts['harness_error']}")
+    if summary.numpy_overlap_bugs:
+        p(f"  passed where NumPy broke its own overlap rule (numfuse kept it): "
+          f"{len(summary.numpy_overlap_bugs)}, seeds {summary.numpy_overlap_bugs[:10]}")
     rate = summary.programs / summary.seconds if summary.seconds else 0
     p(f"  time              {summary.seconds:.1f} s ({rate:.1f} programs/s; slowest finished program "
       f"{summary.slowest[0]:.2f} s, seed {summary.slowest[1]!r})")
