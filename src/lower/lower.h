@@ -190,8 +190,9 @@ struct Stmt {
   };
   std::vector<PairwiseSum> pairwise;
   // A loop inside a FullSplit whose trip count is a literal on the split's
-  // full-tile path (build -> unroll): there it runs as `full_kind`, without
-  // splits. None is marked after the unroll pass.
+  // full-tile path (build marks it, the simd pass may change `full_kind`;
+  // -> unroll): there it runs as `full_kind`, without splits. None is
+  // marked after the unroll pass.
   bool unroll = false;
   LoopKind full_kind = LoopKind::Unrolled;
   // A Cores or Parallel loop: run on several threads only when true. After
