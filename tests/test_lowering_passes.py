@@ -20,7 +20,7 @@ import pytest
 
 import numfuse as nf
 
-PASSES = ["build", "simd", "pairwise", "tile_buffers", "unroll", "vectorize", "storage", "simplify", "parallelize", "cpu_barriers"]
+PASSES = ["build", "promote", "simd", "pairwise", "tile_buffers", "unroll", "vectorize", "storage", "simplify", "parallelize", "cpu_barriers"]
 
 
 def run_dumped(tmp_path, program, extra_env=None):
@@ -149,18 +149,54 @@ def test_numpys_pairwise_sums_are_marked_by_build_and_written_out_by_their_pass(
     """)
     assert out.split() == ["True", "True"]
     kernels = by_kernel(nests(err))
-    marked = [k for k in kernels if re.search(r"^ *for \w+ in \[0, n\d\) step 1( vectorized)? pairwise ", k["build"], re.M)]
-    forms = {"nodes" if " -> " in re.search(r" pairwise .*:$", k["build"], re.M).group(0) else "serial" for k in marked}
+    marked = [k for k in kernels if re.search(r"^ *for \w+ in \[0, n\d\) step 1( vectorized)? pairwise\b", k["build"], re.M)]
+    forms = {"nodes" if " -> " in re.search(r" pairwise.*:$", k["build"], re.M).group(0) else "serial" for k in marked}
     assert forms == {"serial", "nodes"}, [k["build"] for k in kernels]
     for k in marked:
         # build leaves the loop whole (the point's body once, no tree);
         # the pass writes out the tree walk and the blocks of 8.
         assert "pw_go" not in k["build"] and "pw_r_" not in k["build"], k["build"]
         after = k["pairwise"]
-        assert " pairwise " not in after and "for pw_go in [0, 1) step 0:" in after, after
+        assert not re.search(r" pairwise\b", after) and "for pw_go in [0, 1) step 0:" in after, after
         assert re.search(r"for pw_j in \[0, 8\) step 1 vectorized:", after), after
         for p in PASSES[PASSES.index("pairwise"):]:
-            assert not re.search(r"^ *for .* pairwise ", k[p], re.M), (p, k[p])
+            assert not re.search(r"^ *for .* pairwise\b", k[p], re.M), (p, k[p])
+
+
+def test_memory_combines_are_kept_in_registers_by_the_promote_pass(tmp_path):
+    # Sums and ordered products over the outer and inner axes of a 3-d
+    # array: the kept axis's loop sits between the reduced ones, so build
+    # combines into memory (set to the identity first), each combine marked;
+    # the promote pass keeps the element in a register over the inner
+    # reduced loop(s) and folds it in after them. All NumPy's.
+    out, err = run_dumped(tmp_path, """
+        import numpy as onp
+        import numfuse as np
+        x = (onp.arange(4 * 60 * 500.0).reshape(4, 60, 500) * 7919) % 1009 / 1009 + 0.5
+        i = (x * 100).astype(onp.int64)
+        a, ia = np.asarray(x), np.asarray(i)
+        print(onp.allclose(onp.asarray((a * 2).sum(axis=(0, 2))), (x * 2).sum(axis=(0, 2)), rtol=1e-13),
+              onp.array_equal(onp.asarray((ia + 1).sum(axis=(0, 2))), (i + 1).sum(axis=(0, 2))),
+              onp.array_equal(onp.asarray((a[:, :, :40] * 1.01).prod(axis=(0, 2))), (x[:, :, :40] * 1.01).prod(axis=(0, 2))))
+    """)
+    assert out.split() == ["True"] * 3
+    kernels = by_kernel(nests(err))
+    promoted = []
+    for k in kernels:
+        for reg in re.findall(r"^ *\S+\[.*\] = .*  accumulates .*\(register (racc\d+)\)$", k["build"], re.M):
+            # build: a memory combine, no register; promote: the register,
+            # declared as an accumulator, the combine gone from memory.
+            assert not re.search(rf"^ *\w+ {reg} = ", k["build"], re.M), k["build"]
+            decl = re.search(rf"^ *\w+ {reg} = (.*)  accumulates (\w+)( in order)?$", k["promote"], re.M)
+            if decl:
+                promoted.append((decl.group(2), decl.group(3), k))
+                assert f"(register {reg})" not in k["promote"], k["promote"]
+                assert re.search(rf"= (sum|prod)\(.*, {reg}\)$|= {reg}$", k["promote"], re.M), k["promote"]
+    ops = {(op, bool(order)) for op, order, _ in promoted}
+    assert ("sum", False) in ops and ("prod", True) in ops, [k["build"] for k in kernels]
+    for op, order, k in promoted:
+        if order:  # an ordered product starts from the element itself
+            assert re.search(r"float64 racc\d+ = (acc|p)\d+\[.*\]  accumulates prod in order", k["promote"]), k["promote"]
 
 
 def test_what_vectorized_loops_carry_is_decided_by_the_simd_pass(tmp_path):
@@ -182,11 +218,12 @@ def test_what_vectorized_loops_carry_is_decided_by_the_simd_pass(tmp_path):
     assert out.split() == ["True"] * 4
     kernels = by_kernel(nests(err))
     for k in kernels:
-        # build declares each register with what it combines and decides
-        # nothing about lanes.
-        assert " reducing " not in k["build"] and " splitting " not in k["build"], k["build"]
-    def after_simd(pattern):
-        return [k for k in kernels if re.search(pattern, k["build"], re.M)]
+        # build and promote declare each register with what it combines and
+        # decide nothing about lanes.
+        for p in ("build", "promote"):
+            assert " reducing " not in k[p] and " splitting " not in k[p], k[p]
+    def after_simd(pattern):  # (registers: build's, or the promote pass's)
+        return [k for k in kernels if re.search(pattern, k["promote"], re.M)]
     maxes = after_simd(r"float64 racc\d+ = .* accumulates max$")
     sums = after_simd(r"int64 racc\d+ = .* accumulates sum$")
     args = after_simd(r"accumulates argmax index ridx\d+$")

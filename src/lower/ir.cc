@@ -1,4 +1,5 @@
 // Constructors of the loop IR (expressions and statements).
+#include <algorithm>
 #include <functional>
 
 #include "lower/lowerer.h"
@@ -276,6 +277,40 @@ char simd_op(ReduceOp op, DType t) {
     case ReduceOp::Min: return is_float(t) ? 0 : 'm';
     default: return 0;
   }
+}
+
+void combine_into(std::vector<StmtP>& out, ReduceOp op, DType t, const std::string& flag, ExP target, ExP itarget,
+                  ExP v, ExP vi) {
+  if (is_arg(op)) {
+    out.push_back(decl(DType::Bool, flag, arg_better(op, t, target, itarget, v, vi)));
+    ExP better = var(flag, DType::Bool);
+    out.push_back(assign(itarget, select(better, vi, itarget, DType::Int64)));
+    out.push_back(assign(target, select(better, v, target, t)));
+    return;
+  }
+  out.push_back(assign(target, cast(combine(op, t, cast(target, t), v), target->dtype)));
+}
+
+bool same_ex(const ExP& a, const ExP& b) {
+  if (a == b) return true;
+  if (!a || !b) return false;
+  const ExprNode &m = a->node, &n = b->node;
+  if (a->k != b->k || a->dtype != b->dtype || a->name != b->name || a->ival != b->ival || a->fval != b->fval ||
+      a->fimag != b->fimag || a->slot != b->slot || a->op != b->op || a->rop != b->rop ||
+      a->args.size() != b->args.size())
+    return false;
+  if (a->k == Ex::K::Scalar &&
+      (m.kind != n.kind || m.dtype != n.dtype || m.op != n.op || m.a != n.a || m.b != n.b || m.c != n.c))
+    return false;
+  for (size_t i = 0; i < a->args.size(); ++i)
+    if (!same_ex(a->args[i], b->args[i])) return false;
+  return true;
+}
+
+bool mentions(const ExP& e, const std::set<std::string>& names) {
+  if (!e) return false;
+  if (e->k == Ex::K::Var && names.count(e->name)) return true;
+  return std::any_of(e->args.begin(), e->args.end(), [&](const ExP& a) { return mentions(a, names); });
 }
 
 }  // namespace detail

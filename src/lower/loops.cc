@@ -193,8 +193,9 @@ void Lowerer::emit_loops_level(std::vector<StmtP>& out, int i, bool split) {
   if (std::vector<const RedPlan*> sums = pairwise_sums(i); !sums.empty() && (!nodes || pairwise_parallel_)) {
     StmtP f = for_loop(loop_var(l), lit(0), n, lit(1));
     f->loop = s_.vectorize ? LoopKind::Vectorized : LoopKind::Serial;
-    for (const RedPlan* r : sums)
-      f->pairwise.push_back({r->racc, nodes ? r->acc + "_part" : "", h_.outputs[r->out].acc_dtype});
+    f->pairwise = true;
+    if (nodes)
+      for (const RedPlan* r : sums) f->pairwise_parts.push_back({r->racc, r->acc + "_part"});
     emit_loops(f->body, i + 1, split);
     out.push_back(f);
     return;
@@ -329,11 +330,15 @@ void Lowerer::emit_point(std::vector<StmtP>& out) {
     if (r.tile >= 0) {
       const CachePlan& c = caches_[r.tile];
       update(out, o, r.out, load(c.name, tile_index(c, idx), o.acc_dtype), nullptr, v, vi);
-    } else if (r.reg || r.sub_reg) {
+    } else if (r.reg) {
       update(out, o, r.out, var(r.racc, o.acc_dtype), var(r.ridx), v, vi);
     } else {
+      // A memory combine, marked for the promote pass with the registers it
+      // may become.
       auto [target, itarget] = memory_target(r, idx);
       update(out, o, r.out, target, itarget, v, vi);
+      out.back()->accumulates = std::make_shared<const Stmt::Accumulator>(Stmt::Accumulator{
+          o.op, is_arg(o.op) ? r.ridx : "", o.ordered(), is_arg(o.op) ? itarget : nullptr, r.racc});
     }
   }
 }

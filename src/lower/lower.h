@@ -152,15 +152,23 @@ struct Stmt {
   ExP lo, hi, step, init, target, value, count;
   LoopKind loop = LoopKind::Serial;  // For
   Scope scope = Scope::Local;  // Alloc
-  // A Decl of a register a reduction combines into (build -> simd,
-  // passes.h): its operator, the register carrying its arg index ("" if
-  // none), and whether its points must combine in loop order (an ordered
+  // A Decl of a register a reduction combines into (build or promote ->
+  // simd, passes.h): its operator, the register carrying its arg index (""
+  // if none), and whether its points must combine in loop order (an ordered
   // floating-point product). From these the simd pass decides how each
   // Vectorized loop that combines into the register runs.
+  // An Assign that combines a point into a memory element (build ->
+  // promote): its target is the element, `index_at` the element holding
+  // its arg index (an arg-reduction: the Assign is the last of its combine's
+  // statements, null otherwise), and `reg` / `index` the registers the
+  // promote pass keeps the element in where its index does not move with a
+  // loop around the combine.
   struct Accumulator {
     ReduceOp op = ReduceOp::Sum;
     std::string index;
     bool ordered = false;
+    ExP index_at;
+    std::string reg;
   };
   std::shared_ptr<const Accumulator> accumulates;
   // A Vectorized loop's simd clause: (register, operator) pairs of the
@@ -177,18 +185,18 @@ struct Stmt {
     DType dtype = DType::Float64;
   };
   std::vector<Split> splits;
-  // A loop whose floating-point sum registers combine its points [lo, hi)
-  // in NumPy's pairwise association (build -> pairwise, passes.h), each
-  // register's sum of them added to it once, after the loop. `part` set
-  // (all or none): the loop is the one loop of a Parallel loop's body, and
-  // the shares take the nodes of NumPy's tree over [lo, hi) in turn (node k
-  // by share k mod the shares), each node's sum stored to part[k] instead
-  // (pairwise_nodes: how many nodes). None remain after the pairwise pass.
-  struct PairwiseSum {
-    std::string acc, part;
-    DType dtype = DType::Float64;
-  };
-  std::vector<PairwiseSum> pairwise;
+  // A loop whose floating-point sums combine its points [lo, hi) in
+  // NumPy's pairwise association (build -> pairwise, passes.h): every
+  // register it carries (simd.cc: what a loop carries) is a floating-point
+  // sum, declared outside it, and gets its sum of the points added once,
+  // after the loop. `pairwise_parts` set: the loop is the one loop of a
+  // Parallel loop's body, and the shares take the nodes of NumPy's tree
+  // over [lo, hi) in turn (node k by share k mod the shares), each node's
+  // sum of a register stored to its part (register -> part array)[k]
+  // instead (pairwise_nodes: how many nodes); every register it carries has
+  // a part. None is marked after the pairwise pass.
+  bool pairwise = false;
+  std::vector<std::pair<std::string, std::string>> pairwise_parts;
   // A loop inside a FullSplit whose trip count is a literal on the split's
   // full-tile path (build marks it, the simd pass may change `full_kind`;
   // -> unroll): there it runs as `full_kind`, without splits. None is

@@ -4,18 +4,22 @@
 //   loops.cc      - the loop nest (tiles, the Parallel loop over shares and each share's part,
 //                   the FullSplit below unrolled loops' parents, with the
 //                   bounds of both its paths) and the point body;
-//   reductions.cc - where each reduction output combines (register, tile,
-//                   memory, per-share partials) and the final combine;
+//   reductions.cc - where each reduction output combines (its element's
+//                   register, a tile, memory with each combine marked for
+//                   the promote pass, per-share partials) and the final
+//                   combine;
 //   caches.cc     - local tile buffers: where each lives and its layout, the
 //                   requests for input tiles (TileIn, made by the
 //                   tile_buffers pass: tile_buffers.cc), output tiles, and
 //                   the loops over a tile both use;
-// (simd.cc and pairwise.cc are the passes that take build's marks: the
-// Vectorized loops and the registers they may combine into, the loops of
-// NumPy's pairwise summation.)
+// (promote.cc, simd.cc and pairwise.cc are the passes that take build's
+// marks: the memory combines, the Vectorized loops and the registers they
+// may combine into, the loops of NumPy's pairwise summation.)
 #pragma once
 
 #include <functional>
+#include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -67,6 +71,28 @@ StmtP cores_loop(ExP cond);
 StmtP barrier();
 StmtP free_stmt(const std::string& name);
 bool is_arg(ReduceOp op);
+// (target, itarget) <- (target, itarget) (+) (v, vi), combined in type t:
+// an arg-reduction's full test (flag `flag`: whether (v, vi) wins; the
+// vectorize pass shortens it inside lanes), else one Assign.
+void combine_into(std::vector<StmtP>& out, ReduceOp op, DType t, const std::string& flag, ExP target, ExP itarget,
+                  ExP v, ExP vi);
+// Structural equality of expressions.
+bool same_ex(const ExP& a, const ExP& b);
+// Whether e mentions a variable named in `names`.
+bool mentions(const ExP& e, const std::set<std::string>& names);
+
+// What a loop's iterations carry from one to the next (simd.cc): the
+// registers in scope (Decls marked Stmt::accumulates, by name) its body
+// assigns, in the order it first combines into them (a register's arg
+// index register counts as the register), and whether it assigns anything
+// else declared outside it or updates memory at an index that does not
+// move with it.
+using Registers = std::map<std::string, const Stmt*>;
+struct Carried {
+  std::vector<const Stmt*> regs;
+  bool other = false;
+};
+Carried carried(const Stmt& loop, const Registers& regs);
 // The OpenMP simd reduction operator for a combine, or 0 if there is none.
 char simd_op(ReduceOp op, DType t);
 
@@ -81,8 +107,7 @@ inline constexpr const char* kShares = "nf_shares";
 struct RedPlan {
   int out = 0;              // index in h.outputs
   bool reg = false;         // register accumulator holding the final value
-  bool sub_reg = false;     // register partial over the trailing point-wise loops, folded into memory
-  int reg_pos = -1;         // registers live in the body of order[reg_pos] (-1: top of thread body)
+  int reg_pos = -1;         // it lives in the body of order[reg_pos] (-1: top of thread body)
   bool partials = false;    // parallel loop runs over one of its point-wise dims: one partial per share
   bool scratch = false;     // memory accumulation in a dense scratch array
   int tile = -1;            // index into Lowerer::caches_ when the schedule caches this output

@@ -10,9 +10,10 @@
 // (which started at 0 or `initial=`); outer reduced axes accumulate in order.
 //
 // build marks the loops it applies to (the innermost loop is the whole of
-// a reduced dimension, and every register accumulating over it is a
-// floating-point sum: Lowerer::pairwise_sums) with their sums
-// (Stmt::pairwise); this pass rewrites each marked loop.
+// a reduced dimension, and every output reduced along it is a
+// floating-point sum not kept in a tile: Lowerer::pairwise_sums;
+// Stmt::pairwise); this pass rewrites each marked loop, whose sums are the
+// registers it carries by then (build's, or the promote pass's).
 //
 // Invariant: the rewritten loop visits every point of the marked loop
 // exactly once, in index order, and combines them in exactly NumPy's
@@ -28,6 +29,8 @@
 // tree (P = 2^D >= shares, each node over 256 points) in turn, one partial
 // per node; build's final combine (Lowerer::finish_pairwise_parallel) adds
 // them as the tree does -- the same association again.
+#include <stdexcept>
+
 #include "lower/lowerer.h"
 #include "lower/passes.h"
 
@@ -37,19 +40,25 @@ using namespace detail;
 
 namespace {
 constexpr int64_t kLeaf = 128;   // NumPy's PW_BLOCKSIZE
+
+// One register summed pairwise, and its node partials (the parallel form).
+struct PairwiseSum {
+  std::string acc, part;
+  DType dtype = DType::Float64;
+};
 constexpr int kStack = 64;       // recursion depth bound: n halves each level
 
 // One marked loop's rewrite.
 class Expander {
  public:
-  explicit Expander(const Stmt& loop) : loop_(loop), sums_(loop.pairwise) {}
+  Expander(const Stmt& loop, std::vector<PairwiseSum> sums) : loop_(loop), sums_(std::move(sums)) {}
 
   StmtP run() const {
     StmtP scope = block();
     if (sums_.front().part.empty()) {
       // racc = racc + pairwise(the loop's points).
       range(scope->body, loop_.lo, sub(loop_.hi, loop_.lo));
-      for (const Stmt::PairwiseSum& r : sums_)
+      for (const PairwiseSum& r : sums_)
         scope->body.push_back(assign(var(r.acc, r.dtype), combine(ReduceOp::Sum, r.dtype, var(r.acc, r.dtype),
                                                                   var("pw_val_" + r.acc, r.dtype))));
     } else {
@@ -60,7 +69,7 @@ class Expander {
 
  private:
   const Stmt& loop_;
-  const std::vector<Stmt::PairwiseSum>& sums_;
+  const std::vector<PairwiseSum> sums_;
 
   ExP zero(DType t) const { return scalar_lit(reduce_identity(ReduceOp::Sum, t), t); }
 
@@ -78,7 +87,7 @@ class Expander {
   void range(std::vector<StmtP>& out, ExP lo, ExP len) const {
     const std::string& v = loop_.name;
     std::vector<ExP> val;
-    for (const Stmt::PairwiseSum& r : sums_) {
+    for (const PairwiseSum& r : sums_) {
       out.push_back(decl(r.dtype, "pw_val_" + r.acc, zero(r.dtype)));
       out.push_back(local_array(r.dtype, "pw_left_" + r.acc, kStack));
       out.push_back(local_array(r.dtype, "pw_r_" + r.acc, 8));
@@ -124,7 +133,7 @@ class Expander {
       // 8 <= n <= 128: eight accumulators over whole blocks of 8, then the rest.
       std::vector<StmtP>& big = small->else_body;
       big.push_back(decl(DType::Int64, "pw_n8", mul(arith('/', cn, lit(8)), lit(8))));
-      for (const Stmt::PairwiseSum& r : sums_) {
+      for (const PairwiseSum& r : sums_) {
         StmtP z = for_loop("pw_j", lit(0), lit(8), lit(1));
         z->body.push_back(assign(load("pw_r_" + r.acc, var("pw_j"), r.dtype), zero(r.dtype)));
         big.push_back(z);
@@ -135,7 +144,7 @@ class Expander {
       lanes->loop = loop_.loop;
       lanes->body.push_back(decl(DType::Int64, v, add(var("pw_b"), var("pw_j"))));
       std::vector<ExP> lane_acc;
-      for (const Stmt::PairwiseSum& r : sums_) lane_acc.push_back(load("pw_r_" + r.acc, var("pw_j"), r.dtype));
+      for (const PairwiseSum& r : sums_) lane_acc.push_back(load("pw_r_" + r.acc, var("pw_j"), r.dtype));
       for (StmtP& s : point(lane_acc)) lanes->body.push_back(s);
       blocks->body.push_back(lanes);
       big.push_back(blocks);
@@ -204,18 +213,39 @@ class Expander {
     b.push_back(down);
     StmtP scope = block();
     range(scope->body, var("pw_nlo"), var("pw_nlen"));
-    for (const Stmt::PairwiseSum& r : sums_)
+    for (const PairwiseSum& r : sums_)
       scope->body.push_back(assign(load(r.part, var("pw_k"), r.dtype), var("pw_val_" + r.acc, r.dtype)));
     b.push_back(scope);
     out.push_back(each);
   }
 };
 
-void expand(std::vector<StmtP>& list) {
+// A marked loop's sums: the registers it carries, each a floating-point
+// sum (with its part, in the parallel form).
+std::vector<PairwiseSum> sums_of(const Stmt& loop, const Registers& regs) {
+  const Carried c = carried(loop, regs);
+  if (c.other || c.regs.empty())
+    throw std::logic_error("pairwise loop '" + loop.name + "' carries something other than sum registers");
+  std::vector<PairwiseSum> sums;
+  for (const Stmt* r : c.regs) {
+    if (r->accumulates->op != ReduceOp::Sum || !is_float(r->dtype))
+      throw std::logic_error("pairwise loop '" + loop.name + "' carries '" + r->name + "', not a float sum");
+    PairwiseSum p{r->name, "", r->dtype};
+    for (const auto& [reg, part] : loop.pairwise_parts)
+      if (reg == r->name) p.part = part;
+    if (p.part.empty() != loop.pairwise_parts.empty())
+      throw std::logic_error("pairwise loop '" + loop.name + "' without a part for '" + r->name + "'");
+    sums.push_back(p);
+  }
+  return sums;
+}
+
+void expand(std::vector<StmtP>& list, Registers regs) {
   for (StmtP& s : list) {
-    expand(s->body);
-    expand(s->else_body);
-    if (s->k == Stmt::K::For && !s->pairwise.empty()) s = Expander(*s).run();
+    if (s->k == Stmt::K::Decl && s->accumulates) regs[s->name] = s.get();
+    expand(s->body, regs);
+    expand(s->else_body, regs);
+    if (s->k == Stmt::K::For && s->pairwise) s = Expander(*s, sums_of(*s, regs)).run();
   }
 }
 }  // namespace
@@ -235,6 +265,6 @@ void pairwise_nodes(std::vector<StmtP>& out, ExP n, ExP shares) {
 }
 }  // namespace detail
 
-void passes::pairwise(LoopNest& n) { expand(n.body); }
+void passes::pairwise(LoopNest& n) { expand(n.body, {}); }
 
 }  // namespace nf::lower

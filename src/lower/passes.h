@@ -4,6 +4,7 @@
 // verify() checks the IR's invariants after each one in assertion builds.
 //
 //   build         MdHom + Schedule -> nest               (loops.cc and its helpers)
+//   promote       memory combines kept in registers      (promote.cc)
 //   simd          what Vectorized loops' lanes combine   (simd.cc)
 //   pairwise      NumPy's pairwise sums                  (pairwise.cc)
 //   tile_buffers  input tiles copied in, read from there (tile_buffers.cc)
@@ -32,10 +33,14 @@ namespace nf::lower::passes {
 // to the extent), compute-at of register accumulators and output tiles
 // (each opened in the body of the loop the schedule names and closed there)
 // and of input tiles (a TileIn request there, for the tile_buffers pass:
-// every read of the input is still a read of memory), reductions (in a
-// register, a tile, memory or per-share partials), the loops whose float
+// every read of the input is still a read of memory), reductions (in the
+// output element's register when all of its reduced points lie below its
+// loops, else in a tile, or in memory -- the output, a scratch array or
+// per-share partials, set to the identity first -- with each point's
+// combine marked for the promote pass), the loops whose float
 // sums are NumPy's pairwise sums marked (Stmt::pairwise: the whole of a
-// reduced dimension, innermost, every register it combines a float sum),
+// reduced dimension, innermost, every output reduced along it a float sum
+// not kept in a tile),
 // and the loops that may run on SIMD lanes (the innermost loop of a
 // vectorized schedule, unless a scan runs along it: Vectorized, each
 // register it may combine into declared with what it combines,
@@ -56,6 +61,19 @@ namespace nf::lower::passes {
 // differs there marked (Stmt::unroll, full_kind); nothing is unrolled yet.
 LoopNest build(const mdh::MdHom& h, const tune::Schedule& s, const std::string& name);
 
+// promote: each memory element that marked combines (Stmt::accumulates on
+// an Assign) update inside a loop L -- not a Parallel or Cores loop -- at an
+// index that does not move with L (it mentions nothing L declares or
+// assigns), where nothing in L touches its array (or its arg index array)
+// at another index, is kept in a register over L: declared before L from
+// the identity (an ordered product: from the element; an arg index
+// register from INT64_MAX), marked as an accumulator, every mention of the
+// element in L replaced by it, and folded into the element after L with
+// the combine (an ordered product: stored). Loops are taken outermost
+// first. The marks of the combines it rewrites go; those of combines left
+// in memory stay (no later pass reads them).
+void promote(LoopNest& n);
+
 // simd: each Vectorized loop not marked pairwise gets what its lanes may
 // do with what its iterations carry (the scalars declared outside it that
 // its body assigns, the memory elements it updates at an index that does
@@ -71,7 +89,8 @@ LoopNest build(const mdh::MdHom& h, const tune::Schedule& s, const std::string& 
 // is in its clause or its splits.
 void simd(LoopNest& n);
 
-// pairwise: each loop marked with pairwise sums (Stmt::pairwise) becomes
+// pairwise: each loop marked pairwise (Stmt::pairwise), whose carried
+// registers are all floating-point sums (it throws otherwise), becomes
 // NumPy's pairwise summation of its points (numpy/_core/src/umath/
 // loops_utils.h.src), run as an explicit stack of (start, length, phase)
 // frames: ranges under 8 points one by one, up to 128 in blocks of 8 into
@@ -80,7 +99,7 @@ void simd(LoopNest& n);
 // of their halves (the first rounded down to a multiple of 8); each
 // register then gets its sum added once. Every point's body runs once, in
 // index order, the register shadowed by the accumulator it adds into. A
-// marked loop with partials is the one loop of a Parallel loop's body: the
+// marked loop with parts is the one loop of a Parallel loop's body: the
 // shares take the nodes of the tree's level with pairwise_nodes() nodes
 // (lowerer.h) in turn, node k's sum stored to part[k]. After it no loop is
 // marked.
@@ -135,7 +154,7 @@ void storage(LoopNest& n);
 // nothing. Floating-point expressions are never touched.
 void simplify(LoopNest& n);
 
-// The passes every stage's nest takes after build, in order: simd,
+// The passes every stage's nest takes after build, in order: promote, simd,
 // pairwise, tile_buffers, unroll, vectorize, storage, simplify (lower.cc runs them).
 const std::vector<Pass>& common();
 

@@ -78,6 +78,17 @@ std::string ex(const Ex& e) {
   return "?";
 }
 
+// A register's mark: its operator, arg index register, order; a memory
+// combine's: the same, its index element, the registers it may become.
+std::string accumulator(const Stmt::Accumulator& a) {
+  std::string s = std::string(" ") + reduce_name(a.op);
+  if (a.index_at) s += " index " + ex(*a.index_at);
+  else if (!a.index.empty()) s += " index " + a.index;
+  if (a.ordered) s += " in order";
+  if (!a.reg.empty()) s += " (register " + a.reg + (a.index.empty() ? "" : ", " + a.index) + ")";
+  return s;
+}
+
 void stmt(std::ostringstream& os, const Stmt& s, int d) {
   const std::string ind(2 * d, ' ');
   auto list = [&](const std::vector<StmtP>& b) {
@@ -105,9 +116,9 @@ void stmt(std::ostringstream& os, const Stmt& s, int d) {
           os << " splitting";
           for (const Stmt::Split& r : s.splits) os << " " << r.acc << ":" << reduce_name(r.op);
         }
-        if (!s.pairwise.empty()) {
+        if (s.pairwise) {
           os << " pairwise";
-          for (const Stmt::PairwiseSum& r : s.pairwise) os << " " << r.acc << (r.part.empty() ? "" : " -> " + r.part);
+          for (const auto& [reg, part] : s.pairwise_parts) os << " " << reg << " -> " << part;
         }
         if (s.unroll) os << " (full path:" << (s.full_kind == LoopKind::Serial ? " serial" : loop_name(s.full_kind)) << ")";
         os << ":\n";
@@ -116,14 +127,13 @@ void stmt(std::ostringstream& os, const Stmt& s, int d) {
       return;
     case Stmt::K::Decl:
       os << ind << dtype_name(s.dtype) << " " << s.name << (s.init ? " = " + ex(*s.init) : "");
-      if (s.accumulates)
-        os << "  accumulates " << reduce_name(s.accumulates->op)
-           << (s.accumulates->index.empty() ? "" : " index " + s.accumulates->index)
-           << (s.accumulates->ordered ? " in order" : "");
+      if (s.accumulates) os << "  accumulates" << accumulator(*s.accumulates);
       os << "\n";
       return;
     case Stmt::K::Assign:
-      os << ind << ex(*s.target) << " = " << ex(*s.value) << "\n";
+      os << ind << ex(*s.target) << " = " << ex(*s.value);
+      if (s.accumulates) os << "  accumulates" << accumulator(*s.accumulates);
+      os << "\n";
       return;
     case Stmt::K::Alloc:
       os << ind << "alloc " << scope_name(s.scope) << " " << dtype_name(s.dtype) << " " << s.name << "["

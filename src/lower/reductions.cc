@@ -6,17 +6,21 @@
 // break ties by index), so the result does not depend on which of these is
 // used:
 //   - a register, when all of the output's concatenated loops enclose all of
-//     its point-wise loops (declared inside the innermost concatenated loop);
+//     its point-wise loops (declared inside the innermost concatenated loop):
+//     the output element's own accumulator;
 //   - otherwise memory (its buffer, or a dense scratch array when it combines
 //     in a different type or is an arg-reduction), initialized with the
-//     identity first, with a register partial over the trailing point-wise
-//     loops folded into it (sub-register), or a local tile (caches.cc);
+//     identity first, each point's combine an Assign marked as a memory
+//     combine (Stmt::accumulates, for the promote pass: where the element's
+//     index does not move with the loops inside some loop, it keeps the
+//     element in a register over that loop), or a local tile (caches.cc);
 //   - when the parallel loop is one of its point-wise dimensions, each share
 //     combines into partials of its own, combined in share order afterwards.
 // An ordered output (a floating-point product, mdh::Output::ordered) is the
 // exception: the schedule keeps its points in index order (no partials, no
-// tiles, no simd lanes) and its sub-register carries the memory value
-// through, so it combines exactly as NumPy's sequential loop does.
+// tiles, no simd lanes) and its memory combines are marked ordered (the
+// promote pass's register carries the memory value through), so it
+// combines exactly as NumPy's sequential loop does.
 #include <climits>
 #include <stdexcept>
 
@@ -61,9 +65,6 @@ void Lowerer::plan_reductions() {
     if (r.tile < 0) {
       r.reg = last_c < first_p && (!r.partials || r.cdims.empty());
       r.reg_pos = last_c;
-      // Loops after the innermost concatenated one only combine: keep that
-      // partial in a register and fold it into memory when they end.
-      r.sub_reg = !r.reg && last_c < nloops - 1;
     }
     r.scratch = !r.reg && (o.acc_dtype != h_.accesses[o.access].dtype || is_arg(o.op));
     plans_.push_back(r);
@@ -139,27 +140,15 @@ std::pair<ExP, ExP> Lowerer::memory_target(const RedPlan& r, const std::vector<E
 // (target, itarget) <- (target, itarget) ⊕ (v, vi).
 void Lowerer::update(std::vector<StmtP>& out, const mdh::Output& o, int tag, ExP target, ExP itarget, ExP v,
                      ExP vi) {
-  if (is_arg(o.op)) {
-    const std::string flag_name = "better" + std::to_string(tag);
-    out.push_back(decl(DType::Bool, flag_name, arg_better(o.op, o.acc_dtype, target, itarget, v, vi)));
-    ExP flag = var(flag_name, DType::Bool);
-    out.push_back(assign(itarget, select(flag, vi, itarget, DType::Int64)));
-    out.push_back(assign(target, select(flag, v, target, o.acc_dtype)));
-    return;
-  }
-  out.push_back(assign(target, cast(combine(o.op, o.acc_dtype, cast(target, o.acc_dtype), v), target->dtype)));
+  combine_into(out, o.op, o.acc_dtype, "better" + std::to_string(tag), std::move(target), std::move(itarget),
+               std::move(v), std::move(vi));
 }
 
 void Lowerer::open_registers(std::vector<StmtP>& out, int i) {
   for (RedPlan& r : plans_)
-    if ((r.reg || r.sub_reg) && r.reg_pos == i - 1) {
+    if (r.reg && r.reg_pos == i - 1) {
       const mdh::Output& o = h_.outputs[r.out];
-      // A sub-register starts from the identity; `initial=` enters once, in
-      // memory. An ordered product's sub-register carries the memory value
-      // in and out instead, so the points combine strictly in loop order.
-      ExP init = r.reg ? identity_or_init(o) : identity(o);
-      if (r.sub_reg && o.ordered()) init = cast(memory_target(r, point_vars()).first, o.acc_dtype);
-      out.push_back(decl(o.acc_dtype, r.racc, init));
+      out.push_back(decl(o.acc_dtype, r.racc, identity_or_init(o)));
       out.back()->accumulates = std::make_shared<const Stmt::Accumulator>(
           Stmt::Accumulator{o.op, is_arg(o.op) ? r.ridx : "", o.ordered()});
       if (is_arg(o.op)) out.push_back(decl(DType::Int64, r.ridx, lit(INT64_MAX)));
@@ -168,21 +157,15 @@ void Lowerer::open_registers(std::vector<StmtP>& out, int i) {
 
 void Lowerer::close_registers(std::vector<StmtP>& out, int i) {
   for (RedPlan& r : plans_)
-    if ((r.reg || r.sub_reg) && r.reg_pos == i - 1) store_register(out, r);
+    if (r.reg && r.reg_pos == i - 1) store_register(out, r);
 }
 
 // After the loops of a register accumulator: store it (or park it in this
-// share's partial slot); a sub-register is folded into its memory target.
+// share's partial slot).
 void Lowerer::store_register(std::vector<StmtP>& out, const RedPlan& r) {
   const mdh::Output& o = h_.outputs[r.out];
   ExP acc = var(r.racc, o.acc_dtype);
   std::vector<ExP> idx = point_vars();
-  if (r.sub_reg) {
-    auto [target, itarget] = memory_target(r, idx);
-    if (o.ordered()) out.push_back(assign(target, cast(acc, target->dtype)));
-    else update(out, o, 1000 + r.out, target, itarget, acc, is_arg(o.op) ? var(r.ridx) : nullptr);
-    return;
-  }
   if (r.partials) {
     if (pairwise_parallel_) return;  // each tree node stored its own partial
     out.push_back(assign(load(r.acc + "_part", var(kShare), o.acc_dtype), acc));
@@ -257,7 +240,10 @@ std::vector<const RedPlan*> Lowerer::pairwise_sums(int i) const {
   for (const RedPlan& r : plans_) {
     const mdh::Output& o = h_.outputs[r.out];
     if (!h_.pointwise(o, l.dim)) continue;  // not reduced along this loop
-    if (!(r.reg || r.sub_reg) || r.reg_pos >= i || r.tile >= 0) return {};
+    // (Reduced along the innermost loop and not into a tile: the output's
+    // accumulator is a register declared outside the loop -- build's, or
+    // the promote pass's, passes.h.)
+    if (r.tile >= 0) return {};
     if (o.op != ReduceOp::Sum || !is_float(o.acc_dtype)) return {};
     sums.push_back(&r);
   }

@@ -34,24 +34,7 @@ using namespace detail;
 
 namespace {
 
-// Whether e mentions one of `names`.
-bool mentions(const ExP& e, const std::set<std::string>& names) {
-  if (!e) return false;
-  if (e->k == Ex::K::Var && names.count(e->name)) return true;
-  return std::any_of(e->args.begin(), e->args.end(), [&](const ExP& a) { return mentions(a, names); });
-}
-
-// The registers in scope, by name: their Decls.
-using Registers = std::map<std::string, const Stmt*>;
-
-// What loop f's iterations carry: the registers (in the order the body
-// first combines into them) and whether anything else is carried.
-struct Carried {
-  std::vector<const Stmt*> regs;
-  bool other = false;
-};
-
-void carried(const std::vector<StmtP>& list, const Registers& regs, std::set<std::string>& inside, Carried& c) {
+void collect(const std::vector<StmtP>& list, const Registers& regs, std::set<std::string>& inside, Carried& c) {
   for (const StmtP& s : list) {
     if (s->k == Stmt::K::Decl || s->k == Stmt::K::Alloc) inside.insert(s->name);
     if (s->k == Stmt::K::For) inside.insert(s->name);
@@ -67,15 +50,13 @@ void carried(const std::vector<StmtP>& list, const Registers& regs, std::set<std
         c.other = true;
       }
     }
-    carried(s->body, regs, inside, c);
-    carried(s->else_body, regs, inside, c);
+    collect(s->body, regs, inside, c);
+    collect(s->else_body, regs, inside, c);
   }
 }
 
 void decide(Stmt& f, const Registers& regs) {
-  std::set<std::string> inside = {f.name};
-  Carried c;
-  carried(f.body, regs, inside, c);
+  const Carried c = carried(f, regs);
   if (c.regs.empty() && !c.other) return;  // independent iterations
   std::vector<const Stmt*> lanes;
   bool serial = c.other;
@@ -112,13 +93,22 @@ void decide(Stmt& f, const Registers& regs) {
 void visit(std::vector<StmtP>& list, Registers regs) {
   for (StmtP& s : list) {
     if (s->k == Stmt::K::Decl && s->accumulates) regs[s->name] = s.get();
-    if (s->k == Stmt::K::For && s->loop == LoopKind::Vectorized && s->pairwise.empty()) decide(*s, regs);
+    if (s->k == Stmt::K::For && s->loop == LoopKind::Vectorized && !s->pairwise) decide(*s, regs);
     visit(s->body, regs);
     visit(s->else_body, regs);
   }
 }
 
 }  // namespace
+
+namespace detail {
+Carried carried(const Stmt& loop, const Registers& regs) {
+  std::set<std::string> inside = {loop.name};
+  Carried c;
+  collect(loop.body, regs, inside, c);
+  return c;
+}
+}  // namespace detail
 
 namespace passes {
 void simd(LoopNest& n) { visit(n.body, {}); }

@@ -6,7 +6,8 @@
 // storage pass), no barrier after the CPU target's barrier pass, simd
 // clauses and splits only from the simd pass on, over registers in scope,
 // splits only on Vectorized loops and none after the vectorize pass,
-// accumulator marks only on declarations, loops marked
+// accumulator marks only on register declarations and memory combines,
+// loops marked
 // pairwise only before the pairwise pass, TileIns only before the
 // tile_buffers pass, FullSplits only before the unroll pass and
 // TileBounds and marked loops only in them.
@@ -111,23 +112,25 @@ class Verifier {
     scopes_.pop_back();
   }
 
-  // A loop marked with pairwise sums (Stmt::pairwise): before the pairwise
-  // pass, a Serial or Vectorized loop in steps of 1 over registers in
-  // scope, with partials for all sums or none (then inside a Parallel loop).
+  // A loop marked pairwise (Stmt::pairwise): before the pairwise pass, a
+  // Serial or Vectorized loop in steps of 1; its parts' registers in scope
+  // and their arrays allocations in scope, only inside a Parallel loop.
+  // (That it carries float sum registers only, each with a part in the
+  // parallel form, the pairwise pass checks: it finds what it carries.)
   void pairwise(const Stmt& s) {
     if (summed_) return fail("loop '" + s.name + "' marked pairwise after the pairwise pass");
     if ((s.loop != LoopKind::Serial && s.loop != LoopKind::Vectorized) || s.step->k != Ex::K::IntLit ||
         s.step->ival != 1)
       fail("pairwise loop '" + s.name + "' not a serial or vectorized loop in steps of 1");
     if (!s.splits.empty() || !s.simd_reductions.empty()) fail("pairwise loop '" + s.name + "' with splits or a simd clause");
-    const bool parts = !s.pairwise.front().part.empty();
-    for (const Stmt::PairwiseSum& r : s.pairwise) {
-      const NameKind* k = find(r.acc);
-      if (!k || *k != NameKind::Scalar) fail("pairwise sum '" + r.acc + "' is not a register in scope");
-      if (r.part.empty() == parts) fail("pairwise loop '" + s.name + "' with partials for some sums only");
-      const NameKind* a = parts ? find(r.part) : nullptr;
-      if (parts && (!a || (*a != NameKind::Array && *a != NameKind::Heap)))
-        fail("pairwise partials '" + r.part + "' are not an allocation in scope");
+    if (!s.pairwise) fail("pairwise parts on loop '" + s.name + "', which is not marked pairwise");
+    const bool parts = !s.pairwise_parts.empty();
+    for (const auto& [reg, part] : s.pairwise_parts) {
+      const NameKind* k = find(reg);
+      if (!k || *k != NameKind::Scalar) fail("pairwise sum '" + reg + "' is not a register in scope");
+      const NameKind* a = find(part);
+      if (!a || (*a != NameKind::Array && *a != NameKind::Heap))
+        fail("pairwise partials '" + part + "' are not an allocation in scope");
     }
     if (parts && !in_parallel_) fail("pairwise loop '" + s.name + "' with partials outside a Parallel loop");
   }
@@ -201,7 +204,11 @@ class Verifier {
   }
 
   void stmt(const Stmt& s, bool top, bool cores_body) {
-    if (s.accumulates && s.k != Stmt::K::Decl) fail("an accumulator mark on a statement that declares no register");
+    if (s.accumulates && s.k != Stmt::K::Decl &&
+        (s.k != Stmt::K::Assign || s.target->k != Ex::K::Load || s.accumulates->reg.empty()))
+      fail("an accumulator mark on a statement that neither declares a register nor combines into memory");
+    if (s.accumulates && s.k == Stmt::K::Decl && (s.accumulates->index_at || !s.accumulates->reg.empty()))
+      fail("register '" + s.name + "' marked as a memory combine");
     switch (s.k) {
       case Stmt::K::Block:
         list(s.body, false);
@@ -311,7 +318,7 @@ class Verifier {
           fail("loop '" + s.name + "' with a simd clause or splits before the simd pass");
         for (const auto& [v, op] : s.simd_reductions) register_in_scope(v);
         for (const Stmt::Split& r : s.splits) register_in_scope(r.acc);
-        if (!s.pairwise.empty()) pairwise(s);
+        if (s.pairwise || !s.pairwise_parts.empty()) pairwise(s);
         if (s.loop == LoopKind::Cores) {
           if (!top) fail("a Cores loop below the kernel's top level");
           if (s.lo->k != Ex::K::IntLit || s.lo->ival != 0 || s.hi->k != Ex::K::ThreadCount ||

@@ -388,7 +388,7 @@ TEST(LowerPasses, SimdGivesEachCarriedRegisterAClauseLanesOrASerialLoop) {
   StmtP fs = detail::full_split(lit(1));
   fs->body = {full_lanes, full_sums};
   StmtP marked = loop({upd("s", ReduceOp::Sum, f, x)});
-  marked->pairwise = {{"s", "", f}};
+  marked->pairwise = true;
   LoopNest n = nest({decl_("n0", lit(100)), decl_("t", lit(0)), reg(f, "s", ReduceOp::Sum),
                      reg(i64, "k", ReduceOp::Sum), reg(f, "m", ReduceOp::Max), reg(f, "a", ReduceOp::ArgMax, "ai"),
                      decl_("ai", lit(INT64_MAX)), reg(f, "q", ReduceOp::Prod, "", true), sums, lanes, mixed,
@@ -435,7 +435,7 @@ TEST(LowerPasses, SimdGivesEachCarriedRegisterAClauseLanesOrASerialLoop) {
   expect_bad(nest({decl_("n0", lit(1)), stray}), "simd", "not a register in scope");
   StmtP mark = detail::assign(var("t"), lit(1));
   mark->accumulates = std::make_shared<const Stmt::Accumulator>();
-  expect_bad(nest({decl_("t", lit(0)), mark}), "build", "declares no register");
+  expect_bad(nest({decl_("t", lit(0)), mark}), "build", "neither declares a register nor combines into memory");
 
   // What the loops compute, through the common passes and the CPU target:
   // the sums, max and argmax of 1000 integers (exact in any order), the
@@ -474,6 +474,128 @@ TEST(LowerPasses, SimdGivesEachCarriedRegisterAClauseLanesOrASerialLoop) {
   EXPECT_EQ(out[1], 2.0 * (N * (N - 1) / 2));
   EXPECT_EQ(out[2], in[want_ai]);
   EXPECT_EQ(out[3], static_cast<double>(want_ai));
+}
+
+TEST(LowerPasses, PromoteKeepsAMemoryCombineInARegisterOverTheLoopsItsIndexDoesNotMoveWith) {
+  const DType f = DType::Float64, i64 = DType::Int64;
+  // A memory combine into element `at`, marked for the promote pass.
+  auto mark = [](StmtP s, ReduceOp op, const std::string& reg, bool ordered = false, ExP index_at = nullptr,
+                 const std::string& index = "") {
+    s->accumulates =
+        std::make_shared<const Stmt::Accumulator>(Stmt::Accumulator{op, index, ordered, std::move(index_at), reg});
+    return s;
+  };
+  auto fload = [&](const std::string& a, ExP i) { return detail::load(a, std::move(i), f); };
+  auto sum_into = [&](ExP at, ExP v, const std::string& reg) {
+    return mark(assign_(at, detail::combine(ReduceOp::Sum, f, at, std::move(v))), ReduceOp::Sum, reg);
+  };
+  const ExP x = fload("p0", add(mul(var("i"), var("n1")), var("j")));
+  // for i in [0, n0): for k in [0, 2): for j in [0, n1) vectorized:
+  //   p1[i] += p0[i n1 + j]     (invariant in k and j: a register over k)
+  //   p2[j] += p0[i n1 + j]     (moves with j: memory)
+  StmtP i = for_("i", lit(0), var("n0"));
+  StmtP k = for_("k", lit(0), lit(2));
+  StmtP j = for_("j", lit(0), var("n1"), LoopKind::Vectorized);
+  j->body = {sum_into(fload("p1", var("i")), x, "r1"), sum_into(fload("p2", var("j")), x, "r2")};
+  k->body = {j};
+  i->body = {k};
+  // An ordered product and an argmax into scratch arrays, over j only:
+  //   for i: for j: p3[i] = p3[i] * x (in order); argmax into acc[i], aidx[i]
+  StmtP i2 = for_("i", lit(0), var("n0"));
+  StmtP j2 = for_("j", lit(0), var("n1"), LoopKind::Vectorized);
+  const ExP at = fload("acc", var("i")), iat = detail::load("aidx", var("i"), i64);
+  std::vector<StmtP> arg;
+  detail::combine_into(arg, ReduceOp::ArgMax, f, "better0", at, iat, x, var("j"));
+  mark(arg.back(), ReduceOp::ArgMax, "ra", false, iat, "rai");
+  j2->body = {mark(assign_(fload("p3", var("i")), detail::combine(ReduceOp::Prod, f, fload("p3", var("i")), x)),
+                   ReduceOp::Prod, "rp", true)};
+  for (const StmtP& s : arg) j2->body.push_back(s);
+  i2->body = {j2};
+  // Not promoted: the loop reads the element's array at another index too.
+  StmtP i3 = for_("i", lit(0), var("n0"));
+  StmtP j3 = for_("j", lit(0), var("n1"));
+  j3->body = {sum_into(fload("p4", var("i")), fload("p4", add(var("i"), lit(1))), "r4")};
+  i3->body = {j3};
+  auto fill = [&](const std::string& a, ExP count, ExP v, DType t) {
+    StmtP z = for_("z", lit(0), count);
+    z->body = {assign_(detail::load(a, var("z"), t), v)};
+    return z;
+  };
+  LoopNest n = nest({decl_("n0", lit(3)), decl_("n1", lit(50)), detail::alloc(f, "acc", var("n0"), Scope::Kernel),
+                     detail::alloc(i64, "aidx", var("n0"), Scope::Kernel),
+                     fill("acc", var("n0"), detail::scalar_lit(reduce_identity(ReduceOp::ArgMax, f), f), f),
+                     fill("aidx", var("n0"), lit(INT64_MAX), i64), i, i2, i3,
+                     fill("p5", var("n0"), detail::load("aidx", var("z"), i64), i64)},
+                    6);
+  n.ptr_types = {f, f, f, f, f, i64};
+  ASSERT_EQ(verify(n, "build"), "") << print(n);
+  EXPECT_NE(print(n).find("p1[i] = sum(p1[i], p0["), std::string::npos) << print(n);
+  EXPECT_NE(print(n).find("accumulates argmax index aidx[i] (register ra, rai)"), std::string::npos) << print(n);
+  LoopNest before = n;  // (a deep copy: the passes rewrite statements in place)
+  for (StmtP& s : before.body) s = detail::copy_stmt(s, [](const ExP& e) { return e; });
+  passes::promote(n);
+  ASSERT_EQ(verify(n, "promote"), "") << print(n);
+  const std::string text = print(n);
+  auto has = [&](const std::string& line) { EXPECT_NE(text.find(line), std::string::npos) << line << "\n" << text; };
+  // p1[i]: a register over k (the outermost loop it stays put in), folded after.
+  ASSERT_EQ(n.body[6]->body.size(), 3u) << text;
+  EXPECT_EQ(n.body[6]->body[0]->name, "r1");
+  EXPECT_EQ(n.body[6]->body[1]->body[0]->body[0]->target->name, "r1");
+  has("float64 r1 = 0  accumulates sum");
+  has("p1[i] = sum(p1[i], r1)");
+  // p2[j] stays a memory combine.
+  has("p2[j] = sum(p2[j], p0[");
+  // The ordered product starts from the element and is stored back; the
+  // argmax and its index start from the identity and fold with the test.
+  has("float64 rp = p3[i]  accumulates prod in order");
+  has("p3[i] = rp\n");
+  has("float64 ra = -inf  accumulates argmax index rai");
+  has("int64 rai = 9223372036854775807");
+  has("better_ra");
+  // p4: read at i + 1 in the loop, so left in memory.
+  has("p4[i] = sum(p4[i], p4[(i + 1)])");
+  EXPECT_EQ(text.find("r4"), text.find("(register r4)") + 10) << text;
+  // The verifier: a memory-combine mark only on an Assign into memory, with
+  // its register's name; a register's mark never names a memory element.
+  StmtP bad = mark(detail::decl(f, "q", lit(0)), ReduceOp::Sum, "rq");
+  expect_bad(nest({bad}), "build", "register 'q' marked as a memory combine");
+  StmtP nameless = mark(assign_(fload("p1", lit(0)), lit(0)), ReduceOp::Sum, "");
+  expect_bad(nest({nameless}), "build", "neither declares a register nor combines into memory");
+
+  // What both nests compute, through the common passes and the CPU target.
+  auto run = [&](LoopNest& m, const char* name) {
+    for (const Pass& p : passes::common()) {
+      p.run(m);
+      EXPECT_EQ(verify(m, p.name), "") << p.name << "\n" << print(m);
+    }
+    jit::KernelFn fn = jit::CpuCompiler::instance().compile(pipeline::cpu_target().render(m), name);
+    std::vector<double> in(3 * 50), s1(3, 0.5), s2(50, 0), p3(3, 1), p4(4, 1);
+    std::vector<int64_t> p5(3, -1);
+    for (size_t q = 0; q < in.size(); ++q) in[q] = 1.0 + static_cast<double>((q * 37) % 11) / 8;
+    char* ptrs[6] = {reinterpret_cast<char*>(in.data()), reinterpret_cast<char*>(s1.data()),
+                     reinterpret_cast<char*>(s2.data()), reinterpret_cast<char*>(p3.data()),
+                     reinterpret_cast<char*>(p4.data()), reinterpret_cast<char*>(p5.data())};
+    const int64_t ints[1] = {0};
+    const double floats[1] = {0};
+    fn(ptrs, ints, floats);
+    std::vector<double> all = s1;
+    for (const auto* v : {&s2, &p3, &p4})
+      for (double y : *v) all.push_back(y);
+    for (int64_t y : p5) all.push_back(static_cast<double>(y));
+    return all;
+  };
+  const std::vector<double> got = run(n, "test_promote_after"), want = run(before, "test_promote_before");
+  ASSERT_EQ(got.size(), want.size());
+  // Exact: the values are multiples of 1/8 whose sums stay exact, the
+  // products are taken in order either way, and the argmax is the first.
+  for (size_t q = 0; q < got.size(); ++q) EXPECT_EQ(got[q], want[q]) << q;
+  double row0 = 0.5;
+  for (int q = 0; q < 50; ++q) row0 += 2 * (1.0 + static_cast<double>((q * 37) % 11) / 8);
+  EXPECT_EQ(got[0], row0);
+  int64_t first_max = 0;  // row 0's argmax
+  for (int64_t q = 1; q < 50; ++q)
+    if ((q * 37) % 11 > (first_max * 37) % 11) first_max = q;
+  EXPECT_EQ(got[3 + 50 + 3 + 4], static_cast<double>(first_max));
 }
 
 TEST(LowerPasses, UnrollMakesTheFullTileAndRemainderPathsOfAFullSplit) {
@@ -653,30 +775,45 @@ TEST(LowerPasses, PairwiseRewritesAMarkedLoopIntoNumpysPairwiseSum) {
   // p2[0] = acc
   auto dload = [](const std::string& arr, ExP i) { return detail::load(arr, std::move(i), DType::Float64); };
   StmtP loop = for_("i", lit(0), var("n"), LoopKind::Vectorized);
-  loop->pairwise = {{"acc", "", DType::Float64}};
+  loop->pairwise = true;
   loop->body = {detail::assign(var("acc", DType::Float64), detail::combine(ReduceOp::Sum, DType::Float64,
                                                                            var("acc", DType::Float64),
                                                                            dload("p0", var("i")))),
                 assign_(dload("p1", var("i")), dload("p0", var("i")))};
-  LoopNest n = nest({decl_("n", detail::int_param(0)),
-                     detail::decl(DType::Float64, "acc", detail::float_param(0, DType::Float64)), loop,
+  StmtP acc = detail::decl(DType::Float64, "acc", detail::float_param(0, DType::Float64));
+  acc->accumulates = std::make_shared<const Stmt::Accumulator>(Stmt::Accumulator{ReduceOp::Sum, "", false});
+  LoopNest n = nest({decl_("n", detail::int_param(0)), acc, loop,
                      assign_(dload("p2", lit(0)), var("acc", DType::Float64))},
                     3);
   n.ptr_types.assign(3, DType::Float64);
   ASSERT_EQ(verify(n, "build"), "") << print(n);
-  EXPECT_NE(print(n).find("for i in [0, n) step 1 vectorized pairwise acc:"), std::string::npos) << print(n);
+  EXPECT_NE(print(n).find("for i in [0, n) step 1 vectorized pairwise:"), std::string::npos) << print(n);
   expect_bad(n, "pairwise", "marked pairwise after the pairwise pass");
   {
-    // Partials (the nodes form) only inside a Parallel loop, and for every sum.
+    // Parts (the nodes form) only inside a Parallel loop, of registers and
+    // allocations in scope, and only on a loop marked pairwise.
     LoopNest bad = n;
     bad.body = {n.body[0], n.body[1], detail::alloc(DType::Float64, "part", lit(4), Scope::Kernel),
                 detail::copy_stmt(loop, [](const ExP& e) { return e; })};
-    bad.body.back()->pairwise[0].part = "part";
+    bad.body.back()->pairwise_parts = {{"acc", "part"}};
     expect_bad(bad, "build", "with partials outside a Parallel loop");
-    bad.body.back()->pairwise.push_back({"acc", "", DType::Float64});
-    expect_bad(bad, "build", "with partials for some sums only");
-    bad.body.back()->pairwise = {{"nope", "", DType::Float64}};
+    bad.body.back()->pairwise_parts = {{"nope", "part"}};
     expect_bad(bad, "build", "pairwise sum 'nope' is not a register in scope");
+    bad.body.back()->pairwise_parts = {{"acc", "nowhere"}};
+    expect_bad(bad, "build", "pairwise partials 'nowhere' are not an allocation in scope");
+    bad.body.back()->pairwise = false;
+    bad.body.back()->pairwise_parts = {{"acc", "part"}};
+    expect_bad(bad, "build", "which is not marked pairwise");
+    // The pairwise pass sums the registers the loop carries: each must be a
+    // float sum (a max, or a scalar that is no register, is refused).
+    for (bool plain : {false, true}) {
+      LoopNest other = n;
+      StmtP m = detail::decl(DType::Float64, "acc", detail::float_param(0, DType::Float64));
+      if (!plain)
+        m->accumulates = std::make_shared<const Stmt::Accumulator>(Stmt::Accumulator{ReduceOp::Max, "", false});
+      other.body[1] = m;
+      EXPECT_THROW(passes::pairwise(other), std::logic_error) << print(other);
+    }
   }
   passes::pairwise(n);
   ASSERT_EQ(verify(n, "pairwise"), "") << print(n);
