@@ -20,7 +20,7 @@ import pytest
 
 import numfuse as nf
 
-PASSES = ["build", "promote", "simd", "pairwise", "tile_buffers", "unroll", "vectorize", "storage", "simplify", "parallelize", "cpu_barriers"]
+PASSES = ["build", "tile_buffers", "promote", "simd", "pairwise", "unroll", "vectorize", "storage", "simplify", "parallelize", "cpu_barriers"]
 
 
 def run_dumped(tmp_path, program, extra_env=None):
@@ -294,6 +294,22 @@ def test_random_schedules_keep_the_ir_valid_after_every_pass(tmp_path):
             assert re.search(rf"alloc local {dtype} {name}\[", after), after
             assert re.search(rf"^ *{name}\[.*\] = {ptr}\[", after, re.M), after  # the copy
             assert re.search(rf"= {name}\[", after), after  # a read of the copy
+    # Output tiles: requested by build too (each combine still into memory,
+    # marked); the pass allocates the tile, sets it to the identity, has
+    # the combines after the request take it and folds it into memory after
+    # them.
+    outs = [k for k in kernels if re.search(r"^ *tile tile\d+: \w+ -> \w+ \[", k["build"], re.M)]
+    assert outs, "no random schedule cached an output"
+    for k in outs:
+        for m in re.finditer(r"^ *tile (tile\d+): (\w+) -> (\w+) \[", k["build"], re.M):
+            name, dtype, target = m.groups()
+            assert f"{name}[" not in k["build"], k["build"]
+            assert re.search(rf"^ *{target}\[.*\] = .*  accumulates ", k["build"], re.M), k["build"]
+            after = k["tile_buffers"]
+            assert re.search(rf"alloc local {dtype} {name}\[", after), after
+            assert re.search(rf"^ *{name}\[.*\] = \w+\({name}\[.*\], ", after, re.M), after  # combines into it
+            assert re.search(rf"^ *{target}\[.*\] = \w+\({target}\[.*\], {name}\[", after, re.M), after  # the fold
+            assert not re.search(rf"^ *{name}\[.*  accumulates ", after, re.M), after
     for k in kernels:
         for p in PASSES[PASSES.index("tile_buffers"):]:
             assert not re.search(r"^ *tile tile\d+:", k[p], re.M), (p, k[p])

@@ -3,12 +3,13 @@
 // Invariant: a cache placed in the body of loop q covers exactly the part of
 // its access that the loops below q can touch: for each of the access's
 // dimensions, the tile of the innermost loop of that dimension at or above q
-// (or the whole extent), clipped to the extent. An input's tile is requested
-// (a TileIn) before the loops below q; the tile_buffers pass copies it in
-// there and has them read it instead of memory. Nothing below q writes the
-// input (fusion never caches a read-write access), so the copy is exact.
-// An output's tile starts at the identity, takes every combine below q, and
-// is combined into the output's memory accumulator once when q's body ends.
+// (or the whole extent), clipped to the extent. It is requested (a TileIn)
+// before the loops below q, and the tile_buffers pass makes it: an input's
+// tile is copied in there and read instead of memory (nothing below q
+// writes the input: fusion never caches a read-write access, so the copy is
+// exact); an output's tile starts at the identity, takes every combine below
+// q (build writes them as memory combines, marked), and is combined into
+// the output's memory accumulator once when q's body ends.
 #include <algorithm>
 
 #include "lower/lowerer.h"
@@ -215,43 +216,20 @@ bool Lowerer::tile_is_full(const CachePlan& c, bool split) const {
   return true;
 }
 
+// Each tile living in this body: a request, for the statements after it.
 void Lowerer::open_caches(std::vector<StmtP>& out, int i, bool split) {
   for (const CachePlan& c : caches_) {
     if (c.pos != i - 1) continue;
     // (The storage pass gives the heap to a count known only at run time or
     // too large for the stack.)
-    if (!c.output) {
-      // An input's tile: requested here, for the statements after it.
-      StmtP req = block();
-      req->k = Stmt::K::TileIn;
-      auto spec = std::make_shared<TileSpec>(c);
-      spec->full_split = tile_is_full(c, split);
-      req->tile = std::move(spec);
-      out.push_back(req);
-      continue;
-    }
-    // The accumulation tile starts at the identity (all of it, unclipped).
-    out.push_back(alloc(c.dtype, c.name, c.heap ? tile_count(c) : lit(c.count), Scope::Local));
-    TileWalk w;
-    std::vector<StmtP>* body = tile_loops(out, c, Clip::No, w);
-    body->push_back(assign(load(c.name, w.index, c.dtype), identity(h_.outputs[plan_of_access(c.access)])));
-  }
-}
-
-void Lowerer::close_caches(std::vector<StmtP>& out, int i, bool split) {
-  for (const CachePlan& c : caches_) {
-    if (c.pos != i - 1) continue;
-    if (c.output) {
-      const int oi = plan_of_access(c.access);
-      const mdh::Output& o = h_.outputs[oi];
-      TileWalk w;
-      const Clip clip = tile_is_full(c, split) ? Clip::Split : Clip::Yes;
-      std::vector<StmtP>* body = tile_loops(out, c, clip, w);
-      std::vector<ExP> idx(h_.ndim, lit(0));
-      for (size_t k = 0; k < c.layout.size(); ++k) idx[c.layout[k]] = add(c.base[k], w.off[k]);
-      auto [target, itarget] = memory_target(plan_of(oi), idx);
-      update(*body, o, 2000 + oi, target, itarget, load(c.name, w.index, o.acc_dtype), nullptr);
-    }
+    StmtP req = block();
+    req->k = Stmt::K::TileIn;
+    auto spec = std::make_shared<TileSpec>(c);
+    spec->full_split = tile_is_full(c, split);
+    // An output's tile accumulates the combines into its memory target.
+    if (c.output) spec->ptr = memory_target(plan_of(plan_of_access(c.access)), point_vars()).first->name;
+    req->tile = std::move(spec);
+    out.push_back(req);
   }
 }
 

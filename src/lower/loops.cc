@@ -160,7 +160,6 @@ void Lowerer::emit_body(std::vector<StmtP>& out, int i, bool split) {
   if (i == static_cast<int>(s_.order.size())) emit_point(out);
   else emit_loops_level(out, i, split);
   close_registers(out, i);
-  close_caches(out, i, split);
 }
 
 }  // namespace detail
@@ -327,14 +326,11 @@ void Lowerer::emit_point(std::vector<StmtP>& out) {
     const RedPlan& r = plan_of(static_cast<int>(oi));
     ExP v = cast(val[o.value], o.acc_dtype);
     ExP vi = o.arg_node >= 0 ? val[o.arg_node] : nullptr;
-    if (r.tile >= 0) {
-      const CachePlan& c = caches_[r.tile];
-      update(out, o, r.out, load(c.name, tile_index(c, idx), o.acc_dtype), nullptr, v, vi);
-    } else if (r.reg) {
+    if (r.reg) {
       update(out, o, r.out, var(r.racc, o.acc_dtype), var(r.ridx), v, vi);
     } else {
       // A memory combine, marked for the promote pass with the registers it
-      // may become.
+      // may become (or for its tile: the tile_buffers pass).
       auto [target, itarget] = memory_target(r, idx);
       update(out, o, r.out, target, itarget, v, vi);
       out.back()->accumulates = std::make_shared<const Stmt::Accumulator>(Stmt::Accumulator{

@@ -1,5 +1,5 @@
-// The pass driver: build, the common passes (promote, simd, pairwise, tile_buffers,
-// unroll, vectorize, storage, simplify), the target's tail (passes.h), with
+// The pass driver: build, the common passes (tile_buffers, promote, simd,
+// pairwise, unroll, vectorize, storage, simplify), the target's tail (passes.h), with
 // the nest printed (NUMFUSE_DUMP=passes) and verified after each.
 #include <atomic>
 #include <cstdio>
@@ -62,10 +62,10 @@ LoopNest common(Driver& d, const mdh::MdHom& h, const tune::Schedule& s, const s
 }  // namespace
 
 const std::vector<Pass>& passes::common() {
-  static const std::vector<Pass> list = {{"promote", passes::promote},
+  static const std::vector<Pass> list = {{"tile_buffers", passes::tile_buffers},
+                                         {"promote", passes::promote},
                                          {"simd", passes::simd},
                                          {"pairwise", passes::pairwise},
-                                         {"tile_buffers", passes::tile_buffers},
                                          {"unroll", passes::unroll},
                                          {"vectorize", passes::vectorize},
                                          {"storage", passes::storage},

@@ -143,7 +143,10 @@ struct Stmt {
     TileIn,    // a request for a tile buffer (build -> tile_buffers, passes.h): `tile` says
                // which part of an input the statements after it in its list read; the
                // tile_buffers pass copies that part into a Local array there and has those
-               // statements read the copy. None remain after that pass.
+               // statements read the copy. An output's request (tile->output): the part
+               // of the memory the marked combines after it update, which the pass
+               // accumulates in a Local array set to the identity there and folds into
+               // memory after them. None remain after that pass.
   };
   K k = K::Block;
   std::vector<StmtP> body;
@@ -228,6 +231,11 @@ struct Stmt {
 // comes from `point` (per dimension: the point's index variable); the input
 // in memory is at sum over dimensions of point[d] * stride[d] (kind[d] Zero:
 // no term, Unit: point[d] itself, Param: times stride[d]).
+// `output`: the tile accumulates what the marked memory combines
+// (Stmt::accumulates) after the request combine into array `ptr` (a
+// kernel pointer or a scratch allocation), each at the tile's element of
+// its point; the memory element of a tile point is the combines' own
+// target with the point put in (`kind` and `stride` unused).
 struct TileSpec {
   std::string name, ptr;
   DType dtype = DType::Float64;
@@ -239,6 +247,7 @@ struct TileSpec {
   std::vector<std::string> block_loop;
   std::vector<int> outer;
   bool full_split = false;
+  bool output = false;
   std::vector<ExP> point;
   std::vector<mdh::StrideKind> kind;
   std::vector<ExP> stride;

@@ -117,13 +117,12 @@ struct RedPlan {
 };
 
 // A local tile buffer (tune::Cache, resolved against the loop nest): its
-// layout and memory side (lower.h: TileSpec), and where it lives. An input's
-// tile becomes a TileIn request (the tile_buffers pass makes the copy); an
-// output's accumulation tile is the build pass's own (reductions).
+// layout and memory side (lower.h: TileSpec), and where it lives. It becomes
+// a TileIn request (the tile_buffers pass makes an input's copy, an
+// output's accumulation tile).
 struct CachePlan : TileSpec {
   int access = 0;
   int pos = -1;                // lives in the body of order[pos]
-  bool output = false;         // a reduction output's accumulation tile
 };
 
 // Loops over a whole tile (copy-in, init, fold): whole (Clip::No), clipped to
@@ -214,7 +213,6 @@ class Lowerer {
   // `split`: inside the FullSplit, where tiles of unrolled loops' parents are
   // whole on the full path.
   void open_caches(std::vector<StmtP>& out, int i, bool split);
-  void close_caches(std::vector<StmtP>& out, int i, bool split);
   bool tile_is_full(const CachePlan& c, bool split) const;
   int plan_of_access(int access) const;          // the reduction output writing `access`
 };

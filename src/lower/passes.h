@@ -4,10 +4,11 @@
 // verify() checks the IR's invariants after each one in assertion builds.
 //
 //   build         MdHom + Schedule -> nest               (loops.cc and its helpers)
+//   tile_buffers  tile buffers: input tiles copied in and read from there,
+//                 output tiles combined into and folded out (tile_buffers.cc)
 //   promote       memory combines kept in registers      (promote.cc)
 //   simd          what Vectorized loops' lanes combine   (simd.cc)
 //   pairwise      NumPy's pairwise sums                  (pairwise.cc)
-//   tile_buffers  input tiles copied in, read from there (tile_buffers.cc)
 //   unroll      the full-tile / remainder paths           (unroll.cc)
 //   vectorize   simd loops' lanes and blocked sums        (vectorize.cc)
 //   storage     where each allocation lives, its release (storage.cc)
@@ -30,14 +31,15 @@ namespace nf::lower::passes {
 // prologue's nodes as declarations, its outputs stored at index 0; the
 // point body then uses those values. Tiling (one loop per tile level and
 // dimension, in the schedule's order, each covering its parent tile clipped
-// to the extent), compute-at of register accumulators and output tiles
-// (each opened in the body of the loop the schedule names and closed there)
-// and of input tiles (a TileIn request there, for the tile_buffers pass:
-// every read of the input is still a read of memory), reductions (in the
+// to the extent), compute-at of register accumulators (opened in the body
+// of the output's innermost own loop and closed there) and of tile buffers
+// (a TileIn request in the body of the loop the schedule names, for the
+// tile_buffers pass: every read of an input is still a read of memory,
+// every combine into an output a combine into memory), reductions (in the
 // output element's register when all of its reduced points lie below its
-// loops, else in a tile, or in memory -- the output, a scratch array or
-// per-share partials, set to the identity first -- with each point's
-// combine marked for the promote pass), the loops whose float
+// loops, else in memory -- the output, a scratch array or per-share
+// partials, set to the identity first -- each point's combine marked for
+// the tile_buffers and promote passes), the loops whose float
 // sums are NumPy's pairwise sums marked (Stmt::pairwise: the whole of a
 // reduced dimension, innermost, every output reduced along it a float sum
 // not kept in a tile),
@@ -112,8 +114,13 @@ void pairwise(LoopNest& n);
 // says so: small whole tiles' loops are Unrolled there); then the
 // statements after it in its list, and everything in them, read the input
 // from the tile (the point's position in the tile) instead of memory. The
-// copy's own reads and every read before the request stay in memory. After
-// it no TileIn remains.
+// copy's own reads and every read before the request stay in memory. An
+// output's request (TileSpec::output) becomes the Local array set to the
+// identity of the combines after it (whole, unclipped), those combines
+// into the memory array then combine into the tile (their marks go: they
+// are no memory combines any more), and at the end of the list each tile
+// element is combined into the memory element the combines updated at that
+// point (clipped, or whole on a full path). After it no TileIn remains.
 void tile_buffers(LoopNest& n);
 
 // unroll: every FullSplit becomes `if (cond) full path else remainder path`,
@@ -154,8 +161,8 @@ void storage(LoopNest& n);
 // nothing. Floating-point expressions are never touched.
 void simplify(LoopNest& n);
 
-// The passes every stage's nest takes after build, in order: promote, simd,
-// pairwise, tile_buffers, unroll, vectorize, storage, simplify (lower.cc runs them).
+// The passes every stage's nest takes after build, in order: tile_buffers,
+// promote, simd, pairwise, unroll, vectorize, storage, simplify (lower.cc runs them).
 const std::vector<Pass>& common();
 
 // compose (multi-stage kernels, lower.h: ChainShape): the stages' nests,

@@ -158,7 +158,7 @@ void stmt(std::ostringstream& os, const Stmt& s, int d) {
     }
     case Stmt::K::TileIn: {
       const TileSpec& c = *s.tile;
-      os << ind << "tile " << c.name << ": " << dtype_name(c.dtype) << " <- " << c.ptr << " [";
+      os << ind << "tile " << c.name << ": " << dtype_name(c.dtype) << (c.output ? " -> " : " <- ") << c.ptr << " [";
       for (size_t k = 0; k < c.layout.size(); ++k)
         os << (k ? ", " : "") << "d" << c.layout[k] << ": " << ex(*c.base[k]) << " + " << ex(*c.size[k])
            << " (to " << ex(*c.end[k]) << ")" << (c.block[k] ? " in blocks of " + std::to_string(c.block[k]) : "");

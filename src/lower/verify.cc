@@ -285,7 +285,12 @@ class Verifier {
           fail("TileIn '" + c.name + "': its layout entries differ in number");
         if (c.point.size() != c.kind.size() || c.stride.size() != c.kind.size())
           fail("TileIn '" + c.name + "': its point and memory layout differ in dimensions");
-        if (!is_pointer(c.ptr)) fail("TileIn '" + c.name + "' of '" + c.ptr + "', not a kernel pointer");
+        if (!is_pointer(c.ptr)) {
+          const NameKind* a = c.output ? find(c.ptr) : nullptr;
+          if (!a || (*a != NameKind::Array && *a != NameKind::Heap))
+            fail("TileIn '" + c.name + "' of '" + c.ptr + "', not a kernel pointer" +
+                 (c.output ? " or an allocation in scope" : ""));
+        }
         if (c.full_split && !in_split_) fail("TileIn '" + c.name + "' whole on a full path outside a FullSplit");
         for (size_t k = 0; k < n; ++k) {
           ex(c.base[k]);
