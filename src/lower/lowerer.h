@@ -5,16 +5,17 @@
 //                   the FullSplit below unrolled loops' parents, with the
 //                   bounds of both its paths) and the point body;
 //   reductions.cc - where each reduction output combines (its element's
-//                   register, a tile, memory with each combine marked for
-//                   the promote pass, per-share partials) and the final
-//                   combine;
+//                   register, or memory -- the output, scratch, per-share
+//                   partials -- with each combine marked for the
+//                   tile_buffers and promote passes) and the final combine;
 //   caches.cc     - local tile buffers: where each lives and its layout, the
-//                   requests for input tiles (TileIn, made by the
-//                   tile_buffers pass: tile_buffers.cc), output tiles, and
-//                   the loops over a tile both use;
-// (promote.cc, simd.cc and pairwise.cc are the passes that take build's
-// marks: the memory combines, the Vectorized loops and the registers they
-// may combine into, the loops of NumPy's pairwise summation.)
+//                   requests for them (TileIn, made by the tile_buffers
+//                   pass: tile_buffers.cc), and the loops over a tile it
+//                   uses;
+// (tile_buffers.cc, promote.cc, simd.cc and pairwise.cc are the passes that
+// take build's marks: the tile requests, the memory combines, the Vectorized
+// loops and the registers they may combine into, the loops of NumPy's
+// pairwise summation.)
 #pragma once
 
 #include <functional>

@@ -101,7 +101,9 @@ struct Promotion {
 };
 
 // The elements loop L's combines may keep in registers over L.
-std::vector<Promotion> promotions(const Stmt& loop) {
+std::vector<Promotion> promotions(const StmtP& l) {
+  const Stmt& loop = *l;
+  const std::vector<StmtP> whole = {l};
   std::set<std::string> names = {loop.name};
   moving(loop.body, names);
   std::vector<const Stmt*> found;
@@ -114,7 +116,6 @@ std::vector<Promotion> promotions(const Stmt& loop) {
     for (const Promotion& p : out) seen |= same_ex(p.at, at);
     if (seen || names.count(at->name) || mentions(at->args[0], names)) continue;
     if (m.index_at && (names.count(m.index_at->name) || mentions(m.index_at->args[0], names))) continue;
-    const std::vector<StmtP> whole = {std::make_shared<Stmt>(loop)};
     if (!only_at(whole, at->name, at, m)) continue;
     if (m.index_at && !only_at(whole, m.index_at->name, m.index_at, m)) continue;
     out.push_back({at, m.index_at, &m});
@@ -128,7 +129,7 @@ void promote_list(std::vector<StmtP>& list) {
     const bool threads = s->loop == LoopKind::Parallel || s->loop == LoopKind::Cores ||
                          s->loop == LoopKind::GpuBlocks || s->loop == LoopKind::GpuThreads;
     std::vector<Promotion> ps;
-    if (s->k == Stmt::K::For && !threads) ps = promotions(*s);
+    if (s->k == Stmt::K::For && !threads) ps = promotions(s);
     if (!ps.empty()) {
       std::vector<StmtP> before, after;
       for (const Promotion& p : ps) {
