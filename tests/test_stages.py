@@ -518,25 +518,96 @@ def scaled_blur(lib, a):
     return blur(lib, a * (2 / abs(a).max()))
 
 
-def test_a_scalar_prologue_runs_before_the_chain_it_would_block(data):
-    # The group [2 / s, a * t] has a scalar prologue, and a group with one
-    # is no stage (the prologue would run per tile). The prologue is cut off
-    # into a 0-d kernel of its own, and a * t starts a chain of three stages
-    # -- of two where a * t is recomputed at the row sum's three reads.
+def scaled_blur_keeps_scale(lib, a):
+    # The same, the scale also returned: the prologue stores it.
+    t = 2 / abs(a).max()
+    return blur(lib, a * t), t
+
+
+def rescaled_blur(lib, a):
+    # hi - lo is recorded after a - lo: a 0-d map in the middle of the group.
+    lo, hi = a.min(), a.max()
+    return blur(lib, (a - lo) / (hi - lo))
+
+
+def rescaled_blur_keeps_range(lib, a):
+    lo, hi = a.min(), a.max()
+    d = hi - lo
+    return blur(lib, (a - lo) / d), d
+
+
+def prologue_stages():
+    """The stage numbers of the last flush's stages that have a scalar prologue."""
+    return [g["stage"] for g in nf.explain().groups if g.get("stages") and g.get("prologue")]
+
+
+@pytest.mark.parametrize("fn, recomputed", [(scaled_blur, 2), (rescaled_blur, 3)])
+def test_a_scalar_prologue_that_stores_nothing_runs_in_its_stage(data, fn, recomputed):
+    # [2 / s, a * t] and [a - lo, hi - lo, divide]: their prologues compute
+    # values only the group reads, so the groups are stages as they are,
+    # their prologues run at each tile (a few scalar operations), and no
+    # 0-d kernel runs before the chain. Three stages, or two where the first
+    # group is recomputed at the row sum's three reads (a * t is; the
+    # rescaling reads the results of reductions of its own window, which
+    # recompute_producers leaves stored).
+    a = nf.asarray(data)
+    for recompute, stages in ((False, 3), (True, recomputed)):
+        with nf.config(recompute=recompute):
+            got = run(fn, a)
+            assert stages_ran() == [stages]
+            assert prologue_stages() == [1]
+            groups = nf.explain().groups
+            assert not any("scalar prologue of the multi-stage kernel" in g["stop_reason"] for g in groups)
+            assert "computed at each tile" in str(nf.explain())
+            check(fn, got, (data,))
+            got = run(fn, a)  # memoized
+            assert stages_ran() == [stages] and prologue_stages() == [1]
+            check(fn, got, (data,))
+
+
+def test_a_scalar_prologue_that_stores_is_cut_off_before_the_chain(data):
+    # t is returned: the prologue [2 / s] stores it, which every thread of
+    # a stage would do. The prologue is cut off into a 0-d kernel of its
+    # own, and a * t starts the chain.
     a = nf.asarray(data)
     for recompute, stages in ((False, 3), (True, 2)):
         with nf.config(recompute=recompute):
-            got = run(scaled_blur, a)
+            got, t = run(scaled_blur_keeps_scale, a)
             assert stages_ran() == [stages]
+            assert prologue_stages() == []
             groups = nf.explain().groups
             cut = [g for g in groups if "scalar prologue of the multi-stage kernel" in g["stop_reason"]]
             live = [[o for o in g["ops"] if not o.endswith("(dead)")] for g in cut]
             assert live == [["divide"]] and not cut[0].get("domain")
-            assert not any(g.get("prologue") for g in groups)
-            check(scaled_blur, got, (data,))
-            got = run(scaled_blur, a)  # memoized
-            assert stages_ran() == [stages]
-            check(scaled_blur, got, (data,))
+            want, want_t = scaled_blur_keeps_scale(onp, data)
+            same(got, want)
+            same(t, want_t)
+
+
+def rescaled_blur_keeps_range_late(lib, a):
+    lo, hi = a.min(), a.max()
+    n = a - lo
+    d = hi - lo
+    return blur(lib, n / d), d
+
+
+@pytest.mark.parametrize("fn", [rescaled_blur_keeps_range, rescaled_blur_keeps_range_late])
+def test_a_stored_scalar_prologue_is_never_run_by_a_stage(data, fn):
+    # d is returned. Recorded first, [d = hi - lo] is cut off ahead of the
+    # chain; recorded after a - lo, it cannot be, and its group stays whole
+    # and no stage. The same values either way.
+    a = nf.asarray(data)
+    got, d = run(fn, a)
+    assert prologue_stages() == []
+    groups = nf.explain().groups
+    with_d = [g for g in groups if "subtract" in g["ops"] and g.get("prologue")]
+    if fn is rescaled_blur_keeps_range:
+        assert stages_ran() == [3] and not with_d
+    else:
+        assert len(with_d) == 1 and not with_d[0].get("stages")
+    want, want_d = fn(onp, data)
+    same(got, want)
+    same(d, want_d)
 
 
 def test_a_scalar_prologue_stays_in_its_group_without_a_chain(data):

@@ -229,7 +229,8 @@ class Explanation:
             if g.get("reduced_dims"):
                 how += f", reducing {g['reduced_dims']} of its {len(dom)} dimensions"
             if g.get("prologue"):
-                how += ", its 0-d operations (scalars) computed once before the pass"
+                how += (", its 0-d operations (scalars) computed at each tile, before its points" if g.get("stages")
+                        else ", its 0-d operations (scalars) computed once before the pass")
             if "reads" in g:
                 how += (f"; reads {g['reads']} array{'s' if g['reads'] != 1 else ''}, "
                         f"writes {g['writes']}")

@@ -21,14 +21,19 @@ struct GroupUse {
 GroupUse use_of(const std::vector<Task>& window, const Group& g) {
   GroupUse u;
   std::unordered_set<int> dead(g.dead.begin(), g.dead.end());
+  std::unordered_set<const Buffer*> temporary;
+  for (const BufferPtr& b : g.temporaries) temporary.insert(b.get());
   int live = 0;
   bool solo = false;
   for (int k = g.begin; k < g.end; ++k) {
     if (dead.count(k)) continue;
     const Task& t = window[k];
     ++live;
-    // (A 0-d task: a scalar prologue runs once per kernel, not per tile.)
-    solo |= t.solo || squeezed_domain(t).empty();
+    // (A 0-d task is the group's scalar prologue, which a stage runs at
+    // every tile: fine for one that only computes a value the group reads,
+    // `hi - lo` in `(a - lo) / (hi - lo)`, but not for one that stores
+    // its result, which every thread would then write.)
+    solo |= t.solo || (squeezed_domain(t).empty() && !temporary.count(t.output.buffer.get()));
     // The chain tiles the outer dimension: nothing may combine along it.
     int outer = 0;
     while (outer < static_cast<int>(t.domain.size()) && t.domain[outer] == 1) ++outer;
@@ -182,17 +187,20 @@ constexpr int kMaxStages = 16;
 
 }  // namespace
 
-// A group with a scalar prologue is no stage: its prologue would run per
-// tile, and its stores once per thread. Such a group is cut after its
+// A group's scalar prologue runs in a stage at every tile (use_of): where
+// it only computes values the group reads (`hi - lo` in `(a - lo) / (hi -
+// lo)`), that costs a few scalar operations per tile. A group whose
+// prologue stores a result (a script's variable `d = hi - lo`) is no stage:
+// every thread would store it. Such a group is cut after its leading
 // prologue, which then runs as a 0-d kernel of its own just before, and
-// the rest may start a chain (a normalization `(a - lo) / (hi - lo)`
-// feeding a stencil). Where the rest starts none, the group stays whole.
+// the rest may start a chain (a normalization feeding a stencil). Where
+// the rest starts none, the group stays whole.
 std::vector<Chain> chains(const std::vector<Task>& window, Partition& p, int64_t min_bytes) {
   Partition q;
   std::vector<char> prologue;  // per group of q: the first piece of a cut group
   for (const Group& g : p.groups) {
     const int k = after_prologue(window, g);
-    if (k < 0) {
+    if (k < 0 || use_of(window, g).ok) {
       q.groups.push_back(g);
       prologue.push_back(0);
       continue;
