@@ -186,3 +186,21 @@ def test_empty_arrays_are_contiguous_whatever_their_strides(shape):
             w = f(v)
             assert w.flags.c_contiguous and w.flags.f_contiguous
             assert w.flags.writeable is False, (lib.__name__, f.__name__)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: onp.arange(0, dtype="float32").reshape((0, 12, 4)),  # C strides
+    lambda: onp.zeros((4, 0, 3))[::-1, :, ::2],  # negative and stepped strides
+    lambda: onp.asfortranarray(onp.zeros((3, 5)))[:, :0],
+])
+def test_empty_arrays_keep_their_strides_when_imported(make):
+    # numpy.asarray returns an empty array as it is; numfuse's copy keeps its
+    # strides too (no element is ever read through them), so what takes its
+    # layout from them -- a reduction of a transposed view -- is NumPy's.
+    a = make()
+    for f in (lambda m, x: m.asarray(x), lambda m, x: m.asfortranarray(x), lambda m, x: m.ascontiguousarray(x)):
+        check_layout(f(nf, a), f(onp, a), "import")
+    with onp.errstate(all="ignore"):
+        for f in (lambda m, x: m.asarray(x).T.sum(axis=-1), lambda m, x: m.asarray(x).T.mean(axis=0),
+                  lambda m, x: m.asarray(x).T * 2, lambda m, x: m.asarray(x).T.copy(order="K")):
+            check_layout(f(nf, a), f(onp, a), "derived")

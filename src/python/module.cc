@@ -475,7 +475,13 @@ View from_numpy(py::handle h, bool adopt) {
     return std::llabs(static_cast<long long>(arr.strides(x))) > std::llabs(static_cast<long long>(arr.strides(y)));
   });
   View v = shape.size() < 2 ? View::fresh(*t, shape) : View::fresh_in_order(*t, shape, order);
-  if (v.size() > 0) {
+  if (v.size() == 0 && aligned) {
+    // numpy.asarray returns an empty array as it is, strides and all (an
+    // empty F-ordered array made by reshape keeps C strides, and a reduction
+    // of it takes its layout from them): so does the copy, which no stride
+    // can take out of its (empty) buffer.
+    for (py::ssize_t i = 0; i < arr.ndim(); ++i) v.strides[i] = arr.strides(i) / is;
+  } else if (v.size() > 0) {
     // Copy through NumPy (handles any strides, byte order and alignment).
     std::vector<py::ssize_t> dst_strides;
     for (int64_t s : v.strides) dst_strides.push_back(s * is);

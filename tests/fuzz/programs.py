@@ -209,7 +209,8 @@ class Program:
 def choose_config(seed):
     """numfuse options for program `seed` (deterministic): mostly the default
     configuration, with fusion off, tiny windows, memoization off and random
-    schedules (which force compiles: ~15%) mixed in; the tier decides where
+    schedules (which force compiles: ~15%) and every chain of groups a
+    multi-stage kernel (~30%) mixed in; the tier decides where
     the (small) operations run: recorded and compiled (lazy, ~45%), at once
     by tier 0 (eager, ~20%), or numfuse's default mix of both (auto)."""
     r = random.Random(f"numfuse-fuzz-config/{seed}")
@@ -220,6 +221,12 @@ def choose_config(seed):
     cfg["random_schedules"] = r.randrange(1, 2**31) if r.random() < 0.15 else None
     x = r.random()
     cfg["tier"] = "lazy" if x < 0.45 else "eager" if x < 0.65 else "auto"
+    # Multi-stage kernels (fusion.h, Chain) form only where they keep 256 KiB
+    # out of memory, which these small programs never do: in ~30% of them
+    # every chain of groups is one (drawn last: the draws above stay those
+    # of earlier campaigns).
+    if r.random() < 0.3:
+        cfg["stage_min_bytes"] = 0
     return cfg
 
 
