@@ -27,6 +27,7 @@ _ENV = {
     "NUMFUSE_STAGE_STORAGE": "stage_storage",
     "NUMFUSE_STAGE_MIN_BYTES": "stage_min_bytes",
     "NUMFUSE_RECOMPUTE": "recompute",
+    "NUMFUSE_EXACT_DIVISION": "exact_division",
 }
 # NUMFUSE_CACHE_DIR is read by the C++ core when it starts.
 
@@ -61,6 +62,7 @@ _SETTERS = {
     "stage_cols": (lambda v: _core.set_stage_cols(int(v)), _core.get_stage_cols),
     "stage_storage": (lambda v: _core.set_stage_storage(str(v)), _core.get_stage_storage),
     "stage_min_bytes": (lambda v: _core.set_stage_min_bytes(int(v)), _core.get_stage_min_bytes),
+    "exact_division": (lambda v: _core.set_exact_division(_truthy(v)), _core.get_exact_division),
     "recompute": (lambda v: _core.set_recompute(_recompute_budget(v)),
                   lambda: False if _core.get_recompute() < 0 else _core.get_recompute()),
 }
@@ -165,7 +167,12 @@ def config(**opts):
     additions more per point; a positive int sets that budget, False or 0
     never; NUMFUSE_RECOMPUTE. With tune on, a window where that happens is
     run both ways on its first runs and keeps the faster: explain() says
-    which).
+    which), exact_division (True, the default: a division by a value that
+    is the same for the whole loop -- `x / 3`, `e / e.sum(axis=1,
+    keepdims=True)` -- multiplies by the reciprocal and corrects the
+    quotient with fused multiply-adds, which gives the correctly rounded
+    quotient NumPy's division does, without the divider; False keeps the
+    divider; NUMFUSE_EXACT_DIVISION).
     Pending work is flushed on entry and exit so options apply cleanly.
     """
     _core.flush("config")

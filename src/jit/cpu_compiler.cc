@@ -64,6 +64,7 @@
 #include <llvm/TargetParser/Host.h>
 
 #include "core/fpe.h"
+#include "jit/exact_division.h"
 #include "jit/jit.h"
 
 #ifndef NUMFUSE_LIBOMP
@@ -193,6 +194,8 @@ struct CpuCompiler::Impl {
   std::vector<std::string> args;
   std::string flags_id;
   bool zmm = false;  // wide kernels (Source::wide) use 512-bit vectors
+  bool fma = false;  // the CPU fuses multiply-add: divisions by invariants may use it (ExactDivisionPass)
+  std::atomic<bool> exact_division{true};  // set_exact_division
   std::vector<llvm::VecDesc> vector_math, vector_math_wide;  // libmvec_table(false), libmvec_table(zmm)
   std::mutex dylib_mu;
   uint64_t dylibs = 0;
@@ -410,9 +413,14 @@ std::vector<llvm::VecDesc> libmvec_table(bool zmm) {
 }
 
 // Runs `pipeline` (the new pass manager's textual form) over `m` with the
-// target's cost model and libmvec's vector math (libmvec_table).
+// target's cost model and libmvec's vector math (libmvec_table); then, where
+// the CPU has fused multiply-add, ExactDivisionPass over the vectorized code
+// (before vectorization its branch would be if-converted back into a
+// division in every lane). Full compiles only: the fast register allocator
+// of a Quick compile spills every live vector at the pass's branch, which
+// costs more than the divider saves.
 void optimize(llvm::Module& m, llvm::TargetMachine& tm, const std::string& pipeline,
-              const std::vector<llvm::VecDesc>& vector_math) {
+              const std::vector<llvm::VecDesc>& vector_math, bool exact_division) {
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
@@ -433,6 +441,7 @@ void optimize(llvm::Module& m, llvm::TargetMachine& tm, const std::string& pipel
   llvm::ModulePassManager mpm;
   if (auto err = pb.parsePassPipeline(mpm, pipeline))
     throw CompileError("bad pass pipeline: " + llvm::toString(std::move(err)));
+  if (exact_division) mpm.addPass(llvm::createModuleToFunctionPassAdaptor(ExactDivisionPass()));
   mpm.run(m, mam);
 }
 }  // namespace
@@ -484,6 +493,7 @@ CpuCompiler::CpuCompiler() : impl_(new Impl) {
   const char* bits = std::getenv("NUMFUSE_VECTOR_BITS");
   impl_->zmm = features.lookup("avx512f") && features.lookup("avx512dq") && features.lookup("avx512vl") &&
                !(bits && std::string(bits) == "256");
+  impl_->fma = features.lookup("fma") || features.lookup("avx512f");
   impl_->vector_math = libmvec_table(false);
   impl_->vector_math_wide = libmvec_table(impl_->zmm);
   for (const std::string& a : impl_->args) impl_->flags_id += a + " ";
@@ -498,7 +508,12 @@ CpuCompiler& CpuCompiler::instance() {
   return *c;
 }
 
-const std::string& CpuCompiler::flags_id() const { return impl_->flags_id; }
+std::string CpuCompiler::flags_id() const {
+  return impl_->flags_id + (exact_division() ? " exact-division" : "");
+}
+
+void CpuCompiler::set_exact_division(bool on) { impl_->exact_division.store(on); }
+bool CpuCompiler::exact_division() const { return impl_->fma && impl_->exact_division.load(); }
 
 llvm::orc::JITDylib& CpuCompiler::new_dylib(const std::string& symbol, bool openmp) {
   std::lock_guard<std::mutex> lock(impl_->dylib_mu);
@@ -656,7 +671,7 @@ KernelFn CpuCompiler::compile_with(const codegen::Source& src, const std::string
     auto tm = impl_->full_machines->take();
     if (!tm) throw CompileError("cannot create a target machine: " + llvm::toString(tm.takeError()));
     optimize(*mod, **tm, opt == Opt::Quick ? kQuickPipeline : "default<O3>",
-             wide ? impl_->vector_math_wide : impl_->vector_math);
+             wide ? impl_->vector_math_wide : impl_->vector_math, exact_division() && opt == Opt::Full);
     impl_->full_machines->give(std::move(*tm));
   }
   // NUMFUSE_KEEP_IR=DIR: the optimized module of every compile as DIR/SYMBOL.ll.

@@ -121,7 +121,13 @@ class CpuCompiler {
   void warm_up_async();
   void wait_warm_up();
   // The cc1 flags used (part of every cache key: other flags, other code).
-  const std::string& flags_id() const;
+  std::string flags_id() const;
+  // Whether Full compiles divide by loop invariants with fused multiply-adds
+  // (ExactDivisionPass; only where the CPU has them). On by default; off
+  // keeps the divider, to measure the pass (numfuse.config(exact_division=)).
+  // A change applies to kernels compiled after it.
+  void set_exact_division(bool on);
+  bool exact_division() const;
 
  private:
   CpuCompiler();

@@ -47,5 +47,6 @@ void compile_queue_resume() { queue().resume(); }
 void compile_queue_reset_in_child() { queue().reset_in_child(); }
 void compile_queue_stop() { queue().shutdown(); }
 int compile_queue_done() { return queue().done(); }
+void compile_queue_forget() { queue().forget_finished(); }
 
 }  // namespace nf::pipeline::detail

@@ -732,6 +732,13 @@ void clear_memo() {
   g_memo.clear();
 }
 
+void clear_kernels() {
+  std::lock_guard<std::recursive_mutex> exec(g_exec_mu);
+  g_memo.clear();
+  jit::KernelCache::instance().clear();
+  detail::compile_queue_forget();
+}
+
 size_t memo_size() {
   std::lock_guard<std::recursive_mutex> exec(g_exec_mu);
   return g_memo.size();

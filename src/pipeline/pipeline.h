@@ -211,6 +211,10 @@ FlushReport last_report();
 bool idle();
 // The analysis memo (window signature -> plan).
 void clear_memo();
+// Drops every compiled kernel: the memo (its plans hold kernels), the kernel
+// cache, and the background compiler's record of what it compiled (a kernel
+// asked for again is compiled again; the disk cache still answers first).
+void clear_kernels();
 // Testing: the next `n` multi-stage launches are refused as if the bound
 // views did not fit the chain; their stages run as kernels of their own.
 void refuse_chain_launches(int n);

@@ -55,5 +55,6 @@ void compile_queue_resume();
 void compile_queue_reset_in_child();
 void compile_queue_stop();
 int compile_queue_done();
+void compile_queue_forget();  // the finished compiles may be asked for again
 
 }  // namespace nf::pipeline::detail

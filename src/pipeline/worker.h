@@ -3,7 +3,7 @@
 // (compile_queue.cc) and the background tuner (tuning.cc).
 //
 // Contract: enqueue() starts the thread on first use and ignores a key it
-// has seen (until reset_in_child) or anything after shutdown(). run(item,
+// has seen (until reset_in_child or forget_finished) or anything after shutdown(). run(item,
 // abort) does the work; it should return early once `abort` is set (by
 // pause() or shutdown()); an exception it throws is dropped (a job is an
 // optimization: a kernel that does not compile stays on tier 0, a kernel
@@ -90,6 +90,12 @@ class Worker {
     cv_.notify_all();
     idle_cv_.notify_all();
     if (thread_.joinable()) thread_.join();
+  }
+
+  // Forgets the keys of finished jobs: enqueue() takes them again.
+  void forget_finished() {
+    std::lock_guard<std::mutex> lock(mu_);
+    seen_ = pending_;
   }
 
   // Whether the job of `key` is queued or running (not yet finished).

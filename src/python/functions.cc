@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "extern/extern.h"
 #include "jit/jit.h"
+#include "jit/exact_division.h"
 #include "pipeline/pipeline.h"
 #include "python/bindings.h"
 #include "runtime/runtime.h"
@@ -484,6 +485,7 @@ void bind_functions(py::module_& m) {
     d["quick_compiles_total"] = s.quick_compiles.load();
     d["upgrades_total"] = s.upgrades.load();
     d["upgrade_ns_total"] = s.upgrade_ns.load();
+    d["exact_divisions_total"] = jit::exact_divisions_rewritten();
     return d;
   });
   m.def("reset_profile", []() { pipeline::reset_profile(); });
@@ -615,8 +617,7 @@ void bind_functions(py::module_& m) {
   m.def("kernel_cache_size", []() { return jit::KernelCache::instance().size(); });
   m.def("clear_kernel_cache", []() {
     NoGil nogil;
-    pipeline::clear_memo();  // plans hold kernels
-    jit::KernelCache::instance().clear();
+    pipeline::clear_kernels();
   });
   m.def("memo_size", []() {
     NoGil nogil;  // waits for a running flush
@@ -730,6 +731,16 @@ void bind_functions(py::module_& m) {
     pipeline::config().stage_min_bytes = n;
     pipeline::clear_memo();
   });
+  m.def("set_exact_division", [](bool on) {
+    // Kernels already compiled keep their code: drop them from memory (the
+    // disk cache keys them apart).
+    if (on != jit::CpuCompiler::instance().exact_division()) {
+      NoGil nogil;
+      jit::CpuCompiler::instance().set_exact_division(on);
+      pipeline::clear_kernels();
+    }
+  });
+  m.def("get_exact_division", []() { return jit::CpuCompiler::instance().exact_division(); });
   m.def("get_stage_min_bytes", []() { return pipeline::config().stage_min_bytes; });
   m.def("set_stage_storage", [](const std::string& s) {
     if (s != "recompute" && s != "rolling" && s != "ring")

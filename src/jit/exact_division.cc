@@ -1,0 +1,167 @@
+// Exact division by a loop-invariant divisor with fused multiply-adds (see
+// exact_division.h for the algorithm and why it is exact).
+#include "jit/exact_division.h"
+
+#include <cmath>
+#include <map>
+#include <vector>
+
+#include <llvm/Analysis/LoopInfo.h>
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Instructions.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/MDBuilder.h>
+#include <llvm/Transforms/Utils/BasicBlockUtils.h>
+
+namespace nf::jit {
+namespace {
+
+std::atomic<int64_t> rewritten{0};
+
+// The format's precision and exponent range (binary64 or binary32).
+struct Format {
+  int p, emin, emax;
+  unsigned bits;
+};
+
+// What every division by one divisor shares, computed where it is defined.
+// Where c is outside 2^(emin+20) <= |c| <= 2^(emax-20), no lane takes the
+// fast path: the bounds then admit no quotient (lo_bits above every
+// magnitude's bits, span 0) and the zero test compares with NaN.
+struct Divisor {
+  llvm::Value* y;        // RN(1/c)
+  llvm::Value* lo_bits;  // the bits of 2^(emin+p+10) * max(1, |y|)
+  llvm::Value* span;     // bits(2^(emax-3)) - lo_bits
+  llvm::Value* zero;     // 0, the dividend whose quotient is x*y
+};
+
+// `bits(|v|) - lo <=u hi - lo`: lo <= |v| <= hi for non-negative bounds, NaN
+// and infinities outside (their bits are above every finite number's).
+llvm::Value* in_range(llvm::IRBuilder<>& b, llvm::Value* v, llvm::Value* lo_bits, llvm::Value* span, llvm::Type* it,
+                      const Format& f) {
+  llvm::Value* bits = b.CreateBitCast(v, it);
+  llvm::Value* mag = b.CreateAnd(bits, llvm::ConstantInt::get(it, ~uint64_t{0} >> (65 - f.bits)));
+  return b.CreateICmpULE(b.CreateSub(mag, lo_bits), span);
+}
+
+llvm::Constant* pow2(llvm::Type* t, int e) { return llvm::ConstantFP::get(t, std::ldexp(1.0, e)); }
+
+// The integer type of t's bits (a vector of them for a vector t).
+llvm::Type* int_type(llvm::Type* t, unsigned bits) {
+  llvm::Type* i = llvm::IntegerType::get(t->getContext(), bits);
+  if (auto* v = llvm::dyn_cast<llvm::VectorType>(t)) return llvm::VectorType::get(i, v->getElementCount());
+  return i;
+}
+
+Divisor prepare(llvm::IRBuilder<>& b, llvm::Value* c, const Format& f) {
+  llvm::Type* t = c->getType();
+  llvm::Type* it = int_type(t, f.bits);
+  Divisor d;
+  d.y = b.CreateFDiv(llvm::ConstantFP::get(t, 1.0), c);
+  auto bits_of = [&](llvm::Value* v) { return b.CreateBitCast(v, it); };
+  llvm::Value* c_lo = bits_of(pow2(t, f.emin + 20));
+  llvm::Value* c_span = b.CreateSub(bits_of(pow2(t, f.emax - 20)), c_lo);
+  llvm::Value* ok = in_range(b, c, c_lo, c_span, it, f);
+  llvm::Value* ay = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, d.y);
+  llvm::Value* lo = b.CreateFMul(pow2(t, f.emin + f.p + 10),
+                                 b.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, ay, llvm::ConstantFP::get(t, 1.0)));
+  llvm::Value* lo_bits = bits_of(lo);
+  d.lo_bits = b.CreateSelect(ok, lo_bits, llvm::Constant::getAllOnesValue(it));
+  d.span = b.CreateSelect(ok, b.CreateSub(bits_of(pow2(t, f.emax - 3)), lo_bits), llvm::Constant::getNullValue(it));
+  d.zero = b.CreateSelect(ok, llvm::ConstantFP::get(t, 0.0), llvm::ConstantFP::getNaN(t));
+  return d;
+}
+
+// Where a divisor's shared values go: right after its definition (it
+// dominates every division by it), or at the entry for arguments and
+// constants.
+llvm::BasicBlock::iterator after_definition(llvm::Value* c, llvm::Function& fn) {
+  if (auto* i = llvm::dyn_cast<llvm::Instruction>(c)) {
+    if (llvm::isa<llvm::PHINode>(i)) return i->getParent()->getFirstInsertionPt();
+    return std::next(i->getIterator());
+  }
+  return fn.getEntryBlock().getFirstInsertionPt();
+}
+
+bool format_of(llvm::Type* t, Format& f) {
+  llvm::Type* s = t->getScalarType();
+  if (s->isDoubleTy()) f = {53, -1022, 1023, 64};
+  else if (s->isFloatTy()) f = {24, -126, 127, 32};
+  else return false;
+  return !llvm::isa<llvm::ScalableVectorType>(t);
+}
+
+void rewrite(llvm::BinaryOperator* div, const Divisor& d, const Format& f, llvm::LoopInfo& li) {
+  llvm::IRBuilder<> b(div);
+  llvm::Value* x = div->getOperand(0);
+  llvm::Value* c = div->getOperand(1);
+  llvm::Type* t = div->getType();
+  llvm::Type* it = int_type(t, f.bits);
+  auto fma = [&](llvm::Value* p, llvm::Value* q, llvm::Value* r) {
+    return b.CreateIntrinsic(llvm::Intrinsic::fma, {t}, {p, q, r});
+  };
+  llvm::Value* q0 = b.CreateFMul(x, d.y);
+  llvm::Value* q1 = fma(fma(b.CreateFNeg(q0), c, x), d.y, q0);
+  llvm::Value* q2 = fma(fma(b.CreateFNeg(q1), c, x), d.y, q1);
+  llvm::Value* zero = b.CreateFCmpOEQ(x, d.zero);
+  llvm::Value* fast = b.CreateSelect(zero, q0, q2);
+  llvm::Value* ok = b.CreateOr(in_range(b, q0, d.lo_bits, d.span, it, f), zero);
+  llvm::Value* all = t->isVectorTy() ? b.CreateAndReduce(ok) : ok;
+  llvm::MDNode* likely = llvm::MDBuilder(div->getContext()).createBranchWeights(1u << 20, 1);
+  // all ? fast : (the true division where a lane failed its checks)
+  llvm::Instruction* slow_end = llvm::SplitBlockAndInsertIfElse(all, div->getIterator(), false, likely, nullptr, &li);
+  llvm::BasicBlock* head = slow_end->getParent()->getSinglePredecessor();
+  llvm::BasicBlock* tail = div->getParent();
+  div->moveBefore(slow_end);
+  b.SetInsertPoint(slow_end);
+  llvm::Value* slow = b.CreateSelect(ok, fast, div);
+  b.SetInsertPoint(tail, tail->begin());
+  llvm::PHINode* phi = b.CreatePHI(t, 2);
+  phi->addIncoming(fast, head);
+  phi->addIncoming(slow, slow_end->getParent());
+  div->replaceUsesWithIf(phi, [&](llvm::Use& u) { return u.getUser() != slow; });
+  rewritten.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+int64_t exact_divisions_rewritten() { return rewritten.load(std::memory_order_relaxed); }
+
+llvm::PreservedAnalyses ExactDivisionPass::run(llvm::Function& fn, llvm::FunctionAnalysisManager& fam) {
+  llvm::LoopInfo& li = fam.getResult<llvm::LoopAnalysis>(fn);
+  // The divisions to rewrite, all found before any block is split.
+  std::vector<llvm::BinaryOperator*> found;
+  for (llvm::BasicBlock& bb : fn) {
+    const llvm::Loop* loop = li.getLoopFor(&bb);
+    if (!loop) continue;  // run once: nothing to amortize the reciprocal over
+    for (llvm::Instruction& i : bb) {
+      auto* div = llvm::dyn_cast<llvm::BinaryOperator>(&i);
+      Format f;
+      if (!div || div->getOpcode() != llvm::Instruction::FDiv || !format_of(div->getType(), f)) continue;
+      if (div->hasAllowReciprocal() || div->hasApproxFunc()) continue;  // not NumPy's division
+      llvm::Value* c = div->getOperand(1);
+      const bool invariant = llvm::isa<llvm::Argument>(c) ||
+                             (llvm::isa<llvm::Constant>(c) && !llvm::isa<llvm::ConstantExpr>(c)) ||
+                             (llvm::isa<llvm::Instruction>(c) && !loop->contains(llvm::cast<llvm::Instruction>(c)));
+      if (invariant) found.push_back(div);
+    }
+  }
+  if (found.empty()) return llvm::PreservedAnalyses::all();
+  std::map<llvm::Value*, Divisor> divisors;
+  for (llvm::BinaryOperator* div : found) {
+    Format f;
+    format_of(div->getType(), f);
+    llvm::Value* c = div->getOperand(1);
+    auto at = divisors.find(c);
+    if (at == divisors.end()) {
+      llvm::IRBuilder<> b(fn.getContext());
+      b.SetInsertPoint(after_definition(c, fn));
+      at = divisors.emplace(c, prepare(b, c, f)).first;
+    }
+    rewrite(div, at->second, f, li);
+  }
+  return llvm::PreservedAnalyses::none();
+}
+
+}  // namespace nf::jit
