@@ -3,6 +3,7 @@
 #include "jit/exact_division.h"
 
 #include <cmath>
+#include <cassert>
 #include <map>
 #include <vector>
 
@@ -12,6 +13,8 @@
 #include <llvm/IR/Instructions.h>
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/MDBuilder.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Support/raw_ostream.h>
 #include <llvm/Transforms/Utils/BasicBlockUtils.h>
 
 namespace nf::jit {
@@ -161,6 +164,13 @@ llvm::PreservedAnalyses ExactDivisionPass::run(llvm::Function& fn, llvm::Functio
     }
     rewrite(div, at->second, f, li);
   }
+#ifndef NDEBUG
+  // Assertion builds: the function is still well-formed IR (dominance of the
+  // divisor's values, the phis of the split blocks).
+  const bool broken = llvm::verifyFunction(fn, &llvm::errs());
+  assert(!broken && "ExactDivisionPass left malformed IR");
+  (void)broken;
+#endif
   return llvm::PreservedAnalyses::none();
 }
 
