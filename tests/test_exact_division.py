@@ -170,3 +170,44 @@ def test_a_cleared_kernel_cache_compiles_again(tmp_path):
             assert not _core.last_report()["groups"][0]["tier0"], f"exact_division={on}: still on tier 0"
             onp.testing.assert_array_equal(onp.asarray(y), onp.full((512, 1024), 2 / 3))
     nf.set_option("exact_division", True)
+
+
+def outcome(fn):
+    """The result, or the FloatingPointError message, under errstate(all='raise')."""
+    try:
+        with onp.errstate(all="raise"):
+            return onp.asarray(fn())
+    except FloatingPointError as e:
+        return str(e)
+
+
+@pytest.mark.parametrize("dt", [onp.float64, onp.float32])
+def test_numpys_floating_point_errors_and_no_others(fresh_kernels, dt):
+    """The reciprocal and its corrections run on every lane before the checks
+    decide: a lane the checks refuse must not raise what NumPy's division
+    does not (an infinite dividend would make the residual inf - inf, a tiny
+    one a subnormal residual, a zero divisor 1/0), and the true division of
+    a refused vector raises exactly NumPy's."""
+    if not nf.get_option("exact_division"):
+        pytest.skip("this CPU has no fused multiply-add: the pass never runs")
+    fi = onp.finfo(dt)
+    fill = onp.linspace(1, 2, 4096).astype(dt)
+    cases = {"inf": onp.inf, "-inf": -onp.inf, "nan": onp.nan, "tiny": fi.tiny * 64, "subnormal": fi.smallest_subnormal,
+             "max": fi.max, "zero": 0.0, "-zero": -0.0}
+    divisors = [3.0, 0.5, float(fi.tiny) * 2 ** 30, 2.0 ** (fi.maxexp - 30), 0.0, -0.0, onp.inf, onp.nan, 1e-40]
+    before = divisions_rewritten()
+    for name, v in cases.items():
+        x = fill.copy()
+        x[100] = v
+        for c in divisors:
+            c = dt(c)
+            got = outcome(lambda: nf.asarray(x) / c)
+            exp = outcome(lambda: x / c)
+            if isinstance(exp, str) or isinstance(got, str):
+                assert got == exp, f"x containing {name}, c = {c!r}: numfuse {got!r}, NumPy {exp!r}"
+            else:
+                same_bits(got, exp)
+    # All zeros divided by zero: NumPy says "invalid" only (no 1/0 anywhere).
+    z = onp.zeros(4096, dt)
+    assert outcome(lambda: nf.asarray(z) / dt(0)) == outcome(lambda: z / dt(0))
+    assert divisions_rewritten() > before

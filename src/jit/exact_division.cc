@@ -30,13 +30,17 @@ struct Format {
 
 // What every division by one divisor shares, computed where it is defined.
 // Where c is outside 2^(emin+20) <= |c| <= 2^(emax-20), no lane takes the
-// fast path: the bounds then admit no quotient (lo_bits above every
-// magnitude's bits, span 0) and the zero test compares with NaN.
+// fast path: the bounds then admit no dividend (lo_bits above every
+// magnitude's bits, span 0), the zero test compares with NaN, and the
+// values below are computed from c = 1 (so that nothing here raises a
+// floating-point exception NumPy's division would not: 1/0, 1/subnormal).
 struct Divisor {
+  llvm::Value* c;        // c, or 1 where c is outside the range
   llvm::Value* y;        // RN(1/c)
-  llvm::Value* lo_bits;  // the bits of 2^(emin+p+10) * max(1, |y|)
-  llvm::Value* span;     // bits(2^(emax-3)) - lo_bits
-  llvm::Value* zero;     // 0, the dividend whose quotient is x*y
+  llvm::Value* lo_bits;  // the bits of 2^(emin+p+11) * max(1, |c|)
+  llvm::Value* span;     // bits(2^(emax-4) * min(|c|, 8)) - lo_bits
+  llvm::Value* zero;     // 0, the dividend whose quotient is a signed zero
+  llvm::Value* sign;     // c's sign bit (the zero quotient's sign is x's xor it)
 };
 
 // `bits(|v|) - lo <=u hi - lo`: lo <= |v| <= hi for non-negative bounds, NaN
@@ -60,19 +64,26 @@ llvm::Type* int_type(llvm::Type* t, unsigned bits) {
 Divisor prepare(llvm::IRBuilder<>& b, llvm::Value* c, const Format& f) {
   llvm::Type* t = c->getType();
   llvm::Type* it = int_type(t, f.bits);
-  Divisor d;
-  d.y = b.CreateFDiv(llvm::ConstantFP::get(t, 1.0), c);
   auto bits_of = [&](llvm::Value* v) { return b.CreateBitCast(v, it); };
   llvm::Value* c_lo = bits_of(pow2(t, f.emin + 20));
   llvm::Value* c_span = b.CreateSub(bits_of(pow2(t, f.emax - 20)), c_lo);
   llvm::Value* ok = in_range(b, c, c_lo, c_span, it, f);
-  llvm::Value* ay = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, d.y);
-  llvm::Value* lo = b.CreateFMul(pow2(t, f.emin + f.p + 10),
-                                 b.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, ay, llvm::ConstantFP::get(t, 1.0)));
+  Divisor d;
+  d.c = b.CreateSelect(ok, c, llvm::ConstantFP::get(t, 1.0));
+  d.y = b.CreateFDiv(llvm::ConstantFP::get(t, 1.0), d.c);
+  // x within [2^(emin+p+11) max(1, |c|), 2^(emax-4) min(|c|, 8)] keeps x and
+  // x/c, and so every residual, in the normal range and x/c at most
+  // 2^(emax-4): exact products by powers of two, no rounding slop.
+  llvm::Value* ac = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, d.c);
+  llvm::Value* lo = b.CreateFMul(pow2(t, f.emin + f.p + 11),
+                                 b.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, ac, llvm::ConstantFP::get(t, 1.0)));
+  llvm::Value* hi = b.CreateFMul(pow2(t, f.emax - 4),
+                                 b.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, ac, llvm::ConstantFP::get(t, 8.0)));
   llvm::Value* lo_bits = bits_of(lo);
   d.lo_bits = b.CreateSelect(ok, lo_bits, llvm::Constant::getAllOnesValue(it));
-  d.span = b.CreateSelect(ok, b.CreateSub(bits_of(pow2(t, f.emax - 3)), lo_bits), llvm::Constant::getNullValue(it));
+  d.span = b.CreateSelect(ok, b.CreateSub(bits_of(hi), lo_bits), llvm::Constant::getNullValue(it));
   d.zero = b.CreateSelect(ok, llvm::ConstantFP::get(t, 0.0), llvm::ConstantFP::getNaN(t));
+  d.sign = b.CreateAnd(bits_of(c), llvm::ConstantInt::get(it, uint64_t{1} << (f.bits - 1)));
   return d;
 }
 
@@ -98,18 +109,22 @@ bool format_of(llvm::Type* t, Format& f) {
 void rewrite(llvm::BinaryOperator* div, const Divisor& d, const Format& f, llvm::LoopInfo& li) {
   llvm::IRBuilder<> b(div);
   llvm::Value* x = div->getOperand(0);
-  llvm::Value* c = div->getOperand(1);
   llvm::Type* t = div->getType();
   llvm::Type* it = int_type(t, f.bits);
   auto fma = [&](llvm::Value* p, llvm::Value* q, llvm::Value* r) {
     return b.CreateIntrinsic(llvm::Intrinsic::fma, {t}, {p, q, r});
   };
-  llvm::Value* q0 = b.CreateFMul(x, d.y);
-  llvm::Value* q1 = fma(fma(b.CreateFNeg(q0), c, x), d.y, q0);
-  llvm::Value* q2 = fma(fma(b.CreateFNeg(q1), c, x), d.y, q1);
+  // Lanes that fail the check compute from x = 1 instead (their results
+  // are not taken): the fast path raises no floating-point exception.
+  llvm::Value* in = in_range(b, x, d.lo_bits, d.span, it, f);
+  llvm::Value* xs = b.CreateSelect(in, x, llvm::ConstantFP::get(t, 1.0));
+  llvm::Value* q0 = b.CreateFMul(xs, d.y);
+  llvm::Value* q1 = fma(fma(b.CreateFNeg(q0), d.c, xs), d.y, q0);
+  llvm::Value* q2 = fma(fma(b.CreateFNeg(q1), d.c, xs), d.y, q1);
   llvm::Value* zero = b.CreateFCmpOEQ(x, d.zero);
-  llvm::Value* fast = b.CreateSelect(zero, q0, q2);
-  llvm::Value* ok = b.CreateOr(in_range(b, q0, d.lo_bits, d.span, it, f), zero);
+  llvm::Value* signed_zero = b.CreateBitCast(b.CreateXor(b.CreateBitCast(x, it), d.sign), t);
+  llvm::Value* fast = b.CreateSelect(zero, signed_zero, q2);
+  llvm::Value* ok = b.CreateOr(in, zero);
   llvm::Value* all = t->isVectorTy() ? b.CreateAndReduce(ok) : ok;
   llvm::MDNode* likely = llvm::MDBuilder(div->getContext()).createBranchWeights(1u << 20, 1);
   // all ? fast : (the true division where a lane failed its checks)

@@ -15,22 +15,28 @@
 // leaves an error far below half an ulp before its rounding); then
 // Markstein's theorem (y within relative 2^-p of 1/c, q1 faithful, r1 exact)
 // makes q2 the correctly rounded quotient. The theorem holds where nothing
-// underflows or overflows, which each element checks (integer compares of
-// the magnitudes' bits):
-//   2^(emin+20) <= |c| <= 2^(emax-20)                 (once per divisor)
-//   2^(emin+p+10) * max(1, |y|) <= |q0| <= 2^(emax-3)  (x and x/c, and so
-//                                                      the residuals, normal)
-// An element x = +-0 takes q0 (x*y, the signed zero x/c is). Where any lane
-// of a vector fails its checks (NaN, infinities, subnormal or huge
-// quotients, an odd divisor), that vector also runs the true division and
-// takes its result in those lanes: a branch that is never taken on ordinary
-// data, so the divider is not used at all.
+// underflows or overflows, which each element checks on its dividend
+// (integer compares of the magnitudes' bits), with bounds computed once per
+// divisor:
+//   2^(emin+20) <= |c| <= 2^(emax-20)
+//   2^(emin+p+11) * max(1, |c|) <= |x| <= 2^(emax-4) * min(|c|, 8)
+// (x and x/c, and so the residuals, normal; x/c far from overflow). A lane
+// that fails computes the sequence from x = 1 instead, so the fast path
+// raises no floating-point exception NumPy's division would not (NumPy's
+// errstate sees exactly the division's: an infinite x would make the
+// residual inf - inf, a tiny one a subnormal residual). An element x = +-0
+// takes the signed zero x/c is (x's sign bit xor c's). Where any lane of a
+// vector fails its checks (NaN, infinities, subnormal or huge quotients, an
+// odd divisor), that vector also runs the true division, on every lane
+// (raising what NumPy raises), and takes its result in those lanes: a
+// branch that is never taken on ordinary data, so the divider is not used
+// at all.
 //
 // Only where the target has fused multiply-add (without it llvm.fma is a
 // library call). Bit-exact in every case; tests/test_exact_division.py
 // compares it bit for bit with NumPy over random bit patterns, near-midpoint
-// quotients and every special value, and an exhaustive float32 check over
-// all 2^32 dividends was run for the closing note.
+// quotients, every special value and NumPy's floating-point errors;
+// tests/exhaustive_division.py checks all 2^32 float32 dividends.
 #pragma once
 
 #include <atomic>
