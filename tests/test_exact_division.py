@@ -39,8 +39,9 @@ def special_values(dt):
          fi.tiny / 3, 1.0, -1.0, 3.0, fi.eps, 1 - fi.eps / 2]
     p = 24 if dt == onp.float32 else 53
     emin, emax = int(onp.log2(fi.tiny)), int(onp.log2(fi.max))
-    # Around the pass's bounds: 2^(emin+p+10), 2^(emax-3), 2^(emin+20), 2^(emax-20).
-    for e in (emin + p + 10, emax - 3, emin + 20, emax - 20, emin + p, emin + 1):
+    # Around the pass's bounds (dividend 2^(emin+2p+2) and 2^(emax-4) times
+    # powers of 2 of the divisor; divisor 2^(emin+20) and 2^(emax-20)).
+    for e in (emin + 2 * p + 2, emin + 2 * p + 3, emax - 4, emax - 1, emin + 20, emax - 20, emin + p, emin + 1):
         x = dt(2.0 ** e) if e > -1000 or dt == onp.float64 else dt(0)
         v += [x, onp.nextafter(x, dt(0)), onp.nextafter(x, dt(onp.inf)), -x]
     return onp.array(v, dtype=dt)

@@ -37,7 +37,7 @@ struct Format {
 struct Divisor {
   llvm::Value* c;        // c, or 1 where c is outside the range
   llvm::Value* y;        // RN(1/c)
-  llvm::Value* lo_bits;  // the bits of 2^(emin+p+11) * max(1, |c|)
+  llvm::Value* lo_bits;  // the bits of 2^(emin+2p+2) * max(1, |c|)
   llvm::Value* span;     // bits(2^(emax-4) * min(|c|, 8)) - lo_bits
   llvm::Value* zero;     // 0, the dividend whose quotient is a signed zero
   llvm::Value* sign;     // c's sign bit (the zero quotient's sign is x's xor it)
@@ -71,11 +71,12 @@ Divisor prepare(llvm::IRBuilder<>& b, llvm::Value* c, const Format& f) {
   Divisor d;
   d.c = b.CreateSelect(ok, c, llvm::ConstantFP::get(t, 1.0));
   d.y = b.CreateFDiv(llvm::ConstantFP::get(t, 1.0), d.c);
-  // x within [2^(emin+p+11) max(1, |c|), 2^(emax-4) min(|c|, 8)] keeps x and
-  // x/c, and so every residual, in the normal range and x/c at most
+  // x within [2^(emin+2p+2) max(1, |c|), 2^(emax-4) min(|c|, 8)] keeps x,
+  // x/c and every nonzero residual (at least |x| 2^(2-2p)) in the normal
+  // range -- so a flush-to-zero mode changes nothing -- and x/c at most
   // 2^(emax-4): exact products by powers of two, no rounding slop.
   llvm::Value* ac = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, d.c);
-  llvm::Value* lo = b.CreateFMul(pow2(t, f.emin + f.p + 11),
+  llvm::Value* lo = b.CreateFMul(pow2(t, f.emin + 2 * f.p + 2),
                                  b.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, ac, llvm::ConstantFP::get(t, 1.0)));
   llvm::Value* hi = b.CreateFMul(pow2(t, f.emax - 4),
                                  b.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, ac, llvm::ConstantFP::get(t, 8.0)));
@@ -122,7 +123,10 @@ void rewrite(llvm::BinaryOperator* div, const Divisor& d, const Format& f, llvm:
   llvm::Value* q1 = fma(fma(b.CreateFNeg(q0), d.c, xs), d.y, q0);
   llvm::Value* q2 = fma(fma(b.CreateFNeg(q1), d.c, xs), d.y, q1);
   llvm::Value* zero = b.CreateFCmpOEQ(x, d.zero);
-  llvm::Value* signed_zero = b.CreateBitCast(b.CreateXor(b.CreateBitCast(x, it), d.sign), t);
+  // (x's sign bit only: where denormals count as zero, x == 0 holds for a
+  // subnormal x too, and its quotient is that zero.)
+  llvm::Value* x_sign = b.CreateAnd(b.CreateBitCast(x, it), llvm::ConstantInt::get(it, uint64_t{1} << (f.bits - 1)));
+  llvm::Value* signed_zero = b.CreateBitCast(b.CreateXor(x_sign, d.sign), t);
   llvm::Value* fast = b.CreateSelect(zero, signed_zero, q2);
   llvm::Value* ok = b.CreateOr(in, zero);
   llvm::Value* all = t->isVectorTy() ? b.CreateAndReduce(ok) : ok;

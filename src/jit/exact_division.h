@@ -19,8 +19,9 @@
 // (integer compares of the magnitudes' bits), with bounds computed once per
 // divisor:
 //   2^(emin+20) <= |c| <= 2^(emax-20)
-//   2^(emin+p+11) * max(1, |c|) <= |x| <= 2^(emax-4) * min(|c|, 8)
-// (x and x/c, and so the residuals, normal; x/c far from overflow). A lane
+//   2^(emin+2p+2) * max(1, |c|) <= |x| <= 2^(emax-4) * min(|c|, 8)
+// (x, x/c and every nonzero residual normal, so a flush-to-zero mode
+// changes nothing; x/c far from overflow). A lane
 // that fails computes the sequence from x = 1 instead, so the fast path
 // raises no floating-point exception NumPy's division would not (NumPy's
 // errstate sees exactly the division's: an infinite x would make the
