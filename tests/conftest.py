@@ -46,6 +46,47 @@ def assert_same(got, expected, rtol=None, atol=0.0, check_dtype=True):
         onp.testing.assert_array_equal(g, e)
 
 
+def same_bits(got, expected):
+    """Equal bit for bit: same dtype and shape; floats equal with the same
+    sign of zero, NaN where NaN (any NaN matches any NaN); complex numbers
+    part by part; other dtypes equal."""
+    g, e = onp.asarray(got), onp.asarray(expected)
+    assert g.dtype == e.dtype and g.shape == e.shape, f"{g.dtype}{g.shape} != {e.dtype}{e.shape}"
+    if e.dtype.kind == "c":
+        same_bits(g.real, e.real)
+        same_bits(g.imag, e.imag)
+        return
+    if e.dtype.kind != "f":
+        onp.testing.assert_array_equal(g, e)
+        return
+    nan = onp.isnan(e)
+    assert (onp.isnan(g) == nan).all(), "NaN where NumPy has none, or none where it has one"
+    bits = onp.dtype(f"u{e.dtype.itemsize}")
+    bad = (g.view(bits) != e.view(bits)) & ~nan
+    assert not bad.any(), (f"{int(bad.sum())} of {bad.size} differ, e.g. got {g[bad][:4]!r} "
+                           f"expected {e[bad][:4]!r}")
+
+
+def outcome(fn):
+    """("ok", the result as a NumPy array) or ("raise", exception class,
+    message) for fn(); warnings are ignored (errstate decides what raises)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return ("ok", onp.asarray(fn()))
+        except Exception as e:  # noqa: BLE001
+            return ("raise", type(e), str(e))
+
+
+def assert_same_outcome(got, exp, what):
+    """Both raised the same exception with the same message, or both gave the same bits."""
+    assert got[0] == exp[0], f"{what}: numfuse {got}, NumPy {exp}"
+    if exp[0] == "raise":
+        assert got[1:] == exp[1:], f"{what}: numfuse {got}, NumPy {exp}"
+    else:
+        same_bits(got[1], exp[1])
+
+
 @pytest.fixture(autouse=True)
 def _fallbacks_are_errors(request):
     """A silent fallback to NumPy is not a pass for a native feature: a

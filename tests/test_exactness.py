@@ -3,26 +3,12 @@ differential fuzzing campaign, each compared with NumPy (values, types,
 exception types and messages)."""
 
 import itertools
-import warnings
 
 import numpy as onp
 import pytest
 
 import numfuse as nf
-from conftest import ALL_DTYPES, FLOAT_DTYPES, assert_same, raises_like
-
-
-def same_bits(x, y):
-    """Equal values, NaN where NaN, and the same sign of zero."""
-    x, y = onp.asarray(x), onp.asarray(y)
-    assert x.dtype == y.dtype and x.shape == y.shape
-    if x.dtype.kind == "f":
-        assert onp.array_equal(onp.isnan(x), onp.isnan(y))
-        ok = ~onp.isnan(x)
-        assert onp.array_equal(x[ok], y[ok])
-        assert onp.array_equal(onp.signbit(x[ok]), onp.signbit(y[ok]))
-    else:
-        assert onp.array_equal(x, y)
+from conftest import ALL_DTYPES, FLOAT_DTYPES, assert_same, assert_same_outcome, outcome, raises_like, same_bits
 
 
 # ---------------------------------------------------------------------------
@@ -357,23 +343,6 @@ VALUES = [0, 1, -1, 300, -129, 2 ** 31, 2 ** 63 - 1, 2 ** 63, 2 ** 64 - 1, 2 ** 
           onp.int8(-1), onp.int64(300), onp.uint8(200), onp.uint64(2 ** 64 - 1), onp.uint64(2 ** 63),
           onp.float32(-1.0), onp.float64(1e30), onp.float64(-0.5), onp.float64("nan"), onp.float32(200.5),
           onp.bool_(True), onp.float64("inf")]
-
-
-def outcome(fn):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            return ("ok", onp.asarray(fn()))
-        except Exception as e:  # noqa: BLE001
-            return ("raise", type(e), str(e))
-
-
-def assert_same_outcome(got, exp, what):
-    assert got[0] == exp[0], f"{what}: numfuse {got}, NumPy {exp}"
-    if exp[0] == "raise":
-        assert got[1:] == exp[1:], f"{what}: numfuse {got}, NumPy {exp}"
-    else:
-        same_bits(got[1], exp[1])
 
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES)
