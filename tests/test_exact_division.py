@@ -121,6 +121,29 @@ def test_division_by_row_values_is_numpys_bit_for_bit(fresh_kernels, dt):
                                    equal_nan=True)
 
 
+@pytest.mark.parametrize("dt", [onp.float64, onp.float32])
+def test_zero_dividends_take_the_quotients_sign(fresh_kernels, dt):
+    """+-0 / c is the zero of sign(x) xor sign(c), among ordinary values in
+    the same vectors and in vectors of zeros alone: zeros pass the checks
+    where c > 0 (the corrections add -0 and keep the quotient's sign) and
+    take the true division where c < 0 (they would add +0)."""
+    if not nf.get_option("exact_division"):
+        pytest.skip("this CPU has no fused multiply-add: the pass never runs")
+    rng = onp.random.default_rng(13)
+    x = rng.standard_normal(1 << 14).astype(dt)
+    x[rng.random(x.size) < 0.3] = 0.0
+    x[rng.random(x.size) < 0.3] = -0.0
+    x[:64] = 0.0
+    x[64:128] = -0.0
+    x[128:256:2] = -0.0
+    before = divisions_rewritten()
+    for c in (3.0, -3.0, 0.1, -0.1, 1e-30, -1e30, 1.0, -1.0):
+        got = onp.asarray(nf.asarray(x) / dt(c))
+        same_bits(got, x / dt(c))
+        assert onp.signbit(got[x == 0]).tolist() == (onp.signbit(x[x == 0]) ^ (c < 0)).tolist()
+    assert divisions_rewritten() > before
+
+
 def test_a_divisor_that_varies_keeps_the_divider(fresh_kernels):
     rng = onp.random.default_rng(3)
     a, b = rng.standard_normal((2, 4096))
@@ -164,11 +187,10 @@ def test_a_cleared_kernel_cache_compiles_again(tmp_path):
 
 @pytest.mark.parametrize("dt", [onp.float64, onp.float32])
 def test_numpys_floating_point_errors_and_no_others(fresh_kernels, dt):
-    """The reciprocal and its corrections run on every lane before the checks
-    decide: a lane the checks refuse must not raise what NumPy's division
-    does not (an infinite dividend would make the residual inf - inf, a tiny
-    one a subnormal residual, a zero divisor 1/0), and the true division of
-    a refused vector raises exactly NumPy's."""
+    """A lane the checks refuse must not raise what NumPy's division does not
+    (an infinite dividend would make the residual inf - inf, a tiny one a
+    subnormal residual, a zero divisor 1/0 in the reciprocal), and the true
+    division of a refused vector raises exactly NumPy's."""
     if not nf.get_option("exact_division"):
         pytest.skip("this CPU has no fused multiply-add: the pass never runs")
     fi = onp.finfo(dt)

@@ -31,24 +31,28 @@ struct Format {
 // What every division by one divisor shares, computed where it is defined.
 // Where c is outside 2^(emin+20) <= |c| <= 2^(emax-20), no lane takes the
 // fast path: the bounds then admit no dividend (lo_bits above every
-// magnitude's bits, span 0), the zero test compares with NaN, and the
-// values below are computed from c = 1 (so that nothing here raises a
+// magnitude's bits, span 0; no magnitude equals `zero`), and the values
+// below are computed from c = 1 (so that nothing here raises a
 // floating-point exception NumPy's division would not: 1/0, 1/subnormal).
 struct Divisor {
   llvm::Value* c;        // c, or 1 where c is outside the range
   llvm::Value* y;        // RN(1/c)
+  llvm::Value* ny;       // -RN(1/c)
   llvm::Value* lo_bits;  // the bits of 2^(emin+2p+2) * max(1, |c|)
   llvm::Value* span;     // bits(2^(emax-4) * min(|c|, 8)) - lo_bits
-  llvm::Value* zero;     // 0, the dividend whose quotient is a signed zero
-  llvm::Value* sign;     // c's sign bit (the zero quotient's sign is x's xor it)
+  // The magnitude bits admitted besides [lo, hi]: 0 (a zero dividend) for
+  // a positive c in range, else all ones (none; see rewrite()).
+  llvm::Value* zero;
 };
 
-// `bits(|v|) - lo <=u hi - lo`: lo <= |v| <= hi for non-negative bounds, NaN
-// and infinities outside (their bits are above every finite number's).
-llvm::Value* in_range(llvm::IRBuilder<>& b, llvm::Value* v, llvm::Value* lo_bits, llvm::Value* span, llvm::Type* it,
-                      const Format& f) {
-  llvm::Value* bits = b.CreateBitCast(v, it);
-  llvm::Value* mag = b.CreateAnd(bits, llvm::ConstantInt::get(it, ~uint64_t{0} >> (65 - f.bits)));
+// The bits of |v|.
+llvm::Value* magnitude(llvm::IRBuilder<>& b, llvm::Value* v, llvm::Type* it, const Format& f) {
+  return b.CreateAnd(b.CreateBitCast(v, it), llvm::ConstantInt::get(it, ~uint64_t{0} >> (65 - f.bits)));
+}
+
+// `mag - lo <=u hi - lo`: lo <= |v| <= hi for non-negative bounds, NaN and
+// infinities outside (their bits are above every finite number's).
+llvm::Value* in_range(llvm::IRBuilder<>& b, llvm::Value* mag, llvm::Value* lo_bits, llvm::Value* span) {
   return b.CreateICmpULE(b.CreateSub(mag, lo_bits), span);
 }
 
@@ -67,15 +71,16 @@ Divisor prepare(llvm::IRBuilder<>& b, llvm::Value* c, const Format& f) {
   auto bits_of = [&](llvm::Value* v) { return b.CreateBitCast(v, it); };
   llvm::Value* c_lo = bits_of(pow2(t, f.emin + 20));
   llvm::Value* c_span = b.CreateSub(bits_of(pow2(t, f.emax - 20)), c_lo);
-  llvm::Value* ok = in_range(b, c, c_lo, c_span, it, f);
+  llvm::Value* ok = in_range(b, magnitude(b, c, it, f), c_lo, c_span);
   Divisor d;
   d.c = b.CreateSelect(ok, c, llvm::ConstantFP::get(t, 1.0));
   d.y = b.CreateFDiv(llvm::ConstantFP::get(t, 1.0), d.c);
+  d.ny = b.CreateFDiv(llvm::ConstantFP::get(t, -1.0), d.c);
+  llvm::Value* ac = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, d.c);
   // x within [2^(emin+2p+2) max(1, |c|), 2^(emax-4) min(|c|, 8)] keeps x,
   // x/c and every nonzero residual (at least |x| 2^(2-2p)) in the normal
   // range -- so a flush-to-zero mode changes nothing -- and x/c at most
   // 2^(emax-4): exact products by powers of two, no rounding slop.
-  llvm::Value* ac = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, d.c);
   llvm::Value* lo = b.CreateFMul(pow2(t, f.emin + 2 * f.p + 2),
                                  b.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, ac, llvm::ConstantFP::get(t, 1.0)));
   llvm::Value* hi = b.CreateFMul(pow2(t, f.emax - 4),
@@ -83,8 +88,9 @@ Divisor prepare(llvm::IRBuilder<>& b, llvm::Value* c, const Format& f) {
   llvm::Value* lo_bits = bits_of(lo);
   d.lo_bits = b.CreateSelect(ok, lo_bits, llvm::Constant::getAllOnesValue(it));
   d.span = b.CreateSelect(ok, b.CreateSub(bits_of(hi), lo_bits), llvm::Constant::getNullValue(it));
-  d.zero = b.CreateSelect(ok, llvm::ConstantFP::get(t, 0.0), llvm::ConstantFP::getNaN(t));
-  d.sign = b.CreateAnd(bits_of(c), llvm::ConstantInt::get(it, uint64_t{1} << (f.bits - 1)));
+  llvm::Value* positive = b.CreateICmpSGT(bits_of(c), llvm::Constant::getNullValue(it));
+  d.zero = b.CreateSelect(b.CreateAnd(ok, positive), llvm::Constant::getNullValue(it),
+                          llvm::Constant::getAllOnesValue(it));
   return d;
 }
 
@@ -112,37 +118,44 @@ void rewrite(llvm::BinaryOperator* div, const Divisor& d, const Format& f, llvm:
   llvm::Value* x = div->getOperand(0);
   llvm::Type* t = div->getType();
   llvm::Type* it = int_type(t, f.bits);
+  // The checks come first: a vector runs the fast path only where every
+  // lane passes (so the fast path raises no floating-point exception NumPy's
+  // division would not -- an infinite x would make the residual inf - inf,
+  // a tiny one a subnormal residual), else the true division, on every lane.
+  llvm::Value* mag = magnitude(b, x, it, f);
+  llvm::Value* fails = b.CreateAnd(b.CreateNot(in_range(b, mag, d.lo_bits, d.span)),
+                                   b.CreateICmpNE(mag, d.zero));
+  llvm::Value* any = t->isVectorTy() ? b.CreateOrReduce(fails) : fails;
+  llvm::MDNode* likely = llvm::MDBuilder(div->getContext()).createBranchWeights(1, 1u << 20);
+  llvm::Instruction* then_term = nullptr;
+  llvm::Instruction* else_term = nullptr;
+  llvm::SplitBlockAndInsertIfThenElse(any, div->getIterator(), &then_term, &else_term, likely, nullptr, &li);
+  llvm::BasicBlock* tail = div->getParent();
+  div->moveBefore(then_term);  // any lane failed: the true division
+  // Every lane passed (fused operations, one rounding each):
+  //   q0 = RN(x y);  r0 = fma(q0, c, -x);  q1 = fma(r0, -y, q0)   (q1 faithful)
+  //   r1 = fma(q1, c, -x);  q2 = fma(r1, -y, q1)                 (q2 = RN(x/c))
+  // r = q c - x is Markstein's residual negated (exact, where the bounds
+  // hold) and q + r (-y) the same sum as q + (x - q c) y. Negating x (an
+  // fma's operand) is exact; no fma's result is negated, which a backend
+  // may move onto the fma's operands, not the same for a zero sum. A zero
+  // x (admitted where c > 0) gives r = +0 (q c and -x are zeros of
+  // opposite signs) and q + (+0)(-y) = q + (-0) = q: the zero quotient
+  // keeps x y's sign, x/c's. (With c < 0 the correction would add +0 and
+  // turn a -0 quotient into +0: there zeros take the true division.)
+  b.SetInsertPoint(else_term);
   auto fma = [&](llvm::Value* p, llvm::Value* q, llvm::Value* r) {
     return b.CreateIntrinsic(llvm::Intrinsic::fma, {t}, {p, q, r});
   };
-  // Lanes that fail the check compute from x = 1 instead (their results
-  // are not taken): the fast path raises no floating-point exception.
-  llvm::Value* in = in_range(b, x, d.lo_bits, d.span, it, f);
-  llvm::Value* xs = b.CreateSelect(in, x, llvm::ConstantFP::get(t, 1.0));
-  llvm::Value* q0 = b.CreateFMul(xs, d.y);
-  llvm::Value* q1 = fma(fma(b.CreateFNeg(q0), d.c, xs), d.y, q0);
-  llvm::Value* q2 = fma(fma(b.CreateFNeg(q1), d.c, xs), d.y, q1);
-  llvm::Value* zero = b.CreateFCmpOEQ(x, d.zero);
-  // (x's sign bit only: where denormals count as zero, x == 0 holds for a
-  // subnormal x too, and its quotient is that zero.)
-  llvm::Value* x_sign = b.CreateAnd(b.CreateBitCast(x, it), llvm::ConstantInt::get(it, uint64_t{1} << (f.bits - 1)));
-  llvm::Value* signed_zero = b.CreateBitCast(b.CreateXor(x_sign, d.sign), t);
-  llvm::Value* fast = b.CreateSelect(zero, signed_zero, q2);
-  llvm::Value* ok = b.CreateOr(in, zero);
-  llvm::Value* all = t->isVectorTy() ? b.CreateAndReduce(ok) : ok;
-  llvm::MDNode* likely = llvm::MDBuilder(div->getContext()).createBranchWeights(1u << 20, 1);
-  // all ? fast : (the true division where a lane failed its checks)
-  llvm::Instruction* slow_end = llvm::SplitBlockAndInsertIfElse(all, div->getIterator(), false, likely, nullptr, &li);
-  llvm::BasicBlock* head = slow_end->getParent()->getSinglePredecessor();
-  llvm::BasicBlock* tail = div->getParent();
-  div->moveBefore(slow_end);
-  b.SetInsertPoint(slow_end);
-  llvm::Value* slow = b.CreateSelect(ok, fast, div);
+  llvm::Value* nx = b.CreateFNeg(x);
+  llvm::Value* q0 = b.CreateFMul(x, d.y);
+  llvm::Value* q1 = fma(fma(q0, d.c, nx), d.ny, q0);
+  llvm::Value* q2 = fma(fma(q1, d.c, nx), d.ny, q1);
   b.SetInsertPoint(tail, tail->begin());
   llvm::PHINode* phi = b.CreatePHI(t, 2);
-  phi->addIncoming(fast, head);
-  phi->addIncoming(slow, slow_end->getParent());
-  div->replaceUsesWithIf(phi, [&](llvm::Use& u) { return u.getUser() != slow; });
+  phi->addIncoming(div, then_term->getParent());
+  phi->addIncoming(q2, else_term->getParent());
+  div->replaceUsesWithIf(phi, [&](llvm::Use& u) { return u.getUser() != phi; });
   rewritten.fetch_add(1, std::memory_order_relaxed);
 }
 
