@@ -33,6 +33,16 @@ def normalized(lib, x):
     return x / x.sum(axis=1, keepdims=True)
 
 
+def jacobi(lib, u):
+    """One Jacobi sweep's update: a power-of-two divisor (exact reciprocal)."""
+    return (u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:]) / 4
+
+
+def row_means(lib, x):
+    """A mean over rows of 1024: the sums divided by 1024."""
+    return x - x.mean(axis=1, keepdims=True)
+
+
 def plain_workloads():
     rng = numpy.random.default_rng(1)
     return [
@@ -42,6 +52,8 @@ def plain_workloads():
         dict(name="x/3 complex (8 MiB)", fn=scaled,
              args=(rng.standard_normal(1 << 19) + 1j * rng.standard_normal(1 << 19),)),
         dict(name="x / x.sum(axis=1)", fn=normalized, args=(rng.random((4096, 1024)),)),
+        dict(name="Jacobi (...) / 4, 2048²", fn=jacobi, args=(rng.random((2048, 2048)),)),
+        dict(name="x - x.mean(axis=1)", fn=row_means, args=(rng.random((4096, 1024)),)),
     ]
 
 

@@ -33,7 +33,10 @@
 // tiny one a subnormal residual), and the slow one exactly NumPy's. The
 // branch is never taken on ordinary data, so the divider is not used at
 // all; the fast path costs an integer range check and five multiply-adds
-// per vector.
+// per vector. A divisor that is a power of two (within the range) skips
+// all of it: y is exact, and x*y is RN(x/c) for every x (the same real
+// number rounded once, with the same exceptions) -- a mean's `/ 1024`, a
+// Jacobi update's `/ 4`.
 //
 // Only where the target has fused multiply-add (without it llvm.fma is a
 // library call). Bit-exact in every case; tests/test_exact_division.py
