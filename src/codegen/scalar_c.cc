@@ -174,10 +174,11 @@ struct Cx {
   // one (the loop is vectorized: every lane computes the same divisions,
   // and LLVM speculates a division of selected operands into a select of
   // both divisions, so each part of b is replaced by 1 where it is 0, and
-  // 0j's own division divides by |br| + |bi|, which is 0 for 0j alone: no
-  // lane divides by zero unless NumPy's does). For |br| >= |bi|: rat = bi/br, scl = 1/(br + bi*rat), result
+  // 0j's own division divides by a value that is +0 for 0j alone and 1
+  // otherwise: no lane divides by zero unless NumPy's does). For
+  // |br| >= |bi|: rat = bi/br, scl = 1/(br + bi*rat), result
   // ((ar + ai*rat)*scl, (ai - ar*rat)*scl); else the same with the parts of
-  // b swapped; both zero: (ar/|br|, ai/|br|).
+  // b swapped; both zero: (ar/|br|, ai/|br|) = (ar/+0, ai/+0).
   std::string div() {
     const std::string fabs_ = real_libm("fabs", 1);
     return fn("cdiv", C, C + " a, " + C + " b",
@@ -189,7 +190,11 @@ struct Cx {
               "  " + R + " rat = num / d, scl = (" + R + ")1.0 / (d + num * rat);\n"
               "  " + R + " p = big ? ar : ai, q = big ? ai : ar;\n"
               "  " + R + " t = q - p * rat;\n"
-              "  " + R + " zd = abr + abi;\n"  /* 0 exactly for 0j (not a select: see above) */
+              /* 0 for 0j (abr + abi is +0 there), 1 otherwise: the lanes whose
+                 result is not 0j's divide exactly by 1, raising nothing (and by a
+                 loop-invariant b, ExactDivisionPass makes it a multiply); a
+                 conversion, not a select (see above) */
+              "  " + R + " zd = (" + R + ")!zero;\n"
               "  " + R + " zr = ar / zd, zi = ai / zd;\n"
               "  " + R + " re = (p + q * rat) * scl, im = (big ? t : -t) * scl;\n"
               "  return " + mk("zero ? zr : re", "zero ? zi : im") + ";\n");
