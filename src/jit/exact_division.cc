@@ -79,7 +79,7 @@ Divisor prepare(llvm::IRBuilder<>& b, llvm::Value* c, const Format& f) {
   Divisor d;
   d.c = b.CreateSelect(ok, c, llvm::ConstantFP::get(t, 1.0));
   d.y = b.CreateFDiv(llvm::ConstantFP::get(t, 1.0), d.c);
-  d.ny = b.CreateFDiv(llvm::ConstantFP::get(t, -1.0), d.c);
+  d.ny = b.CreateFNeg(d.y);
   llvm::Value* ac = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, d.c);
   // x within [2^(emin+2p+2) max(1, |c|), 2^(emax-4) min(|c|, 8)] keeps x,
   // x/c and every nonzero residual (at least |x| 2^(2-2p)) in the normal
