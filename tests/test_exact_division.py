@@ -1,9 +1,10 @@
 """Division by a loop-invariant divisor without the divider (the CPU
 compiler's ExactDivisionPass, src/jit/exact_division.h): the quotient must be
 NumPy's, bit for bit, for every dividend and every divisor -- the
-reciprocal-and-correction path where its checks pass, the true division
-wherever they do not (zeros, infinities, NaN, subnormal and huge quotients,
-divisors outside the safe range)."""
+reciprocal-and-correction path where its checks pass, the product by an
+exact reciprocal for powers of two, the true division wherever the checks
+fail (infinities, NaN, subnormal and huge quotients, divisors outside the
+safe range, zeros divided by a negative divisor)."""
 
 import numpy as onp
 import pytest
