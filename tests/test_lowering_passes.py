@@ -422,3 +422,46 @@ def test_a_scalar_prologue_is_computed_once_before_the_threads(tmp_path):
     assert re.search(r"^  float64 v\d+ = divide\(v\d+, v\d+\)", top, re.M), nest
     assert re.search(r"^  p\d+\[0\] = ", top, re.M), nest  # alpha stored once
     assert "divide(" not in region, nest
+
+
+def test_a_stages_stored_prologue_is_stored_before_the_threads(tmp_path):
+    # d = hi - lo is a script's variable, computed in the prologue of the
+    # chain's second stage (recorded after a - lo). The composed kernel
+    # stores it once, before its Cores loop (build_stores' nest as a Stage
+    # of its own); in the threads the stage computes d at each tile, its
+    # store guarded by a parameter each thread clears.
+    out, err = run_dumped(tmp_path, """
+        import time
+        import numpy as onp
+        import numfuse as np
+        an = onp.random.default_rng(1).standard_normal((400, 400))
+        a = np.asarray(an)
+        def blur(x):
+            bx = (x[:, :-2] + x[:, 1:-1] + x[:, 2:]) / 3
+            return bx[:-2] + bx[1:-1] + bx[2:]
+        for i in range(20):
+            lo, hi = a.min(), a.max()
+            n = a - lo
+            d = hi - lo
+            y = blur(n / d)
+            np.flush()
+            if any(g.get("stores_once") for g in np.explain().groups):
+                break
+            time.sleep(0.2)
+        dn = an.max() - an.min()
+        print(float(d) == dn, onp.array_equal(onp.asarray(y), blur((an - an.min()) / dn)))
+    """)
+    assert out.split() == ["True", "True"], err[-3000:]
+    composed = [text for p, _, text in nests(err) if p == "cpu_barriers" and "iq" in text]
+    assert len(composed) == 1, err[-3000:]
+    top, region = composed[0].split("  cores if", 1)
+    # before the threads: the stage's parameters, then a Stage that only
+    # computes and stores the prologue (no loop)
+    pre = top.split("  stage(", 1)[1]
+    assert re.search(r"^    float64 v\d+ = subtract\(v\d+, v\d+\)\n    p\d+\[0\] = v\d+\n?$", pre, re.M), top
+    assert " for " not in pre, top
+    # in the threads: the guard cleared, and the stage's store under it
+    m = re.search(r"^ +if \(0 < ip\[(\d+)\]\):\n +p\d+\[0\] = v\d+$", region, re.M)
+    assert m, region
+    assert re.search(rf"^ +ip\d+\[{m.group(1)}\] = 0$", region, re.M), region
+    assert region.count("if (0 < ip[") == 1

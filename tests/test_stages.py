@@ -565,25 +565,6 @@ def test_a_scalar_prologue_that_stores_nothing_runs_in_its_stage(data, fn, recom
             check(fn, got, (data,))
 
 
-def test_a_scalar_prologue_that_stores_is_cut_off_before_the_chain(data):
-    # t is returned: the prologue [2 / s] stores it, which every thread of
-    # a stage would do. The prologue is cut off into a 0-d kernel of its
-    # own, and a * t starts the chain.
-    a = nf.asarray(data)
-    for recompute, stages in ((False, 3), (True, 2)):
-        with nf.config(recompute=recompute):
-            got, t = run(scaled_blur_keeps_scale, a)
-            assert stages_ran() == [stages]
-            assert prologue_stages() == []
-            groups = nf.explain().groups
-            cut = [g for g in groups if "scalar prologue of the multi-stage kernel" in g["stop_reason"]]
-            live = [[o for o in g["ops"] if not o.endswith("(dead)")] for g in cut]
-            assert live == [["divide"]] and not cut[0].get("domain")
-            want, want_t = scaled_blur_keeps_scale(onp, data)
-            same(got, want)
-            same(t, want_t)
-
-
 def rescaled_blur_keeps_range_late(lib, a):
     lo, hi = a.min(), a.max()
     n = a - lo
@@ -591,23 +572,103 @@ def rescaled_blur_keeps_range_late(lib, a):
     return blur(lib, n / d), d
 
 
-@pytest.mark.parametrize("fn", [rescaled_blur_keeps_range, rescaled_blur_keeps_range_late])
-def test_a_stored_scalar_prologue_is_never_run_by_a_stage(data, fn):
-    # d is returned. Recorded first, [d = hi - lo] is cut off ahead of the
-    # chain; recorded after a - lo, it cannot be, and its group stays whole
-    # and no stage. The same values either way.
-    a = nf.asarray(data)
-    got, d = run(fn, a)
-    assert prologue_stages() == []
-    groups = nf.explain().groups
-    with_d = [g for g in groups if "subtract" in g["ops"] and g.get("prologue")]
-    if fn is rescaled_blur_keeps_range:
-        assert stages_ran() == [3] and not with_d
-    else:
-        assert len(with_d) == 1 and not with_d[0].get("stages")
-    want, want_d = fn(onp, data)
+def stored_once_stages():
+    """The stage numbers of the last flush's stages whose prologue stores."""
+    return [g["stage"] for g in nf.explain().groups if g.get("stages") and g.get("stores_once")]
+
+
+@pytest.mark.parametrize("fn, recomputed", [(scaled_blur_keeps_scale, 2), (rescaled_blur_keeps_range_late, 3)])
+def test_a_scalar_prologue_that_stores_runs_in_its_stage(data, fn, recomputed):
+    # t (d) is returned: the prologue [2 / s] ([hi - lo], recorded after
+    # a - lo) stores it. Its group is still the chain's first stage, which
+    # computes the prologue at each tile; the chain's kernel stores it once,
+    # before the tiles (MdHom::once_guard): no 0-d kernel runs. Each
+    # run scales the input anew, so a store that never happened would
+    # leave another run's value (or none) behind.
+    for recompute, stages in ((False, 3), (True, recomputed)):
+        with nf.config(recompute=recompute):
+            for scale in (1.0, 3.0, 0.5):
+                x = data * scale
+                got, t = run(fn, nf.asarray(x))
+                assert stages_ran() == [stages], nf.explain()
+                assert prologue_stages() == [1] and stored_once_stages() == [1], nf.explain()
+                assert not [g for g in nf.explain().groups if not g.get("domain")], nf.explain()
+                assert "stored once, before the tiles" in str(nf.explain())
+                want, want_t = fn(onp, x)
+                same(got, want)
+                same(t, want_t)
+
+
+def test_a_scalar_recorded_before_the_group_is_a_kernel_of_its_own(data):
+    # d = hi - lo recorded before a - lo, which does not read it: a scalar
+    # never joins an unrelated kernel, so d is computed first, alone, and
+    # the rescaling starts the chain with no prologue.
+    got, d = run(rescaled_blur_keeps_range, nf.asarray(data))
+    assert stages_ran() == [3] and prologue_stages() == [], nf.explain()
+    assert [g["ops"] for g in nf.explain().groups if not g.get("domain")] == [["subtract"]], nf.explain()
+    want, want_d = rescaled_blur_keeps_range(onp, data)
     same(got, want)
     same(d, want_d)
+
+
+@pytest.mark.parametrize("rows", [0, 1, 2, 3, 5, 16])
+@pytest.mark.parametrize("storage", ["rolling", "recompute", "ring"])
+def test_a_stored_prologue_is_stored_under_every_launch(data, storage, rows):
+    # Every tile size and storage, with and without column strips.
+    for cols in (0, 5):
+        with nf.config(stage_rows=rows, stage_storage=storage, stage_cols=cols):
+            got, d = run(rescaled_blur_keeps_range_late, nf.asarray(data))
+            assert stages_ran() == [3] and stored_once_stages() == [1], nf.explain()
+        want, want_d = rescaled_blur_keeps_range_late(onp, data)
+        same(got, want)
+        same(d, want_d)
+
+
+@pytest.mark.parametrize("shape", [(0, 9), (1, 9), (3, 9), (4, 5), (5, 4), (7, 3), (300, 3), (3, 0)])
+def test_a_stored_prologue_of_a_small_or_empty_chain(shape):
+    # Few rows (fewer than threads, rows only halos cover) or none: the
+    # value is stored all the same, before the tiles (or by the groups run
+    # one by one where no chain forms). Recorded whatever the size.
+    rng = onp.random.default_rng(3)
+    data = rng.standard_normal(shape) + 1.0
+    with nf.config(stage_min_bytes=0, tier="lazy"):
+        a = nf.asarray(data)
+        lo, hi = (a.min(), a.max()) if data.size else (nf.asarray(0.0), nf.asarray(2.0))
+        n = a - lo
+        d = hi - lo
+        got = blur(nf, n / d)
+        nf.flush()
+        if shape in ((4, 5), (5, 4), (7, 3), (300, 3)):
+            assert stages_ran() == [3] and stored_once_stages() == [2], nf.explain()
+    if data.size:
+        lo_, hi_ = data.min(), data.max()
+    else:
+        lo_, hi_ = onp.float64(0.0), onp.float64(2.0)
+    same(d, hi_ - lo_)
+    same(n, data - lo_)
+    same(got, blur(onp, (data - lo_) / (hi_ - lo_)))
+
+
+def blur_times_range(lib, a):
+    lo, hi = a.min(), a.max()
+    n = a - lo
+    d = hi - lo
+    return blur(lib, n / d) * d, d
+
+
+def test_a_later_stage_reads_a_stored_prologue(data):
+    # The last stage reads d, which the first stage's prologue stores: the
+    # store runs before the tiles, so every tile's last stage finds d in
+    # memory. One kernel of three stages; NumPy's values.
+    for scale in (1.0, 4.0):
+        x = data * scale
+        got, d = run(blur_times_range, nf.asarray(x))
+        assert stages_ran() == [3] and stored_once_stages() == [1], nf.explain()
+        last = [g for g in nf.explain().groups if g.get("stages") and g["stage"] == 3]
+        assert "multiply" in last[0]["ops"], nf.explain()
+        want, want_d = blur_times_range(onp, x)
+        same(got, want)
+        same(d, want_d)
 
 
 def test_a_scalar_prologue_stays_in_its_group_without_a_chain(data):

@@ -238,6 +238,8 @@ class Explanation:
             if g.get("prologue"):
                 how += (", its 0-d operations (scalars) computed at each tile, before its points" if g.get("stages")
                         else ", its 0-d operations (scalars) computed once before the pass")
+                if g.get("stages") and g.get("stores_once"):
+                    how += ", their results stored once, before the tiles"
             if "reads" in g:
                 how += (f"; reads {g['reads']} array{'s' if g['reads'] != 1 else ''}, "
                         f"writes {g['writes']}")

@@ -16,6 +16,8 @@ struct GroupUse {
   bool ok = false;  // may be a stage at all
   std::unordered_map<const Buffer*, std::vector<const View*>> writes;
   std::unordered_map<const Buffer*, std::vector<const View*>> reads;
+  // What its scalar prologue stores (0-d results that are no temporaries).
+  std::unordered_set<const Buffer*> once;
 };
 
 GroupUse use_of(const std::vector<Task>& window, const Group& g) {
@@ -23,17 +25,20 @@ GroupUse use_of(const std::vector<Task>& window, const Group& g) {
   std::unordered_set<int> dead(g.dead.begin(), g.dead.end());
   std::unordered_set<const Buffer*> temporary;
   for (const BufferPtr& b : g.temporaries) temporary.insert(b.get());
-  int live = 0;
+  int points = 0;  // live tasks over more than one point
   bool solo = false;
   for (int k = g.begin; k < g.end; ++k) {
     if (dead.count(k)) continue;
     const Task& t = window[k];
-    ++live;
-    // (A 0-d task is the group's scalar prologue, which a stage runs at
-    // every tile: fine for one that only computes a value the group reads,
-    // `hi - lo` in `(a - lo) / (hi - lo)`, but not for one that stores
-    // its result, which every thread would then write.)
-    solo |= t.solo || (squeezed_domain(t).empty() && !temporary.count(t.output.buffer.get()));
+    solo |= t.solo;
+    // (A 0-d task is the group's scalar prologue, which a stage computes
+    // at every tile; what it stores is stored once, before the tiles:
+    // MdHom::once_guard.)
+    if (squeezed_domain(t).empty()) {
+      if (!temporary.count(t.output.buffer.get())) u.once.insert(t.output.buffer.get());
+    } else {
+      ++points;
+    }
     // The chain tiles the outer dimension: nothing may combine along it.
     int outer = 0;
     while (outer < static_cast<int>(t.domain.size()) && t.domain[outer] == 1) ++outer;
@@ -44,7 +49,7 @@ GroupUse use_of(const std::vector<Task>& window, const Group& g) {
     for (const View& v : t.inputs) u.reads[v.buffer.get()].push_back(&v);
     u.writes[t.output.buffer.get()].push_back(&t.output);
   }
-  u.ok = live > 0 && !solo;
+  u.ok = points > 0 && !solo;
   return u;
 }
 
@@ -100,6 +105,9 @@ bool links_of(const std::vector<GroupUse>& use, int first, int last,
       bool read_later = false;
       for (int c = p + 1; c <= last; ++c) read_later |= use[c].reads.count(b) > 0;
       if (!read_later) continue;
+      // A prologue's result is stored before the tiles (passes.h, compose):
+      // later stages read it from memory, no link.
+      if (use[p].once.count(b)) continue;
       if (!all_same(wviews)) return false;
       const View& w = *wviews.front();
       const auto span = groups_of.at(b);
@@ -139,45 +147,6 @@ bool links_of(const std::vector<GroupUse>& use, int first, int last,
   return true;
 }
 
-// The first live task after group g's scalar prologue (its leading live 0-d
-// tasks, fusion.h), or -1 where g has no prologue or nothing after it.
-int after_prologue(const std::vector<Task>& window, const Group& g) {
-  const std::unordered_set<int> dead(g.dead.begin(), g.dead.end());
-  bool any = false;
-  int k = g.begin;
-  for (; k < g.end && (dead.count(k) || squeezed_domain(window[k]).empty()); ++k) any |= !dead.count(k);
-  while (k < g.end && dead.count(k)) ++k;
-  return any && k < g.end ? k : -1;
-}
-
-// Group g cut before task k into [begin, k) and [k, end): each keeps its
-// dead tasks and the temporaries whose every live access lies inside it;
-// those both pieces touch (the prologue's results) become buffers.
-std::pair<Group, Group> cut(const std::vector<Task>& window, const Group& g, int k) {
-  Group a, b;
-  a.begin = g.begin;
-  a.end = b.begin = k;
-  b.end = g.end;
-  a.stop_reason = "the scalar prologue of the multi-stage kernel after it (it runs once, before the tiles)";
-  b.stop_reason = g.stop_reason;
-  for (int d : g.dead) (d < k ? a : b).dead.push_back(d);
-  const std::unordered_set<int> dead(g.dead.begin(), g.dead.end());
-  for (const BufferPtr& t : g.temporaries) {
-    bool before = false, after = false;
-    for (int i = g.begin; i < g.end; ++i) {
-      if (dead.count(i)) continue;
-      const Task& task = window[i];
-      bool touches = task.output.buffer == t;
-      for (const View& v : task.inputs) touches |= v.buffer == t;
-      (i < k ? before : after) |= touches;
-    }
-    if (before != after) (before ? a : b).temporaries.push_back(t);
-  }
-  return {std::move(a), std::move(b)};
-}
-
-std::vector<Chain> find_chains(const std::vector<Task>& window, Partition& p, int64_t min_bytes);
-
 // The most groups one chain takes. Every stage adds its halo rows to each
 // tile and its nest to the kernel, and the search below costs the cube of a
 // chain's length per group: a window of a loop's many repetitions (200
@@ -187,60 +156,7 @@ constexpr int kMaxStages = 16;
 
 }  // namespace
 
-// A group's scalar prologue runs in a stage at every tile (use_of): where
-// it only computes values the group reads (`hi - lo` in `(a - lo) / (hi -
-// lo)`), that costs a few scalar operations per tile. A group whose
-// prologue stores a result (a script's variable `d = hi - lo`) is no stage:
-// every thread would store it. Such a group is cut after its leading
-// prologue, which then runs as a 0-d kernel of its own just before, and
-// the rest may start a chain (a normalization feeding a stencil). Where
-// the rest starts none, the group stays whole.
 std::vector<Chain> chains(const std::vector<Task>& window, Partition& p, int64_t min_bytes) {
-  Partition q;
-  std::vector<char> prologue;  // per group of q: the first piece of a cut group
-  for (const Group& g : p.groups) {
-    const int k = after_prologue(window, g);
-    if (k < 0 || use_of(window, g).ok) {
-      q.groups.push_back(g);
-      prologue.push_back(0);
-      continue;
-    }
-    auto [a, b] = cut(window, g, k);
-    q.groups.push_back(std::move(a));
-    q.groups.push_back(std::move(b));
-    prologue.push_back(1);
-    prologue.push_back(0);
-  }
-  if (q.groups.size() == p.groups.size()) return find_chains(window, p, min_bytes);
-  std::vector<Chain> out = find_chains(window, q, min_bytes);
-  Partition r;
-  std::vector<int> index(q.groups.size());
-  for (size_t i = 0, pi = 0; i < q.groups.size(); ++i, ++pi) {
-    if (prologue[i] && !q.groups[i + 1].stage) {  // no chain: the group stays whole
-      index[i] = index[i + 1] = static_cast<int>(r.groups.size());
-      r.groups.push_back(std::move(p.groups[pi]));
-      ++i;
-      continue;
-    }
-    index[i] = static_cast<int>(r.groups.size());
-    r.groups.push_back(std::move(q.groups[i]));
-    if (prologue[i]) {
-      ++i;
-      index[i] = static_cast<int>(r.groups.size());
-      r.groups.push_back(std::move(q.groups[i]));
-    }
-  }
-  for (Chain& c : out) {
-    c.first = index[c.first];
-    c.last = index[c.last];
-  }
-  p = std::move(r);
-  return out;
-}
-
-namespace {
-
-std::vector<Chain> find_chains(const std::vector<Task>& window, Partition& p, int64_t min_bytes) {
   std::vector<Chain> out;
   const int G = static_cast<int>(p.groups.size());
   if (G < 2) return out;
@@ -283,7 +199,5 @@ std::vector<Chain> find_chains(const std::vector<Task>& window, Partition& p, in
   }
   return out;
 }
-
-}  // namespace
 
 }  // namespace nf::fusion

@@ -29,11 +29,11 @@
 // touch nothing the group wrote and write nothing it read: computed before
 // the group's earlier tasks, they compute the same values (mdh::build puts
 // every 0-d map of such a group first, in program order).
-// A stage of a chain (below) runs its group's prologue at every tile: a
-// group whose prologue stores nothing (its results are the group's
-// temporaries) may be a stage as it is; one whose prologue stores is
-// never a stage, and chains() cuts a leading such prologue off into a 0-d
-// group of its own where the rest then starts a chain.
+// A stage of a chain (below) computes its group's prologue at every tile
+// (a few scalar operations); where the prologue stores results (a script's
+// variable `d = hi - lo`), the chain's kernel stores them once, before its
+// tiles (mdh.h, MdHom::once_guard), so later stages read them from memory
+// like any input (no link).
 //
 // Proof obligation (why one kernel computes what the tasks computed in
 // sequence): the kernel evaluates, for each domain point p, the tasks' bodies

@@ -55,7 +55,7 @@ std::string ChainShape::key() const {
   std::string k = "chain";
   for (const Stage& s : stages) {
     k += "|s" + std::to_string(s.ints) + "," + std::to_string(s.floats) + ",e" + std::to_string(s.extent0) + "," +
-         std::to_string(s.extent1) + ":";
+         std::to_string(s.extent1) + "," + std::to_string(s.once) + ":";
     for (int l : s.link) k += std::to_string(l) + ",";
     for (const auto& [o, d0, d1] : s.shifts)
       k += "o" + std::to_string(o) + "/" + std::to_string(d0) + "/" + std::to_string(d1);
@@ -96,11 +96,25 @@ StmtP copy_bytes(const std::string& dst, ExP dst_at, const std::string& src, ExP
   return f;
 }
 
+// A Stage statement (lower.h) over int parameter array `ip` and the
+// floats from fp_base; its arguments and body are the caller's.
+StmtP stage_call(const std::string& ip, int fp_base, bool contract, const std::vector<DType>& arg_types) {
+  auto st = std::make_shared<Stmt>();
+  st->k = Stmt::K::Stage;
+  st->name = ip;
+  st->fp_base = fp_base;
+  st->contract = contract;
+  st->arg_types = arg_types;
+  return st;
+}
+
 }  // namespace
 
-LoopNest compose(std::vector<LoopNest> stages, const ChainShape& c, const std::string& name) {
+LoopNest compose(std::vector<LoopNest> stages, std::vector<LoopNest> stores, const ChainShape& c,
+                 const std::string& name) {
   const int S = static_cast<int>(c.stages.size()), L = static_cast<int>(c.links.size());
-  if (S != static_cast<int>(stages.size()) || S < 1) throw std::logic_error("compose: stages and shape differ");
+  if (S != static_cast<int>(stages.size()) || S != static_cast<int>(stores.size()) || S < 1)
+    throw std::logic_error("compose: stages and shape differ");
   LoopNest n;
   n.name = name;
   n.num_ptrs = c.num_ptrs();
@@ -114,6 +128,24 @@ LoopNest compose(std::vector<LoopNest> stages, const ChainShape& c, const std::s
     if (c.links[l].copy) copies[c.links[l].producer].push_back(l);
   }
 
+  // The prologues that store, once, before any thread starts: their
+  // parameters as bound, their pointers the memory ones (a prologue reads
+  // and writes single elements of memory, never a tile link).
+  for (int s = 0; s < S; ++s) {
+    const ChainShape::Stage& cs = c.stages[s];
+    if (cs.once < 0) continue;
+    if (static_cast<int>(cs.link.size()) != stores[s].num_ptrs) throw std::logic_error("compose: a prologue's pointers");
+    const std::string sip = sn("iq", s);
+    n.body.push_back(detail::local_array(DType::Int64, sip, std::max(1, cs.ints)));
+    for (int k = 0; k < cs.ints; ++k)
+      n.body.push_back(assign(detail::load(sip, lit(k), DType::Int64), ip(c.ints_at(s) + k)));
+    StmtP st = stage_call(sip, c.floats_at(s), stages[s].contract, stores[s].ptr_types);
+    for (int i = 0; i < static_cast<int>(cs.link.size()); ++i)
+      st->args.push_back(cs.link[i] == -1 ? address(pname(c.ptr_of(s, i)), lit(0)) : lit(0));
+    st->body = std::move(stores[s].body);
+    n.body.push_back(st);
+  }
+
   StmtP cores = detail::cores_loop(less(lit(1), ip(ChainShape::kThreads)));
   cores->body.push_back(decl(DType::Int64, "nb", min(thread_count(), ip(ChainShape::kThreads))));
   StmtP mine_if = if_else(less(thread_index(), var("nb")));
@@ -125,8 +157,8 @@ LoopNest compose(std::vector<LoopNest> stages, const ChainShape& c, const std::s
   for (int s = 0; s < S; ++s) {
     const ChainShape::Stage& cs = c.stages[s];
     th.push_back(detail::local_array(DType::Int64, sn("ip", s), std::max(1, cs.ints)));
-    for (int k = 0; k < cs.ints; ++k)
-      th.push_back(assign(detail::load(sn("ip", s), lit(k), DType::Int64), ip(c.ints_at(s) + k)));
+    for (int k = 0; k < cs.ints; ++k)  // (the prologue's store guard cleared: stored before the threads)
+      th.push_back(assign(detail::load(sn("ip", s), lit(k), DType::Int64), k == cs.once ? lit(0) : ip(c.ints_at(s) + k)));
     th.push_back(decl(DType::Int64, sn("done_lo", s), lit(0)));
     th.push_back(decl(DType::Int64, sn("done_hi", s), lit(-1)));
   }
@@ -204,12 +236,7 @@ LoopNest compose(std::vector<LoopNest> stages, const ChainShape& c, const std::s
       if (d1 >= 0) at = add(at, mul(CA, ip(c.ints_at(s) + d1)));
       cb.push_back(assign(detail::load(sip, lit(off), DType::Int64), at));
     }
-    auto st = std::make_shared<Stmt>();
-    st->k = Stmt::K::Stage;
-    st->name = sip;
-    st->fp_base = c.floats_at(s);
-    st->contract = stages[s].contract;
-    st->arg_types = stages[s].ptr_types;
+    StmtP st = stage_call(sip, c.floats_at(s), stages[s].contract, stages[s].ptr_types);
     if (static_cast<int>(cs.link.size()) != stages[s].num_ptrs) throw std::logic_error("compose: a stage's pointers");
     for (int i = 0; i < static_cast<int>(cs.link.size()); ++i) {
       const int l = cs.link[i];

@@ -79,6 +79,18 @@ ExP Lowerer::full_tile_condition() const {
   return cond;
 }
 
+LoopNest Lowerer::run_stores(const std::string& name) {
+  LoopNest ln;
+  ln.name = name;
+  ln.num_ptrs = static_cast<int>(h_.accesses.size());
+  for (const mdh::Access& a : h_.accesses) ln.ptr_types.push_back(a.dtype);
+  ln.description = "the scalar prologue's stores";
+  for (int d = 0; d < h_.ndim; ++d)
+    ln.body.push_back(decl(DType::Int64, "n" + std::to_string(d), int_param(h_.extent[d])));
+  emit_prologue(ln.body, false);
+  return ln;
+}
+
 LoopNest Lowerer::run(const std::string& name) {
   LoopNest ln;
   ln.name = name;
@@ -256,8 +268,9 @@ ExP Lowerer::node_value(size_t n, const std::vector<ExP>& idx, const std::vector
 
 // The scalar prologue (mdh.h): nodes [0, prologue) once, at the kernel's
 // top, before any thread starts (their inputs are all-Zero accesses: the
-// element at index 0), then the outputs stored once.
-void Lowerer::emit_prologue(std::vector<StmtP>& top) {
+// element at index 0), then the outputs stored once (a stage's: under its
+// guard, MdHom::once_guard, unless not `guarded`).
+void Lowerer::emit_prologue(std::vector<StmtP>& top, bool guarded) {
   if (h_.prologue == 0) return;
   const std::vector<ExP> origin(h_.ndim, lit(0));
   std::vector<ExP> val(h_.prologue);
@@ -266,10 +279,16 @@ void Lowerer::emit_prologue(std::vector<StmtP>& top) {
     top.push_back(decl(h_.f.nodes[n].dtype, name, node_value(n, origin, val)));
     val[n] = var(name, h_.f.nodes[n].dtype);
   }
+  std::vector<StmtP>* stores = &top;
+  if (guarded && h_.once_guard >= 0) {
+    StmtP guard = if_else(arith('<', lit(0), int_param(h_.once_guard)));
+    top.push_back(guard);
+    stores = &guard->body;
+  }
   for (const mdh::Output& o : h_.outputs) {
     if (!h_.once(o)) continue;
     const DType odt = h_.accesses[o.access].dtype;
-    top.push_back(assign(load(ptr(o.access), lit(0), odt), cast(val[o.value], odt)));
+    stores->push_back(assign(load(ptr(o.access), lit(0), odt), cast(val[o.value], odt)));
   }
 }
 
@@ -344,6 +363,10 @@ void Lowerer::emit_point(std::vector<StmtP>& out) {
 namespace passes {
 LoopNest build(const mdh::MdHom& h, const tune::Schedule& s, const std::string& name) {
   return detail::Lowerer(h, s).run(name);
+}
+
+LoopNest build_stores(const mdh::MdHom& h, const tune::Schedule& s, const std::string& name) {
+  return detail::Lowerer(h, s).run_stores(name);
 }
 }  // namespace passes
 

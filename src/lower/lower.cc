@@ -87,12 +87,16 @@ LoopNest lower(const KernelSpec& k, const std::string& name, const std::vector<P
     for (const Pass& p : tail) d.run(n, p);
     return n;
   }
-  std::vector<LoopNest> stages;
+  std::vector<LoopNest> stages, stores(k.stages.size());
   for (size_t i = 0; i < k.stages.size(); ++i) {
     if (k.schedules[i].parallel) throw std::logic_error("lower: a multi-stage kernel's stage schedule is parallel");
     stages.push_back(common(d, *k.stages[i], k.schedules[i], name + "_stage" + std::to_string(i)));
+    if (k.stages[i]->once_guard >= 0) {
+      stores[i] = passes::build_stores(*k.stages[i], k.schedules[i], name + "_stores" + std::to_string(i));
+      d.after("build_stores", stores[i]);
+    }
   }
-  LoopNest n = passes::compose(std::move(stages), *k.shape, name);
+  LoopNest n = passes::compose(std::move(stages), std::move(stores), *k.shape, name);
   d.after("compose", n);
   d.run(n, {"simplify", passes::simplify});
   for (const Pass& p : tail) d.run(n, p);

@@ -308,6 +308,7 @@ struct ChainShape {
     int ints = 0, floats = 0;           // its parameters
     int extent0 = 0;                    // the int slot of its outer extent
     int extent1 = -1;                   // ... of its dimension 1 (columns), -1 if it has none
+    int once = -1;                      // ... of its prologue's store guard (mdh.h, MdHom::once_guard), or -1
     // Per index affine: (offset slot, dimension-0 stride slot, dimension-1 stride slot or -1).
     std::vector<std::array<int, 3>> shifts;
     bool operator==(const Stage&) const = default;

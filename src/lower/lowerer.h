@@ -148,6 +148,8 @@ class Lowerer {
  public:
   Lowerer(const mdh::MdHom& h, const tune::Schedule& s) : h_(h), s_(s) {}
   LoopNest run(const std::string& name);
+  // The scalar prologue alone, its stores unguarded (passes.h, build_stores).
+  LoopNest run_stores(const std::string& name);
 
  private:
   const mdh::MdHom& h_;
@@ -169,7 +171,7 @@ class Lowerer {
   void emit_loops_level(std::vector<StmtP>& out, int i, bool split);
   void emit_body(std::vector<StmtP>& out, int i, bool split);
   void emit_point(std::vector<StmtP>& out);
-  void emit_prologue(std::vector<StmtP>& top);
+  void emit_prologue(std::vector<StmtP>& top, bool guarded = true);
   ExP parallel_cond() const;
   ExP node_value(size_t n, const std::vector<ExP>& idx, const std::vector<ExP>& val) const;
 

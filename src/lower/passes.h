@@ -63,6 +63,13 @@ namespace nf::lower::passes {
 // differs there marked (Stmt::unroll, full_kind); nothing is unrolled yet.
 LoopNest build(const mdh::MdHom& h, const tune::Schedule& s, const std::string& name);
 
+// build_stores: a stage's scalar prologue alone (MdHom::once_guard >= 0):
+// its extents, the prologue's values and their stores, unguarded, no loop.
+// compose runs it once, before the tiles; the stage's own nest (build)
+// computes the same values at every tile and stores them only where its
+// guard is set, which compose clears.
+LoopNest build_stores(const mdh::MdHom& h, const tune::Schedule& s, const std::string& name);
+
 // promote: each memory element that marked combines (Stmt::accumulates on
 // an Assign) update inside a loop L -- not a Parallel or Cores loop -- at an
 // index that does not move with L (it mentions nothing L declares or
@@ -173,10 +180,16 @@ const std::vector<Pass>& common();
 // stage's outer extent and index offsets moved to its first new row, then
 // the stage's nest as a Stage statement whose pointers are its memory
 // rows or its rows of the thread's tile buffers, then the copy of a copy
-// link's owned rows to its array. Only the launch's parameters (ip header)
-// vary between launches of one shape. Its output needs no storage pass
-// (its tile buffers are the launcher's scratch, its Local arrays literal).
-LoopNest compose(std::vector<LoopNest> stages, const ChainShape& shape, const std::string& name);
+// link's owned rows to its array. Before the Cores loop, each stage whose
+// prologue stores (ChainShape::Stage::once) runs `stores[s]` (build_stores)
+// once, as a Stage statement of its own over its memory pointers, so every
+// thread finds those results in memory, and no tile stores them (the guard
+// cleared in each thread's copy of the stage's parameters). Only the
+// launch's parameters (ip header) vary between launches of one shape. Its
+// output needs no storage pass (its tile buffers are the launcher's
+// scratch, its Local arrays literal).
+LoopNest compose(std::vector<LoopNest> stages, std::vector<LoopNest> stores, const ChainShape& shape,
+                 const std::string& name);
 
 // parallelize (the CPU target's tail, first): each Parallel loop over N
 // iterations becomes a Cores loop with its condition, whose thread t of T

@@ -188,6 +188,16 @@ bool MdHom::once(const Output& o) const {
   return true;
 }
 
+bool MdHom::stored_once(int a) const {
+  bool any = false;
+  for (const Output& o : outputs) {
+    if (o.access != a) continue;
+    if (!once(o)) return false;
+    any = true;
+  }
+  return any;
+}
+
 bool MdHom::any_pointwise(int d) const {
   for (const Output& o : outputs)
     if (pointwise(o, d)) return true;
@@ -241,7 +251,7 @@ std::string MdHom::key() const {
     for (int s : a.stride) k << "," << s;
     k << ";";
   }
-  k << "|p" << static_cast<int64_t>(prologue) << "|o";
+  k << "|p" << static_cast<int64_t>(prologue) << "," << static_cast<int64_t>(once_guard) << "|o";
   for (const Output& o : outputs)
     k << static_cast<int64_t>(o.access) << "," << static_cast<int64_t>(o.value) << "," << o.reduces
       << static_cast<int>(o.op) << dtype_char(o.acc_dtype) << "," << static_cast<int64_t>(o.arg_node) << ","
@@ -438,6 +448,12 @@ Built build(const std::vector<Task>& window, const fusion::Group& group) {
   }
   h.outputs = std::move(kept);
   compact(out);
+  if (group.stage)
+    for (const Output& o : h.outputs)
+      if (h.once(o)) {
+        h.once_guard = new_int(1);
+        break;
+      }
   return out;
 }
 

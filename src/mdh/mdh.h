@@ -82,6 +82,14 @@ struct MdHom {
   int prologue = 0;
   // Output o is the prologue's: stored once, before the points.
   bool once(const Output& o) const;
+  // Access a is written by the prologue's stores only (an Output once()).
+  bool stored_once(int a) const;
+  // A stage (fusion.h, Chain) whose prologue stores: the int slot of the
+  // guard of those stores (bound to 1), else -1. A stage's nest runs at
+  // every tile of its chain and computes the prologue there; the chain's
+  // kernel stores the results once, before the tiles, and clears the guard
+  // (passes.h: build_stores, compose). Run alone, the kernel stores them.
+  int once_guard = -1;
 
   bool pointwise(const Output& o, int d) const {
     return o.reduces && accesses[o.access].kind[d] == StrideKind::Zero;

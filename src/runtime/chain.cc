@@ -149,6 +149,8 @@ ChainPlan plan_chain(const std::vector<ChainStage>& stages, const std::vector<Li
     }
     for (const mdh::Access& a : h.accesses) {
       if (!touches(a) || !writes(a)) continue;
+      // (The prologue's stores: one element, written once, before the tiles: compose.)
+      if (h.stored_once(static_cast<int>(&a - h.accesses.data()))) continue;
       const int64_t s0 = stride_bytes(a, b, 0);
       if (s0 <= 0) return fail("a stage writes along the outer dimension with stride " + std::to_string(s0));
       auto it = link_of.find(b.buffers[a.ptr]);
@@ -387,6 +389,7 @@ lower::ChainShape chain_shape(const std::vector<ChainStage>& stages, const Chain
     cs.floats = static_cast<int>(b.floats.size());
     cs.extent0 = h.extent[0];
     cs.extent1 = h.ndim >= 2 ? h.extent[1] : -1;
+    cs.once = h.once_guard;
     for (const mdh::Affine& f : h.indices) cs.shifts.push_back({f.offset, f.stride[0], h.ndim >= 2 ? f.stride[1] : -1});
   }
   return c;
