@@ -8,6 +8,13 @@ machine does not land on one build only); the best time of each build over
 the rounds is reported with NumPy's (measured in the same processes) and the
 speedup of this build over the other. This is how the multi-stage kernels'
 targets ("1.5x today's numfuse") are measured against the build before them.
+
+Besides bench_stages.py's workloads, the ones below, which only an A/B run
+needs (they show one change each; no peer implementations):
+
+  * rescaled_blur  min-max rescaling feeding the blur, the range d = hi - lo
+                   also returned (a scalar prologue that stores, recorded
+                   after a - lo), 2048x2048 float64
 """
 
 import argparse
@@ -20,6 +27,22 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+def rescaled_blur(lib, a):
+    from bench_stages import blur
+
+    lo, hi = a.min(), a.max()
+    n = a - lo
+    d = hi - lo
+    return blur(lib, n / d), d
+
+
+def extra_workloads():
+    import numpy
+
+    rng = numpy.random.default_rng(0)
+    return [dict(name="rescaled_blur", fn=rescaled_blur, args=(rng.random((2048, 2048)),), consts={})]
+
+
 def measure(only, repeats):
     sys.path.insert(0, HERE)
     import numpy
@@ -29,7 +52,7 @@ def measure(only, repeats):
     from common import best_of
 
     out = {}
-    for wl in workloads(False):
+    for wl in workloads(False) + extra_workloads():
         if only and wl["name"] not in only:
             continue
         fn, args, consts = wl["fn"], wl["args"], wl["consts"]

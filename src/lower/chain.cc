@@ -55,7 +55,7 @@ std::string ChainShape::key() const {
   std::string k = "chain";
   for (const Stage& s : stages) {
     k += "|s" + std::to_string(s.ints) + "," + std::to_string(s.floats) + ",e" + std::to_string(s.extent0) + "," +
-         std::to_string(s.extent1) + "," + std::to_string(s.once) + ":";
+         std::to_string(s.extent1) + (s.once >= 0 ? "g" + std::to_string(s.once) : std::string()) + ":";
     for (int l : s.link) k += std::to_string(l) + ",";
     for (const auto& [o, d0, d1] : s.shifts)
       k += "o" + std::to_string(o) + "/" + std::to_string(d0) + "/" + std::to_string(d1);

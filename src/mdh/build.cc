@@ -251,7 +251,9 @@ std::string MdHom::key() const {
     for (int s : a.stride) k << "," << s;
     k << ";";
   }
-  k << "|p" << static_cast<int64_t>(prologue) << "," << static_cast<int64_t>(once_guard) << "|o";
+  k << "|p" << static_cast<int64_t>(prologue);
+  if (once_guard >= 0) k << "g" << static_cast<int64_t>(once_guard);  // (absent: the keys of before the guard)
+  k << "|o";
   for (const Output& o : outputs)
     k << static_cast<int64_t>(o.access) << "," << static_cast<int64_t>(o.value) << "," << o.reduces
       << static_cast<int>(o.op) << dtype_char(o.acc_dtype) << "," << static_cast<int64_t>(o.arg_node) << ","
