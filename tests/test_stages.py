@@ -759,6 +759,57 @@ def test_random_stencil_chains(case):
     same(got, apply_chain(onp, a, steps))
 
 
+# The same with scalars: a step may divide by t = (hi - lo) * (k + 1), a 0-d
+# operation on the input's range recorded before the step's first operation
+# or after it (its group's scalar prologue either way), dropped after the
+# step or kept (returned: a prologue that stores); the last result may also
+# be multiplied by the first kept scalar (a later stage reading it).
+@st.composite
+def scalar_chains(draw):
+    steps, rows, storage, cols = draw(chains())
+    modes = [draw(st.sampled_from([None, "dropped", "kept", "kept_late"])) for _ in steps]
+    return steps, modes, draw(st.booleans()), rows, storage, cols
+
+
+def apply_scalar_chain(lib, a, steps, modes, reuse):
+    lo, hi = a.min(), a.max()
+    kept = []
+    cur = a
+    for k, ((shifts, op), mode) in enumerate(zip(steps, modes)):
+        n0, n1 = cur.shape
+        views = [cur[i:n0 - 2 + i, j:n1 - 2 + j] for i, j in shifts]
+        if mode in ("dropped", "kept"):
+            t = (hi - lo) * (k + 1)
+        acc = views[0] * 0.5
+        if mode == "kept_late":
+            t = (hi - lo) * (k + 1)
+        for v in views[1:]:
+            acc = {"add": lambda: acc + v, "mul": lambda: acc * v, "sub": lambda: acc - v,
+                   "max": lambda: lib.maximum(acc, v), "where": lambda: lib.where(acc > v, acc, v - 1.0)}[op]()
+        if mode:
+            acc = acc / t
+            if mode != "dropped":
+                kept.append(t)
+        cur = acc + 1.0
+    if reuse and kept:
+        cur = cur * kept[0]
+    return cur, kept
+
+
+@settings(max_examples=25, deadline=None)
+@given(scalar_chains())
+def test_random_stencil_chains_with_scalars(case):
+    steps, modes, reuse, rows, storage, cols = case
+    a = onp.random.default_rng(len(steps)).standard_normal((260, 290))
+    with nf.config(stage_rows=rows, stage_storage=storage, stage_cols=cols):
+        got, kept = run(lambda lib, a: apply_scalar_chain(lib, a, steps, modes, reuse), nf.asarray(a))
+    want, want_kept = apply_scalar_chain(onp, a, steps, modes, reuse)
+    same(got, want)
+    assert len(kept) == len(want_kept)
+    for g, w in zip(kept, want_kept):
+        same(g, w)
+
+
 def test_chain_refused_by_the_views_runs_parallel_kernels(data, tmp_path):
     # The consumer reads every second row of the intermediate: its rows step
     # by two of the producer's, so the launch refuses the chain (halo
