@@ -16,7 +16,8 @@ struct GroupUse {
   bool ok = false;  // may be a stage at all
   std::unordered_map<const Buffer*, std::vector<const View*>> writes;
   std::unordered_map<const Buffer*, std::vector<const View*>> reads;
-  // What its scalar prologue stores (0-d results that are no temporaries).
+  // What its scalar prologue alone writes (0-d results that are no
+  // temporaries, in buffers no other task of the group writes).
   std::unordered_set<const Buffer*> once;
 };
 
@@ -49,6 +50,10 @@ GroupUse use_of(const std::vector<Task>& window, const Group& g) {
     for (const View& v : t.inputs) u.reads[v.buffer.get()].push_back(&v);
     u.writes[t.output.buffer.get()].push_back(&t.output);
   }
+  // (Only buffers the prologue alone writes: rows a later task writes
+  // into the same buffer are written by the tiles.)
+  for (int k = g.begin; k < g.end; ++k)
+    if (!dead.count(k) && !squeezed_domain(window[k]).empty()) u.once.erase(window[k].output.buffer.get());
   u.ok = points > 0 && !solo;
   return u;
 }
