@@ -86,7 +86,7 @@ py::dict report_dict(const pipeline::FlushReport& r) {
       d["reduced_dims"] = reduced;
       // Nodes of its scalar prologue (0-d operations computed once, before the loop).
       d["prologue"] = h->prologue;
-      // A stage's prologue that stores: stored by one tile (MdHom::once_guard).
+      // A stage's prologue that stores: stored once, before the tiles (MdHom::once_guard).
       d["stores_once"] = h->once_guard >= 0;
     }
     groups.append(d);
