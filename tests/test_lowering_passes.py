@@ -20,7 +20,7 @@ import pytest
 
 import numfuse as nf
 
-PASSES = ["build", "tile_buffers", "promote", "simd", "pairwise", "unroll", "vectorize", "storage", "simplify", "parallelize", "cpu_barriers"]
+PASSES = ["build", "partials", "tile_buffers", "promote", "simd", "pairwise", "unroll", "vectorize", "storage", "simplify", "parallelize", "cpu_barriers"]
 
 
 def run_dumped(tmp_path, program, extra_env=None):
@@ -91,7 +91,7 @@ def test_parallel_reductions_combine_their_shares_after_a_parallel_loop_the_cpu_
     kernels = by_kernel(nests(err))
     shared = [k for k in kernels if re.search(r"^  for nf_s in \[0, nf_shares\) step 1 parallel if ", k["build"], re.M)]
     assert shared, "no kernel had a Parallel loop"
-    combined = [k for k in shared if re.search(r"alloc kernel \w+ \w+\[", k["build"])]
+    combined = [k for k in shared if " combining " in k["build"]]
     assert combined, "no parallel reduction combined partials"
     for k in shared:
         build = k["build"]
@@ -106,24 +106,38 @@ def test_parallel_reductions_combine_their_shares_after_a_parallel_loop_the_cpu_
         assert re.search(r"for nf_s in \[\(\(nf_shares \* thread_index\) / thread_count\), "
                          r"\(\(nf_shares \* \(thread_index \+ 1\)\) / thread_count\)\) step 1:", after), after
     for k in combined:
-        build = k["build"]
-        # Partials in Kernel memory, one per share, combined after the loop
-        # in share order (no barrier: the statements after a loop run after it).
-        part = re.search(r"alloc kernel \w+ (\w+)\[", build)
-        # (a pairwise sum's partials are its tree nodes': build marks the
-        # share's loop with them, the pairwise pass has the shares take the
-        # nodes in turn)
-        pairwise = re.search(r" pairwise \w+ -> (\w+):", build)
-        assert "[nf_s]" in build or "(nf_s * " in build or pairwise, build
+        build, private = k["build"], k["partials"]
+        # Built as a serial loop would combine: the shares into one Kernel
+        # array, which the Parallel loop lists; no share indexes it yet.
+        loop = re.search(r"^  for nf_s in .* combining (.*):$", build, re.M)
+        assert loop, build
+        arrays = re.findall(r"(\w+):\w+", loop.group(1))
+        for a in arrays:
+            assert re.search(rf"alloc kernel \w+ {a}\[", build), (a, build)
+        assert "[nf_s]" not in build and "(nf_s * " not in build, build
+        # The partials pass: one copy per share (indexed by the share), or
+        # for a pairwise sum the tree's node sums, which the shares take in
+        # turn (the pairwise pass); the loop lists nothing any more.
+        assert " combining " not in private, private
+        pairwise = re.search(r" pairwise \w+ -> (\w+):", private)
+        assert " pairwise " not in loop.group(1) or pairwise, private
         if pairwise:
+            assert re.search(rf"alloc kernel \w+ {pairwise.group(1)}\[\(2 \* nf_shares\)\]", private), private
             assert f"{pairwise.group(1)}[pw_k] = " in k["pairwise"], k["pairwise"]
             assert "for pw_k in [nf_s, pw_P) step nf_shares" in k["pairwise"], k["pairwise"]
-        rest = re.split(r"^  for nf_s in .*\n", build, maxsplit=1, flags=re.M)[1]
+        else:
+            for a in arrays:
+                assert re.search(rf"alloc kernel \w+ {a}\[(\(.* \* )?nf_shares\)?\]", private), (a, private)
+                assert re.search(rf"{a}\[\(*nf_s[ )\]]", private), (a, private)
+        # The copies (or nodes) combined after the loop, in share order (or
+        # up the tree): no barrier, the statements after a loop run after it.
+        rest = re.split(r"^  for nf_s in .*\n", private, maxsplit=1, flags=re.M)[1]
         after = re.split(r"^(?=  \S)", rest, maxsplit=1, flags=re.M)  # the statements after the loop's body
-        assert len(after) == 2, build
-        assert "for t in [1, nf_shares)" in after[1] or "for pw_w in [1, pw_P)" in after[1], build
-        assert "free " not in build  # releases are the storage pass's
-        assert f"free {part.group(1)}" in k["storage"]
+        assert len(after) == 2, private
+        assert "for t in [1, nf_shares)" in after[1] or "for pw_w in [1, pw_P)" in after[1], private
+        assert "free " not in private  # releases are the storage pass's
+        for a in arrays:
+            assert f"free {a}" in k["storage"], k["storage"]
         assert "barrier" not in k["cpu_barriers"]
     # Thread expressions never appear outside a Cores loop's body.
     for k in kernels:
@@ -150,8 +164,15 @@ def test_numpys_pairwise_sums_are_marked_by_build_and_written_out_by_their_pass(
     assert out.split() == ["True", "True"]
     kernels = by_kernel(nests(err))
     marked = [k for k in kernels if re.search(r"^ *for \w+ in \[0, n\d\) step 1( vectorized)? pairwise\b", k["build"], re.M)]
-    forms = {"nodes" if " -> " in re.search(r" pairwise.*:$", k["build"], re.M).group(0) else "serial" for k in marked}
-    assert forms == {"serial", "nodes"}, [k["build"] for k in kernels]
+    # (The parallel form: build lists the sum's register with the Parallel
+    # loop; the partials pass gives the marked loop its node sums.)
+    forms = {"nodes" if " -> " in re.search(r" pairwise.*:$", k["partials"], re.M).group(0) else "serial"
+             for k in marked}
+    assert forms == {"serial", "nodes"}, [k["partials"] for k in kernels]
+    for k in marked:
+        assert " -> " not in k["build"], k["build"]
+        nodes = " -> " in re.search(r" pairwise.*:$", k["partials"], re.M).group(0)
+        assert nodes == bool(re.search(r" combining \w+:sum \(pairwise racc\d+\):", k["build"])), k["build"]
     for k in marked:
         # build leaves the loop whole (the point's body once, no tree);
         # the pass writes out the tree walk and the blocks of 8.

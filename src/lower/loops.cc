@@ -125,11 +125,13 @@ LoopNest Lowerer::run(const std::string& name) {
   if (par) {
     // The outermost loop's iterations in nf_shares shares, each a contiguous
     // range of whole steps: a Parallel loop over the shares, which the
-    // target's parallelize pass deals out to its threads. What a share
-    // combines goes to its own partials, indexed by the share; the
-    // reductions across shares combine after the loop, in share order.
+    // target's parallelize pass deals out to its threads. What the shares
+    // combine across each other goes to one scratch array, as a serial
+    // loop's would; the loop lists those arrays, and the partials pass
+    // gives each share its own copy, combined after the loop in share order.
     StmtP shares = for_loop(kShare, lit(0), var(kShares), lit(1));
     shares->loop = LoopKind::Parallel;
+    shares->share_reductions = share_reductions();
     shares->cond = arith('<', lit(1), var(kShares));  // several shares: worth threads
     shares->body.push_back(body);
     emit_loops(body->body, 0, false);
@@ -198,15 +200,14 @@ void Lowerer::emit_loops_level(std::vector<StmtP>& out, int i, bool split) {
   // A floating-point sum along the innermost loop: NumPy's pairwise order.
   // The loop over the whole dimension is marked with its sums for the
   // pairwise pass, its kind its blocks' (Vectorized: 8 lanes); as the one
-  // loop of a parallel schedule, the shares take the tree's nodes, each
-  // node's sum going to its partial.
+  // loop of a parallel schedule it covers the whole dimension in every
+  // share: the shares take the tree's nodes (Stmt::share_reductions, the
+  // partials and pairwise passes).
   const bool nodes = i == 0 && s_.parallel;
   if (std::vector<const RedPlan*> sums = pairwise_sums(i); !sums.empty() && (!nodes || pairwise_parallel_)) {
     StmtP f = for_loop(loop_var(l), lit(0), n, lit(1));
     f->loop = s_.vectorize ? LoopKind::Vectorized : LoopKind::Serial;
     f->pairwise = true;
-    if (nodes)
-      for (const RedPlan* r : sums) f->pairwise_parts.push_back({r->racc, r->acc + "_part"});
     emit_loops(f->body, i + 1, split);
     out.push_back(f);
     return;
@@ -348,12 +349,7 @@ void Lowerer::emit_point(std::vector<StmtP>& out) {
     if (r.reg) {
       update(out, o, r.out, var(r.racc, o.acc_dtype), var(r.ridx), v, vi);
     } else {
-      // A memory combine, marked for the promote pass with the registers it
-      // may become (or for its tile: the tile_buffers pass).
-      auto [target, itarget] = memory_target(r, idx);
-      update(out, o, r.out, target, itarget, v, vi);
-      out.back()->accumulates = std::make_shared<const Stmt::Accumulator>(Stmt::Accumulator{
-          o.op, is_arg(o.op) ? r.ridx : "", o.ordered(), is_arg(o.op) ? itarget : nullptr, r.racc});
+      combine_memory(out, r, idx, v, vi);
     }
   }
 }

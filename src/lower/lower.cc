@@ -1,4 +1,4 @@
-// The pass driver: build, the common passes (tile_buffers, promote, simd,
+// The pass driver: build, the common passes (partials, tile_buffers, promote, simd,
 // pairwise, unroll, vectorize, storage, simplify), the target's tail (passes.h), with
 // the nest printed (NUMFUSE_DUMP=passes) and verified after each.
 #include <atomic>
@@ -62,7 +62,8 @@ LoopNest common(Driver& d, const mdh::MdHom& h, const tune::Schedule& s, const s
 }  // namespace
 
 const std::vector<Pass>& passes::common() {
-  static const std::vector<Pass> list = {{"tile_buffers", passes::tile_buffers},
+  static const std::vector<Pass> list = {{"partials", passes::partials},
+                                         {"tile_buffers", passes::tile_buffers},
                                          {"promote", passes::promote},
                                          {"simd", passes::simd},
                                          {"pairwise", passes::pairwise},

@@ -102,7 +102,9 @@ enum class LoopKind : uint8_t {
                // says whether running them on several threads pays. Only at the top
                // level of a kernel, never nested; no thread expression inside (its
                // iterations are the units of work -- a parallel schedule's shares --
-               // and what they combine is indexed by the loop's variable).
+               // and, from the partials pass on, what they combine is indexed by the
+               // loop's variable; before it, the arrays they combine into are its
+               // share_reductions).
   GpuBlocks,   // (CUDA target) iterations are thread blocks of a grid
   GpuThreads,  // (CUDA target) iterations are threads of one block
 };
@@ -200,6 +202,22 @@ struct Stmt {
   // a part. None is marked after the pairwise pass.
   bool pairwise = false;
   std::vector<std::pair<std::string, std::string>> pairwise_parts;
+  // A Parallel loop's reductions across its iterations (build -> partials,
+  // passes.h): each a Kernel array allocated before the loop (with, for an
+  // arg-reduction, the Kernel array of its arg indices) that every
+  // iteration combines into -- marked memory combines, associative and
+  // commutative -- at the same elements, and that nothing else in the loop
+  // touches. `reg` set: the array has one element, and the loop's body is
+  // a loop marked pairwise over the whole dimension summing register `reg`
+  // (the iterations take the nodes of NumPy's tree, pairwise.cc), its sum
+  // then added into the element. The partials pass gives every iteration
+  // its own copy; none remain after it.
+  struct ShareReduction {
+    std::string array, index, reg;
+    ReduceOp op = ReduceOp::Sum;
+    DType dtype = DType::Float64;
+  };
+  std::vector<ShareReduction> share_reductions;
   // A loop inside a FullSplit whose trip count is a literal on the split's
   // full-tile path (build marks it, the simd pass may change `full_kind`;
   // -> unroll): there it runs as `full_kind`, without splits. None is

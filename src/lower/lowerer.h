@@ -5,9 +5,11 @@
 //                   the FullSplit below unrolled loops' parents, with the
 //                   bounds of both its paths) and the point body;
 //   reductions.cc - where each reduction output combines (its element's
-//                   register, or memory -- the output, scratch, per-share
-//                   partials -- with each combine marked for the
-//                   tile_buffers and promote passes) and the final combine;
+//                   register, or memory -- the output or a scratch array,
+//                   the one a parallel loop's shares combine into listed
+//                   for the partials pass -- with each combine marked for
+//                   the partials, tile_buffers and promote passes) and the
+//                   scratch results written to the output;
 //   caches.cc     - local tile buffers: where each lives and its layout, the
 //                   requests for them (TileIn, made by the tile_buffers
 //                   pass: tile_buffers.cc), and the loops over a tile it
@@ -109,7 +111,8 @@ struct RedPlan {
   int out = 0;              // index in h.outputs
   bool reg = false;         // register accumulator holding the final value
   int reg_pos = -1;         // it lives in the body of order[reg_pos] (-1: top of thread body)
-  bool partials = false;    // parallel loop runs over one of its point-wise dims: one partial per share
+  bool partials = false;    // the parallel loop runs over one of its point-wise dims: the shares
+                            // combine into one scratch array (partials pass: one copy per share)
   bool scratch = false;     // memory accumulation in a dense scratch array
   int tile = -1;            // index into Lowerer::caches_ when the schedule caches this output
   std::string acc, idx;     // memory accumulator / arg-index arrays (scratch, partials)
@@ -176,12 +179,11 @@ class Lowerer {
   ExP node_value(size_t n, const std::vector<ExP>& idx, const std::vector<ExP>& val) const;
 
   // NumPy's pairwise sums (reductions.cc; the pairwise pass rewrites the
-  // loops build marks): the sums the innermost loop can run pairwise, and
-  // the tree's node partials combined after the Parallel loop.
+  // loops build marks): the sums the innermost loop can run pairwise.
   std::vector<const RedPlan*> pairwise_sums(int i) const;
-  void finish_pairwise_parallel(std::vector<StmtP>& out, const RedPlan& r);
   // The one loop is parallel and every reduction over it is a float sum kept
-  // in a register: threads take nodes of NumPy's pairwise tree.
+  // in a register: the shares take nodes of NumPy's pairwise tree (the
+  // partials and pairwise passes).
   bool pairwise_parallel_ = false;
   bool unrolled(int pos) const;
   // Exclusive end of the range loop (d, level) iterates: the parent tile
@@ -202,6 +204,8 @@ class Lowerer {
   void init_output(std::vector<StmtP>& out, const RedPlan& r);
   void init_dense(std::vector<StmtP>& out, const mdh::Output& o, const RedPlan& r, ExP count);
   std::pair<ExP, ExP> memory_target(const RedPlan& r, const std::vector<ExP>& idx) const;
+  void combine_memory(std::vector<StmtP>& out, const RedPlan& r, const std::vector<ExP>& idx, ExP v, ExP vi);
+  std::vector<Stmt::ShareReduction> share_reductions() const;
   // Combines (v, vi) into (target, itarget) (an arg-reduction's full test;
   // the vectorize pass shortens it inside lanes).
   void update(std::vector<StmtP>& out, const mdh::Output& o, int tag, ExP target, ExP itarget, ExP v, ExP vi);

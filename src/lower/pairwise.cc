@@ -27,8 +27,8 @@
 // Parallel form (a marked loop with partials, the one loop of a Parallel
 // loop's body): the shares take the nodes at depth D of NumPy's recursion
 // tree (P = 2^D >= shares, each node over 256 points) in turn, one partial
-// per node; build's final combine (Lowerer::finish_pairwise_parallel) adds
-// them as the tree does -- the same association again.
+// per node; the partials pass's final combine (partials.cc) adds them as
+// the tree does -- the same association again.
 #include <stdexcept>
 
 #include "lower/lowerer.h"

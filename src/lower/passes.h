@@ -4,6 +4,7 @@
 // verify() checks the IR's invariants after each one in assertion builds.
 //
 //   build         MdHom + Schedule -> nest               (loops.cc and its helpers)
+//   partials      a Parallel loop's shares combine into copies of their own (partials.cc)
 //   tile_buffers  tile buffers: input tiles copied in and read from there,
 //                 output tiles combined into and folded out (tile_buffers.cc)
 //   promote       memory combines kept in registers      (promote.cc)
@@ -38,8 +39,8 @@ namespace nf::lower::passes {
 // every combine into an output a combine into memory), reductions (in the
 // output element's register when all of its reduced points lie below its
 // loops, else in memory -- the output, a scratch array or per-share
-// partials, set to the identity first -- each point's combine marked for
-// the tile_buffers and promote passes), the loops whose float
+// array, set to the start value first -- each point's combine marked for
+// the partials, tile_buffers and promote passes), the loops whose float
 // sums are NumPy's pairwise sums marked (Stmt::pairwise: the whole of a
 // reduced dimension, innermost, every output reduced along it a float sum
 // not kept in a tile),
@@ -49,9 +50,16 @@ namespace nf::lower::passes {
 // Stmt::accumulates; the simd pass decides). A parallel schedule's
 // outermost loop is cut into shares of whole iterations (contiguous, in
 // order; MaxThreads of them when the work is worth several threads, else
-// one), run by one Parallel loop at the top level over the shares; what a share combines across them goes to partials indexed
-// by the share, combined in share order after the loop. No thread
-// expression appears: the target maps the shares (parallelize).
+// one), run by one Parallel loop at the top level over the shares; what
+// the shares combine across each other goes, as in a serial loop, to one
+// Kernel scratch array set to the start value before the loop (a register
+// accumulator's: one element, the share's register combined into it after
+// its loops), which the loop lists (Stmt::share_reductions) for the
+// partials pass, and is written to the output after the loop. As the one
+// loop of a parallel schedule, a loop marked pairwise covers the whole
+// dimension in every share (the partials pass has the shares take nodes of
+// NumPy's tree). No thread expression appears: the target maps the shares
+// (parallelize).
 // Allocations carry their scope, and none is released yet. (Its helpers:
 // loops.cc the nest and point body, reductions.cc, caches.cc tile buffers,
 // and the pairwise tree's final combine.) Every combine is written in the
@@ -62,6 +70,24 @@ namespace nf::lower::passes {
 // loops' ends, the tiles their parents cover) and the loops whose kind
 // differs there marked (Stmt::unroll, full_kind); nothing is unrolled yet.
 LoopNest build(const mdh::MdHom& h, const tune::Schedule& s, const std::string& name);
+
+// partials: each Parallel loop's share reductions (Stmt::share_reductions)
+// get a copy per share. An array of C elements becomes one of S C (S the
+// loop's trip count, its shares), copies 1 .. S-1 set to the identity (an
+// arg index array's to INT64_MAX) before the loop, copy 0 keeping build's
+// start value; in the loop every mention of array[e] becomes array[s C + e]
+// (s the share; an arg-reduction's index array with it, also in the marks'
+// index_at); after the loop each element z combines the copies into copy
+// 0 in share order (for t in [1, S): array[z] = array[z] (+) array[t C +
+// z], an arg-reduction with its full test). A pairwise sum (its `reg`): the
+// loop marked pairwise gets a part array of 2 S node sums (pairwise_parts:
+// the pairwise pass has share s take nodes s, s + S, ...), the share's add
+// of the register into element 0 goes, and after the loop the nodes' sums
+// are added pairwise up the tree (left + right at every level) and the
+// root into element 0. Every point is still combined once; afterwards no
+// two iterations of a Parallel loop touch the same element of an array
+// they combine into, and no loop has share reductions.
+void partials(LoopNest& n);
 
 // build_stores: a stage's scalar prologue alone (MdHom::once_guard >= 0):
 // its extents, the prologue's values and their stores, unguarded, no loop.
@@ -168,8 +194,9 @@ void storage(LoopNest& n);
 // nothing. Floating-point expressions are never touched.
 void simplify(LoopNest& n);
 
-// The passes every stage's nest takes after build, in order: tile_buffers,
-// promote, simd, pairwise, unroll, vectorize, storage, simplify (lower.cc runs them).
+// The passes every stage's nest takes after build, in order: partials,
+// tile_buffers, promote, simd, pairwise, unroll, vectorize, storage,
+// simplify (lower.cc runs them).
 const std::vector<Pass>& common();
 
 // compose (multi-stage kernels, lower.h: ChainShape): the stages' nests,

@@ -108,6 +108,14 @@ void stmt(std::ostringstream& os, const Stmt& s, int d) {
         os << ind << "for " << s.name << " in [" << ex(*s.lo) << ", " << ex(*s.hi) << ") step " << ex(*s.step)
            << loop_name(s.loop);
         if (s.loop == LoopKind::Parallel && s.cond) os << " if " << ex(*s.cond);
+        if (!s.share_reductions.empty()) {
+          os << " combining";
+          for (const Stmt::ShareReduction& r : s.share_reductions) {
+            os << " " << r.array << ":" << reduce_name(r.op);
+            if (!r.index.empty()) os << "+" << r.index;
+            if (!r.reg.empty()) os << " (pairwise " << r.reg << ")";
+          }
+        }
         if (!s.simd_reductions.empty()) {
           os << " reducing";
           for (const auto& [v, op] : s.simd_reductions) os << " " << v << ":" << op;

@@ -14,8 +14,12 @@
 //     combine (Stmt::accumulates, for the promote pass: where the element's
 //     index does not move with the loops inside some loop, it keeps the
 //     element in a register over that loop), or a local tile (caches.cc);
-//   - when the parallel loop is one of its point-wise dimensions, each share
-//     combines into partials of its own, combined in share order afterwards.
+//   - when the parallel loop is one of its point-wise dimensions, the
+//     shares combine into one Kernel array (a dense scratch array, of one
+//     element for a register accumulator, which each share's register is
+//     combined into after its loops), listed with the Parallel loop
+//     (Stmt::share_reductions) for the partials pass (partials.cc), which
+//     gives each share its own copy and combines them after the loop.
 // An ordered output (a floating-point product, mdh::Output::ordered) is the
 // exception: the schedule keeps its points in index order (no partials, no
 // tiles, no simd lanes) and its memory combines are marked ordered (the
@@ -66,27 +70,20 @@ void Lowerer::plan_reductions() {
       r.reg = last_c < first_p && (!r.partials || r.cdims.empty());
       r.reg_pos = last_c;
     }
-    r.scratch = !r.reg && (o.acc_dtype != h_.accesses[o.access].dtype || is_arg(o.op));
+    r.scratch = !r.reg && (o.acc_dtype != h_.accesses[o.access].dtype || is_arg(o.op) || r.partials);
     plans_.push_back(r);
   }
 }
 
-// Scratch arrays, per-share partials and initialization of memory
-// accumulators, before the loops.
+// Scratch arrays and the initialization of memory accumulators, before
+// the loops. (The shares of a parallel loop combine into one scratch array,
+// which the partials pass copies per share.)
 void Lowerer::setup_reductions(std::vector<StmtP>& top) {
   for (RedPlan& r : plans_) {
     const mdh::Output& o = h_.outputs[r.out];
     if (r.reg && !r.partials) continue;
-    // Pairwise-parallel partials are per tree node: up to twice the threads.
-    ExP copies = !r.partials ? lit(1) : pairwise_parallel_ ? mul(lit(2), var("nf_maxt")) : var("nf_maxt");
-    // (Partials exist only under the Parallel loop: nf_maxt is declared then.)
-    if (r.reg) {  // partials of a scalar register accumulator
-      top.push_back(alloc(o.acc_dtype, r.acc + "_part", copies, Scope::Kernel));
-      if (is_arg(o.op)) top.push_back(alloc(DType::Int64, r.idx + "_part", copies, Scope::Kernel));
-      continue;
-    }
-    ExP count = mul(copies, dense_size(r.cdims));
     if (r.scratch || r.partials) {
+      ExP count = dense_size(r.cdims);  // (a register's: one element)
       top.push_back(alloc(o.acc_dtype, r.acc, count, Scope::Kernel));
       if (is_arg(o.op)) top.push_back(alloc(DType::Int64, r.idx, count, Scope::Kernel));
       init_dense(top, o, r, count);
@@ -94,6 +91,18 @@ void Lowerer::setup_reductions(std::vector<StmtP>& top) {
       init_output(top, r);
     }
   }
+}
+
+// The Parallel loop's share reductions: the scratch arrays its shares
+// combine into (a pairwise sum's: its register).
+std::vector<Stmt::ShareReduction> Lowerer::share_reductions() const {
+  std::vector<Stmt::ShareReduction> out;
+  for (const RedPlan& r : plans_) {
+    if (!r.partials) continue;
+    const mdh::Output& o = h_.outputs[r.out];
+    out.push_back({r.acc, is_arg(o.op) ? r.idx : "", pairwise_parallel_ ? r.racc : "", o.op, o.acc_dtype});
+  }
+  return out;
 }
 
 // Memory accumulation directly into the output buffer: write the identity.
@@ -124,17 +133,28 @@ void Lowerer::init_dense(std::vector<StmtP>& out, const mdh::Output& o, const Re
 }
 
 // Memory location a reduction output combines into at point `idx`: its
-// dense scratch array (this thread's slice for partials) or its buffer.
+// dense scratch array or its buffer.
 std::pair<ExP, ExP> Lowerer::memory_target(const RedPlan& r, const std::vector<ExP>& idx) const {
   const mdh::Output& o = h_.outputs[r.out];
   if (r.scratch || r.partials) {
     std::vector<ExP> cidx;
     for (int d : r.cdims) cidx.push_back(idx[d]);
     ExP di = dense_index(r.cdims, cidx);
-    if (r.partials) di = add(mul(var(kShare), dense_size(r.cdims)), di);
     return {load(r.acc, di, o.acc_dtype), load(r.idx, di, DType::Int64)};
   }
   return {load(ptr(o.access), access_index(o.access, idx), h_.accesses[o.access].dtype), nullptr};
+}
+
+// (v, vi) combined into the output's memory accumulator at point idx, the
+// combine marked for the promote pass with the registers it may become (or
+// for its tile: the tile_buffers pass; for its shares: the partials pass).
+void Lowerer::combine_memory(std::vector<StmtP>& out, const RedPlan& r, const std::vector<ExP>& idx, ExP v,
+                             ExP vi) {
+  const mdh::Output& o = h_.outputs[r.out];
+  auto [target, itarget] = memory_target(r, idx);
+  update(out, o, r.out, target, itarget, std::move(v), std::move(vi));
+  out.back()->accumulates = std::make_shared<const Stmt::Accumulator>(Stmt::Accumulator{
+      o.op, is_arg(o.op) ? r.ridx : "", o.ordered(), is_arg(o.op) ? itarget : nullptr, r.racc});
 }
 
 // (target, itarget) <- (target, itarget) ⊕ (v, vi).
@@ -148,7 +168,9 @@ void Lowerer::open_registers(std::vector<StmtP>& out, int i) {
   for (RedPlan& r : plans_)
     if (r.reg && r.reg_pos == i - 1) {
       const mdh::Output& o = h_.outputs[r.out];
-      out.push_back(decl(o.acc_dtype, r.racc, identity_or_init(o)));
+      // (A share's register starts at the identity: the start value is
+      // in the memory element it is combined into.)
+      out.push_back(decl(o.acc_dtype, r.racc, r.partials ? identity(o) : identity_or_init(o)));
       out.back()->accumulates = std::make_shared<const Stmt::Accumulator>(
           Stmt::Accumulator{o.op, is_arg(o.op) ? r.ridx : "", o.ordered()});
       if (is_arg(o.op)) out.push_back(decl(DType::Int64, r.ridx, lit(INT64_MAX)));
@@ -160,31 +182,24 @@ void Lowerer::close_registers(std::vector<StmtP>& out, int i) {
     if (r.reg && r.reg_pos == i - 1) store_register(out, r);
 }
 
-// After the loops of a register accumulator: store it (or park it in this
-// share's partial slot).
+// After the loops of a register accumulator: store it (a share's: combine
+// it into the memory element the shares combine into).
 void Lowerer::store_register(std::vector<StmtP>& out, const RedPlan& r) {
   const mdh::Output& o = h_.outputs[r.out];
   ExP acc = var(r.racc, o.acc_dtype);
   std::vector<ExP> idx = point_vars();
-  if (r.partials) {
-    if (pairwise_parallel_) return;  // each tree node stored its own partial
-    out.push_back(assign(load(r.acc + "_part", var(kShare), o.acc_dtype), acc));
-    if (is_arg(o.op)) out.push_back(assign(load(r.idx + "_part", var(kShare), DType::Int64), var(r.ridx)));
-    return;
-  }
+  if (r.partials) return combine_memory(out, r, idx, acc, is_arg(o.op) ? var(r.ridx) : nullptr);
   const DType odt = h_.accesses[o.access].dtype;
   ExP v = is_arg(o.op) ? var(r.ridx) : acc;
   out.push_back(assign(load(ptr(o.access), access_index(o.access, idx), odt), cast(v, odt)));
 }
 
-// Combine the shares' partials (in share order) and write scratch results.
+// After the loops: a scratch array's results written to the output.
 void Lowerer::finish(std::vector<StmtP>& out, const RedPlan& r) {
   const mdh::Output& o = h_.outputs[r.out];
   const DType odt = h_.accesses[o.access].dtype;
-  const bool arg = is_arg(o.op);
   if (r.reg && !r.partials) return;
-  if (!r.reg && !r.scratch && !r.partials) return;  // combined in place
-  if (pairwise_parallel_) return finish_pairwise_parallel(out, r);
+  if (!r.scratch && !r.partials) return;  // combined in place
   StmtP nest = block();
   std::vector<StmtP>* cur = &nest->body;
   std::vector<ExP> idx(h_.ndim, lit(0));
@@ -198,30 +213,7 @@ void Lowerer::finish(std::vector<StmtP>& out, const RedPlan& r) {
     cur = &f->body;
   }
   ExP di = dense_index(r.cdims, cidx);
-  const std::string acc_arr = r.reg ? r.acc + "_part" : r.acc;
-  const std::string idx_arr = r.reg ? r.idx + "_part" : r.idx;
-  ExP stride = r.reg ? lit(1) : dense_size(r.cdims);
-  cur->push_back(decl(o.acc_dtype, "fin", load(acc_arr, di, o.acc_dtype)));
-  if (arg) cur->push_back(decl(DType::Int64, "fidx", load(idx_arr, di, DType::Int64)));
-  if (r.partials) {
-    // (Partials exist only under the Parallel loop; this runs after it.)
-    StmtP t = for_loop("t", lit(1), var(kShares), lit(1));
-    ExP at = add(mul(var("t"), stride), di);
-    ExP v = load(acc_arr, at, o.acc_dtype);
-    if (arg) {
-      t->body.push_back(decl(DType::Bool, "better",
-                             arg_better(o.op, o.acc_dtype, var("fin", o.acc_dtype), var("fidx"), v,
-                                        load(idx_arr, at, DType::Int64))));
-      t->body.push_back(assign(var("fidx"), select(var("better", DType::Bool), load(idx_arr, at, DType::Int64),
-                                                   var("fidx"), DType::Int64)));
-      t->body.push_back(assign(var("fin", o.acc_dtype),
-                               select(var("better", DType::Bool), v, var("fin", o.acc_dtype), o.acc_dtype)));
-    } else {
-      t->body.push_back(assign(var("fin", o.acc_dtype), combine(o.op, o.acc_dtype, var("fin", o.acc_dtype), v)));
-    }
-    cur->push_back(t);
-  }
-  ExP result = arg ? var("fidx") : var("fin", o.acc_dtype);
+  ExP result = is_arg(o.op) ? load(r.idx, di, DType::Int64) : load(r.acc, di, o.acc_dtype);
   cur->push_back(assign(load(ptr(o.access), access_index(o.access, idx), odt), cast(result, odt)));
   out.push_back(nest);
 }
@@ -248,27 +240,6 @@ std::vector<const RedPlan*> Lowerer::pairwise_sums(int i) const {
     sums.push_back(&r);
   }
   return sums;
-}
-
-// After the Parallel loop: the node partials combined pairwise up the
-// tree (left + right at every level), then added to the start value.
-void Lowerer::finish_pairwise_parallel(std::vector<StmtP>& out, const RedPlan& r) {
-  const mdh::Output& o = h_.outputs[r.out];
-  const DType t = o.acc_dtype, odt = h_.accesses[o.access].dtype;
-  StmtP scope = block();
-  pairwise_nodes(scope->body, extent(s_.order[0].dim), var(kShares));  // (pairwise.cc)
-  StmtP widths = for_loop("pw_w", lit(1), var("pw_P"), lit(0));
-  StmtP pairs = for_loop("pw_k", lit(0), sub(var("pw_P"), var("pw_w")), mul(lit(2), var("pw_w")));
-  pairs->body.push_back(assign(load(r.acc + "_part", var("pw_k"), t),
-                               combine(ReduceOp::Sum, t, load(r.acc + "_part", var("pw_k"), t),
-                                       load(r.acc + "_part", add(var("pw_k"), var("pw_w")), t))));
-  widths->body.push_back(pairs);
-  widths->body.push_back(assign(var("pw_w"), mul(var("pw_w"), lit(2))));
-  scope->body.push_back(widths);
-  std::vector<ExP> idx(h_.ndim, lit(0));
-  ExP total = combine(ReduceOp::Sum, t, identity_or_init(o), load(r.acc + "_part", lit(0), t));
-  scope->body.push_back(assign(load(ptr(o.access), access_index(o.access, idx), odt), cast(total, odt)));
-  out.push_back(scope);
 }
 
 }  // namespace nf::lower::detail

@@ -7,6 +7,8 @@
 // clauses and splits only from the simd pass on, over registers in scope,
 // splits only on Vectorized loops and none after the vectorize pass,
 // accumulator marks only on register declarations and memory combines,
+// share reductions only on Parallel loops, over heap allocations in scope,
+// and none after the partials pass,
 // loops marked
 // pairwise only before the pairwise pass, TileIns only before the
 // tile_buffers pass, FullSplits only before the unroll pass and
@@ -36,6 +38,7 @@ class Verifier {
         split_(done(after, "vectorize")),
         unrolled_(done(after, "unroll")),
         tiled_(done(after, "tile_buffers")),
+        privatized_(done(after, "partials")),
         summed_(done(after, "pairwise")) {}
 
   std::string run() {
@@ -53,6 +56,7 @@ class Verifier {
   const bool split_;  // after the vectorize pass: no loop has splits left
   const bool unrolled_;  // after the unroll pass: no FullSplit left
   const bool tiled_;     // after the tile_buffers pass: no TileIn left
+  const bool privatized_;  // after the partials pass: no share reductions left
   const bool summed_;    // after the pairwise pass: no loop marked pairwise left
   bool in_parallel_ = false;  // inside a Parallel loop
 
@@ -338,6 +342,16 @@ class Verifier {
           in_cores_ = false;
           if (!s.name.empty()) declare(s.name, NameKind::Scalar);
           return;
+        }
+        if (!s.share_reductions.empty()) {
+          if (privatized_) fail("share reductions on loop '" + s.name + "' after the partials pass");
+          if (s.loop != LoopKind::Parallel) fail("share reductions on loop '" + s.name + "', which is not Parallel");
+          for (const Stmt::ShareReduction& r : s.share_reductions)
+            for (const std::string& a : {r.array, r.index}) {
+              const NameKind* k = a.empty() ? nullptr : find(a);
+              if (!a.empty() && (!k || *k != NameKind::Heap))
+                fail("share reduction '" + a + "' of loop '" + s.name + "' is not a Kernel allocation in scope");
+            }
         }
         if (s.loop == LoopKind::Parallel) {
           if (parallelized_) fail("a Parallel loop after the parallelize pass");

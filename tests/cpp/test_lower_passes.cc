@@ -848,3 +848,102 @@ TEST(LowerPasses, PairwiseRewritesAMarkedLoopIntoNumpysPairwiseSum) {
     EXPECT_EQ(copy[len], -1);
   }
 }
+
+TEST(LowerPasses, PartialsGiveEachShareItsOwnCopiesCombinedAfterTheLoopInShareOrder) {
+  // int64 n = ip[0], S = ip[1]
+  // alloc kernel acc[2] = {100, 0}  (a start value, as `initial=` gives one)
+  // alloc kernel best[1] = {INT64_MIN}, at[1] = {INT64_MAX}
+  // for s in [0, S) parallel, combining acc:sum best:argmax+at:
+  //   for i in [n s / S, n (s + 1) / S):
+  //     acc[i % 2] = acc[i % 2] + p0[i]           (marked)
+  //     argmax of p0[i] into (best[0], at[0])      (marked)
+  // p1[0] = acc[0]; p1[1] = acc[1]; p1[2] = at[0]
+  using detail::combine_into;
+  std::vector<StmtP> body = {decl_("n", detail::int_param(0)), decl_("S", detail::int_param(1)),
+                             alloc_("acc", lit(2), Scope::Kernel), alloc_("best", lit(1), Scope::Kernel),
+                             alloc_("at", lit(1), Scope::Kernel), assign_(load_("acc", lit(0)), lit(100)),
+                             assign_(load_("acc", lit(1)), lit(0)),
+                             assign_(load_("best", lit(0)), detail::scalar_lit(reduce_identity(ReduceOp::ArgMax,
+                                                                                                DType::Int64),
+                                                                               DType::Int64)),
+                             assign_(load_("at", lit(0)), lit(INT64_MAX))};
+  StmtP par = for_("s", lit(0), var("S"), LoopKind::Parallel);
+  par->cond = arith_('<', lit(1), var("S"));
+  par->share_reductions = {{"acc", "", "", ReduceOp::Sum, DType::Int64},
+                           {"best", "at", "", ReduceOp::ArgMax, DType::Int64}};
+  StmtP range = for_("i", arith_('/', mul(var("n"), var("s")), var("S")),
+                     arith_('/', mul(var("n"), add(var("s"), lit(1))), var("S")));
+  const ExP slot = load_("acc", arith_('%', var("i"), lit(2)));
+  range->body.push_back(assign_(slot, detail::combine(ReduceOp::Sum, DType::Int64, slot, load_("p0", var("i")))));
+  range->body.back()->accumulates =
+      std::make_shared<const Stmt::Accumulator>(Stmt::Accumulator{ReduceOp::Sum, "", false, nullptr, "r"});
+  combine_into(range->body, ReduceOp::ArgMax, DType::Int64, "better", load_("best", lit(0)), load_("at", lit(0)),
+               load_("p0", var("i")), var("i"));
+  range->body.back()->accumulates = std::make_shared<const Stmt::Accumulator>(
+      Stmt::Accumulator{ReduceOp::ArgMax, "ri", false, load_("at", lit(0)), "rb"});
+  par->body = {range};
+  body.push_back(par);
+  for (int k = 0; k < 2; ++k) body.push_back(assign_(load_("p1", lit(k)), load_("acc", lit(k))));
+  body.push_back(assign_(load_("p1", lit(2)), load_("at", lit(0))));
+  LoopNest n = nest(body);
+  ASSERT_EQ(verify(n, "build"), "") << print(n);
+  EXPECT_NE(print(n).find("parallel if (1 < S) combining acc:sum best:argmax+at:"), std::string::npos) << print(n);
+  // The verifier: share reductions only before the partials pass, only on a
+  // Parallel loop, only of Kernel allocations in scope.
+  expect_bad(n, "partials", "share reductions on loop 's' after the partials pass");
+  {
+    LoopNest bad = n;
+    StmtP serial = detail::copy_stmt(par, [](const ExP& e) { return e; });
+    serial->loop = LoopKind::Serial;
+    bad.body[bad.body.size() - 4] = serial;
+    expect_bad(bad, "build", "share reductions on loop 's', which is not Parallel");
+    StmtP nowhere = detail::copy_stmt(par, [](const ExP& e) { return e; });
+    nowhere->share_reductions[0].array = "nowhere";
+    bad.body[bad.body.size() - 4] = nowhere;
+    expect_bad(bad, "build", "share reduction 'nowhere' of loop 's' is not a Kernel allocation in scope");
+    // The pass refuses an array it cannot copy: not allocated before the loop.
+    EXPECT_THROW(passes::partials(bad), std::logic_error);
+  }
+  passes::partials(n);
+  ASSERT_EQ(verify(n, "partials"), "") << print(n);
+  const std::string text = print(n);
+  EXPECT_EQ(text.find("combining"), std::string::npos) << text;
+  EXPECT_NE(text.find("alloc kernel int64 acc[(2 * S)]"), std::string::npos) << text;
+  EXPECT_NE(text.find("alloc kernel int64 at[S]"), std::string::npos) << text;
+  EXPECT_NE(text.find("acc[((s * 2) + (i % 2))] = sum(acc[((s * 2) + (i % 2))], p0[i])"), std::string::npos) << text;
+  EXPECT_NE(text.find("accumulates argmax index at[s]"), std::string::npos) << text;  // the mark's index_at too
+  EXPECT_NE(text.find("for t in [1, S) step 1:"), std::string::npos) << text;
+  // Then the rest of the passes and the CPU's tail: run on threads.
+  for (const Pass& p : passes::common())
+    if (std::string(p.name) != "partials") {
+      p.run(n);
+      ASSERT_EQ(verify(n, p.name), "") << p.name << "\n" << print(n);
+    }
+  for (const Pass& p : std::vector<Pass>{{"parallelize", passes::parallelize}, {"cpu_barriers", passes::cpu_barriers}}) {
+    p.run(n);
+    ASSERT_EQ(verify(n, p.name), "") << p.name << "\n" << print(n);
+  }
+  const codegen::Source src = pipeline::cpu_target().render(n);
+  jit::KernelFn fn = jit::CpuCompiler::instance().compile(src, "test_partials");
+  // Values with ties for the maximum (the first index must win, whichever
+  // share holds it) and sums that would count a start value twice, or a
+  // point twice, if a copy started wrong.
+  std::vector<int64_t> in(1001);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<int64_t>((i * 7919) % 97);
+  for (int64_t len : {0, 1, 2, 5, 97, 1001})
+    for (int64_t shares : {1, 2, 3, 7, 16}) {
+      std::vector<int64_t> out(3, -1);
+      char* ptrs[2] = {reinterpret_cast<char*>(in.data()), reinterpret_cast<char*>(out.data())};
+      const int64_t ints[2] = {len, shares};
+      const double floats[1] = {0};
+      fn(ptrs, ints, floats);
+      int64_t even = 100, odd = 0, at = len ? 0 : INT64_MAX;
+      for (int64_t i = 0; i < len; ++i) {
+        (i % 2 ? odd : even) += in[i];
+        if (in[i] > in[at]) at = i;
+      }
+      EXPECT_EQ(out[0], even) << len << " points, " << shares << " shares";
+      EXPECT_EQ(out[1], odd) << len << " points, " << shares << " shares";
+      EXPECT_EQ(out[2], at) << len << " points, " << shares << " shares";
+    }
+}
