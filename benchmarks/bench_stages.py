@@ -648,7 +648,9 @@ def run_workload(wl, impls, repeats):
                     fn()
                 k, t0 = prof["kernels_run"], prof.get("tier0_groups", 0)
                 row["kernels"][label] = k + t0
-                note = f"{k + t0} kernels{f' ({t0} on the interpreter)' if t0 else ''}; " + note
+                # (kernels_run counts launches: a multi-stage kernel once)
+                note = (f"{k + t0} kernel{'s' if k + t0 != 1 else ''}"
+                        f"{f' ({t0} on the interpreter)' if t0 else ''}; " + note)
         row["ms"][label] = t * 1e3
         row["notes"][label] = note
     time.sleep(0.3)

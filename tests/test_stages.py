@@ -967,3 +967,27 @@ def test_a_tuned_launch_choice_is_stored_for_later_processes(tmp_path):
                                    for t in again), second.stdout
     # The same choice.
     assert len({t.split(": ", 1)[1] for t in lines + again}) == 1, lines + again
+
+
+@pytest.mark.parametrize("fn", [blur, diffusion, softmax], ids=lambda f: f.__name__)
+def test_a_multi_stage_kernel_counts_as_one_kernel_run(fn, data):
+    # profile()'s kernels_run and explain()'s kernel count are launches: a
+    # multi-stage kernel once, however many stages (groups) it has.
+    x = nf.asarray(data)
+    with nf.config(stages=False):
+        run(fn, x)
+        with nf.profile() as off:
+            run(fn, x)
+        separate = len([g for g in nf.explain().groups if not g["tier0"] and not g["routine"]])
+    run(fn, x)
+    with nf.profile() as on:
+        run(fn, x)
+    e = nf.explain()
+    stages = stages_ran()
+    assert len(stages) == 1 and stages[0] >= 2, stages
+    assert off["kernels_run"] == separate >= stages[0], (off, separate)
+    # (groups outside the chain -- none for these -- would each count once)
+    outside = len([g for g in e.groups if not g["stages"] and not g["tier0"]])
+    assert on["kernels_run"] == 1 + outside, on
+    assert e.kernels() == 1 + outside
+    assert f"-> {e.kernels()} kernels" in str(e) and f"&rarr; {e.kernels()} kernels" in e._repr_html_()

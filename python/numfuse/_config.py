@@ -219,6 +219,11 @@ class Explanation:
         self.report = report
         self.groups = report["groups"]
 
+    def kernels(self):
+        """The kernels the flush ran: a multi-stage kernel once, however many
+        stages (groups) it has; a group nobody reads from none."""
+        return sum(1 for g in self.groups if not _dead(g) and g.get("stage", 0) <= 1)
+
     @staticmethod
     def plain(i, g):
         """One line in plain words: what kernel i computes and how."""
@@ -260,7 +265,7 @@ class Explanation:
         r = self.report
         plain, k = [], -1
         for g in self.groups:
-            if g["ops"] and all(o.endswith("(dead)") for o in g["ops"]):
+            if _dead(g):
                 n = len(g["ops"])
                 plain.append(f"not run: {', '.join(o[:-len(' (dead)')] for o in g['ops'])} -- "
                              f"{n} result{'s' if n != 1 else ''} nobody reads")
@@ -269,7 +274,7 @@ class Explanation:
             plain.append(self.plain(k, g))
             if g.get("chain"):
                 plain += ["  " + l for l in g["chain"].splitlines()]
-        kernels = k + 1
+        kernels = self.kernels()
         lines = plain + ([""] if plain else []) + [f"flush: {r['tasks']} operations -> {kernels} kernels "
                  f"(synced by {r['sync_reason']} at {r['sync_site']})"
                  + (" [analysis memoized]" if r.get("memo_hit") else "")]
@@ -320,12 +325,17 @@ class Explanation:
             f"<td><details><summary>MDH</summary><pre>{html.escape(g['mdh'])}\nschedule: "
             f"{html.escape(g['schedule'])}</pre></details></td></tr>"
             for i, g in enumerate(self.groups))
-        head = (f"<p><b>numfuse flush</b>: {r['tasks']} operations &rarr; {len(self.groups)} kernels "
+        head = (f"<p><b>numfuse flush</b>: {r['tasks']} operations &rarr; {self.kernels()} kernels "
                 f"(synced by {html.escape(str(r['sync_reason']))} at {html.escape(str(r['sync_site']))}); "
                 f"analyse {r['analyse_ms']:.3f} ms, compile {r['compile_ms']:.3f} ms, run {r['run_ms']:.3f} ms</p>")
         warn = "".join(f"<p>warning: {html.escape(w)}</p>" for w in r["warnings"])
         return (head + "<table><tr><th>kernel</th><th>how</th><th>operations</th><th>ms</th><th></th></tr>"
                 + rows + "</table>" + warn)
+
+
+def _dead(g):
+    """A group whose results nobody reads: it never ran."""
+    return bool(g["ops"]) and all(o.endswith("(dead)") for o in g["ops"])
 
 
 def _html_table(title, items):

@@ -1141,7 +1141,8 @@ void flush_window(std::vector<Task>& window, const Structure& structure, FlushRe
     g_profile.memo_hits += rep.memo_hit ? 1 : 0;
     g_profile.memo_matched += rep.memo_matched ? 1 : 0;
     g_profile.tier0_groups += rep.tier0_groups;
-    for (const GroupReport& g : rep.groups) g_profile.kernels_run += g.hom && !g.tier0 ? 1 : 0;
+    // (A multi-stage kernel is one launch: its first stage's group counts.)
+    for (const GroupReport& g : rep.groups) g_profile.kernels_run += g.hom && !g.tier0 && g.stage <= 1 ? 1 : 0;
     // The report moves to g_last (explain()); the caller gets the groups
     // (and the plan they point into) only when it prints them (dump), and
     // the warnings (below).
