@@ -61,9 +61,9 @@ namespace nf::lower::passes {
 // NumPy's tree). No thread expression appears: the target maps the shares
 // (parallelize).
 // Allocations carry their scope, and none is released yet. (Its helpers:
-// loops.cc the nest and point body, reductions.cc, caches.cc tile buffers,
-// and the pairwise tree's final combine.) Every combine is written in the
-// point body as a serial loop would run it. Unrolled loops: the nest below the last parent loop of
+// loops.cc the nest and point body, reductions.cc where each reduction
+// combines and the scratch results' copy to the output, caches.cc tile
+// buffers.) Every combine is written as a serial loop would run it. Unrolled loops: the nest below the last parent loop of
 // an unrolled loop is one FullSplit (its condition: every unrolled loop's
 // parent tile lies inside the parent's range), emitted once, with the
 // bounds that differ on its full-tile path as TileBounds (the unrolled
