@@ -194,7 +194,7 @@ struct Stmt {
   // NumPy's pairwise association (build -> pairwise, passes.h): every
   // register it carries (simd.cc: what a loop carries) is a floating-point
   // sum, declared outside it, and gets its sum of the points added once,
-  // after the loop. `pairwise_parts` set: the loop is the one loop of a
+  // after the loop. `pairwise_parts` set (by the partials pass): the loop is the one loop of a
   // Parallel loop's body, and the shares take the nodes of NumPy's tree
   // over [lo, hi) in turn (node k by share k mod the shares), each node's
   // sum of a register stored to its part (register -> part array)[k]

@@ -109,7 +109,7 @@ inline constexpr const char* kShares = "nf_shares";
 // How one reduction output is combined.
 struct RedPlan {
   int out = 0;              // index in h.outputs
-  bool reg = false;         // register accumulator holding the final value
+  bool reg = false;         // register accumulator (a share's: combined into scratch after its loops)
   int reg_pos = -1;         // it lives in the body of order[reg_pos] (-1: top of thread body)
   bool partials = false;    // the parallel loop runs over one of its point-wise dims: the shares
                             // combine into one scratch array (partials pass: one copy per share)
