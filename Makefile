@@ -11,7 +11,7 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 BUILD := build/py
 APT_PACKAGES := llvm-19-dev libclang-19-dev libclang-cpp19-dev libomp-19-dev libtbb-dev libopenblas-dev \
-                libgtest-dev cmake g++ python3-venv
+                libgtest-dev cmake g++ python3-venv valgrind
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: demo test build wheel deps system-deps python-deps cpp-test py-test debug-test bench fuzz clean

@@ -72,6 +72,46 @@ def in_subprocess(module, kwargs):
     return text, [tuple(r) for r in rows], extra
 
 
+def perop_table(quick):
+    """benchmarks/loops/perop.py's loop body (20 operations on 16-element
+    arrays, flushed every iteration) per operation, in a fresh process, and
+    the hot paths' instruction counts (benchmarks/instructions.py, when
+    valgrind is installed)."""
+    import tempfile
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "perop.json")
+        env = dict(os.environ, NUMFUSE_CACHE_DIR=os.path.join(tmp, "cache"))
+        subprocess.run([sys.executable, os.path.join(here, "loops", "perop.py"), "--json-out", out]
+                       + (["--quick"] if quick else []), env=env, check=True, capture_output=True)
+        with open(out) as f:
+            d = json.load(f)
+    t_np = d["numpy_body_us"]
+    lines = [f"### A loop body of {d['body_ops']} operations on 16-element arrays, flushed every iteration "
+             f"(benchmarks/loops/perop.py: microseconds per operation, {d['iters']} iterations)", "",
+             "| tier | record | flush | total | total / NumPy | flush / NumPy |", "|---|---:|---:|---:|---:|---:|",
+             f"| NumPy (execution) | | | {t_np:.3f} | 1.00x | |"]
+    for label, key in (("numfuse auto", "auto"), ("numfuse lazy, memo on", "memo_on"),
+                       ("numfuse lazy, memo off", "memo_off")):
+        r = d[key]
+        lines.append(f"| {label} | {r['record_us']:.3f} | {r['flush_us']:.3f} | {r['total_us']:.3f} | "
+                     f"{r['total_us'] / t_np:.2f}x | {r['flush_us'] / t_np:.2f}x |")
+    lines.append(f"\nresults match NumPy: {d['match']}")
+    try:
+        import instructions
+
+        m = instructions.measure()
+        lines += ["", f"instructions per operation (callgrind, {m['build']} build; "
+                  "tests/test_instruction_counts.py holds them within 25% of tests/instruction_baseline.json):", "",
+                  "| hot path | instructions |", "|---|---:|"]
+        lines += [f"| {k} | {m['instructions'][k]:.0f} |" for k in instructions.METRICS]
+        d["instructions"] = m
+    except Exception as e:  # valgrind missing: the timings stand alone
+        lines.append(f"\n(no instruction counts: {e})")
+    return "\n".join(lines) + "\n", d
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="small sizes (smoke test)")
@@ -103,6 +143,11 @@ def main():
     text = "\n".join(lines) + "\n"
     print(text)
     texts.append(text)
+    print("== loop body per operation", flush=True)
+    text, perop = perop_table(q)
+    print(text)
+    texts.append(text)
+    results["per-operation"] = {"rows": [], "extra": perop}
     os.makedirs(RESULTS, exist_ok=True)
     with open(os.path.join(RESULTS, "results.md"), "w") as f:
         f.write("\n\n".join(texts))

@@ -281,7 +281,10 @@ class Explanation:
         if r.get("recomputed"):
             n = r["recomputed"]
             lines.append(f"  {n} intermediate{'s' if n != 1 else ''} read through shifted slices "
-                         f"recomputed where {'they are' if n != 1 else 'it is'} read, never stored")
+                         f"recomputed where {'they are' if n != 1 else 'it is'} read, never stored"
+                         + (" (the memoized rewrite: the plan bound to the operations as recorded"
+                            + ("; replayed for tier 0 or the floating-point flags)" if r.get("rewrite_replayed") else ")")
+                            if r.get("memo_recorded") else ""))
         if r.get("recompute_choice"):
             lines.append("  " + r["recompute_choice"])
         lines += [

@@ -177,7 +177,47 @@ std::vector<Chain> chains(const std::vector<Task>& window, Partition& p, int64_t
 // shifted reads. Returns the number of tasks recomputed instead of stored
 // (they stay in the window, dead). budget < 0: none.
 inline constexpr int kRecomputeBudget = 8;
-int recompute_producers(std::vector<Task>& window, int budget = kRecomputeBudget);
+
+// Where an operand of a task that recompute_producers rewrote comes from in
+// the window as recorded: input, constant or index function `which` of task
+// `task`, moved by `shift` (inputs: elements of the view's dtype, added to
+// its offset; index functions: added to their offset). A window that
+// window_matches the recorded window's signature has every buffer's views
+// moved by one distance, so the shifts hold for it too: a memoized plan of
+// the rewritten window binds straight to the recorded one (flush.cc).
+struct Source {
+  int task = 0;
+  int which = 0;
+  int64_t shift = 0;
+};
+struct Sources {
+  std::vector<Source> inputs, consts, indices;
+};
+
+// What recompute_producers did to a window: each cone it substituted (its
+// tasks in order, the last one the producer; the readers), in the order it
+// did them, and the sources of each task it rewrote.
+struct Recomputed {
+  struct Cone {
+    std::vector<int> tasks;
+    std::vector<int> readers;
+  };
+  std::vector<Cone> cones;
+  std::vector<std::pair<int, Sources>> rewritten;
+  // With keep_recorded: each rewritten task as it was recorded.
+  bool keep_recorded = false;
+  std::vector<std::pair<int, Task>> recorded;
+  int tasks = 0;  // recomputed (the return value)
+  const Sources* sources_of(int task) const;  // nullptr: not rewritten
+};
+
+int recompute_producers(std::vector<Task>& window, int budget = kRecomputeBudget, Recomputed* record = nullptr);
+
+// Rewrites `window` as recompute_producers rewrote the window `r` was
+// recorded on, without deciding anything again: for a window with that
+// window's signature as recorded (window_matches), whatever has run since.
+// False if a substitution does not apply (it always does on such a window).
+bool replay_recompute(std::vector<Task>& window, const Recomputed& r);
 
 // Domain of a task with extent-1 dimensions dropped (what constraint 1 compares).
 Dims squeezed_domain(const Task& t);

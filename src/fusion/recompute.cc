@@ -198,22 +198,37 @@ void append_nodes(const Expr& from, const std::vector<char>& keep, Expr& to, std
   }
 }
 
-// The slot `item` takes in `dst` at the first use of source slot k (memo[k]).
-template <class Vec, class T>
-int first_use(std::vector<int>& memo, int k, Vec& dst, const T& item) {
+// The slot `item` takes in `dst` at the first use of source slot k (memo[k]);
+// `added` runs when it is new.
+template <class Vec, class T, class Added>
+int first_use(std::vector<int>& memo, int k, Vec& dst, const T& item, Added&& added) {
   if (memo[k] < 0) {
     memo[k] = static_cast<int>(dst.size());
     dst.push_back(item);
+    added();
   }
   return memo[k];
+}
+
+// The sources of task j's operands (Recomputed::Sources): the ones recorded
+// for it if it was rewritten, else its own.
+Sources sources_of(const std::vector<Task>& window, int j, const Recomputed& rec) {
+  if (const Sources* s = rec.sources_of(j)) return *s;
+  Sources out;
+  const Task& t = window[j];
+  for (size_t k = 0; k < t.inputs.size(); ++k) out.inputs.push_back({j, static_cast<int>(k), 0});
+  for (size_t k = 0; k < t.consts.size(); ++k) out.consts.push_back({j, static_cast<int>(k), 0});
+  for (size_t k = 0; k < t.indices.size(); ++k) out.indices.push_back({j, static_cast<int>(k), 0});
+  return out;
 }
 
 // Reader `c` with every read of the producer's result (inputs `slots`, with
 // their point maps) replaced by the producer's expression there. False
 // (and `c` untouched) where the result would break a task invariant or the
-// size limits.
+// size limits. With `cs`: c's operands' sources in, the new task's out
+// (`ps`: the producer's).
 bool substitute(Task& c, const Task& p, const std::vector<char>& cone, const std::vector<int>& slots,
-                const std::vector<PointMap>& maps) {
+                const std::vector<PointMap>& maps, Sources* cs = nullptr, const Sources* ps = nullptr) {
   Task t;
   t.kind = c.kind;
   t.reduce = c.reduce;
@@ -228,13 +243,16 @@ bool substitute(Task& c, const Task& p, const std::vector<char>& cone, const std
   t.indices = c.indices;
   t.output = c.output;
   t.seq = c.seq;
+  Sources ts;
+  if (cs) ts = *cs;
   std::vector<int> pconst(p.consts.size(), -1);
   std::vector<int> at(c.inputs.size(), -1);  // node computing each replaced slot's value
   std::vector<int> map, pmap;
-  auto input_slot = [&](const View& v) {
+  auto input_slot = [&](const View& v, const Source& from) {
     for (size_t k = 0; k < t.inputs.size(); ++k)
       if (t.inputs[k].same_as(v)) return static_cast<int>(k);
     t.inputs.push_back(v);
+    if (cs) ts.inputs.push_back(from);
     return static_cast<int>(t.inputs.size()) - 1;
   };
   append_nodes(c.expr, std::vector<char>(c.expr.nodes.size(), 1), t.expr, map, [&](const ExprNode& n) {
@@ -245,9 +263,23 @@ bool substitute(Task& c, const Task& p, const std::vector<char>& cone, const std
       // nodes that use it.
       const PointMap& m = maps[it - slots.begin()];
       append_nodes(p.expr, cone, t.expr, pmap, [&](const ExprNode& x) {
-        if (x.kind == ExprNode::Kind::Input) return input_slot(moved(p.inputs[x.a], m, c.domain));
-        if (x.kind == ExprNode::Kind::Const) return first_use(pconst, x.a, t.consts, p.consts[x.a]);
+        if (x.kind == ExprNode::Kind::Input) {
+          View v = moved(p.inputs[x.a], m, c.domain);
+          Source from;
+          if (cs) from = {ps->inputs[x.a].task, ps->inputs[x.a].which,
+                          ps->inputs[x.a].shift + v.offset - p.inputs[x.a].offset};
+          return input_slot(v, from);
+        }
+        if (x.kind == ExprNode::Kind::Const)
+          return first_use(pconst, x.a, t.consts, p.consts[x.a], [&] {
+            if (cs) ts.consts.push_back(ps->consts[x.a]);
+          });
         t.indices.push_back(moved(p.indices[x.a], m));
+        if (cs) {
+          Source from = ps->indices[x.a];
+          from.shift += t.indices.back().offset - p.indices[x.a].offset;
+          ts.indices.push_back(from);
+        }
         return static_cast<int>(t.indices.size()) - 1;
       });
       at[n.a] = pmap[p.value()];
@@ -260,12 +292,15 @@ bool substitute(Task& c, const Task& p, const std::vector<char>& cone, const std
   // The replaced slots go; the others keep their order.
   std::vector<int> renumber(t.inputs.size(), -1);
   InlineVector<View, 3> kept;
+  std::vector<Source> kept_from;
   for (size_t k = 0; k < t.inputs.size(); ++k) {
     if (k < c.inputs.size() && std::find(slots.begin(), slots.end(), static_cast<int>(k)) != slots.end()) continue;
     renumber[k] = static_cast<int>(kept.size());
     kept.push_back(std::move(t.inputs[k]));
+    if (cs) kept_from.push_back(ts.inputs[k]);
   }
   t.inputs = std::move(kept);
+  ts.inputs = std::move(kept_from);
   for (ExprNode& n : t.expr.nodes)
     if (n.kind == ExprNode::Kind::Input) n.a = renumber[n.a];
   if (static_cast<int>(t.expr.nodes.size()) > kMaxNodes || static_cast<int>(t.inputs.size()) > kMaxInputs)
@@ -279,12 +314,123 @@ bool substitute(Task& c, const Task& p, const std::vector<char>& cone, const std
   t.validate();
 #endif
   c = std::move(t);
+  if (cs) *cs = std::move(ts);
+  return true;
+}
+
+// The cone `group` (sorted, its last task the producer of b) as one map over
+// the producer's domain: its tasks' expressions in program order, each
+// internal read forwarded from its writer's value. `cost`: its cost per
+// point (node_cost). `reads_own`: whether it reads a buffer it writes
+// (through another view: not a value it can forward). With `rec`: the
+// sources of its operands into `src`.
+Task merge_cone(const std::vector<Task>& window, const std::vector<int>& group, const Buffer* b, int& cost,
+                bool& reads_own, const Recomputed* rec, Sources* src) {
+  const Task& p = window[group.back()];
+  Task q;
+  q.kind = Task::Kind::Map;
+  q.name = p.name;
+  q.domain = p.domain;
+  q.output = p.output;
+  std::unordered_map<const Buffer*, int> value_of;  // internal buffer -> node
+  cost = 0;
+  std::vector<int> map;
+  std::vector<char> cone;
+  for (int k : group) {
+    const Task& t = window[k];
+    Sources ts;
+    if (rec) ts = sources_of(window, k, *rec);
+    std::vector<int> cmap(t.consts.size(), -1), imap(t.indices.size(), -1);
+    cost += cone_of(t.expr, t.value(), cone);
+    append_nodes(t.expr, cone, q.expr, map, [&](const ExprNode& e) {
+      if (e.kind == ExprNode::Kind::Const)
+        return first_use(cmap, e.a, q.consts, t.consts[e.a], [&] {
+          if (rec) src->consts.push_back(ts.consts[e.a]);
+        });
+      if (e.kind == ExprNode::Kind::Index)
+        return first_use(imap, e.a, q.indices, t.indices[e.a], [&] {
+          if (rec) src->indices.push_back(ts.indices[e.a]);
+        });
+      const View& v = t.inputs[e.a];
+      auto f = value_of.find(v.buffer.get());
+      if (f != value_of.end()) return -1 - f->second;
+      for (size_t y = 0; y < q.inputs.size(); ++y)
+        if (q.inputs[y].same_as(v)) return static_cast<int>(y);
+      q.inputs.push_back(v);
+      if (rec) src->inputs.push_back(ts.inputs[e.a]);
+      return static_cast<int>(q.inputs.size()) - 1;
+    });
+    value_of[t.output.buffer.get()] = map[t.value()];
+  }
+  q.value_node = value_of.at(b);
+  if (q.value_node == q.expr.root()) q.value_node = -1;
+  reads_own = false;
+  for (const View& v : q.inputs) reads_own |= value_of.count(v.buffer.get()) > 0;
+  return q;
+}
+
+// Every read of b (written through `w`) by `readers` replaced by the merged
+// cone q: all readers or none (false: none, the window untouched). The
+// readers now read what the cone read: a pending read of each buffer until
+// they have run (Buffer::last_read). With `rec`: each rewritten reader's
+// sources (and, with rec->keep_recorded, the reader as recorded) go there.
+bool substitute_all(std::vector<Task>& window, const Task& q, const Sources* qs, const View& w,
+                    const std::vector<int>& readers, Recomputed* rec) {
+  const Buffer* b = w.buffer.get();
+  std::vector<char> cone;
+  cone_of(q.expr, q.value(), cone);
+  std::vector<Task> rewritten;
+  std::vector<Sources> sources;
+  rewritten.reserve(readers.size());
+  std::vector<int> slots;
+  std::vector<PointMap> maps;
+  for (int j : readers) {
+    Task c = window[j];
+    slots.clear();
+    maps.clear();
+    for (size_t k = 0; k < c.inputs.size(); ++k) {
+      if (c.inputs[k].buffer.get() != b) continue;
+      slots.push_back(static_cast<int>(k));
+      if (!point_map(w, c.inputs[k], maps.emplace_back())) return false;
+    }
+    Sources cs;
+    if (rec) cs = sources_of(window, j, *rec);
+    if (!substitute(c, q, cone, slots, maps, rec ? &cs : nullptr, qs)) return false;
+    rewritten.push_back(std::move(c));
+    if (rec) sources.push_back(std::move(cs));
+  }
+  for (size_t r = 0; r < readers.size(); ++r) {
+    const int j = readers[r];
+    if (rec) {
+      auto it = std::find_if(rec->rewritten.begin(), rec->rewritten.end(), [j](const auto& e) { return e.first == j; });
+      if (it == rec->rewritten.end()) {
+        if (rec->keep_recorded) rec->recorded.emplace_back(j, window[j]);
+        rec->rewritten.emplace_back(j, std::move(sources[r]));
+      } else {
+        it->second = std::move(sources[r]);
+      }
+    }
+    Task& c = window[j];
+    c = std::move(rewritten[r]);
+    for (const View& v : c.inputs) {
+      Buffer* nb = v.buffer.get();
+      uint64_t seen = nb->last_read.load(std::memory_order_relaxed);
+      while (seen < c.seq && !nb->last_read.compare_exchange_weak(seen, c.seq, std::memory_order_acq_rel)) {
+      }
+    }
+  }
   return true;
 }
 
 }  // namespace
 
-int recompute_producers(std::vector<Task>& window, int budget) {
+const Sources* Recomputed::sources_of(int task) const {
+  for (const auto& [j, s] : rewritten)
+    if (j == task) return &s;
+  return nullptr;
+}
+
+int recompute_producers(std::vector<Task>& window, int budget, Recomputed* record) {
   const int n = static_cast<int>(window.size());
   if (budget < 0) return 0;
   // Most windows have no shifted read of an intermediate: one look at each
@@ -335,9 +481,6 @@ int recompute_producers(std::vector<Task>& window, int budget) {
   auto in = [](const std::vector<int>& v, int x) { return std::find(v.begin(), v.end(), x) != v.end(); };
 
   int done = 0;
-  std::vector<char> cone;
-  std::vector<int> slots;
-  std::vector<PointMap> maps;
   for (int i = n; i-- > 0;) {
     if (!single_map(i)) continue;
     const Task& p = window[i];
@@ -391,36 +534,11 @@ int recompute_producers(std::vector<Task>& window, int budget) {
         }
     }
     std::sort(group.begin(), group.end());
-    // The cone as one map over p's domain: its tasks' expressions in
-    // program order, each internal read forwarded from its writer's value.
-    Task q;
-    q.kind = Task::Kind::Map;
-    q.name = p.name;
-    q.domain = p.domain;
-    q.output = p.output;
-    std::unordered_map<const Buffer*, int> value_of;  // internal buffer -> node
     int cost = 0;
-    std::vector<int> map;
-    for (int k : group) {
-      const Task& t = window[k];
-      std::vector<int> cmap(t.consts.size(), -1), imap(t.indices.size(), -1);
-      cost += cone_of(t.expr, t.value(), cone);
-      append_nodes(t.expr, cone, q.expr, map, [&](const ExprNode& e) {
-        if (e.kind == ExprNode::Kind::Const) return first_use(cmap, e.a, q.consts, t.consts[e.a]);
-        if (e.kind == ExprNode::Kind::Index) return first_use(imap, e.a, q.indices, t.indices[e.a]);
-        const View& v = t.inputs[e.a];
-        auto f = value_of.find(v.buffer.get());
-        if (f != value_of.end()) return -1 - f->second;
-        for (size_t y = 0; y < q.inputs.size(); ++y)
-          if (q.inputs[y].same_as(v)) return static_cast<int>(y);
-        q.inputs.push_back(v);
-        return static_cast<int>(q.inputs.size()) - 1;
-      });
-      value_of[t.output.buffer.get()] = map[t.value()];
-    }
-    q.value_node = value_of.at(b);
-    if (q.value_node == q.expr.root()) q.value_node = -1;
-    if (static_cast<int64_t>(cost) * (static_cast<int64_t>(distinct.size()) - 1) > budget) continue;
+    bool reads_own = false;
+    Sources qs;
+    const Task q = merge_cone(window, group, b, cost, reads_own, record, record ? &qs : nullptr);
+    if (reads_own || static_cast<int64_t>(cost) * (static_cast<int64_t>(distinct.size()) - 1) > budget) continue;
     // What the cone read must still hold its values where the readers now
     // read it: nothing else from the cone's first task to the last reader
     // writes it.
@@ -428,41 +546,11 @@ int recompute_producers(std::vector<Task>& window, int budget) {
       if (in(group, k)) continue;
       for (const View& v : q.inputs) ok &= window[k].output.buffer != v.buffer;
     }
-    for (const View& v : q.inputs) ok &= !value_of.count(v.buffer.get());
     if (!ok) continue;
-    cone_of(q.expr, q.value(), cone);
-    // All readers or none.
-    std::vector<Task> rewritten;
-    rewritten.reserve(readers.size());
-    for (int j : readers) {
-      Task c = window[j];
-      slots.clear();
-      maps.clear();
-      for (size_t k = 0; k < c.inputs.size(); ++k) {
-        if (c.inputs[k].buffer.get() != b) continue;
-        slots.push_back(static_cast<int>(k));
-        point_map(w, c.inputs[k], maps.emplace_back());
-      }
-      if (!substitute(c, q, cone, slots, maps)) {
-        ok = false;
-        break;
-      }
-      rewritten.push_back(std::move(c));
-    }
-    if (!ok) continue;
-    for (size_t r = 0; r < readers.size(); ++r) {
-      Task& c = window[readers[r]];
-      c = std::move(rewritten[r]);
-      for (const View& v : c.inputs) {
-        Buffer* nb = v.buffer.get();
-        if (hidden(nb)) add_reader(nb, readers[r]);
-        // The reader now reads what the cone read: a pending read until it
-        // has run (Buffer::last_read).
-        uint64_t seen = nb->last_read.load(std::memory_order_relaxed);
-        while (seen < c.seq && !nb->last_read.compare_exchange_weak(seen, c.seq, std::memory_order_acq_rel)) {
-        }
-      }
-    }
+    if (!substitute_all(window, q, record ? &qs : nullptr, w, readers, record)) continue;
+    for (int j : readers)
+      for (const View& v : window[j].inputs)
+        if (hidden(v.buffer.get())) add_reader(v.buffer.get(), j);
     // The cone's tasks are now dead (partition: nobody reads their
     // results); their own reads no longer count.
     for (int k : group) {
@@ -474,9 +562,23 @@ int recompute_producers(std::vector<Task>& window, int budget) {
       }
       uses.erase(window[k].output.buffer.get());
     }
+    if (record) record->cones.push_back({group, readers});
     done += static_cast<int>(group.size());
   }
+  if (record) record->tasks = done;
   return done;
+}
+
+bool replay_recompute(std::vector<Task>& window, const Recomputed& r) {
+  for (const Recomputed::Cone& c : r.cones) {
+    if (c.tasks.empty() || c.tasks.back() >= static_cast<int>(window.size())) return false;
+    const View& w = window[c.tasks.back()].output;
+    int cost = 0;
+    bool reads_own = false;
+    const Task q = merge_cone(window, c.tasks, w.buffer.get(), cost, reads_own, nullptr, nullptr);
+    if (reads_own || !substitute_all(window, q, nullptr, w, c.readers, nullptr)) return false;
+  }
+  return true;
 }
 
 }  // namespace nf::fusion

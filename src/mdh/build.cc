@@ -149,27 +149,33 @@ void compact(Built& out) {
 
 }  // namespace
 
-void rebind(const std::vector<Task>& window, const Built& tmpl, Bindings& b) {
-  const size_t n = tmpl.recipe.access.size();
+void rebind(const std::vector<Task>& window, const Built& tmpl, Bindings& b) { rebind(window, tmpl, tmpl.recipe, b); }
+
+void rebind(const std::vector<Task>& window, const Built& tmpl, const Recipe& recipe, Bindings& b) {
+  const size_t n = recipe.access.size();
   b.buffers.resize(n);
   b.offsets.resize(n);
   b.ints.assign(tmpl.bind.ints.begin(), tmpl.bind.ints.end());
   b.floats.assign(tmpl.bind.floats.begin(), tmpl.bind.floats.end());
-  rebind_again(window, tmpl, b);
+  rebind_again(window, recipe, b);
 }
 
 void rebind_again(const std::vector<Task>& window, const Built& tmpl, Bindings& b) {
-  const size_t n = tmpl.recipe.access.size();
+  rebind_again(window, tmpl.recipe, b);
+}
+
+void rebind_again(const std::vector<Task>& window, const Recipe& recipe, Bindings& b) {
+  const size_t n = recipe.access.size();
   for (size_t i = 0; i < n; ++i) {
-    const Recipe::AccessSource& src = tmpl.recipe.access[i];
+    const Recipe::AccessSource& src = recipe.access[i];
     const Task& t = window[src.task];
     const View& v = src.slot < 0 ? t.output : t.inputs[src.slot];
     b.buffers[i] = v.buffer.get();
-    b.offsets[i] = v.offset * itemsize(v.dtype);
+    b.offsets[i] = (v.offset + src.shift) * itemsize(v.dtype);
   }
-  for (const Recipe::ParamSource& p : tmpl.recipe.params) {
+  for (const Recipe::ParamSource& p : recipe.params) {
     const Task& t = window[p.task];
-    if (p.index_offset) b.ints[p.slot] = t.indices[p.which].offset;
+    if (p.index_offset) b.ints[p.slot] = t.indices[p.which].offset + p.shift;
     else if (p.is_float) b.floats[p.slot] = p.imag ? t.consts[p.which].im : t.consts[p.which].f;
     else b.ints[p.slot] = t.consts[p.which].i;
   }

@@ -121,6 +121,7 @@ struct Recipe {
   struct AccessSource {
     int task;  // window index
     int slot;  // input index, or -1 for the task's output
+    int64_t shift = 0;  // elements added to the view's offset (fusion::Source)
   };
   struct ParamSource {
     int slot;  // int or float parameter slot
@@ -129,6 +130,7 @@ struct Recipe {
     bool index_offset;
     bool is_float;
     bool imag = false;  // a complex constant's imaginary part (its real part has the slot before)
+    int64_t shift = 0;  // added to an index function's offset (fusion::Source)
   };
   std::vector<AccessSource> access;  // per access
   std::vector<ParamSource> params;
@@ -156,6 +158,11 @@ void rebind(const std::vector<Task>& window, const Built& tmpl, Bindings& out);
 // group's own): only what a window changes -- buffers, offsets and the
 // parameters taken from its tasks -- is written again.
 void rebind_again(const std::vector<Task>& window, const Built& tmpl, Bindings& out);
+// The same with the sources of `recipe` (tmpl.recipe translated to another
+// form of the window: a plan of a rewritten window bound to the window as
+// recorded, flush.cc).
+void rebind(const std::vector<Task>& window, const Built& tmpl, const Recipe& recipe, Bindings& out);
+void rebind_again(const std::vector<Task>& window, const Recipe& recipe, Bindings& out);
 
 // The expression in the paper's notation, with concrete sizes if given.
 std::string to_string(const MdHom& h, const Bindings* b = nullptr);

@@ -149,6 +149,46 @@ void release(const std::vector<Task>& window, const std::vector<std::pair<int, i
   for (auto [k, s] : refs) (s < 0 ? window[k].output : window[k].inputs[s]).buffer->release_memory();
 }
 
+// A plan reached from a window as recorded, before recompute_producers
+// rewrote it (fusion.h): the rewritten window's plan, each group's recipe
+// translated to the recorded window (fusion::Source), so that a loop body
+// whose window is rewritten every iteration binds and runs its plan without
+// rewriting it again -- the rewrite's analysis cost three times the rest of
+// a memoized flush. Valid for every window that window_matches `sig`.
+struct Recorded {
+  fusion::Signature sig;  // of the window as recorded
+  int budget = 0;         // the rewrite's (Config::recompute)
+  std::shared_ptr<const Plan> plan;
+  std::vector<mdh::Recipe> recipes;  // per plan group (empty without a template)
+  std::vector<std::vector<std::pair<int, int>>> release_after;  // Plan::release_after, translated
+  // (reader, (task, slot)): a view a rewritten reader reads (Buffer::last_read).
+  std::vector<std::pair<int, std::pair<int, int>>> reads;
+  fusion::Recomputed rewrite;  // replayed where the rewritten tasks are needed
+};
+
+// The form of the window a memo hit's groups bind to: as rewritten (each
+// template's own recipe), or as recorded (a Recorded's recipes) until
+// something needs the rewritten tasks themselves -- tier 0, the
+// floating-point flags' analysis, a failure's restore -- and rewrite()
+// replays the rewrite.
+struct WindowForm {
+  std::vector<Task>* window = nullptr;
+  std::shared_ptr<const Recorded> recorded;  // non-null: the window is as recorded
+  bool replayed = false;                     // rewrite() replayed the rewrite
+  const mdh::Recipe* recipe(size_t group) const { return recorded ? &recorded->recipes[group] : nullptr; }
+  const std::vector<std::pair<int, int>>& releases(const Plan& p, size_t group) const {
+    return recorded ? recorded->release_after[group] : p.release_after[group];
+  }
+  void rewrite() {
+    if (!recorded) return;
+    const std::shared_ptr<const Recorded> r = std::move(recorded);
+    recorded.reset();
+    replayed = true;
+    if (!fusion::replay_recompute(*window, r->rewrite))
+      throw std::logic_error("numfuse: a memoized recompute rewrite did not replay on its window");
+  }
+};
+
 struct SigHash {
   size_t operator()(const fusion::Signature& s) const { return s.hash(); }
 };
@@ -212,6 +252,7 @@ class Memo {
     if (b > kMaxBytes / 4 || map_.count(s)) return;  // one window may not crowd out the rest
     while (bytes_ + b > kMaxBytes && !order_.empty()) {
       std::fill(recent_, recent_ + kRecent, nullptr);
+      for (auto& r : recorded_) r.reset();
       auto it = map_.find(order_.front());
       if (it != map_.end()) {
         bytes_ -= it->second.bytes;
@@ -225,8 +266,25 @@ class Memo {
     std::rotate(recent_, recent_ + kRecent - 1, recent_ + kRecent);
     recent_[0] = &*it;
   }
+  // The window as recorded, matched against the recorded forms of the
+  // latest rewritten windows (none unless recompute_producers rewrote one).
+  std::shared_ptr<const Recorded> find_recorded(const std::vector<Task>& window, std::string_view structure,
+                                                fusion::Policy policy, int budget) {
+    for (size_t i = 0; i < kRecent && recorded_[i]; ++i) {
+      if (recorded_[i]->budget != budget || !fusion::window_matches(window, structure, policy, recorded_[i]->sig))
+        continue;
+      std::rotate(recorded_, recorded_ + i, recorded_ + i + 1);
+      return recorded_[0];
+    }
+    return nullptr;
+  }
+  void insert_recorded(std::shared_ptr<const Recorded> r) {
+    std::rotate(recorded_, recorded_ + kRecent - 1, recorded_ + kRecent);
+    recorded_[0] = std::move(r);
+  }
   void clear() {
     std::fill(recent_, recent_ + kRecent, nullptr);
+    for (auto& r : recorded_) r.reset();
     map_.clear();
     order_.clear();
     bytes_ = 0;
@@ -245,6 +303,7 @@ class Memo {
   static constexpr size_t kRecent = 8;
   static constexpr size_t kMatched = kRecent;  // of them, tried by find(window)
   const Node* recent_[kRecent] = {};  // the latest hits (map nodes stay put until erased)
+  std::shared_ptr<const Recorded> recorded_[kRecent];  // most recent first (they hold their plans)
   std::deque<fusion::Signature> order_;
   size_t bytes_ = 0;
 };
@@ -475,15 +534,17 @@ void note_group_fp(uint8_t f, const std::vector<Task>& window, const PlanGroup& 
   if (const uint8_t real = detail::genuine(f, ops, window, g.begin, g.end)) detail::note_fp(real, std::move(ops));
 }
 
-// The group's bindings: `given`, or (memo hits) its template rebound to the
-// window in the group's own bindings (the caller holds g_exec_mu; the
-// bindings borrow the window's buffers).
-const mdh::Bindings* bindings_of(const std::vector<Task>& window, const PlanGroup& g, const mdh::Bindings* given) {
+// Group `index`'s bindings: `given`, or (memo hits) its template rebound to
+// the window, in the form it has (WindowForm), in the group's own bindings
+// (the caller holds g_exec_mu; the bindings borrow the window's buffers).
+const mdh::Bindings* bindings_of(const WindowForm& form, const PlanGroup& g, size_t index,
+                                 const mdh::Bindings* given) {
   if (given) return given;
+  const mdh::Recipe& recipe = form.recorded ? *form.recipe(index) : g.tmpl->recipe;
   if (g.bound_once) {
-    mdh::rebind_again(window, *g.tmpl, g.bound);
+    mdh::rebind_again(*form.window, recipe, g.bound);
   } else {
-    mdh::rebind(window, *g.tmpl, g.bound);
+    mdh::rebind(*form.window, *g.tmpl, recipe, g.bound);
     g.bound_once = true;
   }
   return &g.bound;
@@ -494,8 +555,9 @@ const mdh::Bindings* bindings_of(const std::vector<Task>& window, const PlanGrou
 // group's bindings, or nullptr to rebind its template to the window.
 // `clock`: when the group started (the previous group's end), set to its end
 // (one clock read per group).
-void run_group(const std::vector<Task>& window, const std::shared_ptr<const Plan>& plan, size_t index,
-               const mdh::Bindings* bind, bool dump, uint64_t& clock, GroupReport& gr) {
+void run_group(WindowForm& form, const std::shared_ptr<const Plan>& plan, size_t index, const mdh::Bindings* bind,
+               bool dump, uint64_t& clock, GroupReport& gr) {
+  const std::vector<Task>& window = *form.window;
   const PlanGroup& g = plan->groups[index];
   gr.stop_ptr = &g.stop_reason;
   gr.dead = static_cast<int>(g.dead.size());
@@ -508,15 +570,19 @@ void run_group(const std::vector<Task>& window, const std::shared_ptr<const Plan
   if (runs(g)) {
     jit::Kernel* const fn = kernel_of(g);
     if (fn || g.schedule.routine != tune::Routine::None) {
-      bind = bindings_of(window, g, bind);
+      bind = bindings_of(form, g, index, bind);
       // The kernel's floating-point flags, as NumPy reads them around a
       // ufunc loop: cleared before (whatever ran here last, a compile
       // included, set them), read after.
       fpe::take();
       detail::run_scheduled(g.tmpl->hom, g.schedule, fn, *bind, *g.target);
-      if (const uint8_t f = fpe::take()) note_group_fp(f, window, g);
+      if (const uint8_t f = fpe::take()) {
+        form.rewrite();  // (the flags' analysis reads the tasks)
+        note_group_fp(f, window, g);
+      }
       if (dump && fn) gr.source = g.target->compiler().source_of(g.key);
     } else {
+      form.rewrite();  // (tier 0 runs the tasks)
       fpe::take();
       detail::interpret(window, g.begin, g.end, g.dead);
       if (const uint8_t f = fpe::take()) note_group_fp(f, window, g);
@@ -547,9 +613,10 @@ void run_group(const std::vector<Task>& window, const std::shared_ptr<const Plan
 // the templates.
 std::atomic<int> g_refuse_chains{0};
 
-bool run_chain(const std::vector<Task>& window, const std::shared_ptr<const Plan>& plan, const PlanChain& c,
+bool run_chain(WindowForm& form, const std::shared_ptr<const Plan>& plan, const PlanChain& c,
                const std::vector<const mdh::Bindings*>& given, const Config& cfg, uint64_t& clock,
                std::vector<GroupReport>& reports) {
+  const std::vector<Task>& window = *form.window;
   if (!c.fn) return false;
   if (g_refuse_chains.load(std::memory_order_relaxed) > 0 && g_refuse_chains.fetch_sub(1) > 0) return false;
   std::vector<runtime::ChainStage> stages;
@@ -558,7 +625,7 @@ bool run_chain(const std::vector<Task>& window, const std::shared_ptr<const Plan
     if (!runs(pg) || pg.schedule.routine != tune::Routine::None) return false;
     runtime::ChainStage st;
     st.hom = &pg.tmpl->hom;
-    st.bind = bindings_of(window, pg, given.empty() ? nullptr : given[g]);
+    st.bind = bindings_of(form, pg, static_cast<size_t>(g), given.empty() ? nullptr : given[g]);
     stages.push_back(st);
   }
   std::vector<runtime::LinkSpec> links;
@@ -612,6 +679,7 @@ bool run_chain(const std::vector<Task>& window, const std::shared_ptr<const Plan
   runtime::run_chain(c.fn->fn.load(std::memory_order_acquire), c.shape, stages, cp);
   const uint64_t t1 = ticks();
   if (const uint8_t f = fpe::take()) {
+    form.rewrite();  // (the flags' analysis reads the tasks)
     const PlanGroup& a = plan->groups[c.first];
     const PlanGroup& b = plan->groups[c.last];
     std::vector<int> dead;
@@ -667,14 +735,14 @@ bool run_chain(const std::vector<Task>& window, const std::shared_ptr<const Plan
 
 // Runs the plan's group `i` -- or, when a multi-stage kernel starts there,
 // all its stages -- and returns how many groups ran (their reports appended).
-size_t run_groups_at(const std::vector<Task>& window, const std::shared_ptr<const Plan>& plan, size_t i,
+size_t run_groups_at(WindowForm& form, const std::shared_ptr<const Plan>& plan, size_t i,
                      const std::vector<const mdh::Bindings*>& given, const Config& cfg, uint64_t& clock,
                      std::vector<GroupReport>& reports) {
   for (const PlanChain& c : plan->chains)
-    if (c.first == static_cast<int>(i) && run_chain(window, plan, c, given, cfg, clock, reports))
+    if (c.first == static_cast<int>(i) && run_chain(form, plan, c, given, cfg, clock, reports))
       return static_cast<size_t>(c.last - c.first + 1);
   GroupReport& gr = reports.emplace_back();
-  run_group(window, plan, i, given.empty() ? nullptr : given[i], cfg.dump, clock, gr);
+  run_group(form, plan, i, given.empty() ? nullptr : given[i], cfg.dump, clock, gr);
   return 1;
 }
 
@@ -798,7 +866,7 @@ namespace {
 
 // Analyses, compiles and runs `window`; `ran` counts the tasks (a prefix of
 // the window) that have run. Caller holds g_exec_mu.
-void flush_window(std::vector<Task>& window, const Structure& structure, FlushReport* report, int& ran,
+void flush_window(WindowForm& form, const Structure& structure, FlushReport* report, int& ran,
                   Releaser*& releaser);
 
 // Calls the releaser, once (see flush).
@@ -849,9 +917,18 @@ std::vector<Task> flush(FlushReport* report, Releaser* releaser) {
   // the stream, so no pending result is lost or left half-computed: a later
   // sync runs them.
   int ran = 0;
+  WindowForm form;
+  form.window = &window;
   try {
-    flush_window(window, structure, report, ran, releaser);
+    flush_window(form, structure, report, ran, releaser);
   } catch (...) {
+    // The tasks that go back must be the ones the plan ran from: a window
+    // left as recorded is rewritten first (its recomputed producers did
+    // not run, and will not).
+    try {
+      form.rewrite();
+    } catch (...) {
+    }
     global_stream().restore(std::vector<Task>(std::make_move_iterator(window.begin() + ran),
                                               std::make_move_iterator(window.end())));
     window.erase(window.begin() + ran, window.end());
@@ -874,8 +951,53 @@ int64_t points_of(const std::vector<Task>& window) {
   return points;
 }
 
-void flush_window(std::vector<Task>& window, const Structure& structure, FlushReport* report, int& ran,
+// The Recorded of a window that recompute_producers rewrote as `record`
+// says (with `budget`), for `plan`: its signature as recorded
+// (`recorded_sig`) and the plan's recipes and releases translated to it.
+std::shared_ptr<const Recorded> translate(std::shared_ptr<const Plan> plan, fusion::Signature recorded_sig,
+                                          int budget, fusion::Recomputed record) {
+  auto r = std::make_shared<Recorded>();
+  r->sig = std::move(recorded_sig);
+  r->budget = budget;
+  r->recipes.resize(plan->groups.size());
+  for (size_t i = 0; i < plan->groups.size(); ++i) {
+    const PlanGroup& g = plan->groups[i];
+    if (!g.tmpl) continue;
+    mdh::Recipe& rc = r->recipes[i] = g.tmpl->recipe;
+    for (mdh::Recipe::AccessSource& a : rc.access) {
+      const fusion::Sources* s = record.sources_of(a.task);
+      if (!s || a.slot < 0) continue;
+      const fusion::Source& o = s->inputs.at(a.slot);
+      a = {o.task, o.which, o.shift};
+    }
+    for (mdh::Recipe::ParamSource& p : rc.params) {
+      const fusion::Sources* s = record.sources_of(p.task);
+      if (!s) continue;
+      const fusion::Source& o = p.index_offset ? s->indices.at(p.which) : s->consts.at(p.which);
+      p.task = o.task;
+      p.which = o.which;
+      p.shift = p.index_offset ? o.shift : 0;
+    }
+  }
+  r->release_after = plan->release_after;
+  for (auto& refs : r->release_after)
+    for (auto& [task, slot] : refs)
+      if (const fusion::Sources* s = record.sources_of(task); s && slot >= 0) {
+        const fusion::Source& o = s->inputs.at(slot);
+        task = o.task;
+        slot = o.which;
+      }
+  for (const auto& [j, s] : record.rewritten)
+    for (const fusion::Source& o : s.inputs) r->reads.push_back({j, {o.task, o.which}});
+  record.recorded.clear();  // (only the signature needed them)
+  r->rewrite = std::move(record);
+  r->plan = std::move(plan);
+  return r;
+}
+
+void flush_window(WindowForm& form, const Structure& structure, FlushReport* report, int& ran,
                   Releaser*& releaser) {
+  std::vector<Task>& window = *form.window;
   FlushReport rep;
   if (report) {
     rep.sync_site = report->sync_site;
@@ -921,10 +1043,43 @@ void flush_window(std::vector<Task>& window, const Structure& structure, FlushRe
     if (choice->nothing) choice = nullptr;
     else way = choice->way();
   }
-  if (may_recompute && way == 0 && (rep.recomputed = fusion::recompute_producers(window, cfg.recompute)) > 0) {
-    rewritten.clear();
-    for (const Task& t : window) rewritten.append(t);
-    shape = &rewritten;
+  // A window rewritten before, seen again as recorded (a loop body): its
+  // plan, bound to the window as it is (Recorded), with nothing rewritten
+  // or decided again. Else it is rewritten here, and with the memo on its
+  // recorded form is remembered for the next time (after its plan runs).
+  const bool rewrites = may_recompute && way == 0;
+  const bool remember = rewrites && !choice && cfg.memo;
+  std::shared_ptr<const Plan> plan;
+  fusion::Recomputed record;
+  static fusion::Signature recorded_sig;  // guarded by g_exec_mu; its storage is reused
+  if (remember && (form.recorded = g_memo.find_recorded(window, structure.view(), cfg.policy, cfg.recompute))) {
+    plan = form.recorded->plan;
+    rep.recomputed = form.recorded->rewrite.tasks;
+    rep.memo_recorded = true;
+    // (What a rewritten reader reads is a pending read until it has run:
+    // Buffer::last_read, as recompute_producers notes it.)
+    for (const auto& [j, src] : form.recorded->reads) {
+      Buffer* b = window[src.first].inputs[src.second].buffer.get();
+      const uint64_t seq = window[j].seq;
+      uint64_t seen = b->last_read.load(std::memory_order_relaxed);
+      while (seen < seq && !b->last_read.compare_exchange_weak(seen, seq, std::memory_order_acq_rel)) {
+      }
+    }
+  } else if (rewrites) {
+    record.keep_recorded = remember;
+    if ((rep.recomputed = fusion::recompute_producers(window, cfg.recompute, remember ? &record : nullptr)) > 0) {
+      rewritten.clear();
+      for (const Task& t : window) rewritten.append(t);
+      shape = &rewritten;
+      if (remember) {
+        // The signature of the window as recorded (its rewritten tasks put
+        // back for the while), built before anything runs and changes its
+        // buffers' flags.
+        for (auto& [j, t] : record.recorded) std::swap(window[j], t);
+        fusion::window_signature(window, structure.view(), cfg.policy, recorded_sig);
+        for (auto& [j, t] : record.recorded) std::swap(window[j], t);
+      }
+    }
   }
   if (choice && way == 0 && rep.recomputed == 0) {
     choice->nothing = true;  // (the model recomputes nothing here: nothing to choose)
@@ -938,7 +1093,7 @@ void flush_window(std::vector<Task>& window, const Structure& structure, FlushRe
     measuring->tune_seconds = 0;
   }
   const Config& run_cfg = measuring ? *measuring : cfg;
-  std::shared_ptr<const Plan> plan = cfg.memo ? g_memo.find(window, shape->view(), cfg.policy) : nullptr;
+  if (!plan && cfg.memo) plan = g_memo.find(window, shape->view(), cfg.policy);
   rep.memo_matched = plan != nullptr;
   // Small kernels of a memoized plan run without letting go of the
   // caller's lock (kQuickFlushPoints); everything else lets go.
@@ -960,11 +1115,11 @@ void flush_window(std::vector<Task>& window, const Structure& structure, FlushRe
     uint64_t clock = t2;
     rep.groups.reserve(plan->groups.size());
     for (size_t i = 0; i < plan->groups.size();) {
-      const size_t n = run_groups_at(window, plan, i, {}, run_cfg, clock, rep.groups);
+      const size_t n = run_groups_at(form, plan, i, {}, run_cfg, clock, rep.groups);
       for (size_t k = i; k < i + n; ++k) {
         GroupReport& gr = rep.groups[k];
         ran = plan->groups[k].end;
-        release(window, plan->release_after[k]);
+        release(window, form.releases(*plan, k));
         gr.cache_hit = gr.hom != nullptr && !gr.is_routine() && !gr.tier0;
         if (gr.cache_hit) rep.memory_hits++;
         if (gr.tier0) rep.tier0_groups++;
@@ -1103,7 +1258,7 @@ void flush_window(std::vector<Task>& window, const Structure& structure, FlushRe
     std::vector<const mdh::Bindings*> given;
     for (const Prepared& p : runnable) given.push_back(p.built ? &p.built->bind : nullptr);
     for (size_t i = 0; i < runnable.size();) {
-      const size_t n = run_groups_at(window, plan_new, i, given, run_cfg, clock, rep.groups);
+      const size_t n = run_groups_at(form, plan_new, i, given, run_cfg, clock, rep.groups);
       for (size_t k = i; k < i + n; ++k) {
         const Prepared& p = runnable[k];
         GroupReport& gr = rep.groups[k];
@@ -1122,7 +1277,13 @@ void flush_window(std::vector<Task>& window, const Structure& structure, FlushRe
     }
     rep.run_ms = ticks_to_ms(clock - t2);
     if (!failed) g_memo.insert(sig.compact(), plan_new);
+    if (failed) plan = nullptr;
+    else plan = plan_new;
   }
+  // (record.tasks: this flush rewrote the window, remembering how.)
+  if (remember && record.tasks > 0 && plan)
+    g_memo.insert_recorded(translate(plan, recorded_sig.compact(), cfg.recompute, std::move(record)));
+  rep.rewrite_replayed = form.replayed;
   if (choice) {
     choice->record(way, rep.memo_hit, ms_since(t0));
     rep.recompute_choice = choice->describe(way);
@@ -1140,6 +1301,7 @@ void flush_window(std::vector<Task>& window, const Structure& structure, FlushRe
     g_profile.disk_hits += rep.disk_hits;
     g_profile.memo_hits += rep.memo_hit ? 1 : 0;
     g_profile.memo_matched += rep.memo_matched ? 1 : 0;
+    g_profile.memo_recorded += rep.memo_recorded ? 1 : 0;
     g_profile.tier0_groups += rep.tier0_groups;
     // (A multi-stage kernel is one launch: its first stage's group counts.)
     for (const GroupReport& g : rep.groups) g_profile.kernels_run += g.hom && !g.tier0 && g.stage <= 1 ? 1 : 0;

@@ -118,6 +118,12 @@ struct FlushReport {
   bool memo_hit = false;  // the whole window's analysis came from the memo
   bool memo_matched = false;  // ... found by matching the window against a recent plan (no signature built)
   int recomputed = 0;  // producers recomputed at their readers instead of stored (fusion::recompute_producers)
+  // The memo matched the window as recorded, before that rewrite, and bound
+  // its plan to it without rewriting it (flush.cc: Recorded) ...
+  bool memo_recorded = false;
+  // ... until something needed the rewritten tasks (tier 0, the
+  // floating-point flags' analysis) and the rewrite was replayed.
+  bool rewrite_replayed = false;
   std::string recompute_choice;  // with tuning on: how recompute or store was chosen (tuning.h: RecomputeChoice)
   std::vector<std::string> warnings;
 };
@@ -127,6 +133,7 @@ struct Profile {
   double record_ms = 0, analyse_ms = 0, compile_ms = 0, run_ms = 0;
   int64_t flushes = 0, tasks = 0, kernels_run = 0, compiles = 0, memory_hits = 0, disk_hits = 0, memo_hits = 0;
   int64_t memo_matched = 0;  // of memo_hits, windows matched against a recent plan (no signature built)
+  int64_t memo_recorded = 0;  // of memo_matched, windows matched as recorded, before their recompute rewrite
   int64_t tier0_tasks = 0;  // operations run at once by tier 0 (never recorded)
   int64_t tier0_groups = 0;  // recorded groups tier 0 ran (kernel not compiled yet)
 };

@@ -241,6 +241,7 @@ void bind_calls(py::module_& m);
 void bind_array(py::module_& m);
 void bind_ufunc(py::module_& m);
 void bind_functions(py::module_& m);
+void bind_instructions(py::module_& m);  // (instructions.cc: callgrind's client requests)
 
 }  // namespace nf::py_bind
 

@@ -105,6 +105,8 @@ py::dict report_dict(const pipeline::FlushReport& r) {
   out["memo_hit"] = r.memo_hit;
   out["memo_matched"] = r.memo_matched;
   out["recomputed"] = r.recomputed;
+  out["memo_recorded"] = r.memo_recorded;
+  out["rewrite_replayed"] = r.rewrite_replayed;
   out["recompute_choice"] = r.recompute_choice;
   out["tier0_groups"] = r.tier0_groups;
   out["warnings"] = r.warnings;
@@ -475,6 +477,7 @@ void bind_functions(py::module_& m) {
     d["disk_hits"] = p.disk_hits;
     d["memo_hits"] = p.memo_hits;
     d["memo_matched"] = p.memo_matched;
+    d["memo_recorded"] = p.memo_recorded;
     d["tier0_ops"] = p.tier0_tasks;
     d["tier0_groups"] = p.tier0_groups;
     d["disk_hits_total"] = s.disk_hits.load();

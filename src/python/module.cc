@@ -523,6 +523,7 @@ PYBIND11_MODULE(_core, m) {
   bind_ufunc(m);
   bind_calls(m);
   bind_functions(m);
+  bind_instructions(m);
   pipeline::install_tier0();
 
   m.def("_set_fp_report", [](py::object report) { g_fp_report = report.release(); });
