@@ -108,14 +108,48 @@ def pytest_addoption(parser):
                      help="where numfuse runs operations in tests that do not choose (default: numfuse's "
                           "default, or NUMFUSE_TIER): auto, eager (tier 0 whenever inputs are computed) or "
                           "lazy (always recorded, fused and compiled)")
+    parser.addoption("--target", default=None, choices=["cpu", "cuda", "cuda-emulated"],
+                     help="the target kernels are compiled for (default: numfuse's, or NUMFUSE_TARGET); "
+                          "cuda-emulated runs the CUDA target's kernels on the emulated device")
+    parser.addoption("--cuda-check", default="", metavar="ARCHS",
+                     help="with a CUDA target: also compile every kernel with NVRTC for these architectures "
+                          "(comma-separated, e.g. 80,90) and fail on an error or a register spill")
 
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "fallback: the test exercises a NumPy fallback on purpose "
                                        "(FallbackWarning is allowed; elsewhere it fails the test)")
+    config.addinivalue_line("markers", "cpu_only: the test is about the CPU target's own kernels (multi-stage "
+                                       "kernels, its schedules, its generated C): it runs on the CPU target "
+                                       "whatever --target says")
     tier = config.getoption("--tier")
     if tier:
         nf.set_option("tier", tier)
+    archs = [int(a) for a in config.getoption("--cuda-check").split(",") if a.strip()]
+    if archs:
+        nf._core.set_cuda_check(archs)
+    target = config.getoption("--target")
+    if target:
+        nf.set_target(target)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    if nf.get_target() != "cpu" or config.getoption("--target"):
+        s = nf._core.cuda_check_stats()
+        terminalreporter.write_line(
+            f"numfuse target {nf.get_target()}: {s['kernels']} kernels compiled by NVRTC for sm_"
+            f"{', sm_'.join(map(str, s['archs'])) or '-'} ({s['compiles']} compiles; most registers "
+            f"{s['max_registers']}, most spill bytes {s['max_spill_bytes']})")
+
+
+@pytest.fixture(autouse=True)
+def _target_of_the_test(request):
+    """Tests marked cpu_only run on the CPU target."""
+    if request.node.get_closest_marker("cpu_only") is None or nf.get_target() == "cpu":
+        yield
+        return
+    with nf.config(target="cpu"):
+        yield
 
 
 # The three ways numfuse computes: tier 0 at once (the interpreter), and the

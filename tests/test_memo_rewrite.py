@@ -73,6 +73,7 @@ def diffusion(lib, state, k):
     return u, u[2:-2, 2:-2] - (0.1 / (k + 1)) * (fx[1:-1, 1:] - fx[1:-1, :-1] + fy[1:, 1:-1] - fy[:-1, 1:-1])
 
 
+@pytest.mark.cpu_only
 def test_diffusion_loop_with_multi_stage_kernels():
     got, ref, reps = reports(diffusion, (RNG.standard_normal((40, 37)), onp.zeros((36, 33))), 5,
                              stage_min_bytes=0)

@@ -63,6 +63,7 @@ def stages_ran():
     return [g["stages"] for g in nf.explain().groups if g["stage"] == 1]
 
 
+@pytest.mark.cpu_only
 def test_diffusion_fluxes_are_recomputed_at_the_update():
     # Each flux is one subtraction read at two offsets: recomputed (one
     # more subtraction per point) rather than stored and loaded. The
@@ -378,6 +379,7 @@ def tuned_runs(fn, u, n, **cfg):
     return out
 
 
+@pytest.mark.cpu_only
 def test_tuning_measures_recompute_or_store_on_live_runs(tmp_path):
     runs = tuned_runs(diffusion, U, 30, cache_dir=str(tmp_path))
     for got, y, rep, _ in runs:  # both ways compute NumPy's values

@@ -201,6 +201,7 @@ def test_random_schedules_with_a_prologue(lazy, seed):
     assert_same(Z, Y_.sum(axis=0))
 
 
+@pytest.mark.cpu_only
 def test_a_scalar_does_not_join_an_unrelated_kernel(lazy):
     # x.std()'s 0-d tail (divide, sqrt) is followed by a row-wise chain that
     # does not read it: the chain's first stage stays a stage (the scalar

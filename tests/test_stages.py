@@ -25,6 +25,9 @@ from hypothesis import given, settings, strategies as st
 
 import numfuse as nf
 
+# Multi-stage kernels are the CPU target's (pipeline/target.h: Target::chains).
+pytestmark = pytest.mark.cpu_only
+
 from conftest import to_np
 
 # Intermediates must reach numfuse's threshold (256 KiB) to form a chain.

@@ -28,6 +28,7 @@ _ENV = {
     "NUMFUSE_STAGE_MIN_BYTES": "stage_min_bytes",
     "NUMFUSE_RECOMPUTE": "recompute",
     "NUMFUSE_EXACT_DIVISION": "exact_division",
+    "NUMFUSE_TARGET": "target",
 }
 # NUMFUSE_CACHE_DIR is read by the C++ core when it starts.
 
@@ -65,7 +66,62 @@ _SETTERS = {
     "exact_division": (lambda v: _core.set_exact_division(_truthy(v)), _core.get_exact_division),
     "recompute": (lambda v: _core.set_recompute(_recompute_budget(v)),
                   lambda: False if _core.get_recompute() < 0 else _core.get_recompute()),
+    "target": (lambda v: set_target(v), lambda: _core.get_target()),
 }
+
+
+_cuda_ready = [False]
+
+
+def _cuda_libraries():
+    """Tells the core where the nvidia-cuda-nvrtc wheel's NVRTC is, if it is
+    installed (`pip install numfuse[cuda]`): it is preferred to the CUDA
+    toolkit's. Once, before anything loads NVRTC."""
+    if _cuda_ready[0]:
+        return
+    _cuda_ready[0] = True
+    import glob
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("nvidia.cuda_nvrtc")
+    except (ImportError, ValueError):
+        spec = None
+    for d in (spec.submodule_search_locations or []) if spec else []:
+        libs = [p for p in sorted(glob.glob(os.path.join(d, "lib", "libnvrtc.so*")))
+                if "builtins" not in p and ".alt." not in p]
+        if libs:
+            _core.set_nvrtc_library(libs[0])
+            return
+
+
+def targets():
+    """The targets numfuse can compile for, each with "" where it can run
+    here or the reason it cannot: {"cpu": "", "cuda": "...", "cuda-emulated": ""}."""
+    _cuda_libraries()
+    return {t: _core.target_unavailable(t) for t in _core.target_names()}
+
+
+def set_target(name):
+    """Compile new kernels for `name`: "cpu" (the default), "cuda" (an NVIDIA
+    GPU, through NVRTC and the driver) or "cuda-emulated" (the CUDA target's
+    kernels run on the host by an emulated device). Pending operations run
+    first, where they were recorded. An unknown name raises ValueError; a
+    target that cannot run here (no GPU, no driver, no NVRTC) raises
+    RuntimeError saying why, and nothing changes. For a while:
+    ``with numfuse.config(target="cuda"):``; for a process: NUMFUSE_TARGET."""
+    key = str(name).strip().lower()
+    names = _core.target_names()
+    if key not in names:
+        raise ValueError(f"unknown numfuse target {name!r}; the targets are {', '.join(names)}")
+    _cuda_libraries()
+    _core.flush("set_target")
+    _core.set_target(key)
+
+
+def get_target():
+    """The target new kernels are compiled for (see set_target)."""
+    return _core.get_target()
 
 
 def _recompute_budget(v):
@@ -253,6 +309,10 @@ class Explanation:
                         if g.get("compiling") else " (run by the interpreter: its kernel is not worth compiling yet)")
         if g.get("stages"):
             how += f" (stage {g['stage']} of {g['stages']} of one multi-stage kernel)"
+        if g.get("target") and g["target"] != "cpu":
+            how += f" on {g['target']}"
+        elif g.get("target_note"):
+            how += f" on the CPU ({g['target_note']})"
         line = f"kernel {i}: {what} -- {how}"
         if g["temporaries"]:
             n = len(g["temporaries"])
@@ -409,8 +469,20 @@ def show_config(mode="stdout"):
         raise AttributeError(f"Invalid `mode`, use one of: stdout, dicts (got {mode!r})")
     t = _core.target_info()
     cache = _core.cache_info()
+    avail = targets()
+    nvrtc = _core.nvrtc_info()
+    cuda = _core.cuda_info()
     info = {
         "numfuse": {"version": __version__},
+        "Targets": {
+            "target": _core.get_target(),
+            **{t: ("available" if not why else "unavailable: " + why) for t, why in avail.items()},
+        },
+        "CUDA": {
+            "nvrtc": (f"{nvrtc['version']} ({nvrtc['path']})" if nvrtc["available"] else "unavailable: " + nvrtc["why"]),
+            "device": (f"{cuda['device']}, sm_{cuda['arch']}, {cuda['multiprocessors']} multiprocessors, driver "
+                       f"{cuda['driver']}" if cuda["available"] else "none: " + cuda["why"]),
+        },
         "Compiler": {
             "name": "clang + LLVM ORC JIT (in process)",
             "llvm version": t["llvm_version"],

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "codegen/codegen.h"
+#include "codegen/nest_speller.h"
 #include "codegen/scalar_c.h"
 
 namespace nf::codegen {
@@ -23,9 +24,9 @@ using lower::StmtP;
 // The first line of a wide kernel's source says so (renders_wide).
 constexpr const char* kWideMark = " (wide vectors)";
 
-class CRenderer {
+class CRenderer final : public detail::NestSpeller {
  public:
-  explicit CRenderer(const lower::LoopNest& n) : n_(n) {}
+  explicit CRenderer(const lower::LoopNest& n) : NestSpeller(n) {}
 
   Source run() {
     std::ostringstream body;
@@ -82,9 +83,6 @@ class CRenderer {
   }
 
  private:
-  const lower::LoopNest& n_;
-  HelperSet helpers_;
-  bool uses_alloc_ = false;
   // The kernel's variables a parallel region can see (declared before it at
   // the top level), as (parameter declaration, argument) of the function the
   // region's body becomes; and those functions.
@@ -116,8 +114,6 @@ class CRenderer {
     return false;
   }
 
-  static std::string indent(int d) { return std::string(2 * d, ' '); }
-
   // The widest element the data operations of `e` work on (0: none).
   static int widest_data(const Ex& e) {
     int w = 0;
@@ -144,172 +140,67 @@ class CRenderer {
     return std::max(1, bytes / (elem > 0 ? elem : 8));
   }
 
-  // Kernel arguments are named p<k> (lower::Lowerer::ptr).
-  static bool is_pointer(const std::string& name) {
-    if (name.size() < 2 || name[0] != 'p') return false;
-    for (size_t i = 1; i < name.size(); ++i)
-      if (name[i] < '0' || name[i] > '9') return false;
-    return true;
-  }
-
-  std::string lvalue(const Ex& e) { return e.name + "[" + ex(*e.args[0]) + "]"; }
-
-  std::string ex(const Ex& e) {
+  std::string thread_ex(const Ex& e) override {
+    // A Cores loop's iteration is a call of its region function (below).
     switch (e.k) {
-      case Ex::K::Var:
-        return e.name;
-      case Ex::K::IntLit:
-        return e.dtype == DType::Int64 || e.dtype == DType::Bool ? spell_int(e.ival, e.dtype)
-                                                                 : spell_int(e.ival, e.dtype);
-      case Ex::K::FloatLit:
-        if (is_complex(e.dtype)) {
-          const DType p = real_part_type(e.dtype);
-          return "__builtin_complex(" + spell_float(e.fval, p) + ", " + spell_float(e.fimag, p) + ")";
-        }
-        return spell_float(e.fval, e.dtype);
-      case Ex::K::IntParam:
-        if (e.dtype == DType::Int64) return "ip[" + std::to_string(e.slot) + "]";
-        if (e.dtype == DType::Bool) return "(ip[" + std::to_string(e.slot) + "] != 0)";
-        return "((" + std::string(c_type(e.dtype)) + ")ip[" + std::to_string(e.slot) + "])";
-      case Ex::K::FloatParam:
-        if (is_complex(e.dtype)) {
-          const std::string c = e.dtype == DType::Complex64 ? "(float)" : "";
-          return "__builtin_complex(" + c + "fp[" + std::to_string(e.slot) + "], " + c + "fp[" +
-                 std::to_string(e.slot + 1) + "])";
-        }
-        return e.dtype == DType::Float32 ? "((float)fp[" + std::to_string(e.slot) + "])"
-                                         : "fp[" + std::to_string(e.slot) + "]";
-      case Ex::K::Load:
-        if (e.dtype == DType::Bool && is_pointer(e.name)) return "(" + lvalue(e) + " != 0)";
-        return lvalue(e);
-      case Ex::K::Arith: {
-        std::string a = ex(*e.args[0]), b = ex(*e.args[1]);
-        if (e.op == 'm') return "(" + a + " < " + b + " ? " + a + " : " + b + ")";
-        if (e.op == 'M') return "(" + a + " > " + b + " ? " + a + " : " + b + ")";
-        if (e.op == '&') return "(" + a + " && " + b + ")";
-        return "(" + a + " " + e.op + " " + b + ")";
-      }
-      case Ex::K::Scalar: {
-        std::vector<std::string> args;
-        std::vector<DType> types;
-        for (const ExP& a : e.args) {
-          args.push_back(ex(*a));
-          types.push_back(a->dtype);
-        }
-        return spell_scalar(e.node, args, types, helpers_);
-      }
-      case Ex::K::Combine:
-        if (e.args.size() == 4)
-          return spell_arg_better(e.rop, e.dtype, ex(*e.args[0]), ex(*e.args[1]), ex(*e.args[2]), ex(*e.args[3]),
-                                  helpers_, e.ival == 1);
-        return spell_combine(e.rop, e.dtype, ex(*e.args[0]), ex(*e.args[1]), helpers_);
-      // A Cores loop's iteration is a call of its region function (below).
       case Ex::K::ThreadIndex:
         return "nf_tid";
       case Ex::K::ThreadCount:
         return "nf_nt";
-      case Ex::K::MaxThreads:
+      default:
         return "nf_max_threads()";
-      case Ex::K::Address:  // (kernel pointers of a multi-stage kernel are bytes)
-        return "((uint8_t*)" + e.name + " + " + ex(*e.args[0]) + ")";
-      case Ex::K::TileBound:
-        throw std::logic_error("render_c: a TileBound (the unroll pass removes them)");
     }
-    throw std::logic_error("render_c: bad expression");
   }
 
-  void stmt(std::ostringstream& os, const Stmt& s, int d) {
-    switch (s.k) {
-      case Stmt::K::Block:
-        os << indent(d) << "{\n";
-        for (const StmtP& c : s.body) stmt(os, *c, d + 1);
-        os << indent(d) << "}\n";
-        return;
-      case Stmt::K::For:
-        if (s.loop == LoopKind::Cores) return cores(os, s, d);
-        if (s.loop == LoopKind::GpuBlocks || s.loop == LoopKind::GpuThreads)
-          throw std::logic_error("render_c: a GPU loop in a CPU kernel");
-        if (s.loop == LoopKind::Unrolled) os << indent(d) << "#pragma clang loop unroll(full)\n";
-        // A simd loop's iterations are independent but for its reductions
-        // (simd_reductions), which the vectorizer finds itself and may
-        // reassociate (the hint allows it): the pragma says what OpenMP's
-        // `simd reduction(...)` said, without OpenMP's parsing and
-        // outlining (about a tenth of a small kernel's frontend).
-        if (s.loop == LoopKind::Vectorized) {
-          os << indent(d) << "#pragma clang loop vectorize(assume_safety)";
-          // A simd loop of a few iterations known here (NumPy's eight
-          // pairwise-sum lanes) runs as whole vectors of the target's
-          // width: left to itself the cost model picks 2 lanes for such a
-          // loop with a math call in it, and the call runs SSE's 2-lane
-          // variant (3x slower than AVX-512's 8 for exp). Where the loop
-          // is wider than one vector (8 doubles on AVX2) it is vectors
-          // interleaved: a width of 8 there has no libmvec variant, and
-          // every math call of the loop ran as 8 scalar calls.
-          if (s.lo->k == Ex::K::IntLit && s.hi->k == Ex::K::IntLit && s.step->k == Ex::K::IntLit &&
-              s.step->ival == 1) {
-            const int64_t n = s.hi->ival - s.lo->ival;
-            if (n == 4 || n == 8 || n == 16) {
-              const int64_t w = std::min<int64_t>(n, vector_lanes(s));
-              os << " vectorize_width(" << w << ")";
-              if (w < n) os << " interleave_count(" << n / w << ")";
-              os << " unroll(disable)";
-            }
-          }
-          os << "\n";
+  const char* who() const override { return "render_c"; }
+
+  void loop(std::ostringstream& os, const Stmt& s, int d) override {
+    if (s.loop == LoopKind::Cores) return cores(os, s, d);
+    if (s.loop == LoopKind::GpuBlocks || s.loop == LoopKind::GpuThreads)
+      throw std::logic_error("render_c: a GPU loop in a CPU kernel");
+    if (s.loop == LoopKind::Unrolled) os << indent(d) << "#pragma clang loop unroll(full)\n";
+    // A simd loop's iterations are independent but for its reductions
+    // (simd_reductions), which the vectorizer finds itself and may
+    // reassociate (the hint allows it): the pragma says what OpenMP's
+    // `simd reduction(...)` said, without OpenMP's parsing and
+    // outlining (about a tenth of a small kernel's frontend).
+    if (s.loop == LoopKind::Vectorized) {
+      os << indent(d) << "#pragma clang loop vectorize(assume_safety)";
+      // A simd loop of a few iterations known here (NumPy's eight
+      // pairwise-sum lanes) runs as whole vectors of the target's
+      // width: left to itself the cost model picks 2 lanes for such a
+      // loop with a math call in it, and the call runs SSE's 2-lane
+      // variant (3x slower than AVX-512's 8 for exp). Where the loop
+      // is wider than one vector (8 doubles on AVX2) it is vectors
+      // interleaved: a width of 8 there has no libmvec variant, and
+      // every math call of the loop ran as 8 scalar calls.
+      if (s.lo->k == Ex::K::IntLit && s.hi->k == Ex::K::IntLit && s.step->k == Ex::K::IntLit && s.step->ival == 1) {
+        const int64_t n = s.hi->ival - s.lo->ival;
+        if (n == 4 || n == 8 || n == 16) {
+          const int64_t w = std::min<int64_t>(n, vector_lanes(s));
+          os << " vectorize_width(" << w << ")";
+          if (w < n) os << " interleave_count(" << n / w << ")";
+          os << " unroll(disable)";
         }
-        os << indent(d) << "for (int64_t " << s.name << " = " << ex(*s.lo) << "; " << s.name << " < " << ex(*s.hi)
-           << "; " << s.name << " += " << ex(*s.step) << ") {\n";
-        for (const StmtP& c : s.body) stmt(os, *c, d + 1);
-        os << indent(d) << "}\n";
-        return;
-      case Stmt::K::Decl:
-        os << indent(d) << c_type(s.dtype) << " " << s.name;
-        if (s.init) os << " = " << ex(*s.init);
-        os << ";\n";
-        return;
-      case Stmt::K::If:
-        os << indent(d) << "if (" << ex(*s.cond) << ") {\n";
-        for (const StmtP& c : s.body) stmt(os, *c, d + 1);
-        os << indent(d) << "} else {\n";
-        for (const StmtP& c : s.else_body) stmt(os, *c, d + 1);
-        os << indent(d) << "}\n";
-        return;
-      case Stmt::K::Assign:
-        os << indent(d) << (s.target->k == Ex::K::Load ? lvalue(*s.target) : ex(*s.target)) << " = " << ex(*s.value)
-           << ";\n";
-        return;
-      case Stmt::K::Alloc:
-        if (s.scope == Scope::Local) {  // registers / the stack
-          os << indent(d) << c_type(s.dtype) << " " << s.name << "[" << ex(*s.count)
-             << "] __attribute__((aligned(64)));\n";
-          return;
-        }
-        if (s.scope == Scope::GpuShared) throw std::logic_error("render_c: GPU shared memory in a CPU kernel");
-        uses_alloc_ = true;
-        os << indent(d) << c_type(s.dtype) << "* " << s.name << " = (" << c_type(s.dtype) << "*)malloc(sizeof("
-           << c_type(s.dtype) << ") * (unsigned long)(" << ex(*s.count) << " > 0 ? " << ex(*s.count) << " : 1));\n";
-        return;
-      case Stmt::K::Free:
-        os << indent(d) << "free(" << s.name << ");\n";
-        return;
-      case Stmt::K::Barrier:
-        throw std::logic_error("render_c: a Barrier (the CPU target's barrier pass removes them)");
-      case Stmt::K::Comment:
-        os << indent(d) << "/* " << s.text << " */\n";
-        return;
-      case Stmt::K::Stage:
-        return stage(os, s, d);
-      case Stmt::K::FullSplit:
-        throw std::logic_error("render_c: a FullSplit (the unroll pass removes them)");
-      case Stmt::K::TileIn:
-        throw std::logic_error("render_c: a TileIn (the tile_buffers pass removes them)");
+      }
+      os << "\n";
     }
+    plain_loop(os, s, d);
+  }
+
+  void alloc(std::ostringstream& os, const Stmt& s, int d) override {
+    if (s.scope == Scope::Local) {  // registers / the stack
+      os << indent(d) << c_type(s.dtype) << " " << s.name << "[" << ex(*s.count) << "] __attribute__((aligned(64)));\n";
+      return;
+    }
+    if (s.scope == Scope::GpuShared) throw std::logic_error("render_c: GPU shared memory in a CPU kernel");
+    heap_alloc(os, s, d);
   }
 
   // A Stage: a function of its own whose pointer parameters are restrict
   // (as a serial kernel's, for the same reason), called with the stage's
   // addresses, its int parameter array and its part of fp.
-  void stage(std::ostringstream& os, const Stmt& s, int d) {
+  void stage(std::ostringstream& os, const Stmt& s, int d) override {
     const std::string fn = n_.name + "_stage" + std::to_string(nstages_++);
     std::ostringstream f;
     f << "static __attribute__((noinline)) void " << fn << "(";

@@ -451,11 +451,14 @@ std::string unary(Reg& reg, UnaryOp op, DType t, DType r, const std::string& a) 
       if (fl) return "(1 / " + a + ")";
       // NumPy computes 1.0/x in double and converts (x86 conversion of inf:
       // 1/0 raises divide by zero, and the conversion of its inf invalid).
+      // Both flags are raised explicitly for 0: once the compiler knows
+      // a == 0 it may fold 1.0 / a to inf and divide nothing.
       const DType it = t == DType::Bool ? DType::Int8 : t;
       const std::string name = "nf_recip_" + s, T = ct(t);
       return call(reg(name, "static inline " + T + " " + name + "(" + T + " a) {\n"
                             "  double r = 1.0 / (double)a;\n"
-                            "  if (a == 0) { volatile double z = 0.0; volatile double q = z / z; (void)q; }\n"
+                            "  if (a == 0) { volatile double z = 0.0, o = 1.0; volatile double q = z / z, d = o / z; "
+                            "(void)q; (void)d; }\n"
                             "  return " + float_to_int(reg, "r", DType::Float64, it) + ";\n}"),
                   {a});
     }
@@ -565,7 +568,7 @@ std::string binary(Reg& reg, BinaryOp op, DType t, const std::string& a, const s
                         "  if (mod != 0) { if ((b < 0) != (mod < 0)) div -= 1; }\n"
                         "  " + T + " fd;\n"
                         "  if (div != 0) { fd = floor" + f + "(div); if (div - fd > 0.5) fd += 1; }\n"
-                        "  else fd = copysign" + f + "(0, q);\n"
+                        "  else fd = copysign" + f + "((" + T + ")0, q);\n"
                         "  return b == 0 ? q : fd;\n}"),
                     {a, b});
       }
@@ -590,7 +593,7 @@ std::string binary(Reg& reg, BinaryOp op, DType t, const std::string& a, const s
                         "  " + T + " mod = fmod" + f + "(a, b);\n"
                         "  if (b == 0) return mod;\n"
                         "  if (mod != 0) { if ((b < 0) != (mod < 0)) mod += b; }\n"
-                        "  else mod = copysign" + f + "(0, b);\n"
+                        "  else mod = copysign" + f + "((" + T + ")0, b);\n"
                         "  return mod;\n}"),
                     {a, b}));
       }

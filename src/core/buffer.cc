@@ -311,6 +311,7 @@ int Buffer::kept_objects() { return t_blocks.count; }
 BufferPtr Buffer::make(int64_t nbytes) { return std::allocate_shared<Buffer>(BlockAlloc<Buffer>(), nbytes); }
 
 Buffer::~Buffer() {
+  release_device();
   if (owned_) {
     if (data_) {
       pool().put(data_, size_class(static_cast<size_t>(std::max<int64_t>(nbytes_, 1))));
@@ -335,9 +336,13 @@ std::atomic<int64_t> g_fail_after{-1};
 
 void Buffer::inject_allocation_failure(int64_t after) { g_fail_after.store(after); }
 
-void* Buffer::allocate() {
+void Buffer::check_injected_failure(int64_t nbytes) {
   if (g_fail_after.load(std::memory_order_relaxed) >= 0 && g_fail_after.fetch_sub(1) == 0)
-    throw MemoryError({}, -1, nbytes_);
+    throw MemoryError({}, -1, nbytes);
+}
+
+void* Buffer::allocate() {
+  check_injected_failure(nbytes_);
   // Size classes round up, so vector loads at the tail never leave the block.
   data_ = pool().get(size_class(static_cast<size_t>(std::max<int64_t>(nbytes_, 1))));
   note_alloc(nbytes_);
@@ -353,7 +358,60 @@ int64_t Buffer::cached_bytes() {
   return static_cast<int64_t>(pool().cached);
 }
 
+void* Buffer::sync_host() {
+  if (dstate_ & kDeviceNewer) {
+    void* h = data_ ? data_ : allocate();
+    device_->to_host(h, dptr_, nbytes_);
+  }
+  dstate_ = 0;  // (the caller may write the host copy)
+  return data_ ? data_ : allocate();
+}
+
+namespace {
+std::atomic<uint64_t> g_epoch{1};
+}
+
+void Buffer::next_epoch() { g_epoch.fetch_add(1, std::memory_order_relaxed); }
+
+void* Buffer::device_data(Device& d) {
+  if (device_ && device_ != &d) {  // a copy on another device: back to the host first
+    if (dstate_ & kDeviceNewer) sync_host();
+    release_device();
+  }
+  if (!dptr_) {
+    dptr_ = d.alloc(std::max<int64_t>(nbytes_, 1));
+    device_ = &d;
+  }
+  const uint64_t epoch = g_epoch.load(std::memory_order_relaxed);
+  if (host_visible() && depoch_ != epoch) dstate_ &= static_cast<uint8_t>(~kDeviceValid);
+  if (!(dstate_ & kDeviceValid)) {
+    if (data_) d.to_device(dptr_, data_, nbytes_);  // (no host copy: never written, nothing to bring)
+    dstate_ = kDeviceValid;
+    depoch_ = epoch;
+  }
+  return dptr_;
+}
+
+void Buffer::device_wrote() {
+  if (host_visible()) {
+    device_->to_host(data_ ? data_ : allocate(), dptr_, nbytes_);
+    dstate_ = kDeviceValid;
+    depoch_ = g_epoch.load(std::memory_order_relaxed);
+    return;
+  }
+  dstate_ = kDeviceValid | kDeviceNewer;
+  if (data_) device_->host_stale(data_, nbytes_);
+}
+
+void Buffer::release_device() {
+  if (dptr_) device_->free(dptr_, std::max<int64_t>(nbytes_, 1));
+  dptr_ = nullptr;
+  device_ = nullptr;
+  dstate_ = 0;
+}
+
 void Buffer::release_memory() {
+  release_device();  // (nothing can read it any more: no copy is kept)
   if (!owned_ || !data_) return;
   pool().put(data_, size_class(static_cast<size_t>(std::max<int64_t>(nbytes_, 1))));
   data_ = nullptr;

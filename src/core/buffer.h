@@ -15,6 +15,8 @@
 #include <functional>
 #include <memory>
 
+#include "core/device.h"
+
 namespace nf {
 
 class Buffer {
@@ -35,11 +37,43 @@ class Buffer {
 
   int64_t nbytes() const { return nbytes_; }
   uint64_t id() const { return id_; }
-  bool allocated() const { return data_ != nullptr; }
+  bool allocated() const { return data_ != nullptr || dptr_ != nullptr; }
   bool adopted() const { return !owned_; }  // memory from adopt()
-  // Allocates on first use (64-byte aligned, uninitialized).
-  void* data() { return data_ ? data_ : allocate(); }
-  void* data_if_allocated() const { return data_; }
+  // The host copy: allocated on first use (64-byte aligned, uninitialized),
+  // brought up to date from the device copy if that one is newer. Its
+  // caller may write it: the device copy counts as stale after.
+  void* data() {
+    if (dstate_ != 0) [[unlikely]]
+      return sync_host();
+    return data_ ? data_ : allocate();
+  }
+  void* data_if_allocated() const {
+    if (dstate_ != 0) [[unlikely]]
+      return const_cast<Buffer*>(this)->sync_host();
+    return data_;
+  }
+  // The device copy on `d` for a kernel that reads (or writes part of) it:
+  // allocated there on first use and brought up to date from the host
+  // copy when that one is newer (a copy on another device comes back to
+  // the host first). Throws MemoryError.
+  void* device_data(Device& d);
+  // A kernel on the device wrote the device copy: the host copy is stale
+  // -- unless NumPy can see the memory (host_visible), whose host copy is
+  // then brought up to date at once.
+  void device_wrote();
+  // Memory NumPy can see: adopted from a NumPy array, or exported to one
+  // (exports). NumPy may read or write it whenever Python runs, so its host
+  // copy is the truth between flushes: a device copy of it is trusted only
+  // in the flush that made it (Buffer::next_epoch), and a kernel's writes
+  // to it come back to the host at once.
+  bool host_visible() const { return !owned_ || exports.load(std::memory_order_relaxed) > 0; }
+  // A flush begins (a new epoch: device copies of host-visible memory are
+  // brought again).
+  static void next_epoch();
+  // The device this buffer has a copy on (nullptr: none), and whether that
+  // copy alone holds the contents.
+  Device* device() const { return device_; }
+  bool device_newer() const { return (dstate_ & kDeviceNewer) != 0; }
   // Returns the memory early (to the allocator's cache) when the buffer can
   // no longer be read: used by the executor after the last group that uses a
   // buffer no Python array can see. Adopted memory is left alone.
@@ -106,6 +140,9 @@ class Buffer {
   // Testing: the n-th allocation from now (0: the next) fails with
   // MemoryError, as a real one would; -1 turns it off.
   static void inject_allocation_failure(int64_t after);
+  // Throws the injected MemoryError if this allocation is the n-th (host
+  // allocations call it, and devices for theirs).
+  static void check_injected_failure(int64_t nbytes);
 
   // Total bytes currently allocated by numfuse buffers (for memory reports).
   static int64_t live_bytes();
@@ -117,9 +154,18 @@ class Buffer {
 
  private:
   void* allocate();  // data()'s first use
+  void* sync_host();  // data() with a device copy: the host copy, up to date
   int64_t nbytes_;
   uint64_t id_;
   void* data_ = nullptr;
+  // The device copy (dptr_ on device_): kDeviceValid when it holds the
+  // contents, kDeviceNewer when only it does (the host copy is stale).
+  static constexpr uint8_t kDeviceValid = 1, kDeviceNewer = 2;
+  Device* device_ = nullptr;
+  void* dptr_ = nullptr;
+  uint8_t dstate_ = 0;
+  uint64_t depoch_ = 0;  // the epoch its device copy was last made valid in
+  void release_device();
   bool owned_ = true;
   std::function<void()> release_;
   static std::atomic<uint64_t> retired_;

@@ -697,6 +697,30 @@ KernelFn CpuCompiler::compile_with(const codegen::Source& src, const std::string
   return sym->toPtr<KernelFn>();
 }
 
+namespace {
+// The CPU's compiler for KernelCache: clang + ORC, Quick and Full levels.
+class CpuJit final : public Compiler {
+ public:
+  std::string id() const override { return CpuCompiler::instance().flags_id(); }  // (kCacheVersion names LLVM)
+  Code compile(const codegen::Source& src, const std::string& symbol, std::string* object, Opt opt) override {
+    Code c;
+    c.fn = CpuCompiler::instance().compile(src, symbol, object, opt);
+    return c;
+  }
+  Code load(const std::string& object, const std::string& symbol) override {
+    Code c;
+    c.fn = CpuCompiler::instance().load_object(object, symbol);
+    return c;
+  }
+  bool has_quick() const override { return true; }
+};
+}  // namespace
+
+Compiler& cpu_compiler() {
+  static CpuJit* c = new CpuJit();
+  return *c;
+}
+
 TargetInfo target_info() {
   TargetInfo t;
   t.llvm_version = LLVM_VERSION_STRING;

@@ -92,7 +92,13 @@ enum class Opt : uint8_t { Quick, Full };
 // while it is in use (an upgrade from Quick to Full): callers read `fn` for
 // every launch.
 struct Kernel : std::enable_shared_from_this<Kernel> {
+  // The entry point: the CPU's kernel, or an emulated device's dispatcher
+  // (codegen: emulation_entry). A real device's kernel has none: its phases
+  // are `functions` of `module`. Set before fn (or functions) is published.
   std::atomic<KernelFn> fn{nullptr};
+  codegen::LaunchShape shape;
+  std::shared_ptr<void> module;   // keeps a device module loaded
+  std::vector<void*> functions;   // per shape phase: the device's function handle
   std::atomic<bool> quick{false};     // compiled Opt::Quick, not yet upgraded
   std::atomic<int64_t> quick_ns{0};   // time its quick code has run
   std::atomic<bool> upgrading{false}; // an upgrade was asked for (once)
@@ -100,6 +106,36 @@ struct Kernel : std::enable_shared_from_this<Kernel> {
   std::string key;
 };
 using KernelRef = std::shared_ptr<Kernel>;
+
+// A loaded kernel's code, as a Compiler returns it (Kernel's fields).
+struct Code {
+  KernelFn fn = nullptr;
+  codegen::LaunchShape shape;
+  std::shared_ptr<void> module;
+  std::vector<void*> functions;
+};
+
+// A target's compiler: rendered source in, loaded code out. The kernel
+// caches (KernelCache, DiskCache) key everything by id() too.
+class Compiler {
+ public:
+  virtual ~Compiler() = default;
+  // What, besides the kernel's own key, decides its code: the compiler,
+  // its version and flags, the device architecture.
+  virtual std::string id() const = 0;
+  // Compiles and loads `src` under the unique name `symbol`. `object`
+  // (optional) receives what the disk cache keeps (empty: nothing).
+  // Throws CompileError.
+  virtual Code compile(const codegen::Source& src, const std::string& symbol, std::string* object, Opt opt) = 0;
+  // Loads what compile() gave as `object` for `symbol`. Throws CompileError.
+  virtual Code load(const std::string& object, const std::string& symbol) = 0;
+  // Whether Opt::Quick compiles differ from Full ones (then a Quick kernel
+  // that runs long enough is recompiled Full: KernelCache::upgrade).
+  virtual bool has_quick() const { return false; }
+};
+
+// The CPU's compiler (CpuCompiler) as a Compiler.
+Compiler& cpu_compiler();
 
 class CpuCompiler {
  public:
@@ -166,10 +202,14 @@ class DiskCache {
   std::unique_ptr<Impl> impl_;
 };
 
-// Process-wide cache: canonical key -> loaded kernel.
+// A target's cache: canonical key -> loaded kernel, compiled by its
+// Compiler (in memory; on disk through DiskCache, keyed by the compiler's id).
 class KernelCache {
  public:
+  explicit KernelCache(Compiler& compiler);
+  // The CPU's.
   static KernelCache& instance();
+  Compiler& compiler() const;
   // Returns the kernel for `key`, calling `make` (once per key, even with
   // concurrent callers) to produce its source on a miss, compiled at `opt`.
   // `hit`: found in memory; `disk_hit`: loaded from the disk cache (no compile).
@@ -192,10 +232,82 @@ class KernelCache {
   CompileStats& stats();
 
  private:
-  KernelCache();
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// ---------------------------------------------------------------------------
+// CUDA. NVRTC and the driver API are loaded with dlopen at first use, never
+// linked: without them (no toolkit, no driver, no GPU) numfuse imports and
+// runs on the CPU all the same; what is missing is said in plain words.
+
+// NVRTC: the library found (the one set_nvrtc_library named -- the Python
+// layer names the nvidia-cuda-nvrtc-cu12 wheel's where it is installed --,
+// else the CUDA toolkit's), or why there is none.
+struct NvrtcInfo {
+  bool available = false;
+  std::string path, version, why;
+};
+void set_nvrtc_library(const std::string& path);  // before first use
+NvrtcInfo nvrtc_info();
+// A cubin (and, if asked, PTX) of CUDA C++ `source` for the GPU
+// architecture sm_<arch> (80, 90, ...): NVRTC with --fmad=false (the CPU's
+// rounding) and -default-device; `log` gets NVRTC's log, with ptxas's
+// resource report (registers, spills, shared memory) when `verbose`.
+// Throws CompileError with the log.
+struct CudaBinary {
+  std::string cubin, ptx, log;
+};
+CudaBinary nvrtc_compile(const std::string& source, const std::string& name, int arch, bool want_ptx = false,
+                         bool verbose = false);
+
+// The CUDA driver API on device 0: its primary context, memory and
+// launches. get() loads it on first use; nullptr (with `why`) where the
+// driver or a GPU is missing (cuInit 100: no device).
+class CudaDriver {
+ public:
+  static CudaDriver* get(std::string* why = nullptr);
+  int arch() const;          // 90 for sm_90
+  int multiprocessors() const;
+  std::string device_name() const;
+  std::string version() const;  // the driver's CUDA version
+  void* alloc(int64_t bytes);   // throws std::bad_alloc when the device has none left
+  void free(void* p);
+  void to_device(void* dst, const void* src, int64_t bytes);
+  void to_host(void* dst, const void* src, int64_t bytes);
+  // A module of `cubin` and its functions `names` (in order); the module
+  // stays loaded while the returned handle lives. Throws CompileError.
+  std::shared_ptr<void> load(const std::string& cubin, const std::vector<std::string>& names,
+                             std::vector<void*>* functions);
+  // Runs `fn` on a grid of `blocks` x `threads` with its parameters, and
+  // waits for it. Throws std::runtime_error with the driver's message.
+  void launch(void* fn, int64_t blocks, int64_t threads, void** params);
+
+ private:
+  CudaDriver() = default;
+  struct Impl;
+  std::shared_ptr<Impl> impl_;
+};
+
+// The CUDA targets' compilers (codegen: render_cuda's text). cuda_compiler:
+// NVRTC to a cubin for the driver's device, loaded with the driver.
+// emulated_compiler: the same text, with the emulation prelude, compiled by
+// clang for the host (CpuCompiler): its entry runs one phase on the
+// emulated device (runtime: emulated_device). With check_archs set, the
+// emulated compiler also compiles every kernel with NVRTC for each of those
+// architectures and fails on an error, a register spill above
+// kMaxSpillBytes or shared memory above the device's limit: the proof that
+// the kernels it runs would compile for a GPU.
+Compiler& cuda_compiler();
+Compiler& emulated_compiler();
+void set_check_archs(const std::vector<int>& archs);
+std::vector<int> check_archs();
+constexpr int64_t kMaxSpillBytes = 512;
+// Kernels the check compiled, and the most registers / spill bytes seen.
+struct CheckStats {
+  int64_t kernels = 0, compiles = 0, max_registers = 0, max_spill_bytes = 0;
+};
+CheckStats check_stats();
 
 // Stable 64-bit hash (FNV-1a) for symbol names and file names.
 uint64_t hash64(const std::string& s);

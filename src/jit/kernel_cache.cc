@@ -32,16 +32,20 @@ struct Entry {
 }  // namespace
 
 struct KernelCache::Impl {
+  explicit Impl(Compiler& c) : compiler(c) {}
+  Compiler& compiler;
   tbb::concurrent_hash_map<std::string, std::shared_ptr<Entry>> map;
   CompileStats stats;
 };
 
-KernelCache::KernelCache() : impl_(new Impl) {}
+KernelCache::KernelCache(Compiler& compiler) : impl_(new Impl(compiler)) {}
 
 KernelCache& KernelCache::instance() {
-  static KernelCache* c = new KernelCache();
+  static KernelCache* c = new KernelCache(cpu_compiler());
   return *c;
 }
+
+Compiler& KernelCache::compiler() const { return impl_->compiler; }
 
 CompileStats& KernelCache::stats() { return impl_->stats; }
 
@@ -56,11 +60,23 @@ std::string KernelCache::source_of(const std::string& key) const {
 }
 
 namespace {
-std::string full_key_of(const std::string& key) {
+std::string full_key_of(const Compiler& c, const std::string& key) {
   // Everything that changes the machine code is part of the persistent key.
-  return std::string(kCacheVersion) + "|" + CpuCompiler::instance().flags_id() + "|" + codegen::nan_rules_id() + "|" +
-         key;
+  return std::string(kCacheVersion) + "|" + c.id() + "|" + codegen::nan_rules_id() + "|" + key;
 }
+
+// Publishes loaded code in k (its entry point last: a reader that sees it
+// sees the rest).
+void install(Kernel& k, Code&& c, bool quick) {
+  k.shape = std::move(c.shape);
+  k.module = std::move(c.module);
+  k.functions = std::move(c.functions);
+  k.quick.store(quick);
+  k.fn.store(c.fn, std::memory_order_release);
+}
+
+// Whether k holds code (an entry point or device functions).
+bool ready(const Kernel& k) { return k.fn.load(std::memory_order_acquire) || !k.functions.empty(); }
 // The disk cache's names for a kernel: its Full object, its Quick object
 // (kept until a Full one exists), and its source (so a Quick kernel loaded
 // from disk can still be upgraded).
@@ -69,15 +85,14 @@ std::string source_key_of(const std::string& full_key) { return full_key + "|sou
 std::string symbol_of(const std::string& disk_key) { return "nf_k" + std::to_string(hash64(disk_key)); }
 
 // Loads the best object the disk cache has for `full_key` into `k`.
-bool load_from_disk(const std::string& full_key, Kernel& k) {
+bool load_from_disk(Compiler& c, const std::string& full_key, Kernel& k) {
   std::string object;
   for (bool quick : {false, true}) {
+    if (quick && !c.has_quick()) break;
     const std::string disk_key = quick ? quick_key_of(full_key) : full_key;
     if (!DiskCache::instance().load(disk_key, &object)) continue;
     try {
-      const KernelFn fn = CpuCompiler::instance().load_object(object, symbol_of(disk_key));
-      k.quick.store(quick);  // (before fn: a reader that sees fn sees its level)
-      k.fn.store(fn, std::memory_order_release);
+      install(k, c.load(object, symbol_of(disk_key)), quick);
       return true;
     } catch (const CompileError&) {
       // An entry that verifies but does not link (e.g. from another libm).
@@ -94,11 +109,11 @@ KernelRef KernelCache::try_get(const std::string& key, bool* disk_hit) {
     decltype(impl_->map)::const_accessor acc;
     if (impl_->map.find(acc, key)) e = acc->second;
   }
-  if (e) return e->k->fn.load(std::memory_order_acquire) ? e->k : nullptr;  // (not while it compiles)
+  if (e) return ready(*e->k) ? e->k : nullptr;  // (not while it compiles)
   auto t0 = std::chrono::steady_clock::now();
   auto k = std::make_shared<Kernel>();
   k->key = key;
-  if (!load_from_disk(full_key_of(key), *k)) return nullptr;
+  if (!load_from_disk(impl_->compiler, full_key_of(impl_->compiler, key), *k)) return nullptr;
   {
     decltype(impl_->map)::accessor acc;
     if (impl_->map.insert(acc, key)) acc->second = std::make_shared<Entry>();
@@ -114,7 +129,7 @@ KernelRef KernelCache::try_get(const std::string& key, bool* disk_hit) {
     impl_->stats.disk_load_ns += elapsed_ns(t0);
     if (disk_hit) *disk_hit = true;
   }
-  return e->k->fn.load(std::memory_order_acquire) ? e->k : nullptr;
+  return ready(*e->k) ? e->k : nullptr;
 }
 
 KernelRef KernelCache::get(const std::string& key, const std::function<codegen::Source()>& make, Opt opt, bool* hit,
@@ -131,21 +146,20 @@ KernelRef KernelCache::get(const std::string& key, const std::function<codegen::
     try {
       Kernel& k = *e->k;
       k.key = key;
-      const std::string full_key = full_key_of(key);
+      Compiler& c = impl_->compiler;
+      const std::string full_key = full_key_of(c, key);
       auto t0 = std::chrono::steady_clock::now();
-      if (load_from_disk(full_key, k)) {
+      if (load_from_disk(c, full_key, k)) {
         loaded = true;
         impl_->stats.disk_hits++;
         impl_->stats.disk_load_ns += elapsed_ns(t0);
         return;
       }
       e->source = make();
-      const bool quick = opt == Opt::Quick;
+      const bool quick = opt == Opt::Quick && c.has_quick();
       const std::string disk_key = quick ? quick_key_of(full_key) : full_key;
       std::string object;
-      k.quick.store(quick);
-      k.fn.store(CpuCompiler::instance().compile(e->source, symbol_of(disk_key), &object, opt),
-                 std::memory_order_release);
+      install(k, c.compile(e->source, symbol_of(disk_key), &object, quick ? Opt::Quick : Opt::Full), quick);
       impl_->stats.compiles++;
       if (quick) impl_->stats.quick_compiles++;
       const int64_t ns = elapsed_ns(t0);
@@ -181,7 +195,8 @@ void KernelCache::upgrade(const KernelRef& k) {
   if (!e || e->k != k) return;  // the cache was cleared since
   std::lock_guard<std::mutex> lock(e->upgrade_mu);
   if (!k->quick.load()) return;
-  const std::string full_key = full_key_of(k->key);
+  Compiler& c = impl_->compiler;
+  const std::string full_key = full_key_of(c, k->key);
   codegen::Source src = e->source;
   if (src.code.empty()) {
     std::string text;
@@ -196,7 +211,7 @@ void KernelCache::upgrade(const KernelRef& k) {
   }
   auto t0 = std::chrono::steady_clock::now();
   std::string object;
-  KernelFn fn = CpuCompiler::instance().compile(src, symbol_of(full_key), &object, Opt::Full);
+  KernelFn fn = c.compile(src, symbol_of(full_key), &object, Opt::Full).fn;
   k->fn.store(fn, std::memory_order_release);
   k->quick.store(false);
   impl_->stats.upgrades++;

@@ -18,6 +18,8 @@
 //   then the target's tail, for the CPU:
 //   parallelize   a Parallel loop's iterations onto threads (parallelize.cc)
 //   cpu_barriers  barriers become the ends of thread regions (cpu_barriers.cc)
+//   for CUDA:
+//   gpu_grid      a Parallel loop's iterations onto the grid's threads (gpu_grid.cc)
 #pragma once
 
 #include <string>
@@ -224,6 +226,13 @@ LoopNest compose(std::vector<LoopNest> stages, std::vector<LoopNest> stores, con
 // iteration runs once, on one thread; the statements after the loop run
 // after all of them. After it no Parallel loop remains.
 void parallelize(LoopNest& n);
+
+// gpu_grid (the CUDA target's tail): each Parallel loop becomes a GpuBlocks
+// loop over the same iterations, run grid-stride by the device's threads
+// (codegen: render_cuda makes it a phase of its own), without its
+// condition. Every iteration runs once, on one thread; the statements after
+// it run after all of them. After it no Parallel loop remains.
+void gpu_grid(LoopNest& n);
 
 // cpu_barriers (the CPU target's tail): the CPU's threads (jit.h:
 // nf_parallel) may not wait for each other, so a Barrier ends a Cores loop.

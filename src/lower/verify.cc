@@ -70,7 +70,9 @@ class Verifier {
     static const std::vector<std::string> order = [] {
       std::vector<std::string> o = {"build"};
       for (const Pass& p : passes::common()) o.push_back(p.name);
-      for (const char* p : {"compose", "parallelize", "cpu_barriers"}) o.push_back(p);
+      // (The targets' tails: parallelize then cpu_barriers for the CPU,
+      // gpu_grid for CUDA; each removes the Parallel loops.)
+      for (const char* p : {"compose", "parallelize", "gpu_grid", "cpu_barriers"}) o.push_back(p);
       return o;
     }();
     auto at = [&](const std::string& name) {
@@ -352,6 +354,16 @@ class Verifier {
               if (!a.empty() && (!k || *k != NameKind::Heap))
                 fail("share reduction '" + a + "' of loop '" + s.name + "' is not a Kernel allocation in scope");
             }
+        }
+        if (s.loop == LoopKind::GpuBlocks || s.loop == LoopKind::GpuThreads) {
+          if (!top || s.loop != LoopKind::GpuBlocks) fail("a GPU loop below the kernel's top level");
+          if (s.lo->k != Ex::K::IntLit || s.lo->ival != 0 || s.step->k != Ex::K::IntLit || s.step->ival != 1)
+            fail("GPU loop '" + s.name + "' not from 0 in steps of 1");
+          if (s.cond) fail("GPU loop '" + s.name + "' with a condition");
+          in_parallel_ = true;
+          list_loop(s);
+          in_parallel_ = false;
+          return;
         }
         if (s.loop == LoopKind::Parallel) {
           if (parallelized_) fail("a Parallel loop after the parallelize pass");

@@ -87,6 +87,7 @@ struct PlanGroup {
   bool tuned = false;
   std::string tuning;  // its schedule's background tuning job (choose_schedule), if one was queued
   const Target* target = &cpu_target();  // from the schedule to the launch
+  std::string target_note;  // why not the active target ("" if it is)
   std::string key;
   jit::KernelRef fn;
   // The group's bindings on memo hits, rebound in place (mdh::rebind_again;
@@ -318,6 +319,7 @@ struct Prepared {
   bool tuned = false;
   std::string tuning;  // PlanGroup::tuning
   const Target* target = &cpu_target();
+  std::string target_note;  // PlanGroup::target_note
   std::string key;
   jit::KernelRef fn;
   bool hit = false, disk_hit = false;
@@ -410,7 +412,58 @@ Prepared prepare(const std::vector<Task>& window, const fusion::Group& g, const 
   p.group = g;
   p.built = std::make_shared<mdh::Built>(mdh::build(window, g));
   if (p.built->tasks.empty()) return p;
-  p.schedule = detail::choose_schedule(p.built->hom, p.built->bind, cfg, &p.tuned, &p.tuning);
+  // The active target plans the group, unless it cannot compute it (the
+  // CPU then does).
+  const Target& want = cfg.target ? *cfg.target : cpu_target();
+  if (&want != &cpu_target()) {
+    p.target_note = want.refuses(p.built->hom);
+    if (p.target_note.empty()) p.target = &want;
+  }
+  if (p.target->device) {
+    // (Not tuned: the tuner measures on the host.)
+    Config c = cfg;
+    c.tune_seconds = 0;
+    p.schedule = detail::choose_schedule(p.built->hom, p.built->bind, c, &p.tuned, &p.tuning);
+    if (p.schedule.routine != tune::Routine::None) {
+      p.target = &cpu_target();  // a library routine runs on the host
+      p.target_note = "a library routine runs on the host";
+    } else {
+      // The grid is the device's parallelism: every kernel cuts its
+      // outermost loop into shares for it, whatever its size.
+      // (Where a parallel loop is illegal -- a 0-d kernel, a scan along
+      // the outer loop, an ordered product -- one thread runs it.)
+      tune::Schedule s = p.schedule;
+      s.parallel = true;
+      s.parallel_min_work = 0;
+      // The grid goes over a dimension every output concatenates, where
+      // there is one, cut in tiles of one point outermost: each thread then
+      // combines its outputs' points in the order the serial loops do
+      // (x.sum(axis=0): a thread per column, adding the rows in order, as
+      // NumPy does), with no partial results to combine across threads.
+      const mdh::MdHom& h = p.built->hom;
+      auto combines = [&h](int d) { return h.any_pointwise(d) || h.is_scan(d); };
+      // (Positions in the order name unrolled loops and tile buffers' loops:
+      // a schedule with either keeps its order.)
+      if (!s.order.empty() && s.unroll.empty() && s.caches.empty() && combines(s.order[0].dim))
+        for (const tune::LoopSpec& l : s.order)
+          if (!combines(l.dim) && s.tiles[l.dim].empty()) {
+            const int d = l.dim;
+            s.tiles[d] = {1};
+            for (tune::LoopSpec& o : s.order)
+              if (o.dim == d) o.level = 1;
+            s.order.insert(s.order.begin(), tune::LoopSpec{d, 0});
+            break;
+          }
+      if (!s.why_illegal(h).empty()) {
+        s = p.schedule;
+        s.parallel = true;
+        s.parallel_min_work = 0;
+      }
+      if (s.why_illegal(h).empty()) p.schedule = s;
+    }
+  } else {
+    p.schedule = detail::choose_schedule(p.built->hom, p.built->bind, cfg, &p.tuned, &p.tuning);
+  }
   // A stage runs on one thread per tile: the launcher parallelizes the tiles.
   if (g.stage) p.schedule.parallel = false;
   p.key = detail::kernel_key(p.built->hom, p.schedule, *p.target);
@@ -487,6 +540,7 @@ PlanGroup to_plan_group(const std::vector<Task>& window, const Prepared& p) {
   g.tuned = p.tuned;
   g.tuning = p.tuning;
   g.target = p.target;
+  g.target_note = p.target_note;
   g.key = p.key;
   g.fn = p.fn;
   g.interpret = p.interpret;
@@ -523,7 +577,7 @@ jit::Kernel* kernel_of(const PlanGroup& g) {
                                         *g.target));
   if (jit::KernelRef f = g.target->compiler().try_get(g.key)) return adopt(std::move(f));
   if (config().tier != Tier::Eager && g.state->interpreted.fetch_add(1) >= 1 && !g.state->queued.exchange(true))
-    detail::compile_in_background(std::shared_ptr<const mdh::MdHom>(g.tmpl, &g.tmpl->hom), g.schedule);
+    detail::compile_in_background(std::shared_ptr<const mdh::MdHom>(g.tmpl, &g.tmpl->hom), g.schedule, *g.target);
   return nullptr;
 }
 
@@ -590,6 +644,8 @@ void run_group(WindowForm& form, const std::shared_ptr<const Plan>& plan, size_t
       gr.compiling = detail::compile_pending(g.key);
     }
     gr.hom = &g.tmpl->hom;
+    if (!gr.tier0) gr.target = g.target->name;
+    if (!g.target_note.empty()) gr.target_note = &g.target_note;
     if (bind) gr.ints.assign(bind->ints.data(), bind->ints.size());
     gr.schedule_ptr = &g.schedule;
     gr.key_ptr = &g.key;
@@ -803,7 +859,7 @@ void clear_memo() {
 void clear_kernels() {
   std::lock_guard<std::recursive_mutex> exec(g_exec_mu);
   g_memo.clear();
-  jit::KernelCache::instance().clear();
+  for (const Target* t : all_targets()) t->compiler().clear();
   detail::compile_queue_forget();
 }
 
@@ -919,6 +975,7 @@ std::vector<Task> flush(FlushReport* report, Releaser* releaser) {
   int ran = 0;
   WindowForm form;
   form.window = &window;
+  Buffer::next_epoch();  // (device copies of memory NumPy sees are brought again)
   try {
     flush_window(form, structure, report, ran, releaser);
   } catch (...) {
@@ -1130,7 +1187,8 @@ void flush_window(WindowForm& form, const Structure& structure, FlushReport* rep
   } else {
     fusion::Partition part = fusion::partition(window, cfg.policy, cfg.max_kernel_ops);
     std::vector<fusion::Chain> chains;
-    if (cfg.stages && cfg.policy == fusion::Policy::Diffuse && cfg.tier != Tier::Eager)
+    if (cfg.stages && cfg.policy == fusion::Policy::Diffuse && cfg.tier != Tier::Eager &&
+        (cfg.target ? cfg.target->chains : true))
       chains = fusion::chains(window, part, cfg.stage_min_bytes);
     std::vector<Prepared> prepared;
     prepared.reserve(part.groups.size());

@@ -27,6 +27,8 @@ namespace nf::pipeline {
 // always recorded (tests force each tier).
 enum class Tier : uint8_t { Auto, Eager, Lazy };
 
+struct Target;  // (target.h)
+
 struct Config {
   Tier tier = Tier::Auto;
   int64_t eager_max_elements = 4096;
@@ -65,6 +67,8 @@ struct Config {
   // readers' points instead of stored (fusion::recompute_producers) where
   // that costs at most this many additions more per point; -1: never.
   int recompute = fusion::kRecomputeBudget;
+  // The target new groups are planned for (target.h; nullptr: the CPU).
+  const Target* target = nullptr;
 };
 Config& config();
 
@@ -96,6 +100,10 @@ struct GroupReport {
   // of its own); the first stage's report describes the launch in `chain`.
   int stage = 0, stages = 0;
   std::string chain;
+  // The target its kernel was compiled for ("" for tier 0), and, where the
+  // active target is another, why it ran there (a pointer into the plan).
+  const char* target = "";
+  const std::string* target_note = nullptr;
 
   std::vector<std::string> ops() const;  // names, dead ones marked
   const std::string& stop_reason() const;

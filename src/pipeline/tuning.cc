@@ -61,7 +61,7 @@ jit::KernelRef compile_chain(const std::vector<const mdh::MdHom*>& homs, const s
 void run_scheduled(const mdh::MdHom& h, const tune::Schedule& s, jit::Kernel* k, const mdh::Bindings& b,
                    const Target& t) {
   if (s.routine == tune::Routine::Blas) return ext::run_contraction(h, b);
-  if (!k->quick.load(std::memory_order_relaxed)) return t.launch(k->fn.load(std::memory_order_acquire), h, b);
+  if (!k->quick.load(std::memory_order_relaxed)) return t.launch(*k, h, b);
   // The first launches are timed, later ones one in 8 (counted 8 times):
   // reading the clock twice costs more than a launch over a small array.
   // The very first is not: it pays once for what is cold (the output's
@@ -71,9 +71,9 @@ void run_scheduled(const mdh::MdHom& h, const tune::Schedule& s, jit::Kernel* k,
   const uint32_t n = k->launches.load(std::memory_order_relaxed);
   k->launches.store(n + 1, std::memory_order_relaxed);
   const int64_t weight = n == 0 ? 0 : n < 8 ? 1 : (n % 8 == 0 ? 8 : 0);
-  if (weight == 0) return t.launch(k->fn.load(std::memory_order_acquire), h, b);
+  if (weight == 0) return t.launch(*k, h, b);
   const uint64_t t0 = ticks();
-  t.launch(k->fn.load(std::memory_order_acquire), h, b);
+  t.launch(*k, h, b);
   const int64_t ns = weight * static_cast<int64_t>(ticks_to_ms(ticks() - t0) * 1e6);
   if (k->quick_ns.fetch_add(ns, std::memory_order_relaxed) + ns >= kUpgradeAfterNs &&
       !k->upgrading.exchange(true))

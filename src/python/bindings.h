@@ -242,6 +242,7 @@ void bind_array(py::module_& m);
 void bind_ufunc(py::module_& m);
 void bind_functions(py::module_& m);
 void bind_instructions(py::module_& m);  // (instructions.cc: callgrind's client requests)
+void bind_targets(py::module_& m);       // (targets.cc)
 
 }  // namespace nf::py_bind
 

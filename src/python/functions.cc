@@ -67,6 +67,8 @@ py::dict report_dict(const pipeline::FlushReport& r) {
     d["stage"] = g.stage;
     d["stages"] = g.stages;
     d["chain"] = g.chain;
+    d["target"] = g.target;
+    d["target_note"] = g.target_note ? *g.target_note : std::string();
     // The kernel's shape in plain terms (explain()'s first line per kernel):
     // its iteration domain, the arrays it reads and writes, the dimensions
     // it reduces.

@@ -524,6 +524,7 @@ PYBIND11_MODULE(_core, m) {
   bind_calls(m);
   bind_functions(m);
   bind_instructions(m);
+  bind_targets(m);
   pipeline::install_tier0();
 
   m.def("_set_fp_report", [](py::object report) { g_fp_report = report.release(); });

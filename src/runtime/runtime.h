@@ -2,6 +2,10 @@
 // pass parameters, call. The caller has released the GIL.
 #pragma once
 
+#include <atomic>
+#include <string>
+
+#include "core/device.h"
 #include "jit/jit.h"
 #include "lower/lower.h"
 #include "mdh/mdh.h"
@@ -92,6 +96,45 @@ lower::ChainShape chain_shape(const std::vector<ChainStage>& stages, const Chain
 // Runs the composed kernel `fn` of `shape` (lower.h: lower with a ChainShape) on the plan.
 void run_chain(jit::KernelFn fn, const lower::ChainShape& shape, const std::vector<ChainStage>& stages,
                const ChainPlan& plan);
+
+// ---------------------------------------------------------------------------
+// Devices (core/device.h) that run GPU kernels (codegen: render_cuda; their
+// phases: LaunchShape). A kernel's buffers are read and written in device
+// memory (Buffer::device_data); what the host reads comes back on use.
+
+class GpuDevice : public Device {
+ public:
+  // What moved and ran since the process started (tests, explain()).
+  struct Stats {
+    int64_t uploads = 0, downloads = 0, launches = 0;
+  };
+  Stats stats() const { return {uploads_.load(), downloads_.load(), launches_.load()}; }
+  // Runs phase `phase` of k: a grid phase over grid_blocks() x
+  // grid_threads(), else one thread; `ptrs` (device addresses, already
+  // offset), `ints`, `floats` as the shape counts them, `frame` the
+  // phase's frame (frame_bytes of device memory). Returns when it is done.
+  virtual void launch(const jit::Kernel& k, size_t phase, char* const* ptrs, const int64_t* ints,
+                      const double* floats, void* frame) = 0;
+
+ protected:
+  std::atomic<int64_t> uploads_{0}, downloads_{0}, launches_{0};
+};
+
+// The emulated device: device memory is host memory of its own, filled with
+// 0xff bytes when allocated (a NaN in every float, -1 in every int), so a
+// kernel that reads what was never copied to it shows; kernels are the
+// emulated compiler's (jit.h), each grid phase run by `blocks` blocks of
+// `threads` threads, one after another (NUMFUSE_EMULATED_GRID=blocks,threads;
+// default 2,3: more than one of each, few enough to be quick).
+GpuDevice& emulated_device();
+// The GPU through the CUDA driver (jit::CudaDriver), or nullptr with `why`.
+GpuDevice* cuda_device(std::string* why = nullptr);
+
+// Runs GPU kernel k on the bindings of h on d: every buffer the kernel
+// touches is brought to d (allocated there, copied from the host if the
+// host holds its contents), the phases run in order, and the buffers it
+// writes are marked newer on the device.
+void run_gpu_kernel(const jit::Kernel& k, const mdh::MdHom& h, const mdh::Bindings& b, GpuDevice& d);
 
 // Threads per kernel (jit::set_threads / jit::threads).
 void set_num_threads(int n);

@@ -1,0 +1,44 @@
+// Spelling a LoopNest's expressions and its target-independent statements as
+// C-like source (internal to codegen): render_c and render_cuda derive from
+// NestSpeller and spell what differs between their targets -- loops,
+// threads, heap allocations, stages.
+#pragma once
+
+#include <sstream>
+#include <string>
+
+#include "codegen/codegen.h"
+#include "codegen/scalar_c.h"
+
+namespace nf::codegen::detail {
+
+class NestSpeller {
+ public:
+  explicit NestSpeller(const lower::LoopNest& n) : n_(n) {}
+  virtual ~NestSpeller() = default;
+
+ protected:
+  const lower::LoopNest& n_;
+  HelperSet helpers_;
+  bool uses_alloc_ = false;  // malloc / free are called
+
+  static std::string indent(int d) { return std::string(2 * d, ' '); }
+  // Kernel arguments are named p<k> (lower::Lowerer::ptr).
+  static bool is_pointer(const std::string& name);
+  std::string lvalue(const lower::Ex& e) { return e.name + "[" + ex(*e.args[0]) + "]"; }
+  std::string ex(const lower::Ex& e);
+  void stmt(std::ostringstream& os, const lower::Stmt& s, int d);
+  // `for (int64_t var = lo; var < hi; var += step) { body }`.
+  void plain_loop(std::ostringstream& os, const lower::Stmt& s, int d);
+  // A heap allocation (Thread or Kernel scope) as malloc, its Free as free.
+  void heap_alloc(std::ostringstream& os, const lower::Stmt& s, int d);
+
+  // The target's spellings.
+  virtual std::string thread_ex(const lower::Ex& e) = 0;  // ThreadIndex, ThreadCount, MaxThreads
+  virtual void loop(std::ostringstream& os, const lower::Stmt& s, int d) = 0;
+  virtual void alloc(std::ostringstream& os, const lower::Stmt& s, int d) = 0;
+  virtual void stage(std::ostringstream& os, const lower::Stmt& s, int d) = 0;
+  virtual const char* who() const = 0;  // "render_c", for errors
+};
+
+}  // namespace nf::codegen::detail

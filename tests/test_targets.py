@@ -1,0 +1,268 @@
+"""Targets (pipeline/target.h): choosing one, what happens where one is
+unavailable, and the CUDA target's kernels run on the emulated device --
+the same CUDA text NVRTC compiles, with device memory of its own -- against
+NumPy and against the CPU target.
+
+The CUDA target cannot run here (no GPU, no driver): what can be proven
+without one is (1) every kernel's text compiles with NVRTC for sm_80 and
+sm_90 with no register spill (the check, on for the tests here that make
+kernels), and (2) the same text, run on the emulated device, computes
+NumPy's results, with device memory that is not the host's: a copy to or
+from the device that is missing shows as wrong values (the emulated device
+fills fresh device memory, and a host copy that goes stale, with 0xff
+bytes: NaN in floats, -1 in integers).
+"""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as onp
+import pytest
+
+import numfuse as nf
+
+from conftest import assert_same
+
+RNG = onp.random.default_rng(3)
+
+
+@pytest.fixture
+def emulated(tmp_path):
+    """The emulated CUDA target, every kernel compiled now (an empty kernel
+    cache) and also by NVRTC for sm_80 and sm_90 (where NVRTC is installed)."""
+    check = nf._core.nvrtc_info()["available"]
+    old = nf._core.cuda_check_stats()["archs"]
+    if check:
+        nf._core.set_cuda_check([80, 90])
+    nf._core.clear_kernel_cache()
+    try:
+        with nf.config(target="cuda-emulated", tier="lazy", cache_dir=tmp_path):
+            yield check
+    finally:
+        nf._core.set_cuda_check(old)
+
+
+def device():
+    return nf._core.device_stats("cuda-emulated")
+
+
+# -- choosing a target --------------------------------------------------------
+
+def test_targets_and_their_availability():
+    t = nf.targets()
+    assert list(t) == ["cpu", "cuda", "cuda-emulated"]
+    assert t["cpu"] == "" and t["cuda-emulated"] == ""
+    info = nf._core.cuda_info()
+    assert (t["cuda"] == "") == (info["available"] and nf._core.nvrtc_info()["available"])
+    if not info["available"]:
+        assert t["cuda"] and ("driver" in t["cuda"] or "GPU" in t["cuda"]), t["cuda"]
+
+
+def test_unknown_target_is_an_error_and_changes_nothing():
+    before = nf.get_target()
+    with pytest.raises(ValueError, match="unknown numfuse target 'gpu'.*cpu, cuda, cuda-emulated"):
+        nf.set_target("gpu")
+    with pytest.raises(ValueError):
+        nf.set_option("target", "tpu")
+    assert nf.get_target() == before
+
+
+@pytest.mark.skipif(nf.targets()["cuda"] == "", reason="a GPU is here: the CUDA target is available")
+def test_unavailable_cuda_says_why_and_changes_nothing():
+    before = nf.get_target()
+    with pytest.raises(RuntimeError, match="cannot run here: " + nf.targets()["cuda"][:20]):
+        nf.set_target("cuda")
+    assert nf.get_target() == before
+    a = nf.arange(10.0)
+    assert_same(a * 2, onp.arange(10.0) * 2)
+
+
+def test_config_context_manager_sets_and_restores_the_target():
+    before = nf.get_target()
+    for t in ("cuda-emulated", "cpu"):
+        with nf.config(target=t):
+            assert nf.get_target() == t and nf.get_option("target") == t
+        assert nf.get_target() == before
+
+
+def test_show_config_reports_the_targets():
+    d = nf.show_config(mode="dicts")
+    assert d["Targets"]["target"] == nf.get_target()
+    assert d["Targets"]["cpu"] == "available" and d["Targets"]["cuda-emulated"] == "available"
+    assert d["Targets"]["cuda"].startswith("available") or d["Targets"]["cuda"].startswith("unavailable: ")
+    assert "nvrtc" in d["CUDA"] and "device" in d["CUDA"]
+
+
+def _run(code, **env):
+    e = dict(os.environ, **env)
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=e, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_environment_variable_selects_the_target_and_refuses_unknown_names(tmp_path):
+    r = _run("import numfuse as nf; print(nf.get_target())", NUMFUSE_TARGET="cuda-emulated",
+             NUMFUSE_CACHE_DIR=str(tmp_path))
+    assert r.returncode == 0 and r.stdout.strip() == "cuda-emulated", r.stderr
+    r = _run("import numfuse", NUMFUSE_TARGET="anything", NUMFUSE_CACHE_DIR=str(tmp_path))
+    assert r.returncode != 0 and "unknown numfuse target 'anything'" in r.stderr
+
+
+# -- the emulated device -------------------------------------------------------
+
+def program(lib, x, y, k):
+    # maps, broadcasting, slices, a reduction fused with its producer, an
+    # axis reduction, integer arithmetic, where, comparison, casts
+    a = lib.sqrt(x * y + 1.5) - lib.exp(-x) * k
+    b = a[1:, :] - a[:-1, :]
+    s = (b * b).sum()
+    m = lib.maximum(a, 0.25).max(axis=0)
+    i = (x > 0.5).astype(lib.int32) * 7 // 3 - (y < 0.25)
+    w = lib.where(b > 0, b, -b / 2)
+    return a, s, m, i, w.mean(axis=1)
+
+
+def test_emulated_kernels_match_numpy_and_the_cpu(emulated):
+    x, y = RNG.random((37, 53)), RNG.random((37, 53))
+    expected = program(onp, x, y, 2.5)
+    got = program(nf, nf.asarray(x), nf.asarray(y), 2.5)
+    nf.flush()
+    groups = nf.explain().groups
+    assert groups and all(g["target"] == "cuda-emulated" for g in groups if g["target"]), groups
+    assert "on cuda-emulated" in str(nf.explain())
+    for g, e in zip(got, expected):
+        assert_same(g, e, atol=1e-14)  # (exp's last bit is not NumPy's: the differences cancel)
+    with nf.config(target="cpu"):
+        cpu = program(nf, nf.asarray(x), nf.asarray(y), 2.5)
+    for g, c in zip(got, cpu):
+        # (exp is libm's on the emulated device, libmvec's vector form on the
+        # CPU: their last bits may differ; everything else is the same bits)
+        assert_same(g, onp.asarray(c), atol=1e-14)
+    assert onp.array_equal(onp.asarray(got[3]), onp.asarray(cpu[3]))
+    if emulated:
+        assert nf._core.cuda_check_stats()["kernels"] > 0
+
+
+def test_results_stay_on_the_device_until_the_host_reads_them(emulated):
+    x = RNG.random(10_000)
+    a = nf.asarray(x.copy())
+    nf.flush()
+    d0 = device()
+    for k in range(5):
+        a = a * 1.5 + k  # each flush reads the previous one's result on the device
+        nf.flush()
+    d1 = device()
+    assert d1["launches"] > d0["launches"]
+    # The input is uploaded once; the results never come back until read.
+    assert d1["uploads"] - d0["uploads"] == 1, (d0, d1)
+    assert d1["downloads"] == d0["downloads"]
+    ref = x.copy()
+    for k in range(5):
+        ref = ref * 1.5 + k
+    assert_same(a, ref)
+    assert device()["downloads"] == d1["downloads"] + 1
+
+
+def test_an_input_is_uploaded_once_not_per_kernel(emulated):
+    x = RNG.random(5_000)
+    X = nf.asarray(x)  # (a copy: numfuse's own memory)
+    d0 = device()
+    outs = [X * k for k in range(4)] + [X.sum(), (X - 1).max()]  # several kernels reading X
+    nf.flush()
+    outs2 = [X + k for k in range(3)]  # and the next flush's
+    nf.flush()
+    d1 = device()
+    assert d1["uploads"] - d0["uploads"] == 1, (d0, d1)
+    for o, e in zip(outs + outs2, [x * k for k in range(4)] + [x.sum(), (x - 1).max()] + [x + k for k in range(3)]):
+        assert_same(o, e)
+
+
+def test_memory_numpy_sees_is_brought_again_at_every_flush(emulated):
+    # NumPy may write exported memory whenever Python runs: operations on it
+    # run at once (each its own flush), and each flush brings it again.
+    X = nf.asarray(RNG.random(5_000)) + 0
+    nf.flush()
+    v = onp.asarray(X)  # exported: NumPy's view of X's memory
+    x0 = v.copy()
+    d0 = device()
+    with nf.profile() as p:
+        outs = [X * k for k in range(4)] + [X.sum(), (X - 1).max()]
+    d1 = device()
+    assert p["flushes"] >= 6 and d1["uploads"] - d0["uploads"] == 6, (dict(p), d0, d1)  # once per kernel
+    for o, e in zip(outs, [x0 * k for k in range(4)] + [x0.sum(), (x0 - 1).max()]):
+        assert_same(o, e)
+    v[:] = 7.0  # NumPy writes the memory: the next operation sees it
+    assert_same(X + 1, onp.full(5_000, 8.0))
+
+
+def test_writes_to_memory_numpy_sees_come_back_at_once(emulated):
+    X = nf.asarray(onp.arange(12.0)) * 1
+    v = onp.asarray(X)  # exported
+    X *= 2
+    X[3:6] += X[6:9]
+    nf.flush()
+    e = onp.arange(12.0) * 2
+    e[3:6] += e[6:9]
+    assert onp.array_equal(v, e)  # NumPy's view of the memory, without a read through numfuse
+    X += 1
+    nf.flush()
+    assert onp.array_equal(v, e + 1)
+
+
+def test_a_stale_host_copy_shows_if_read_without_the_copy_back(emulated):
+    # The emulated device poisons the host copy of a buffer the device wrote
+    # (0xff bytes): the values below are right only because every host read
+    # brings the device copy back first.
+    a = nf.asarray(RNG.random(1000)) * 3
+    nf.flush()
+    b = a + 1  # the device reads a again (no copy needed)
+    nf.flush()
+    assert not onp.isnan(onp.asarray(b)).any()
+    assert float(a[10]) == float(onp.asarray(a)[10])
+    assert a.tolist()[0] == onp.asarray(a)[0]
+
+
+def test_tier0_and_routines_run_on_the_host_with_device_results(emulated):
+    a = nf.asarray(RNG.random((30, 30))) + 1  # a kernel on the device
+    nf.flush()
+    with nf.config(tier="eager"):
+        b = a * 2  # tier 0 reads the device's result on the host
+    c = a @ a  # BLAS on the host
+    nf.flush()
+    groups = nf.explain().groups
+    assert any("library routine" in (g["target_note"] or "") for g in groups), groups
+    e = onp.asarray(a)
+    assert_same(b, e * 2)
+    assert_same(c, e @ e)
+
+
+def test_complex_groups_run_on_the_cpu_and_say_why(emulated):
+    z = nf.asarray(RNG.random(64) + 1j * RNG.random(64))
+    w = z * z + 1
+    nf.flush()
+    g = [g for g in nf.explain().groups if g["ops"]][0]
+    assert g["target"] == "cpu" and "complex" in g["target_note"]
+    assert "on the CPU (complex numbers" in str(nf.explain())
+    assert_same(w, onp.asarray(z) ** 2 + 1)
+
+
+def test_random_schedules_on_the_emulated_device(emulated):
+    x = RNG.standard_normal((23, 19))
+    for seed in range(6):
+        with nf.config(random_schedules=seed):
+            got = program(nf, nf.asarray(x), nf.asarray(x.T.copy().T), 1.25)
+            nf.flush()
+        for g, e in zip(got, program(onp, x, x, 1.25)):
+            assert_same(g, e, atol=1e-14)
+
+
+def test_a_kernel_that_does_not_compile_for_cuda_fails_the_check():
+    # The check is real: CUDA C++ that NVRTC refuses raises with its log.
+    if not nf._core.nvrtc_info()["available"]:
+        pytest.skip("NVRTC is not installed")
+    with pytest.raises(RuntimeError, match="NVRTC"):
+        nf._core.cuda_compile("NF_KERNEL void k() { undefined_function(); }", 90)
+    r = nf._core.cuda_compile("NF_KERNEL void k(double* p) { p[threadIdx.x] = sqrt(p[0]); }", 80, ptx=True,
+                              verbose=True)
+    assert len(r["cubin"]) > 0 and ".target sm_80" in r["ptx"] and "registers" in r["log"]
