@@ -14,7 +14,7 @@ APT_PACKAGES := llvm-19-dev libclang-19-dev libclang-cpp19-dev libomp-19-dev lib
                 libgtest-dev cmake g++ python3-venv valgrind
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test build wheel deps system-deps python-deps cpp-test py-test debug-test bench fuzz clean
+.PHONY: demo test build wheel deps system-deps python-deps cpp-test py-test cuda-emulated-test debug-test bench fuzz clean
 
 demo: build
 	$(VPY) examples/black_scholes.py
@@ -77,6 +77,19 @@ cpp-test:
 
 py-test:
 	cd tests && ../$(VPY) -m pytest -q -x --durations=10 ; rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest: no tests collected"; exit 1; fi; [ $$rc -eq 0 ] || exit $$rc
+	$(MAKE) --no-print-directory cuda-emulated-test
+
+# The CUDA target without a GPU (README: Targets): the differential tests of
+# CUDA_TEST_FILES with every kernel compiled for the CUDA target and run on
+# the emulated device, each also compiled by NVRTC for sm_80 and sm_90 (a
+# compile error or a register spill fails). `make cuda-emulated-test
+# CUDA_TEST_FILES=` runs the whole suite so (about an hour on 2 cores).
+CUDA_TEST_FILES ?= test_targets.py test_reductions.py test_random_programs.py test_memo_rewrite.py test_aliasing.py
+CUDA_CHECK ?= 80,90
+cuda-emulated-test:
+	cd tests && ../$(VPY) -m pytest -q -x -p no:cacheprovider --target=cuda-emulated --cuda-check=$(CUDA_CHECK) \
+	  $(if $(CUDA_TEST_FILES),$(CUDA_TEST_FILES),--ignore=test_wheel.py) ; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest: no tests collected"; exit 1; fi; exit $$rc
 
 bench: build

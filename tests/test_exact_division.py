@@ -10,6 +10,9 @@ import numpy as onp
 import pytest
 
 import numfuse as nf
+
+# ExactDivisionPass is the CPU compiler's (jit/exact_division.h).
+pytestmark = pytest.mark.cpu_only
 from conftest import assert_same_outcome, outcome, same_bits
 from numfuse import _core
 
