@@ -257,6 +257,43 @@ def test_random_schedules_on_the_emulated_device(emulated):
             assert_same(g, e, atol=1e-14)
 
 
+def test_a_thread_per_point_of_the_dimensions_nothing_combines(emulated):
+    # The device's schedules (tune::grid_schedule): every dimension no output
+    # combines is a grid loop, one thread per point of them; the combined
+    # dimensions run below, in NumPy's order (float32 sums to the bit: the
+    # rows of a sum over axis 0 added in order, a sum along the innermost
+    # axis pairwise). A full reduction keeps shares and their partials.
+    x = RNG.standard_normal((31, 29, 7)).astype(onp.float32)
+    X = nf.asarray(x)
+    # (name, program, scanned dimensions): the grid loops are the group's
+    # dimensions (after coalescing) less the reduced and scanned ones.
+    cases = [
+        ("map", lambda m, a: m.sqrt(a * a + 1) * 2, 0),
+        ("map of a strided view", lambda m, a: m.sqrt(a[:, ::2, :] * a[:, ::2, :] + 1) * 2, 0),
+        ("sum over axis 0", lambda m, a: (a * 2).sum(axis=0), 0),
+        ("sum over axis 1", lambda m, a: (a * 2).sum(axis=1), 0),
+        ("sum over axis 2", lambda m, a: (a * 2).sum(axis=2), 0),
+        ("max over axes 0 and 2", lambda m, a: (a + 1).max(axis=(0, 2)), 0),
+        ("argmax over axis 1", lambda m, a: m.argmax(a * 3, axis=1), 0),
+        ("cumsum along axis 1", lambda m, a: m.cumsum(a * 2, axis=1), 1),
+        ("map of a transposed view", lambda m, a: m.sqrt(a.transpose(2, 0, 1) + 5) - a.transpose(2, 0, 1), 0),
+        ("full sum", lambda m, a: (a * 2).sum(), 0),
+    ]
+    seen = set()
+    for name, f, scans in cases:
+        got = f(nf, X)
+        nf.flush()
+        (g,) = [g for g in nf.explain().groups if g["target"]]
+        assert g["target"] == "cuda-emulated", name
+        grid = len(g["domain"]) - g["reduced_dims"] - scans
+        assert g["schedule"].count("[grid]") == grid, (name, g["domain"], g["schedule"])
+        seen.add(grid)
+        want = f(onp, x)
+        assert onp.array_equal(onp.asarray(got), want), name
+        assert onp.asarray(got).strides == want.strides, name
+    assert {0, 1, 2, 3} <= seen, seen
+
+
 def test_a_kernel_that_does_not_compile_for_cuda_fails_the_check():
     # The check is real: CUDA C++ that NVRTC refuses raises with its log.
     if not nf._core.nvrtc_info()["available"]:

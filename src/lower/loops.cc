@@ -116,7 +116,12 @@ LoopNest Lowerer::run(const std::string& name) {
   for (int d = 0; d < h_.ndim; ++d) top.push_back(decl(DType::Int64, "n" + std::to_string(d), int_param(h_.extent[d])));
   const bool par = s_.parallel;
   emit_prologue(top);
-  if (par) {
+  if (par && s_.grid > 0) {
+    // A share per point of the grid loops' iteration space.
+    ExP points = lit(1);
+    for (int q = 0; q < s_.grid; ++q) points = mul(points, grid_steps(q));
+    top.push_back(decl(DType::Int64, kShares, points));
+  } else if (par) {
     top.push_back(decl(DType::Int64, "nf_maxt", max_threads()));
     top.push_back(decl(DType::Int64, kShares, add(lit(1), mul(parallel_cond(), sub(var("nf_maxt"), lit(1))))));
   }
@@ -132,6 +137,8 @@ LoopNest Lowerer::run(const std::string& name) {
     StmtP shares = for_loop(kShare, lit(0), var(kShares), lit(1));
     shares->loop = LoopKind::Parallel;
     shares->share_reductions = share_reductions();
+    if (s_.grid > 0 && !shares->share_reductions.empty())
+      throw std::logic_error("build: grid loops whose shares combine into the same elements");
     shares->cond = arith('<', lit(1), var(kShares));  // several shares: worth threads
     shares->body.push_back(body);
     emit_loops(body->body, 0, false);
@@ -203,6 +210,10 @@ void Lowerer::emit_loops_level(std::vector<StmtP>& out, int i, bool split) {
   // loop of a parallel schedule it covers the whole dimension in every
   // share: the shares take the tree's nodes (Stmt::share_reductions, the
   // partials and pairwise passes).
+  if (i == 0 && s_.grid > 0) {
+    emit_grid(out, split);
+    return;
+  }
   const bool nodes = i == 0 && s_.parallel;
   if (std::vector<const RedPlan*> sums = pairwise_sums(i); !sums.empty() && (!nodes || pairwise_parallel_)) {
     StmtP f = for_loop(loop_var(l), lit(0), n, lit(1));
@@ -238,6 +249,40 @@ void Lowerer::emit_loops_level(std::vector<StmtP>& out, int i, bool split) {
   }
   emit_loops(f->body, i + 1, split);
   out.push_back(f);
+}
+
+// The grid loops (Schedule::grid): the share is a point of their iteration
+// space, the last of them moving fastest; each loop's variable is that
+// point's coordinate (a tile's start, for a tiled dimension), what lives in their bodies opened in order, then the
+// loops below them.
+// The iterations of grid loop q: its dimension's extent, or its tiles.
+ExP Lowerer::grid_steps(int q) const {
+  const int d = s_.order[q].dim;
+  if (s_.tiles[d].empty()) return extent(d);
+  const int64_t t = s_.tiles[d][0];
+  return t == 1 ? extent(d) : arith('/', add(extent(d), lit(t - 1)), lit(t));
+}
+
+void Lowerer::emit_grid(std::vector<StmtP>& out, bool split) {
+  const int k = s_.grid;
+  if (k > 1) out.push_back(decl(DType::Int64, "nf_g", var(kShare)));
+  for (int q = k - 1; q >= 0; --q) {
+    const int d = s_.order[q].dim;
+    const std::string v = loop_var(s_.order[q]);
+    ExP step = s_.tiles[d].empty() ? lit(1) : lit(s_.tiles[d][0]);
+    if (q == 0) {
+      out.push_back(decl(DType::Int64, v, mul(var(k > 1 ? "nf_g" : kShare), step)));
+    } else {
+      out.push_back(decl(DType::Int64, v, mul(arith('%', var("nf_g"), grid_steps(q)), step)));
+      out.push_back(assign(var("nf_g"), arith('/', var("nf_g"), grid_steps(q))));
+    }
+  }
+  for (int q = 1; q < k; ++q) {
+    open_caches(out, q, split);
+    open_registers(out, q);
+  }
+  emit_loops(out, k, split);
+  for (int q = k - 1; q >= 1; --q) close_registers(out, q);
 }
 
 // Node n of f at point idx, its operands' values in val. (An input read

@@ -173,6 +173,8 @@ class Lowerer {
   void emit_loops(std::vector<StmtP>& out, int i, bool split);
   void emit_loops_level(std::vector<StmtP>& out, int i, bool split);
   void emit_body(std::vector<StmtP>& out, int i, bool split);
+  void emit_grid(std::vector<StmtP>& out, bool split);
+  ExP grid_steps(int q) const;
   void emit_point(std::vector<StmtP>& out);
   void emit_prologue(std::vector<StmtP>& top, bool guarded = true);
   ExP parallel_cond() const;

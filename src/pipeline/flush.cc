@@ -428,38 +428,7 @@ Prepared prepare(const std::vector<Task>& window, const fusion::Group& g, const 
       p.target = &cpu_target();  // a library routine runs on the host
       p.target_note = "a library routine runs on the host";
     } else {
-      // The grid is the device's parallelism: every kernel cuts its
-      // outermost loop into shares for it, whatever its size.
-      // (Where a parallel loop is illegal -- a 0-d kernel, a scan along
-      // the outer loop, an ordered product -- one thread runs it.)
-      tune::Schedule s = p.schedule;
-      s.parallel = true;
-      s.parallel_min_work = 0;
-      // The grid goes over a dimension every output concatenates, where
-      // there is one, cut in tiles of one point outermost: each thread then
-      // combines its outputs' points in the order the serial loops do
-      // (x.sum(axis=0): a thread per column, adding the rows in order, as
-      // NumPy does), with no partial results to combine across threads.
-      const mdh::MdHom& h = p.built->hom;
-      auto combines = [&h](int d) { return h.any_pointwise(d) || h.is_scan(d); };
-      // (Positions in the order name unrolled loops and tile buffers' loops:
-      // a schedule with either keeps its order.)
-      if (!s.order.empty() && s.unroll.empty() && s.caches.empty() && combines(s.order[0].dim))
-        for (const tune::LoopSpec& l : s.order)
-          if (!combines(l.dim) && s.tiles[l.dim].empty()) {
-            const int d = l.dim;
-            s.tiles[d] = {1};
-            for (tune::LoopSpec& o : s.order)
-              if (o.dim == d) o.level = 1;
-            s.order.insert(s.order.begin(), tune::LoopSpec{d, 0});
-            break;
-          }
-      if (!s.why_illegal(h).empty()) {
-        s = p.schedule;
-        s.parallel = true;
-        s.parallel_min_work = 0;
-      }
-      if (s.why_illegal(h).empty()) p.schedule = s;
+      p.schedule = p.target->schedule(p.built->hom, p.schedule);
     }
   } else {
     p.schedule = detail::choose_schedule(p.built->hom, p.built->bind, cfg, &p.tuned, &p.tuning);

@@ -76,6 +76,7 @@ const Target& emulated_target() {
       /*device=*/true,
       /*chains=*/false,
       /*fp_flags=*/true,  // (the emulated device is the host's CPU)
+      &tune::grid_schedule,
   };
   return t;
 }
@@ -98,6 +99,7 @@ const Target& cuda_target() {
       /*device=*/true,
       /*chains=*/false,
       /*fp_flags=*/false,
+      &tune::grid_schedule,
   };
   return t;
 }

@@ -79,12 +79,19 @@ std::string Schedule::why_illegal(const mdh::MdHom& h) const {
   if (parallel && order.empty()) return "parallel needs a loop";
   if (parallel && h.is_scan(order[0].dim)) return "the parallel loop runs along a scan";
   const int nloops = static_cast<int>(order.size());
+  if (grid < 0 || grid > nloops) return "grid loops out of range";
+  if (grid > 0 && !parallel) return "grid loops need a parallel schedule";
+  for (int q = 0; q < grid; ++q) {
+    const int d = order[q].dim;
+    if (h.any_pointwise(d) || h.is_scan(d)) return "a grid loop's dimension is combined";
+  }
   std::vector<bool> cached(h.accesses.size(), false);
   for (const Cache& c : caches) {
     if (c.access < 0 || c.access >= static_cast<int>(h.accesses.size())) return "cache of a missing access";
     if (cached[c.access]) return "an access is cached twice";
     cached[c.access] = true;
     if (c.pos < -1 || c.pos >= nloops) return "cache position out of range";
+    if (c.pos < grid - 1) return "a cache inside the grid loops";
     if (parallel && c.pos == -1 && reduction_output_of(h, c.access)) return "an output tile must be per thread";
     const mdh::Access& a = h.accesses[c.access];
     const mdh::Output* o = reduction_output_of(h, c.access);
@@ -168,6 +175,7 @@ std::string Schedule::why_unsafe(const mdh::MdHom& h, const mdh::Bindings& b, co
 //   t<tiles of dim 0, comma-separated>;<dim 1>;...   tile sizes
 //   o<d>.<l>,<d>.<l>,...                             loop order
 //   p<min work> | s                                  parallel or serial
+//   g<loops>                                         grid loops (Schedule::grid)
 //   v | n                                            vectorized or not
 //   c<access>@<pos>:<layout>[/<packed dims>];...     caches (lists comma-separated)
 //   u<positions>                                     unrolled loops
@@ -188,6 +196,7 @@ std::string Schedule::key() const {
   for (size_t k = 0; k < order.size(); ++k) os << (k ? "," : "") << order[k].dim << "." << order[k].level;
   if (parallel) os << "|p" << parallel_min_work;
   else os << "|s";
+  if (grid) os << "|g" << grid;
   os << (vectorize ? "|v" : "|n");
   if (!caches.empty()) {
     os << "|c";
@@ -270,6 +279,9 @@ Schedule Schedule::parse(const std::string& text) {
       case 's':
         s.parallel = false;
         break;
+      case 'g':
+        s.grid = static_cast<int>(to_int(v));
+        break;
       case 'v':
         s.vectorize = true;
         break;
@@ -317,7 +329,8 @@ std::string Schedule::to_string() const {
     const LoopSpec& l = order[i];
     os << (i ? " > " : "") << "i" << l.dim;
     if (l.level < static_cast<int>(tiles[l.dim].size())) os << "/" << tiles[l.dim][l.level];
-    if (i == 0 && parallel) os << "[cores]";
+    if (static_cast<int>(i) < grid) os << "[grid]";
+    else if (i == 0 && parallel) os << "[cores]";
     if (std::find(unroll.begin(), unroll.end(), static_cast<int>(i)) != unroll.end()) os << "[unroll]";
     if (i + 1 == order.size() && vectorize) os << "[simd]";
   }

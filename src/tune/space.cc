@@ -163,11 +163,67 @@ bool repair(Schedule& s, const mdh::MdHom& h) {
       if (t.why_illegal(h) != why) s = t, changed = true;
     }
     if (!changed && s.contract) s.contract = false, changed = true;
+    if (!changed && s.grid) s.grid = 0, changed = true;
     if (!changed && s.parallel) s.parallel = false, changed = true;
     if (!changed) return false;
     why = s.why_illegal(h);
   }
   return why.empty();
+}
+
+Schedule grid_schedule(const mdh::MdHom& h, const Schedule& chosen) {
+  Schedule s = chosen;
+  s.caches.clear();
+  s.unroll.clear();
+  s.vectorize = false;
+  s.wide = false;
+  s.parallel = true;
+  s.parallel_min_work = 0;
+  s.grid = 0;
+  auto combined = [&h](int d) { return h.any_pointwise(d) || h.is_scan(d); };
+  // The free dimensions, by the position of their point loop in the chosen order.
+  std::vector<std::pair<int, int>> free;  // (position, dim)
+  for (int q = 0; q < static_cast<int>(s.order.size()); ++q) {
+    const LoopSpec& l = s.order[q];
+    if (!combined(l.dim) && l.level + 1 == s.levels(l.dim)) free.push_back({q, l.dim});
+  }
+  if (!free.empty()) {
+    std::vector<LoopSpec> order;
+    for (const auto& [q, d] : free) {
+      s.tiles[d].clear();
+      order.push_back({d, 0});
+    }
+    bool any_combined = false;
+    for (const LoopSpec& l : chosen.order)
+      if (combined(l.dim)) {
+        order.push_back(l);
+        any_combined = true;
+      }
+    // Where the chosen innermost loop is free, it stays innermost as a
+    // loop of one point (tiles of one): a combined loop then runs outside
+    // it, in order, as NumPy adds the rows of x.sum(axis=0) -- a combined
+    // loop innermost is summed pairwise (passes.h: build).
+    const int last = chosen.order.empty() ? -1 : chosen.order.back().dim;
+    if (any_combined && last >= 0 && !combined(last)) {
+      s.tiles[last] = {1};
+      order.push_back({last, 1});
+    }
+    s.order = std::move(order);
+    s.grid = static_cast<int>(free.size());
+    if (s.why_illegal(h).empty()) return s;
+    s = chosen;  // (the plain form below)
+    s.caches.clear();
+    s.unroll.clear();
+    s.vectorize = false;
+    s.wide = false;
+    s.parallel = true;
+    s.parallel_min_work = 0;
+    s.grid = 0;
+  }
+  if (s.why_illegal(h).empty()) return s;
+  s.parallel = false;
+  if (s.why_illegal(h).empty()) return s;
+  return chosen;
 }
 
 Schedule random_schedule(const mdh::MdHom& h, const mdh::Bindings& b, const Asm& target, uint64_t seed,
@@ -215,6 +271,16 @@ Schedule random_schedule(const mdh::MdHom& h, const mdh::Bindings& b, const Asm&
   for (const mdh::Output& o : h.outputs) all_reduce &= o.reduces;
   s.contract = all_reduce && coin(r, 0.5);
   if (!repair(s, h)) return default_schedule(h, b, target, routines);
+  if (s.parallel && coin(r, 0.25)) {
+    // Grid loops: the leading loops over whole free dimensions or their
+    // tiles as they are, else the GPU's form of this schedule.
+    Schedule g = s;
+    while (g.grid < static_cast<int>(g.order.size()) && g.order[g.grid].level == 0 &&
+           !h.any_pointwise(g.order[g.grid].dim) && !h.is_scan(g.order[g.grid].dim))
+      ++g.grid;
+    if (g.grid == 0 || !g.why_illegal(h).empty()) g = grid_schedule(h, s);
+    if (g.grid > 0) s = g;
+  }
   return s;
 }
 

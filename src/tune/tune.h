@@ -92,6 +92,14 @@ struct Schedule {
   // Python code between small kernels (measured: recording 10-15% slower):
   // worth it only for kernels with much work (default_schedule).
   bool wide = false;
+  // The first `grid` loops of the order (0: none) are one iteration space,
+  // each of its points a share of its own (a GPU thread per point; the
+  // target's threads take consecutive points, so the last of these loops,
+  // the layout's innermost, moves fastest across them): loops at level 0
+  // (over a tiled dimension's tiles) of dimensions that no output combines
+  // (reduces or scans), so nothing is combined across shares. Needs `parallel`; otherwise the
+  // outermost loop is cut into MaxThreads shares (the CPU's form).
+  int grid = 0;
   Routine routine = Routine::None;
 
   int levels(int d) const { return static_cast<int>(tiles[d].size()) + 1; }
@@ -120,6 +128,22 @@ struct Schedule {
 // A floating-point GEMM/GEMV/DOT goes to the BLAS routine when
 // `routines` allows it.
 Schedule default_schedule(const mdh::MdHom& h, const mdh::Bindings& b, const Asm& target, bool routines = true);
+
+// The schedule a GPU runs (pipeline/target.h: Target::schedule), made from
+// the one chosen for the host: the grid is the device's parallelism. The dimensions no output combines (reduces or
+// scans), untiled, become the grid loops (Schedule::grid), in the
+// chosen order of their point loops (the layout's innermost last, so
+// neighbouring threads take neighbouring elements); a thread per point of
+// them runs the combined dimensions' loops below in the chosen order: each
+// output's points combine in the order the serial loops do (x.sum(axis=0):
+// a thread per column adding the rows in order, as NumPy does), with no
+// partial results across threads. A kernel that combines along every
+// dimension (a full reduction) keeps the chosen loops, the outermost cut
+// into shares combined after the loop (lower/passes.h: partials). No tile
+// buffers, unrolled loops or SIMD lanes: a thread's private arrays live in
+// local memory. Where that is illegal (a 0-d kernel, a scan or an ordered
+// product along the outer loop), the chosen schedule as it is: one thread.
+Schedule grid_schedule(const mdh::MdHom& h, const Schedule& chosen);
 
 // ---------------------------------------------------------------------------
 // The schedule space (space.cc).

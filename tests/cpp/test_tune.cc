@@ -98,7 +98,7 @@ std::vector<mdh::Built> classes() {
 
 TEST(Tune, RandomSchedulesAreLegalAndLower) {
   const tune::Asm& target = tune::Asm::host();
-  int blas = 0, cached = 0, packed = 0, unrolled = 0, parallel = 0, combined = 0;
+  int blas = 0, cached = 0, packed = 0, unrolled = 0, parallel = 0, combined = 0, grid = 0, tiled_grid = 0;
   for (const mdh::Built& m : classes()) {
     for (uint64_t seed = 0; seed < 300; ++seed) {
       tune::Schedule s = tune::random_schedule(m.hom, m.bind, target, seed);
@@ -111,6 +111,8 @@ TEST(Tune, RandomSchedulesAreLegalAndLower) {
       for (const tune::Cache& c : s.caches) packed += !c.pack.empty();
       unrolled += !s.unroll.empty();
       parallel += s.parallel;
+      grid += s.grid > 0;
+      for (int q = 0; q < s.grid; ++q) tiled_grid += !s.tiles[s.order[q].dim].empty();
       // Lowering and rendering never fail on a legal schedule, and the nest
       // keeps the IR's invariants after every pass.
       lower::LoopNest nest = lower::passes::build(m.hom, s, "k");
@@ -144,6 +146,78 @@ TEST(Tune, RandomSchedulesAreLegalAndLower) {
   EXPECT_GT(unrolled, 100);
   EXPECT_GT(parallel, 100);
   EXPECT_GT(combined, 20);  // parallel reductions combine their shares' partials after the loop
+  EXPECT_GT(grid, 100);
+  EXPECT_GT(tiled_grid, 10);
+}
+
+// The GPU's schedules (tune::grid_schedule): a thread per point of the
+// dimensions no output combines, the layout's innermost moving fastest;
+// the combined ones below, in the chosen order, with the chosen innermost
+// loop kept innermost (a reduction NumPy runs row by row stays so).
+TEST(Tune, GridSchedulesPutTheFreeDimensionsOnTheGrid) {
+  const tune::Asm& target = tune::Asm::host();
+  std::vector<mdh::Built> c = classes();
+  auto grid_of = [&](const mdh::Built& m) {
+    tune::Schedule s = tune::grid_schedule(m.hom, tune::default_schedule(m.hom, m.bind, target, false));
+    EXPECT_EQ(s.why_illegal(m.hom), "") << s.key();
+    EXPECT_EQ(tune::Schedule::parse(s.key()).key(), s.key());
+    EXPECT_TRUE(s.parallel && !s.vectorize && s.caches.empty() && s.unroll.empty()) << s.key();
+    return s;
+  };
+  {  // map: both dimensions on the grid, untiled
+    tune::Schedule s = grid_of(c[0]);
+    EXPECT_EQ(s.grid, 2);
+    EXPECT_EQ(s.order.size(), 2u);
+    EXPECT_NE(s.key().find("|g2"), std::string::npos);
+    EXPECT_NE(s.to_string().find("[grid]"), std::string::npos);
+    // Built: the share is the point, decomposed with the last grid loop fastest.
+    const std::string nest = lower::print(lower::passes::build(c[0].hom, s, "k"));
+    EXPECT_NE(nest.find("nf_shares = (n" + std::to_string(s.order[0].dim) + " * n" +
+                        std::to_string(s.order[1].dim) + ")"),
+              std::string::npos)
+        << nest;
+    EXPECT_NE(nest.find("% n" + std::to_string(s.order[1].dim)), std::string::npos) << nest;
+    EXPECT_EQ(nest.find("max_threads"), std::string::npos) << nest;
+  }
+  for (int k : {2, 3}) {  // a reduction over axis 1 of a (9, 300, 17) array
+    tune::Schedule s = grid_of(c[k]);
+    ASSERT_EQ(s.grid, 2) << s.key();
+    EXPECT_EQ(s.order[0].dim, 0);
+    EXPECT_EQ(s.order[1].dim, 2);  // the innermost: neighbouring threads, neighbouring columns
+    EXPECT_EQ(s.order[2].dim, 1);
+    // The chosen innermost loop (dimension 2) stays innermost, one point:
+    // the reduced dimension is added in order, as NumPy does.
+    EXPECT_EQ(s.order.back().dim, 2);
+    EXPECT_EQ(s.tiles[2], std::vector<int64_t>{1});
+    EXPECT_EQ(lower::print(lower::passes::build(c[k].hom, s, "k")).find("pairwise"), std::string::npos);
+  }
+  {  // matmul: the rows and columns of C on the grid, the contraction below
+    tune::Schedule s = grid_of(c[5]);
+    EXPECT_EQ(s.grid, 2) << s.key();
+  }
+  // Grid loops: level 0, of dimensions nothing combines, in a parallel
+  // schedule, no cache inside them.
+  tune::Schedule s = grid_of(c[2]);
+  tune::Schedule t = s;
+  t.parallel = false;
+  EXPECT_EQ(t.why_illegal(c[2].hom), "grid loops need a parallel schedule");
+  t = s;
+  t.grid = 3;
+  EXPECT_EQ(t.why_illegal(c[2].hom), "a grid loop's dimension is combined");
+  t = s;
+  t.grid = 5;
+  EXPECT_EQ(t.why_illegal(c[2].hom), "grid loops out of range");
+  t = s;
+  t.caches.push_back({0, 0, {0, 1, 2}, {}});
+  EXPECT_EQ(t.why_illegal(c[2].hom), "a cache inside the grid loops");
+  // A full reduction has no free dimension: the chosen loops, cut into shares.
+  // (The CUDA tail maps either form onto the grid.)
+  for (const mdh::Built& m : c) {
+    tune::Schedule g = grid_of(m);
+    lower::LoopNest n = pipeline::emulated_target().lower(lower::KernelSpec::one(m.hom, g), "k");
+    EXPECT_NE(lower::print(n).find("gpu-blocks"), std::string::npos);
+    EXPECT_FALSE(codegen::render_cuda(n).code.empty());
+  }
 }
 
 // A search walks chains of mutations; whatever it ends on must be storable:
