@@ -178,6 +178,64 @@ def test_an_input_is_uploaded_once_not_per_kernel(emulated):
         assert_same(o, e)
 
 
+def test_a_map_kernel_is_one_launch(emulated):
+    # The extents and share counts every phase computes itself: a map kernel
+    # launches its grid phase alone, with no frame; a full reduction has a
+    # one-thread phase that sets up the shares' partials before the grid's
+    # and one that combines them after it.
+    x = RNG.random(5_000)
+    X = nf.asarray(x)
+    nf.flush()
+    cases = [("map", lambda m, a: m.sqrt(a) * 2 + 1, 1),
+             ("reduction", lambda m, a: (a * 2).sum(), 3)]
+    for name, f, launches in cases:
+        d0 = device()
+        got = f(nf, X)
+        nf.flush()
+        d1 = device()
+        assert d1["launches"] - d0["launches"] == launches, (name, d0, d1)
+        assert_same(got, f(onp, x))
+
+
+def test_device_memory_comes_back_from_the_pool(emulated):
+    # A loop's temporaries take the blocks the last iteration's freed: after
+    # the first iteration nothing more is taken from the device.
+    x = RNG.random(20_000)
+    X = nf.asarray(x)
+    acc = nf.zeros_like(X)
+    e = onp.zeros_like(x)
+    nf.flush()
+    allocs = []
+    for k in range(5):
+        acc = acc + nf.sqrt(X * k + 1) * 2  # (a temporary each iteration, freed by the next)
+        nf.flush()
+        e = e + onp.sqrt(x * k + 1) * 2
+        allocs.append(device()["device_allocs"])
+    assert allocs[1] == allocs[-1], allocs
+    assert device()["pool_hits"] > 0
+    assert_same(acc, e)
+    # trim gives the free blocks back; the results stay.
+    nf._core.device_trim("cuda-emulated")
+    assert device()["pool_bytes"] == 0
+    assert_same(acc, e)
+
+
+def test_out_of_device_memory_is_a_memory_error_with_nothing_lost(emulated):
+    x = RNG.random(3_000)
+    X = nf.asarray(x)
+    y = X * 2
+    nf.flush()
+    z = y + 1
+    nf._core._inject_allocation_failure(0)
+    try:
+        with pytest.raises(MemoryError):
+            nf.flush()
+    finally:
+        nf._core._inject_allocation_failure(-1)
+    assert_same(y, x * 2)
+    assert_same(z, x * 2 + 1)  # (put back by the failed flush, computed now)
+
+
 def test_memory_numpy_sees_is_brought_again_at_every_flush(emulated):
     # NumPy may write exported memory whenever Python runs: operations on it
     # run at once (each its own flush), and each flush brings it again.

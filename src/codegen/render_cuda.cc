@@ -3,11 +3,14 @@
 // A kernel's top level is cut into phases (codegen.h: LaunchShape): each
 // GpuBlocks loop is a phase of its own, run grid-stride by every thread of
 // the launch's grid; the statements between such loops are phases run by
-// one thread. The variables the top level declares -- scalars, the arrays
-// it allocates -- live in the kernel's frame (device memory the launcher
-// allocates), so every phase sees what the ones before it set: each phase
-// reads them on entry, and a one-thread phase writes back what it set. A
-// grid phase may not assign them (its iterations run at once).
+// one thread. The scalars the top level computes from the parameters alone
+// (extents, share counts) every phase computes itself; the other variables
+// the top level declares -- scalars, the arrays it allocates -- live in the
+// kernel's frame (device memory the launcher allocates, where there are
+// any), so every phase sees what the ones before it set: each phase reads
+// them on entry, and a one-thread phase writes back what it set. A grid
+// phase may not assign them (its iterations run at once). A map kernel is
+// one launch.
 //
 // The text is both CUDA C++ (with cuda_prelude(), for NVRTC) and C (with
 // emulation_prelude() and emulation_entry(), for clang): threadIdx and its
@@ -69,6 +72,7 @@ class CudaRenderer final : public detail::NestSpeller {
 
   Source run() {
     if (n_.uses_threads) throw std::logic_error("render_cuda: a Cores loop (the CUDA tail has none)");
+    collect_hoisted();
     collect_frame();
     int ni = 0, nf = 0;
     for (const StmtP& s : n_.body) param_counts(*s, ni, nf);
@@ -83,6 +87,7 @@ class CudaRenderer final : public detail::NestSpeller {
       run.clear();
     };
     for (const StmtP& s : n_.body) {
+      if (hoisted(*s)) continue;
       if (s->k == Stmt::K::For && s->loop == LoopKind::GpuBlocks) {
         serial();
         phase(phases, {}, s.get());
@@ -127,9 +132,43 @@ class CudaRenderer final : public detail::NestSpeller {
     throw std::logic_error("render_cuda: a thread index or count (only Cores loops have them)");
   }
 
+  // The top level's scalars computed from the kernel's parameters alone
+  // (extents, share counts), never assigned again: every phase computes
+  // them itself, so they need neither the frame nor a phase of their own
+  // (a map kernel is one launch).
+  std::vector<const Stmt*> hoisted_;
+  bool hoisted(const Stmt& s) const { return std::find(hoisted_.begin(), hoisted_.end(), &s) != hoisted_.end(); }
+  bool from_params(const Ex& e) const {
+    switch (e.k) {
+      case Ex::K::Load:
+      case Ex::K::Address:
+      case Ex::K::ThreadIndex:
+      case Ex::K::ThreadCount:
+        return false;
+      case Ex::K::Var: {
+        for (const Stmt* h : hoisted_)
+          if (h->name == e.name) return true;
+        return false;
+      }
+      default:
+        for (const ExP& a : e.args)
+          if (!from_params(*a)) return false;
+        return true;
+    }
+  }
+  void collect_hoisted() {
+    for (const StmtP& s : n_.body) {
+      if (s->k != Stmt::K::Decl || !s->init || !from_params(*s->init)) continue;
+      bool again = false;
+      for (const StmtP& t : n_.body) again |= assigns(*t, s->name);
+      if (!again) hoisted_.push_back(s.get());
+    }
+  }
+
   void collect_frame() {
     int64_t bytes = 0;
     for (const StmtP& s : n_.body) {
+      if (hoisted(*s)) continue;
       if (s->k == Stmt::K::Decl) {
         frame_.push_back({s->name, s->dtype});
         bytes += 16;
@@ -142,7 +181,7 @@ class CudaRenderer final : public detail::NestSpeller {
         bytes += local ? 16 + itemsize(s->dtype) * std::max<int64_t>(s->count->ival, 1) : 16;
       }
     }
-    shape_.frame_bytes = bytes + 16;
+    shape_.frame_bytes = frame_.empty() ? 0 : bytes + 16;
   }
 
   const Field* field(const std::string& name) const {
@@ -163,6 +202,8 @@ class CudaRenderer final : public detail::NestSpeller {
       const char* t = n_.ptr_types[i] == DType::Bool ? "uint8_t" : c_type(n_.ptr_types[i]);
       os << "  " << t << "* __restrict__ p" << i << " = (" << t << "*)nf_a.p[" << i << "];\n";
     }
+    for (const Stmt* h : hoisted_)
+      os << "  const " << c_type(h->dtype) << " " << h->name << " = " << ex(*h->init) << "; (void)" << h->name << ";\n";
     for (const Field& f : frame_) {
       if (f.count > 0)
         os << "  " << c_type(f.dtype) << "* " << f.name << " = nf_F->" << f.name << ";\n";

@@ -349,6 +349,8 @@ void* Buffer::allocate() {
   return data_;
 }
 
+size_t Buffer::size_class(size_t bytes) { return ::nf::size_class(bytes); }
+
 void Buffer::trim_cache() {
   if (t_cache) drain(*t_cache);  // (this thread's small blocks; other threads keep theirs, a few KiB each)
   pool().trim();

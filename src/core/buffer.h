@@ -148,6 +148,9 @@ class Buffer {
   static int64_t live_bytes();
   static int64_t peak_bytes();
   static void reset_peak();
+  // The size a block for `bytes` bytes is rounded up to: freed blocks are
+  // kept for reuse by it (the host's pool, and each device's).
+  static size_t size_class(size_t bytes);
   // Freed blocks kept for reuse, and releasing them to the system.
   static int64_t cached_bytes();
   static void trim_cache();

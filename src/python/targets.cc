@@ -77,17 +77,29 @@ void bind_targets(py::module_& m) {
       },
       py::arg("source"), py::arg("arch"), py::arg("ptx") = false, py::arg("verbose") = false,
       py::arg("prelude") = true);
-  m.def("device_stats", [](const std::string& name) {
+  // The device a GPU target runs on ("cuda-emulated", "cuda"), or ValueError.
+  auto device_named = [](const std::string& name) {
     runtime::GpuDevice* d = name == "cuda-emulated" ? &runtime::emulated_device()
                             : name == "cuda"        ? runtime::cuda_device()
                                                     : nullptr;
     if (!d) throw py::value_error("no device " + name);
+    return d;
+  };
+  m.def("device_stats", [device_named](const std::string& name) {
+    runtime::GpuDevice* d = device_named(name);
     const runtime::GpuDevice::Stats s = d->stats();
     py::dict out;
     out["uploads"] = s.uploads;
     out["downloads"] = s.downloads;
     out["launches"] = s.launches;
+    out["device_allocs"] = s.device_allocs;
+    out["pool_hits"] = s.pool_hits;
+    out["pool_bytes"] = s.pool_bytes;
     return out;
+  });
+  m.def("device_trim", [device_named](const std::string& name) {
+    runtime::GpuDevice* d = device_named(name);
+    d->trim();
   });
   m.def("set_cuda_check", [](const std::vector<int>& archs) {
     jit::set_check_archs(archs);

@@ -13,6 +13,67 @@
 
 namespace nf::runtime {
 
+GpuDevice::Stats GpuDevice::stats() const {
+  std::lock_guard<std::mutex> lock(pool_mu_);
+  return {uploads_.load(), downloads_.load(), launches_.load(), device_allocs_, pool_hits_, pool_bytes_};
+}
+
+void* GpuDevice::alloc(int64_t bytes) {
+  Buffer::check_injected_failure(bytes);
+  const int64_t cap = static_cast<int64_t>(Buffer::size_class(static_cast<size_t>(std::max<int64_t>(bytes, 1))));
+  void* p = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(pool_mu_);
+    auto it = pool_.find(cap);
+    if (it != pool_.end() && !it->second.empty()) {
+      p = it->second.back();
+      it->second.pop_back();
+      pool_bytes_ -= cap;
+      pool_hits_++;
+    }
+  }
+  if (!p) {
+    auto take = [&]() -> void* {
+      try {
+        return device_alloc(cap);
+      } catch (const MemoryError&) {
+        return nullptr;
+      } catch (const std::bad_alloc&) {
+        return nullptr;
+      }
+    };
+    p = take();
+    if (!p) {
+      trim();  // (the pool's free blocks back to the device, then once more)
+      p = take();
+    }
+    if (!p) throw MemoryError({}, -1, bytes);
+    std::lock_guard<std::mutex> lock(pool_mu_);
+    device_allocs_++;
+  }
+  handed_out(p, bytes, cap);
+  return p;
+}
+
+void GpuDevice::free(void* p, int64_t bytes) {
+  if (!p) return;
+  const int64_t cap = static_cast<int64_t>(Buffer::size_class(static_cast<size_t>(std::max<int64_t>(bytes, 1))));
+  std::lock_guard<std::mutex> lock(pool_mu_);
+  pool_[cap].push_back(p);
+  pool_bytes_ += cap;
+}
+
+void GpuDevice::trim() {
+  std::unordered_map<int64_t, std::vector<void*>> blocks;
+  {
+    std::lock_guard<std::mutex> lock(pool_mu_);
+    blocks.swap(pool_);
+    pool_bytes_ = 0;
+  }
+  for (auto& [cap, list] : blocks)
+    for (void* p : list) device_free(p, cap);
+}
+
 namespace {
 
 class EmulatedDevice final : public GpuDevice {
@@ -27,20 +88,6 @@ class EmulatedDevice final : public GpuDevice {
     }
   }
   const char* name() const override { return "cuda-emulated"; }
-  void* alloc(int64_t bytes) override {
-    Buffer::check_injected_failure(bytes);
-    // Rounded up as host blocks are (buffer.cc), so that the host-compiled
-    // kernels' vector loads at an array's tail stay inside it; the data
-    // poisoned, the tail zero (a NaN there would raise spurious flags).
-    const size_t n = static_cast<size_t>(std::max<int64_t>(bytes, 1));
-    const size_t rounded = (n + 63) / 64 * 64 + 64;
-    void* p = std::aligned_alloc(64, rounded);
-    if (!p) throw MemoryError({}, -1, bytes);
-    std::memset(p, 0xff, n);
-    std::memset(static_cast<char*>(p) + n, 0, rounded - n);
-    return p;
-  }
-  void free(void* p, int64_t) override { std::free(p); }
   void to_device(void* dst, const void* src, int64_t bytes) override {
     std::memcpy(dst, src, static_cast<size_t>(bytes));
     uploads_++;
@@ -50,6 +97,27 @@ class EmulatedDevice final : public GpuDevice {
     downloads_++;
   }
   void host_stale(void* host, int64_t bytes) override { std::memset(host, 0xff, static_cast<size_t>(bytes)); }
+
+ protected:
+  // Rounded up as host blocks are (buffer.cc), so that the host-compiled
+  // kernels' vector loads at an array's tail stay inside it.
+  static size_t rounded(int64_t capacity) { return (static_cast<size_t>(capacity) + 63) / 64 * 64 + 64; }
+  void* device_alloc(int64_t capacity) override {
+    void* p = std::aligned_alloc(64, rounded(capacity));
+    if (!p) throw std::bad_alloc();
+    return p;
+  }
+  void device_free(void* p, int64_t) override { std::free(p); }
+  // Every block handed out, new or reused, poisoned (a read of what was
+  // never copied shows), its tail zero (a NaN there would raise spurious
+  // flags).
+  void handed_out(void* p, int64_t bytes, int64_t capacity) override {
+    const size_t n = static_cast<size_t>(std::max<int64_t>(bytes, 1));
+    std::memset(p, 0xff, n);
+    std::memset(static_cast<char*>(p) + n, 0, rounded(capacity) - n);
+  }
+
+ public:
   void launch(const jit::Kernel& k, size_t phase, char* const* ptrs, const int64_t* ints, const double* floats,
               void* frame) override {
     struct {
@@ -70,16 +138,13 @@ class EmulatedDevice final : public GpuDevice {
 class CudaDevice final : public GpuDevice {
  public:
   explicit CudaDevice(jit::CudaDriver& d) : d_(d) {}
+
+ protected:
+  void* device_alloc(int64_t capacity) override { return d_.alloc(capacity); }  // (std::bad_alloc when full)
+  void device_free(void* p, int64_t) override { d_.free(p); }
+
+ public:
   const char* name() const override { return "cuda"; }
-  void* alloc(int64_t bytes) override {
-    Buffer::check_injected_failure(bytes);
-    try {
-      return d_.alloc(bytes);
-    } catch (const std::bad_alloc&) {
-      throw MemoryError({}, -1, bytes);
-    }
-  }
-  void free(void* p, int64_t) override { d_.free(p); }
   void to_device(void* dst, const void* src, int64_t bytes) override {
     d_.to_device(dst, src, bytes);
     uploads_++;
@@ -135,12 +200,14 @@ void run_gpu_kernel(const jit::Kernel& k, const mdh::MdHom& h, const mdh::Bindin
     if (!(a.read || a.written || a.reduced)) continue;
     ptrs[i] = static_cast<char*>(b.buffers[a.ptr]->device_data(d)) + b.offsets[a.ptr];
   }
-  void* frame = d.alloc(s.frame_bytes);
+  void* frame = s.frame_bytes > 0 ? d.alloc(s.frame_bytes) : nullptr;
   struct Free {
     GpuDevice& d;
     void* f;
     int64_t n;
-    ~Free() { d.free(f, n); }
+    ~Free() {
+      if (f) d.free(f, n);
+    }
   } free_frame{d, frame, s.frame_bytes};
   for (size_t p = 0; p < s.phases.size(); ++p) d.launch(k, p, ptrs.data(), b.ints.data(), b.floats.data(), frame);
   for (const mdh::Access& a : h.accesses)

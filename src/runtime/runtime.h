@@ -3,6 +3,8 @@
 #pragma once
 
 #include <atomic>
+#include <mutex>
+#include <unordered_map>
 #include <string>
 
 #include "core/device.h"
@@ -104,11 +106,24 @@ void run_chain(jit::KernelFn fn, const lower::ChainShape& shape, const std::vect
 
 class GpuDevice : public Device {
  public:
-  // What moved and ran since the process started (tests, explain()).
+  // What moved and ran since the process started (tests, explain()), and
+  // the memory pool's state: blocks taken from the device, allocations
+  // served from the pool, and the bytes it holds free.
   struct Stats {
     int64_t uploads = 0, downloads = 0, launches = 0;
+    int64_t device_allocs = 0, pool_hits = 0, pool_bytes = 0;
   };
-  Stats stats() const { return {uploads_.load(), downloads_.load(), launches_.load()}; }
+  Stats stats() const;
+  // Device memory comes from a caching pool: a freed block is kept, by its
+  // size class (Buffer::size_class, as the host's pool), for the next
+  // allocation of that class, so a flush's temporaries do not go back to
+  // the driver (whose free waits for the device). Launches are synchronous, so a block is
+  // free when its buffer is. When the device has no memory left, the pool
+  // gives its free blocks back and tries once more; then MemoryError.
+  void* alloc(int64_t bytes) final;
+  void free(void* p, int64_t bytes) final;
+  // Gives every free block back to the device.
+  void trim();
   // Runs phase `phase` of k: a grid phase over grid_blocks() x
   // grid_threads(), else one thread; `ptrs` (device addresses, already
   // offset), `ints`, `floats` as the shape counts them, `frame` the
@@ -117,7 +132,18 @@ class GpuDevice : public Device {
                       const double* floats, void* frame) = 0;
 
  protected:
+  // A block of `capacity` bytes from the device (throws MemoryError or
+  // std::bad_alloc when it has none), and back.
+  virtual void* device_alloc(int64_t capacity) = 0;
+  virtual void device_free(void* p, int64_t capacity) = 0;
+  // A block handed out for `bytes` bytes (new or from the pool).
+  virtual void handed_out(void* p, int64_t bytes, int64_t capacity) {}
   std::atomic<int64_t> uploads_{0}, downloads_{0}, launches_{0};
+
+ private:
+  mutable std::mutex pool_mu_;
+  std::unordered_map<int64_t, std::vector<void*>> pool_;  // free blocks by size class
+  int64_t pool_bytes_ = 0, device_allocs_ = 0, pool_hits_ = 0;
 };
 
 // The emulated device: device memory is host memory of its own, filled with
