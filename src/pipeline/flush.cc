@@ -434,7 +434,10 @@ Prepared prepare(const std::vector<Task>& window, const fusion::Group& g, const 
     p.schedule = detail::choose_schedule(p.built->hom, p.built->bind, cfg, &p.tuned, &p.tuning);
   }
   // A stage runs on one thread per tile: the launcher parallelizes the tiles.
-  if (g.stage) p.schedule.parallel = false;
+  if (g.stage) {
+    p.schedule.parallel = false;
+    p.schedule.grid = 0;
+  }
   p.key = detail::kernel_key(p.built->hom, p.schedule, *p.target);
   return p;
 }

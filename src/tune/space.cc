@@ -172,14 +172,20 @@ bool repair(Schedule& s, const mdh::MdHom& h) {
 }
 
 Schedule grid_schedule(const mdh::MdHom& h, const Schedule& chosen) {
-  Schedule s = chosen;
-  s.caches.clear();
-  s.unroll.clear();
-  s.vectorize = false;
-  s.wide = false;
-  s.parallel = true;
-  s.parallel_min_work = 0;
-  s.grid = 0;
+  // The chosen loops as they are, for the device: parallel whatever the
+  // work, no tile buffers, unrolls or lanes.
+  auto plain = [&chosen] {
+    Schedule p = chosen;
+    p.caches.clear();
+    p.unroll.clear();
+    p.vectorize = false;
+    p.wide = false;
+    p.parallel = true;
+    p.parallel_min_work = 0;
+    p.grid = 0;
+    return p;
+  };
+  Schedule s = plain();
   auto combined = [&h](int d) { return h.any_pointwise(d) || h.is_scan(d); };
   // The free dimensions, by the position of their point loop in the chosen order.
   std::vector<std::pair<int, int>> free;  // (position, dim)
@@ -211,14 +217,7 @@ Schedule grid_schedule(const mdh::MdHom& h, const Schedule& chosen) {
     s.order = std::move(order);
     s.grid = static_cast<int>(free.size());
     if (s.why_illegal(h).empty()) return s;
-    s = chosen;  // (the plain form below)
-    s.caches.clear();
-    s.unroll.clear();
-    s.vectorize = false;
-    s.wide = false;
-    s.parallel = true;
-    s.parallel_min_work = 0;
-    s.grid = 0;
+    s = plain();
   }
   if (s.why_illegal(h).empty()) return s;
   s.parallel = false;
