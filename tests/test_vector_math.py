@@ -137,6 +137,7 @@ def test_vector_bits_256_keeps_clangs_width(tmp_path):
     assert "_ZGVdN4v_tanh" in calls
 
 
+@pytest.mark.cpu_only  # (the CPU's vectors: device schedules have no SIMD lanes)
 def test_wide_vectors_are_a_schedule_choice():
     """The default schedule asks for wide vectors from 2**16 points on, and
     explain() shows it; the schedule's text form round-trips it."""
