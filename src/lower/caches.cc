@@ -21,9 +21,10 @@ namespace nf::lower::detail {
 // bytes in all; larger ones are malloc'd where they open. OpenMP worker
 // threads have 4 MiB stacks by default, and a schedule may place several
 // tiles (packed panels, register tiles) in one loop nest. (The storage pass
-// applies the same budget, passes.h: kStackBytes; here it decides only
-// whether a tile may take the full-tile path's literal bounds.)
-constexpr int64_t kStackTileBytes = passes::kStackBytes;
+// applies the target's budget, Caps::private_bytes; here, the CPU's -- a
+// GPU's schedules have no tile buffers -- decides only whether a tile may
+// take the full-tile path's literal bounds.)
+constexpr int64_t kStackTileBytes = Caps{}.private_bytes;
 
 void Lowerer::plan_caches() {
   int64_t stack_bytes = 0;

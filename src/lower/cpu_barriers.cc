@@ -38,7 +38,7 @@ bool first_thread_only(const std::vector<StmtP>& seg) {
 
 }  // namespace
 
-void cpu_barriers(LoopNest& n) {
+void cpu_barriers(LoopNest& n, const PassContext&) {
   std::vector<StmtP> out;
   int regions = 0;
   for (StmtP& s : n.body) {

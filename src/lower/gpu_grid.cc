@@ -1,10 +1,13 @@
 // The gpu_grid pass (passes.h), the CUDA target's tail: a Parallel loop's
 // iterations dealt out to the device's threads.
+#include <stdexcept>
+
 #include "lower/passes.h"
 
 namespace nf::lower::passes {
 
-void gpu_grid(LoopNest& n) {
+void gpu_grid(LoopNest& n, const PassContext& c) {
+  if (c.caps.threads != Caps::Threads::Grid) throw std::logic_error("gpu_grid: a target without a grid");
   for (StmtP& s : n.body) {
     if (s->k != Stmt::K::For || s->loop != LoopKind::Parallel) continue;
     // Its iterations are independent (passes.h, Parallel): each runs once,

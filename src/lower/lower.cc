@@ -1,6 +1,7 @@
 // The pass driver: build, the common passes (partials, tile_buffers, promote, simd,
-// pairwise, unroll, vectorize, storage, simplify), the target's tail (passes.h), with
-// the nest printed (NUMFUSE_DUMP=passes) and verified after each.
+// pairwise, unroll, vectorize, storage, simplify), the target's tail (passes.h), each
+// handed the target's capabilities (PassContext), with the nest printed
+// (NUMFUSE_DUMP=passes) and verified after each.
 #include <atomic>
 #include <cstdio>
 #include <stdexcept>
@@ -23,7 +24,7 @@ namespace {
 // threads) and verifying it (assertion builds; release builds when dumping).
 class Driver {
  public:
-  explicit Driver(std::string schedule) : schedule_(std::move(schedule)) {}
+  Driver(std::string schedule, const Caps& caps) : schedule_(std::move(schedule)), ctx_{caps} {}
   ~Driver() {
     if (dump_) std::fputs(trace_.c_str(), stderr);
   }
@@ -40,12 +41,13 @@ class Driver {
     }
   }
   void run(LoopNest& n, const Pass& p) {
-    p.run(n);
+    p.run(n, ctx_);
     after(p.name, n);
   }
 
  private:
   std::string schedule_;
+  PassContext ctx_;
   bool dump_ = dump_passes();
   std::string trace_;
 };
@@ -74,7 +76,7 @@ const std::vector<Pass>& passes::common() {
   return list;
 }
 
-LoopNest lower(const KernelSpec& k, const std::string& name, const std::vector<Pass>& tail) {
+LoopNest lower(const KernelSpec& k, const std::string& name, const std::vector<Pass>& tail, const Caps& caps) {
   if (k.stages.empty() || k.stages.size() != k.schedules.size())
     throw std::logic_error("lower: a kernel needs one schedule per stage");
   if (!k.shape && k.stages.size() != 1) throw std::logic_error("lower: several stages without a ChainShape");
@@ -82,7 +84,7 @@ LoopNest lower(const KernelSpec& k, const std::string& name, const std::vector<P
     throw std::logic_error("lower: the ChainShape's stages are not the kernel's");
   std::string keys;
   for (const tune::Schedule& s : k.schedules) keys += (keys.empty() ? "" : " ; ") + s.key();
-  Driver d(keys);
+  Driver d(keys, caps);
   if (!k.shape) {
     LoopNest n = common(d, *k.stages[0], k.schedules[0], name);
     for (const Pass& p : tail) d.run(n, p);

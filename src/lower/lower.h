@@ -283,10 +283,34 @@ struct LoopNest {
   std::string description;
 };
 
+// What a target's machine offers the passes (pipeline/target.h:
+// Target::caps): how its threads are organised, what they share, what
+// each may keep to itself. Default-constructed: the host's CPU.
+struct Caps {
+  enum class Threads {
+    Cores,  // a few threads, each taking a contiguous part (a Cores loop)
+    Grid,   // a GPU's grid: blocks of threads, many thousands of them
+  };
+  Threads threads = Threads::Cores;
+  int64_t max_block_threads = 1;  // threads that cooperate in a block (1: no blocks)
+  int64_t shared_bytes = 0;       // memory a block's threads share (0: none)
+  int vector_bytes = 32;          // a SIMD register's width (0: no SIMD lanes)
+  bool fp_flags = true;           // kernels raise the floating-point flags NumPy warns from
+  // A thread's private arrays in all (the CPU's worker stacks have a few
+  // MiB; a GPU reserves local memory for every resident thread), beyond
+  // which they go to the heap (passes.h: storage).
+  int64_t private_bytes = int64_t(1) << 20;
+};
+
+// What every pass is handed besides the nest.
+struct PassContext {
+  Caps caps;
+};
+
 // A lowering pass: a named rewrite of the nest with a stated contract.
 struct Pass {
   const char* name;
-  void (*run)(LoopNest&);
+  void (*run)(LoopNest&, const PassContext&);
 };
 
 // ---------------------------------------------------------------------------
@@ -387,7 +411,8 @@ struct KernelSpec {
 // stage's build and the common passes; for a multi-stage kernel then
 // compose and simplify; then the target's `tail`. The nest is printed
 // (NUMFUSE_DUMP=passes) and verified (assertion builds) after every pass.
-LoopNest lower(const KernelSpec& k, const std::string& name, const std::vector<Pass>& tail = {});
+LoopNest lower(const KernelSpec& k, const std::string& name, const std::vector<Pass>& tail = {},
+               const Caps& caps = Caps{});
 
 // The nest as indented text, one statement per line (NUMFUSE_DUMP=passes).
 std::string print(const LoopNest& n);

@@ -265,6 +265,6 @@ void pairwise_nodes(std::vector<StmtP>& out, ExP n, ExP shares) {
 }
 }  // namespace detail
 
-void passes::pairwise(LoopNest& n) { expand(n.body, {}); }
+void passes::pairwise(LoopNest& n, const PassContext&) { expand(n.body, {}); }
 
 }  // namespace nf::lower

@@ -5,7 +5,7 @@
 
 namespace nf::lower::passes {
 
-void parallelize(LoopNest& n) {
+void parallelize(LoopNest& n, const PassContext&) {
   using namespace detail;
   for (StmtP& s : n.body) {
     if (s->k != Stmt::K::For || s->loop != LoopKind::Parallel) continue;

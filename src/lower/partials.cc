@@ -181,7 +181,7 @@ class Privatizer {
 
 }  // namespace
 
-void passes::partials(LoopNest& n) {
+void passes::partials(LoopNest& n, const PassContext&) {
   for (size_t i = 0; i < n.body.size(); ++i)
     if (n.body[i]->k == Stmt::K::For && n.body[i]->loop == LoopKind::Parallel && !n.body[i]->share_reductions.empty())
       i = Privatizer(n.body, i).run();

@@ -89,7 +89,7 @@ LoopNest build(const mdh::MdHom& h, const tune::Schedule& s, const std::string& 
 // root into element 0. Every point is still combined once; afterwards no
 // two iterations of a Parallel loop touch the same element of an array
 // they combine into, and no loop has share reductions.
-void partials(LoopNest& n);
+void partials(LoopNest& n, const PassContext& c);
 
 // build_stores: a stage's scalar prologue alone (MdHom::once_guard >= 0):
 // its extents, the prologue's values and their stores, unguarded, no loop.
@@ -109,9 +109,11 @@ LoopNest build_stores(const mdh::MdHom& h, const tune::Schedule& s, const std::s
 // the combine (an ordered product: stored). Loops are taken outermost
 // first. The marks of the combines it rewrites go; those of combines left
 // in memory stay (no later pass reads them).
-void promote(LoopNest& n);
+void promote(LoopNest& n, const PassContext& c);
 
-// simd: each Vectorized loop not marked pairwise gets what its lanes may
+// simd: on a target without SIMD lanes (Caps::vector_bytes 0) every
+// Vectorized loop becomes Serial and nothing else changes. Otherwise each
+// Vectorized loop not marked pairwise gets what its lanes may
 // do with what its iterations carry (the scalars declared outside it that
 // its body assigns, the memory elements it updates at an index that does
 // not move with it). A register of an associative combine a simd clause
@@ -124,7 +126,7 @@ void promote(LoopNest& n);
 // stays put make the loop Serial (Unrolled on the full path). A loop that
 // carries nothing stays as it is. After it, what a Vectorized loop carries
 // is in its clause or its splits.
-void simd(LoopNest& n);
+void simd(LoopNest& n, const PassContext& c);
 
 // pairwise: each loop marked pairwise (Stmt::pairwise), whose carried
 // registers are all floating-point sums (it throws otherwise), becomes
@@ -140,7 +142,7 @@ void simd(LoopNest& n);
 // shares take the nodes of the tree's level with pairwise_nodes() nodes
 // (lowerer.h) in turn, node k's sum stored to part[k]. After it no loop is
 // marked.
-void pairwise(LoopNest& n);
+void pairwise(LoopNest& n, const PassContext& c);
 
 // tile_buffers: each TileIn becomes, in its place, the tile's Local array
 // (its count a literal, or tile_count's run-time product) and the loops
@@ -156,7 +158,7 @@ void pairwise(LoopNest& n);
 // are no memory combines any more), and at the end of the list each tile
 // element is combined into the memory element the combines updated at that
 // point (clipped, or whole on a full path). After it no TileIn remains.
-void tile_buffers(LoopNest& n);
+void tile_buffers(LoopNest& n, const PassContext& c);
 
 // unroll: every FullSplit becomes `if (cond) full path else remainder path`,
 // two copies of its nest: on the full path the TileBounds take their
@@ -166,7 +168,7 @@ void tile_buffers(LoopNest& n);
 // blocked sums over a short literal trip count); on the remainder path the
 // clipped bounds and the kinds build gave. Both paths enumerate the same
 // points. After it no FullSplit, TileBound or marked loop remains.
-void unroll(LoopNest& n);
+void unroll(LoopNest& n, const PassContext& c);
 
 // vectorize: every Vectorized loop with splits is rewritten so its
 // iterations stay independent. Floating-point max/min and arg-reduction
@@ -178,23 +180,23 @@ void unroll(LoopNest& n);
 // points, each block's sum from zero added to a float64 running sum.
 // Exact for max/min/arg (any folding order finds the first best point);
 // sums keep NumPy's error growth. After it no loop has splits.
-void vectorize(LoopNest& n);
+void vectorize(LoopNest& n, const PassContext& c);
 
 // storage: a Local allocation whose count is not a literal, or which would
-// take the Local allocations around it past kStackBytes (a worker thread's
-// stack has a few MiB), becomes Thread scope (heap on the CPU); every Thread
+// take the Local allocations around it past the target's private bytes
+// (Caps::private_bytes: 1 MiB of a CPU worker's stack, 8 KiB of a GPU
+// thread's local memory), becomes Thread scope (the heap); every Thread
 // or Kernel allocation is released
 // by a Free at the end of the statement list that holds it. After it each
 // heap-scope Alloc has exactly one Free, in its own list, after its uses.
-constexpr int64_t kStackBytes = int64_t(1) << 20;
-void storage(LoopNest& n);
+void storage(LoopNest& n, const PassContext& c);
 
 // simplify: integer index arithmetic on literals is folded (+ - * / min <
 // &&, and x + 0, x * 1, x * 0, x - 0, min(x, x)), an If with a literal
 // condition becomes its branch, a For whose literal range is empty goes,
 // and a Block in a statement list is spliced into it when it declares
 // nothing. Floating-point expressions are never touched.
-void simplify(LoopNest& n);
+void simplify(LoopNest& n, const PassContext& c);
 
 // The passes every stage's nest takes after build, in order: partials,
 // tile_buffers, promote, simd, pairwise, unroll, vectorize, storage,
@@ -225,14 +227,14 @@ LoopNest compose(std::vector<LoopNest> stages, std::vector<LoopNest> stores, con
 // runs the iterations [N t / T, N (t + 1) / T) in order, serially. Every
 // iteration runs once, on one thread; the statements after the loop run
 // after all of them. After it no Parallel loop remains.
-void parallelize(LoopNest& n);
+void parallelize(LoopNest& n, const PassContext& c);
 
 // gpu_grid (the CUDA target's tail): each Parallel loop becomes a GpuBlocks
 // loop over the same iterations, run grid-stride by the device's threads
 // (codegen: render_cuda makes it a phase of its own), without its
 // condition. Every iteration runs once, on one thread; the statements after
 // it run after all of them. After it no Parallel loop remains.
-void gpu_grid(LoopNest& n);
+void gpu_grid(LoopNest& n, const PassContext& c);
 
 // cpu_barriers (the CPU target's tail): the CPU's threads (jit.h:
 // nf_parallel) may not wait for each other, so a Barrier ends a Cores loop.
@@ -240,6 +242,6 @@ void gpu_grid(LoopNest& n);
 // thread count kept in a variable (the loop's name), and then B once, with
 // ThreadIndex 0 and ThreadCount that count; any other `Cores { A; Barrier;
 // C }` becomes `Cores { A }; Cores { C }`. After it no Barrier remains.
-void cpu_barriers(LoopNest& n);
+void cpu_barriers(LoopNest& n, const PassContext& c);
 
 }  // namespace nf::lower::passes

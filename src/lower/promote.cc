@@ -171,7 +171,7 @@ void promote_list(std::vector<StmtP>& list) {
 }  // namespace
 
 namespace passes {
-void promote(LoopNest& n) { promote_list(n.body); }
+void promote(LoopNest& n, const PassContext&) { promote_list(n.body); }
 }  // namespace passes
 
 }  // namespace nf::lower

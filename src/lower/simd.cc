@@ -111,7 +111,19 @@ Carried carried(const Stmt& loop, const Registers& regs) {
 }  // namespace detail
 
 namespace passes {
-void simd(LoopNest& n) { visit(n.body, {}); }
+// Every Vectorized loop Serial (a target without SIMD lanes).
+static void serial_loops(std::vector<StmtP>& list) {
+  for (StmtP& s : list) {
+    if (s->k == Stmt::K::For && s->loop == LoopKind::Vectorized) s->loop = LoopKind::Serial;
+    serial_loops(s->body);
+    serial_loops(s->else_body);
+  }
+}
+
+void simd(LoopNest& n, const PassContext& c) {
+  if (c.caps.vector_bytes == 0) serial_loops(n.body);
+  else visit(n.body, {});
+}
 }  // namespace passes
 
 }  // namespace nf::lower

@@ -115,6 +115,6 @@ void simplify_list(std::vector<StmtP>& list) {
 
 }  // namespace
 
-void simplify(LoopNest& n) { simplify_list(n.body); }
+void simplify(LoopNest& n, const PassContext&) { simplify_list(n.body); }
 
 }  // namespace nf::lower::passes

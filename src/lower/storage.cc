@@ -10,16 +10,16 @@ namespace {
 bool on_heap(Scope s) { return s == Scope::Thread || s == Scope::Kernel; }
 
 // `stack`: bytes of Local allocations live around this list.
-void place(std::vector<StmtP>& list, int64_t stack) {
+void place(std::vector<StmtP>& list, int64_t stack, int64_t budget) {
   for (StmtP& s : list) {
     if (s->k == Stmt::K::Alloc && s->scope == Scope::Local) {
       const bool literal = s->count->k == Ex::K::IntLit;
       const int64_t bytes = literal ? s->count->ival * itemsize(s->dtype) : 0;
-      if (!literal || stack + bytes > kStackBytes) s->scope = Scope::Thread;
+      if (!literal || stack + bytes > budget) s->scope = Scope::Thread;
       else stack += bytes;
     }
-    place(s->body, stack);
-    place(s->else_body, stack);
+    place(s->body, stack, budget);
+    place(s->else_body, stack, budget);
   }
   // Releases: at the end of the list, or before the first Barrier after the
   // allocation (nothing a thread allocated is seen across one).
@@ -40,6 +40,6 @@ void place(std::vector<StmtP>& list, int64_t stack) {
 
 }  // namespace
 
-void storage(LoopNest& n) { place(n.body, 0); }
+void storage(LoopNest& n, const PassContext& c) { place(n.body, 0, c.caps.private_bytes); }
 
 }  // namespace nf::lower::passes

@@ -119,7 +119,7 @@ void place(std::vector<StmtP>& list) {
 }  // namespace
 
 namespace passes {
-void tile_buffers(LoopNest& n) { place(n.body); }
+void tile_buffers(LoopNest& n, const PassContext&) { place(n.body); }
 }  // namespace passes
 
 }  // namespace nf::lower

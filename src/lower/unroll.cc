@@ -57,7 +57,7 @@ void split_list(std::vector<StmtP>& list) {
 }  // namespace
 
 namespace passes {
-void unroll(LoopNest& n) { split_list(n.body); }
+void unroll(LoopNest& n, const PassContext&) { split_list(n.body); }
 }  // namespace passes
 
 }  // namespace nf::lower

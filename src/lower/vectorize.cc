@@ -173,7 +173,7 @@ void split_loops(std::vector<StmtP>& list) {
 }  // namespace
 
 namespace passes {
-void vectorize(LoopNest& n) { split_loops(n.body); }
+void vectorize(LoopNest& n, const PassContext&) { split_loops(n.body); }
 }  // namespace passes
 
 }  // namespace nf::lower

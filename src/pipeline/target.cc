@@ -40,6 +40,21 @@ jit::KernelCache& cuda_cache() {
   return *c;
 }
 
+// An NVIDIA GPU's (sm_80 and later): blocks of up to 1024 threads sharing
+// 48 KiB (without opting in to more), no SIMD lanes, a thread's private
+// arrays in local memory, which the device reserves for every resident
+// thread (8 KiB each is 2 GiB over an H200's 270,336 threads).
+lower::Caps gpu_caps(bool fp_flags) {
+  lower::Caps c;
+  c.threads = lower::Caps::Threads::Grid;
+  c.max_block_threads = 1024;
+  c.shared_bytes = 48 << 10;
+  c.vector_bytes = 0;
+  c.fp_flags = fp_flags;
+  c.private_bytes = 8 << 10;
+  return c;
+}
+
 }  // namespace
 
 const Target& cpu_target() {
@@ -56,7 +71,7 @@ const Target& cpu_target() {
       &takes_all,
       /*device=*/false,
       /*chains=*/true,
-      /*fp_flags=*/true,
+      lower::Caps{},  // (the host's)
   };
   return t;
 }
@@ -75,7 +90,7 @@ const Target& emulated_target() {
       &cuda_refuses,
       /*device=*/true,
       /*chains=*/false,
-      /*fp_flags=*/true,  // (the emulated device is the host's CPU)
+      gpu_caps(/*fp_flags=*/true),  // (the emulated device is the host's CPU)
       &tune::grid_schedule,
   };
   return t;
@@ -98,7 +113,7 @@ const Target& cuda_target() {
       &cuda_refuses,
       /*device=*/true,
       /*chains=*/false,
-      /*fp_flags=*/false,
+      gpu_caps(/*fp_flags=*/false),
       &tune::grid_schedule,
   };
   return t;

@@ -42,15 +42,16 @@ struct Target {
   bool device = false;
   // Multi-stage kernels (fusion::Chain) are lowered for it.
   bool chains = false;
-  // Its kernels raise the host's floating-point flags (NumPy's warnings).
-  bool fp_flags = false;
+  // What its machine offers the lowering passes (threads, shared memory,
+  // vectors, floating-point flags, private memory).
+  ::nf::lower::Caps caps;
   // A device target's schedule for h, made from the one chosen for the
   // host (not tuned, not a library routine: tune::grid_schedule); null for
   // the CPU, which runs what it chose.
   tune::Schedule (*schedule)(const mdh::MdHom& h, const tune::Schedule& chosen) = nullptr;
 
   ::nf::lower::LoopNest lower(const ::nf::lower::KernelSpec& k, const std::string& name) const {
-    return ::nf::lower::lower(k, name, tail);
+    return ::nf::lower::lower(k, name, tail, caps);
   }
 };
 

@@ -19,6 +19,17 @@ using namespace nf::lower;
 
 namespace {
 
+// The passes' context on the host's CPU (Caps' defaults), and on a GPU's
+// grid (pipeline/target.cc: the CUDA targets' caps, as far as a pass reads them).
+const PassContext kCpu{};
+PassContext gpu_context() {
+  PassContext c;
+  c.caps.threads = Caps::Threads::Grid;
+  c.caps.vector_bytes = 0;
+  c.caps.private_bytes = 8 << 10;
+  return c;
+}
+
 // The IR builders the passes use (lowerer.h), with the test's defaults.
 StmtP mk(Stmt::K k) {
   auto s = std::make_shared<Stmt>();
@@ -168,7 +179,7 @@ TEST(LowerPasses, VerifierChecksStagesAsFunctionsOfTheirOwn) {
 
 TEST(LowerPasses, StoragePutsLargeAndRuntimeSizedBuffersOnTheHeapAndReleasesThem) {
   StmtP c = cores_();
-  StmtP big = alloc_("big", lit((int64_t(1) << 20) / 8 + 1), Scope::Local);  // over kStackBytes of int64
+  StmtP big = alloc_("big", lit((int64_t(1) << 20) / 8 + 1), Scope::Local);  // over the CPU's 1 MiB of int64
   big->dtype = DType::Int64;
   StmtP small = alloc_("small", lit(16), Scope::Local);
   small->dtype = DType::Int64;
@@ -176,7 +187,7 @@ TEST(LowerPasses, StoragePutsLargeAndRuntimeSizedBuffersOnTheHeapAndReleasesThem
   dyn->dtype = DType::Int64;
   c->body = {big, small, dyn, mk(Stmt::K::Barrier), decl_("y", lit(0))};
   LoopNest n = nest({decl_("n0", lit(5)), alloc_("part", var("n0"), Scope::Kernel), c});
-  passes::storage(n);
+  passes::storage(n, kCpu);
   EXPECT_EQ(verify(n, "storage"), "") << print(n);
   EXPECT_EQ(big->scope, Scope::Thread);
   EXPECT_EQ(small->scope, Scope::Local);
@@ -192,6 +203,47 @@ TEST(LowerPasses, StoragePutsLargeAndRuntimeSizedBuffersOnTheHeapAndReleasesThem
   EXPECT_EQ(n.body.back()->name, "part");
 }
 
+// The budget is the target's (Caps::private_bytes): 2 KiB of int64 stays
+// on a CPU thread's stack and goes to the heap on a GPU thread (8 KiB of
+// local memory in all, beside 8 KiB already there).
+TEST(LowerPasses, StorageTakesThePrivateBudgetFromTheTarget) {
+  for (bool gpu : {false, true}) {
+    StmtP first = alloc_("first", lit(1024), Scope::Local);  // 8 KiB
+    first->dtype = DType::Int64;
+    StmtP second = alloc_("second", lit(256), Scope::Local);  // 2 KiB more
+    second->dtype = DType::Int64;
+    LoopNest n = nest({first, second});
+    passes::storage(n, gpu ? gpu_context() : kCpu);
+    EXPECT_EQ(verify(n, "storage"), "") << print(n);
+    EXPECT_EQ(first->scope, Scope::Local) << gpu;
+    EXPECT_EQ(second->scope, gpu ? Scope::Thread : Scope::Local) << print(n);
+  }
+}
+
+// A target without SIMD lanes gets no Vectorized loop (nor their lanes'
+// splits); gpu_grid refuses a target without a grid.
+TEST(LowerPasses, SimdLeavesNoVectorizedLoopWithoutLanesAndGpuGridNeedsAGrid) {
+  auto vloop = [] {
+    StmtP f = for_("i", lit(0), var("n0"));
+    f->loop = LoopKind::Vectorized;
+    StmtP inner = for_("j", lit(0), lit(4));
+    inner->loop = LoopKind::Vectorized;
+    f->body = {inner};
+    return f;
+  };
+  StmtP outer = vloop();
+  LoopNest n = nest({decl_("n0", lit(5)), outer});
+  passes::simd(n, gpu_context());
+  EXPECT_EQ(outer->loop, LoopKind::Serial);
+  EXPECT_EQ(outer->body[0]->loop, LoopKind::Serial);
+  EXPECT_EQ(verify(n, "simd"), "") << print(n);
+  StmtP kept = vloop();
+  LoopNest m = nest({decl_("n0", lit(5)), kept});
+  passes::simd(m, kCpu);
+  EXPECT_EQ(kept->loop, LoopKind::Vectorized);
+  EXPECT_THROW(passes::gpu_grid(m, kCpu), std::logic_error);
+}
+
 TEST(LowerPasses, SimplifyFoldsIndexArithmeticOnly) {
   StmtP s1 = assign_(load_("p0", arith_('+', arith_('*', lit(2), lit(3)), arith_('*', var("n0"), lit(1)))),
                      arith_('m', var("n0"), var("n0")));
@@ -204,7 +256,7 @@ TEST(LowerPasses, SimplifyFoldsIndexArithmeticOnly) {
   StmtP blk = mk(Stmt::K::Block);
   blk->body = {assign_(load_("p1", lit(1)), lit(2))};
   LoopNest n = nest({decl_("n0", lit(5)), s1, dead, branch, blk});
-  passes::simplify(n);
+  passes::simplify(n, kCpu);
   EXPECT_EQ(verify(n, "simplify"), "");
   EXPECT_EQ(print(n),
             "kernel k(p0: int64, p1: int64)\n"
@@ -236,8 +288,8 @@ TEST(LowerPasses, CpuBarriersSplitThreadRegionsAndTheyRunInOrder) {
   a->dtype = DType::Int64;
   LoopNest n = nest({a, c});
   EXPECT_EQ(verify(n, "build"), "") << print(n);
-  passes::storage(n);
-  passes::cpu_barriers(n);
+  passes::storage(n, kCpu);
+  passes::cpu_barriers(n, kCpu);
   ASSERT_EQ(verify(n, "cpu_barriers"), "") << print(n);
   // Two thread regions, then the first-thread tail as serial code.
   const std::string text = print(n);
@@ -308,7 +360,7 @@ TEST(LowerPasses, VectorizeGivesLanesToMaxAndArgRegistersAndBlocksToFloatSums) {
   n.ptr_types.assign(2, f);
   EXPECT_EQ(verify(n, "simd"), "") << print(n);
   expect_bad(n, "vectorize", "splits left after the vectorize pass");
-  passes::vectorize(n);
+  passes::vectorize(n, kCpu);
   ASSERT_EQ(verify(n, "vectorize"), "") << print(n);
   const std::string text = print(n);
   // Lanes: one Local array per register (and the arg index), a vectorized
@@ -397,7 +449,7 @@ TEST(LowerPasses, SimdGivesEachCarriedRegisterAClauseLanesOrASerialLoop) {
   ASSERT_EQ(verify(n, "build"), "") << print(n);
   EXPECT_NE(print(n).find("float64 a = -inf  accumulates argmax index ai"), std::string::npos) << print(n);
   EXPECT_NE(print(n).find("accumulates prod in order"), std::string::npos) << print(n);
-  passes::simd(n);
+  passes::simd(n, kCpu);
   ASSERT_EQ(verify(n, "simd"), "") << print(n);
   using Clause = std::vector<std::pair<std::string, char>>;
   auto split_names = [](const Stmt& l) {
@@ -451,7 +503,7 @@ TEST(LowerPasses, SimdGivesEachCarriedRegisterAClauseLanesOrASerialLoop) {
                        store("ai", i64, 3)});
   run.ptr_types = {f, f};
   for (const Pass& p : passes::common()) {
-    p.run(run);
+    p.run(run, kCpu);
     ASSERT_EQ(verify(run, p.name), "") << p.name << "\n" << print(run);
   }
   const std::string text = print(run);
@@ -533,7 +585,7 @@ TEST(LowerPasses, PromoteKeepsAMemoryCombineInARegisterOverTheLoopsItsIndexDoesN
   EXPECT_NE(print(n).find("accumulates argmax index aidx[i] (register ra, rai)"), std::string::npos) << print(n);
   LoopNest before = n;  // (a deep copy: the passes rewrite statements in place)
   for (StmtP& s : before.body) s = detail::copy_stmt(s, [](const ExP& e) { return e; });
-  passes::promote(n);
+  passes::promote(n, kCpu);
   ASSERT_EQ(verify(n, "promote"), "") << print(n);
   const std::string text = print(n);
   auto has = [&](const std::string& line) { EXPECT_NE(text.find(line), std::string::npos) << line << "\n" << text; };
@@ -565,7 +617,7 @@ TEST(LowerPasses, PromoteKeepsAMemoryCombineInARegisterOverTheLoopsItsIndexDoesN
   // What both nests compute, through the common passes and the CPU target.
   auto run = [&](LoopNest& m, const char* name) {
     for (const Pass& p : passes::common()) {
-      p.run(m);
+      p.run(m, kCpu);
       EXPECT_EQ(verify(m, p.name), "") << p.name << "\n" << print(m);
     }
     jit::KernelFn fn = jit::CpuCompiler::instance().compile(pipeline::cpu_target().render(m), name);
@@ -617,7 +669,7 @@ TEST(LowerPasses, UnrollMakesTheFullTileAndRemainderPathsOfAFullSplit) {
   EXPECT_NE(print(n).find("(full path: unrolled)"), std::string::npos) << print(n);
   // What is left of the split after the unroll pass is an error.
   expect_bad(n, "unroll", "a FullSplit after the unroll pass");
-  passes::unroll(n);
+  passes::unroll(n, kCpu);
   ASSERT_EQ(verify(n, "unroll"), "") << print(n);
   const std::string text = print(n);
   EXPECT_EQ(text.find("full"), std::string::npos) << text;  // no split, bound or mark left
@@ -675,7 +727,7 @@ TEST(LowerPasses, TileBuffersCopiesAnInputInAndRedirectsTheReadsAfterTheRequest)
   ASSERT_EQ(verify(n, "build"), "") << print(n);
   EXPECT_NE(print(n).find("tile tile0: int64 <- p0 [d0: i0 + 4 (to n)]"), std::string::npos) << print(n);
   expect_bad(n, "tile_buffers", "a TileIn after the tile_buffers pass");
-  passes::tile_buffers(n);
+  passes::tile_buffers(n, kCpu);
   ASSERT_EQ(verify(n, "tile_buffers"), "") << print(n);
   const std::string text = print(n);
   EXPECT_EQ(text.find("tile tile0"), std::string::npos) << text;  // no request left
@@ -712,7 +764,7 @@ TEST(LowerPasses, ParallelizeDealsAParallelLoopsIterationsToThreads) {
   EXPECT_NE(print(n).find("for s in [0, 37) step 1 parallel if 1:"), std::string::npos) << print(n);
   EXPECT_FALSE(n.uses_threads);
   expect_bad(n, "parallelize", "a Parallel loop after the parallelize pass");
-  passes::parallelize(n);
+  passes::parallelize(n, kCpu);
   ASSERT_EQ(verify(n, "parallelize"), "") << print(n);
   EXPECT_TRUE(n.uses_threads);
   const std::string text = print(n);
@@ -812,17 +864,17 @@ TEST(LowerPasses, PairwiseRewritesAMarkedLoopIntoNumpysPairwiseSum) {
       if (!plain)
         m->accumulates = std::make_shared<const Stmt::Accumulator>(Stmt::Accumulator{ReduceOp::Max, "", false});
       other.body[1] = m;
-      EXPECT_THROW(passes::pairwise(other), std::logic_error) << print(other);
+      EXPECT_THROW(passes::pairwise(other, kCpu), std::logic_error) << print(other);
     }
   }
-  passes::pairwise(n);
+  passes::pairwise(n, kCpu);
   ASSERT_EQ(verify(n, "pairwise"), "") << print(n);
   const std::string text = print(n);
   EXPECT_EQ(text.find(" pairwise "), std::string::npos) << text;   // no marked loop left
   EXPECT_NE(text.find("for pw_j in [0, 8) step 1 vectorized"), std::string::npos) << text;  // the blocks' lanes
   for (const Pass& p : passes::common())
     if (std::string(p.name) != "pairwise") {
-      p.run(n);
+      p.run(n, kCpu);
       ASSERT_EQ(verify(n, p.name), "") << p.name << "\n" << print(n);
     }
   const codegen::Source src = pipeline::cpu_target().render(n);
@@ -902,9 +954,9 @@ TEST(LowerPasses, PartialsGiveEachShareItsOwnCopiesCombinedAfterTheLoopInShareOr
     bad.body[bad.body.size() - 4] = nowhere;
     expect_bad(bad, "build", "share reduction 'nowhere' of loop 's' is not a Kernel allocation in scope");
     // The pass refuses an array it cannot copy: not allocated before the loop.
-    EXPECT_THROW(passes::partials(bad), std::logic_error);
+    EXPECT_THROW(passes::partials(bad, kCpu), std::logic_error);
   }
-  passes::partials(n);
+  passes::partials(n, kCpu);
   ASSERT_EQ(verify(n, "partials"), "") << print(n);
   const std::string text = print(n);
   EXPECT_EQ(text.find("combining"), std::string::npos) << text;
@@ -916,11 +968,11 @@ TEST(LowerPasses, PartialsGiveEachShareItsOwnCopiesCombinedAfterTheLoopInShareOr
   // Then the rest of the passes and the CPU's tail: run on threads.
   for (const Pass& p : passes::common())
     if (std::string(p.name) != "partials") {
-      p.run(n);
+      p.run(n, kCpu);
       ASSERT_EQ(verify(n, p.name), "") << p.name << "\n" << print(n);
     }
   for (const Pass& p : std::vector<Pass>{{"parallelize", passes::parallelize}, {"cpu_barriers", passes::cpu_barriers}}) {
-    p.run(n);
+    p.run(n, kCpu);
     ASSERT_EQ(verify(n, p.name), "") << p.name << "\n" << print(n);
   }
   const codegen::Source src = pipeline::cpu_target().render(n);

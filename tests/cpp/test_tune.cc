@@ -121,7 +121,7 @@ TEST(Tune, RandomSchedulesAreLegalAndLower) {
       passes.push_back({"parallelize", lower::passes::parallelize});
       passes.push_back({"cpu_barriers", lower::passes::cpu_barriers});
       for (const lower::Pass& p : passes) {
-        p.run(nest);
+        p.run(nest, lower::PassContext{});
         ASSERT_EQ(lower::verify(nest, p.name), "") << s.key() << " after " << p.name << "\n" << lower::print(nest);
       }
       {
