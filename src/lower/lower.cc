@@ -28,21 +28,24 @@ class Driver {
   ~Driver() {
     if (dump_) std::fputs(trace_.c_str(), stderr);
   }
-  void after(const char* pass, const LoopNest& n) {
+  // `ran`: the passes that made n so far, this one appended; the verifier
+  // checks what they leave.
+  void after(const char* pass, const LoopNest& n, std::vector<std::string>& ran) {
+    ran.push_back(pass);
     if (dump_) trace_ += "-- " + n.name + " after " + pass + " (schedule " + schedule_ + ") --\n" + print(n);
 #ifdef NDEBUG
     if (!dump_) return;
 #endif
-    const std::string bad = verify(n, pass);
+    const std::string bad = verify(n, ran);
     if (!bad.empty()) {
       if (dump_) std::fputs(trace_.c_str(), stderr);
       dump_ = false;
       throw std::logic_error(std::string("loop IR after pass ") + pass + ": " + bad + "\n" + print(n));
     }
   }
-  void run(LoopNest& n, const Pass& p) {
+  void run(LoopNest& n, const Pass& p, std::vector<std::string>& ran) {
     p.run(n, ctx_);
-    after(p.name, n);
+    after(p.name, n, ran);
   }
 
  private:
@@ -52,12 +55,13 @@ class Driver {
   std::string trace_;
 };
 
-LoopNest common(Driver& d, const mdh::MdHom& h, const tune::Schedule& s, const std::string& name) {
+LoopNest common(Driver& d, const mdh::MdHom& h, const tune::Schedule& s, const std::string& name,
+                std::vector<std::string>& ran) {
   std::string why = s.why_illegal(h);
   if (!why.empty()) throw std::logic_error("illegal schedule " + s.key() + ": " + why);
   LoopNest n = passes::build(h, s, name);
-  d.after("build", n);
-  for (const Pass& p : passes::common()) d.run(n, p);
+  d.after("build", n, ran);
+  for (const Pass& p : passes::common()) d.run(n, p, ran);
   return n;
 }
 
@@ -85,24 +89,29 @@ LoopNest lower(const KernelSpec& k, const std::string& name, const std::vector<P
   std::string keys;
   for (const tune::Schedule& s : k.schedules) keys += (keys.empty() ? "" : " ; ") + s.key();
   Driver d(keys, caps);
+  // The passes that made each nest, in order (the verifier's rules follow them).
+  std::vector<std::string> ran;
   if (!k.shape) {
-    LoopNest n = common(d, *k.stages[0], k.schedules[0], name);
-    for (const Pass& p : tail) d.run(n, p);
+    LoopNest n = common(d, *k.stages[0], k.schedules[0], name, ran);
+    for (const Pass& p : tail) d.run(n, p, ran);
     return n;
   }
   std::vector<LoopNest> stages, stores(k.stages.size());
   for (size_t i = 0; i < k.stages.size(); ++i) {
     if (k.schedules[i].parallel) throw std::logic_error("lower: a multi-stage kernel's stage schedule is parallel");
-    stages.push_back(common(d, *k.stages[i], k.schedules[i], name + "_stage" + std::to_string(i)));
+    ran.clear();
+    stages.push_back(common(d, *k.stages[i], k.schedules[i], name + "_stage" + std::to_string(i), ran));
     if (k.stages[i]->once_guard >= 0) {
       stores[i] = passes::build_stores(*k.stages[i], k.schedules[i], name + "_stores" + std::to_string(i));
-      d.after("build_stores", stores[i]);
+      std::vector<std::string> stores_ran;
+      d.after("build_stores", stores[i], stores_ran);
     }
   }
+  // (ran: a stage's passes, which every stage took)
   LoopNest n = passes::compose(std::move(stages), std::move(stores), *k.shape, name);
-  d.after("compose", n);
-  d.run(n, {"simplify", passes::simplify});
-  for (const Pass& p : tail) d.run(n, p);
+  d.after("compose", n, ran);
+  d.run(n, {"simplify", passes::simplify}, ran);
+  for (const Pass& p : tail) d.run(n, p, ran);
   return n;
 }
 

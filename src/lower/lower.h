@@ -417,7 +417,11 @@ LoopNest lower(const KernelSpec& k, const std::string& name, const std::vector<P
 // The nest as indented text, one statement per line (NUMFUSE_DUMP=passes).
 std::string print(const LoopNest& n);
 // The IR's invariants (see the kinds above); "" or the first violation.
-// `after`: the name of the last pass run (some rules hold only after a pass).
+// `ran`: the passes that made n, in order (some rules hold only after a
+// pass); lower()'s driver keeps them per nest.
+std::string verify(const LoopNest& n, const std::vector<std::string>& ran);
+// The same, for a nest made by lower()'s passes up to `after` (build, the
+// common passes, compose, then the CPU's tail or CUDA's; or build_stores).
 std::string verify(const LoopNest& n, const std::string& after);
 // Print the nest after every pass to stderr (NUMFUSE_DUMP=passes).
 void set_dump_passes(bool on);

@@ -29,17 +29,22 @@ enum class NameKind { Scalar, Array, Heap, Freed };
 
 class Verifier {
  public:
-  Verifier(const LoopNest& n, const std::string& after)
+  // `ran`: the passes that made n, in order (lower.cc's driver keeps them
+  // per nest: build, the common passes, compose, the target's tail).
+  // build_stores's nest is ready for compose as it is (no loop, no
+  // allocation): where the common passes leave a stage's.
+  Verifier(const LoopNest& n, const std::vector<std::string>& ran)
       : n_(n),
-        released_(done(after, "storage")),
-        no_barriers_(after == "cpu_barriers"),
-        parallelized_(done(after, "parallelize")),
-        simd_(done(after, "simd")),
-        split_(done(after, "vectorize")),
-        unrolled_(done(after, "unroll")),
-        tiled_(done(after, "tile_buffers")),
-        privatized_(done(after, "partials")),
-        summed_(done(after, "pairwise")) {}
+        ran_(ran),
+        released_(done("storage")),
+        no_barriers_(done("cpu_barriers")),
+        parallelized_(done("parallelize") || done("gpu_grid")),  // (either takes the Parallel loops)
+        simd_(done("simd")),
+        split_(done("vectorize")),
+        unrolled_(done("unroll")),
+        tiled_(done("tile_buffers")),
+        privatized_(done("partials")),
+        summed_(done("pairwise")) {}
 
   std::string run() {
     if (has_cores(n_.body) != n_.uses_threads) fail("uses_threads says " + std::string(n_.uses_threads ? "yes" : "no"));
@@ -50,6 +55,7 @@ class Verifier {
 
  private:
   const LoopNest& n_;
+  const std::vector<std::string>& ran_;
   const bool released_, no_barriers_;
   const bool parallelized_;  // after the target's parallelize pass: no Parallel loop left
   const bool simd_;   // after the simd pass: loops may have simd clauses and splits
@@ -60,27 +66,14 @@ class Verifier {
   const bool summed_;    // after the pairwise pass: no loop marked pairwise left
   bool in_parallel_ = false;  // inside a Parallel loop
 
-  // Whether the pass `pass` has run once `after` has, in lower.cc's order:
-  // build, a stage's common passes (passes::common(), the one list), then
-  // compose's and the target's tail. build_stores's nest is ready for
-  // compose as it is (no loop, no allocation): where the common passes
-  // leave a stage's. An unknown name is a caller's bug.
-  static bool done(const std::string& after_pass, const char* pass) {
-    const std::string after = after_pass == "build_stores" ? "simplify" : after_pass;
-    static const std::vector<std::string> order = [] {
-      std::vector<std::string> o = {"build"};
-      for (const Pass& p : passes::common()) o.push_back(p.name);
-      // (The targets' tails: parallelize then cpu_barriers for the CPU,
-      // gpu_grid for CUDA; each removes the Parallel loops.)
-      for (const char* p : {"compose", "parallelize", "gpu_grid", "cpu_barriers"}) o.push_back(p);
-      return o;
-    }();
-    auto at = [&](const std::string& name) {
-      auto it = std::find(order.begin(), order.end(), name);
-      if (it == order.end()) throw std::logic_error("verify: no pass named '" + name + "'");
-      return it - order.begin();
-    };
-    return at(after) >= at(pass);
+  // Whether the pass `pass` made the nest (a common pass: also where
+  // build_stores did).
+  bool done(const char* pass) const {
+    if (std::find(ran_.begin(), ran_.end(), pass) != ran_.end()) return true;
+    if (std::find(ran_.begin(), ran_.end(), "build_stores") == ran_.end()) return false;
+    for (const Pass& p : passes::common())
+      if (std::string(p.name) == pass) return true;
+    return false;
   }
   int in_split_ = 0;     // FullSplits around the statement being verified
   std::string err_;
@@ -366,7 +359,7 @@ class Verifier {
           return;
         }
         if (s.loop == LoopKind::Parallel) {
-          if (parallelized_) fail("a Parallel loop after the parallelize pass");
+          if (parallelized_) fail("a Parallel loop after the target's thread pass (parallelize, gpu_grid)");
           if (!top) fail("a Parallel loop below the kernel's top level");
           if (s.lo->k != Ex::K::IntLit || s.lo->ival != 0 || s.step->k != Ex::K::IntLit || s.step->ival != 1)
             fail("Parallel loop '" + s.name + "' not from 0 in steps of 1");
@@ -385,6 +378,26 @@ class Verifier {
 
 }  // namespace
 
-std::string verify(const LoopNest& n, const std::string& after) { return Verifier(n, after).run(); }
+std::string verify(const LoopNest& n, const std::vector<std::string>& ran) { return Verifier(n, ran).run(); }
+
+std::string verify(const LoopNest& n, const std::string& after) {
+  // The passes before `after` in lower()'s order for one kernel: build, the
+  // common passes, compose, then a target's tail (the CPU's parallelize
+  // and cpu_barriers, or CUDA's gpu_grid).
+  static const std::vector<std::vector<std::string>> orders = [] {
+    std::vector<std::string> o = {"build"};
+    for (const Pass& p : passes::common()) o.push_back(p.name);
+    o.push_back("compose");
+    std::vector<std::string> cpu = o, gpu = o;
+    for (const char* p : {"parallelize", "cpu_barriers"}) cpu.push_back(p);
+    gpu.push_back("gpu_grid");
+    return std::vector<std::vector<std::string>>{cpu, gpu, {"build_stores"}};
+  }();
+  for (const std::vector<std::string>& o : orders) {
+    auto it = std::find(o.begin(), o.end(), after);
+    if (it != o.end()) return verify(n, std::vector<std::string>(o.begin(), it + 1));
+  }
+  throw std::logic_error("verify: no pass named '" + after + "'");
+}
 
 }  // namespace nf::lower

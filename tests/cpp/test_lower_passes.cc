@@ -203,6 +203,24 @@ TEST(LowerPasses, StoragePutsLargeAndRuntimeSizedBuffersOnTheHeapAndReleasesThem
   EXPECT_EQ(n.body.back()->name, "part");
 }
 
+// The verifier's rules follow the passes that made the nest (lower()'s
+// driver keeps them per nest), not a fixed order: a Free is legal once
+// storage ran, a Parallel loop not once a target's thread pass ran.
+TEST(LowerPasses, TheVerifierFollowsThePassesThatRan) {
+  StmtP par = for_("s", lit(0), lit(4), LoopKind::Parallel);
+  LoopNest n = nest({alloc_("t", lit(8), Scope::Kernel), par, detail::free_stmt("t")});
+  EXPECT_EQ(verify(n, std::vector<std::string>{"build"}), "a Free before the storage pass") << print(n);
+  EXPECT_EQ(verify(n, std::vector<std::string>{"build", "storage"}), "") << print(n);
+  for (const char* tail : {"parallelize", "gpu_grid"})
+    EXPECT_NE(verify(n, std::vector<std::string>{"build", "storage", tail}).find("a Parallel loop after"),
+              std::string::npos)
+        << tail;
+  // The one-name form: lower()'s order up to that pass (CPU or CUDA tail).
+  EXPECT_EQ(verify(n, "storage"), "");
+  EXPECT_NE(verify(n, "gpu_grid"), "");
+  EXPECT_THROW(verify(n, "no_such_pass"), std::logic_error);
+}
+
 // The budget is the target's (Caps::private_bytes): 2 KiB of int64 stays
 // on a CPU thread's stack and goes to the heap on a GPU thread (8 KiB of
 // local memory in all, beside 8 KiB already there).
@@ -763,7 +781,7 @@ TEST(LowerPasses, ParallelizeDealsAParallelLoopsIterationsToThreads) {
   ASSERT_EQ(verify(n, "build"), "") << print(n);
   EXPECT_NE(print(n).find("for s in [0, 37) step 1 parallel if 1:"), std::string::npos) << print(n);
   EXPECT_FALSE(n.uses_threads);
-  expect_bad(n, "parallelize", "a Parallel loop after the parallelize pass");
+  expect_bad(n, "parallelize", "a Parallel loop after the target's thread pass");
   passes::parallelize(n, kCpu);
   ASSERT_EQ(verify(n, "parallelize"), "") << print(n);
   EXPECT_TRUE(n.uses_threads);
