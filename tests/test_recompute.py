@@ -21,7 +21,7 @@ import pytest
 
 import numfuse as nf
 
-from conftest import assert_same, to_np
+from conftest import assert_same, to_np, sum_rtol
 
 RNG = onp.random.default_rng(7)
 U = RNG.standard_normal((37, 41))
@@ -281,7 +281,7 @@ def test_reader_writing_the_producers_input():
         lib.multiply(b[:-1], 3, out=u[:-1])
         return u + b[1:].sum()
 
-    check(later, U, recomputed=0)
+    check(later, U, recomputed=0, rtol=sum_rtol())  # (a full sum: a GPU's blocks reassociate it)
 
     # The sum is a temporary that u[1:] = ... copies afterwards: legal.
     def assigned(lib, u):

@@ -27,6 +27,7 @@ struct LaunchShape {
   struct Phase {
     std::string symbol;
     bool grid = false;
+    int64_t threads = 0;  // a grid phase's threads per block, each block taking iterations (0: each thread one)
     bool operator==(const Phase&) const = default;
   };
   std::vector<Phase> phases;

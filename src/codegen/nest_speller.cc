@@ -114,7 +114,7 @@ void NestSpeller::stmt(std::ostringstream& os, const Stmt& s, int d) {
       os << indent(d) << "free(" << s.name << ");\n";
       return;
     case Stmt::K::Barrier:
-      throw std::logic_error(std::string(who()) + ": a Barrier (the target's tail removes them)");
+      return barrier(os, d);
     case Stmt::K::Comment:
       os << indent(d) << "/* " << s.text << " */\n";
       return;
@@ -127,6 +127,10 @@ void NestSpeller::stmt(std::ostringstream& os, const Stmt& s, int d) {
   }
 }
 
+
+void NestSpeller::barrier(std::ostringstream&, int) {
+  throw std::logic_error(std::string(who()) + ": a Barrier (the target's tail removes them)");
+}
 
 void NestSpeller::plain_loop(std::ostringstream& os, const Stmt& s, int d) {
   os << indent(d) << "for (int64_t " << s.name << " = " << ex(*s.lo) << "; " << s.name << " < " << ex(*s.hi) << "; "

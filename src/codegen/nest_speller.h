@@ -38,6 +38,8 @@ class NestSpeller {
   virtual void loop(std::ostringstream& os, const lower::Stmt& s, int d) = 0;
   virtual void alloc(std::ostringstream& os, const lower::Stmt& s, int d) = 0;
   virtual void stage(std::ostringstream& os, const lower::Stmt& s, int d) = 0;
+  // A Barrier (lower.h): the CPU's tail leaves none; a GPU block's threads wait.
+  virtual void barrier(std::ostringstream& os, int d);
   virtual const char* who() const = 0;  // "render_c", for errors
 };
 

@@ -2,7 +2,10 @@
 //
 // A kernel's top level is cut into phases (codegen.h: LaunchShape): each
 // GpuBlocks loop is a phase of its own, run grid-stride by every thread of
-// the launch's grid; the statements between such loops are phases run by
+// the launch's grid, or block-stride by its blocks where the loop's
+// threads cooperate (Stmt::threads: the phase's block size; GpuThreads
+// loops as NF_THREADS, GpuShared arrays __shared__, Barriers
+// __syncthreads()); the statements between such loops are phases run by
 // one thread. The scalars the top level computes from the parameters alone
 // (extents, share counts) every phase computes itself; the other variables
 // the top level declares -- scalars, the arrays it allocates -- live in the
@@ -16,7 +19,10 @@
 // emulation_prelude() and emulation_entry(), for clang): threadIdx and its
 // kin are builtins on the device and parameters in the emulation, where the
 // entry runs a phase block after block, thread after thread (no phase waits
-// for another thread: its iterations are independent).
+// for another thread: its iterations are independent) -- a cooperative
+// phase once per block, its NF_THREADS loops running every thread of the
+// block in turn (barriers then hold by construction; the verifier checks
+// that the kernel has them).
 #include <algorithm>
 #include <sstream>
 #include <stdexcept>
@@ -193,7 +199,7 @@ class CudaRenderer final : public detail::NestSpeller {
   // One phase: `loop` (a GpuBlocks loop, grid-stride) or the statements `run` (one thread).
   void phase(std::ostringstream& os, const std::vector<const Stmt*>& run, const Stmt* loop) {
     const std::string fn = n_.name + "_p" + std::to_string(nphases_++);
-    shape_.phases.push_back({fn, loop != nullptr});
+    shape_.phases.push_back({fn, loop != nullptr, loop ? loop->threads : 0});
     os << "NF_KERNEL void " << fn << "(NF_COORDS const __grid_constant__ struct " << n_.name
        << "_args nf_a, struct " << n_.name << "_frame* __restrict__ nf_F) {\n";
     os << "  const int64_t* __restrict__ ip = nf_a.ip;\n  const double* __restrict__ fp = nf_a.fp;\n";
@@ -215,8 +221,12 @@ class CudaRenderer final : public detail::NestSpeller {
         if (f.count == 0 && assigns(*loop, f.name))
           throw std::logic_error("render_cuda: a grid phase assigns the kernel's variable " + f.name);
       const Stmt& s = *loop;
-      os << "  for (int64_t " << s.name << " = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; " << s.name << " < "
-         << ex(*s.hi) << "; " << s.name << " += (int64_t)gridDim.x * blockDim.x) {\n";
+      if (s.threads > 0)  // (a block per iteration: its threads cooperate)
+        os << "  for (int64_t " << s.name << " = (int64_t)blockIdx.x; " << s.name << " < " << ex(*s.hi) << "; "
+           << s.name << " += (int64_t)gridDim.x) {\n";
+      else
+        os << "  for (int64_t " << s.name << " = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; " << s.name << " < "
+           << ex(*s.hi) << "; " << s.name << " += (int64_t)gridDim.x * blockDim.x) {\n";
       for (const StmtP& c : s.body) stmt(os, *c, 2);
       os << "  }\n";
     } else {
@@ -250,8 +260,13 @@ class CudaRenderer final : public detail::NestSpeller {
       case LoopKind::Cores:
       case LoopKind::Parallel:
         throw std::logic_error("render_cuda: a CPU thread loop (the CUDA tail leaves none)");
-      case LoopKind::GpuBlocks:
       case LoopKind::GpuThreads:
+        // (directly in a cooperative phase's body) thread x of the block takes x, x + T, ...
+        os << indent(d) << "NF_THREADS(" << s.name << ", " << ex(*s.hi) << ") {\n";
+        for (const StmtP& c : s.body) stmt(os, *c, d + 1);
+        os << indent(d) << "}\n";
+        return;
+      case LoopKind::GpuBlocks:
         throw std::logic_error("render_cuda: a GPU loop below the kernel's top level");
       case LoopKind::Unrolled:
         os << indent(d) << "#pragma unroll\n";
@@ -267,9 +282,14 @@ class CudaRenderer final : public detail::NestSpeller {
       os << indent(d) << c_type(s.dtype) << " " << s.name << "[" << ex(*s.count) << "] __attribute__((aligned(16)));\n";
       return;
     }
-    if (s.scope == Scope::GpuShared) throw std::logic_error("render_cuda: shared memory is not lowered yet");
+    if (s.scope == Scope::GpuShared) {
+      os << indent(d) << "__shared__ " << c_type(s.dtype) << " " << s.name << "[" << ex(*s.count) << "];\n";
+      return;
+    }
     heap_alloc(os, s, d);
   }
+
+  void barrier(std::ostringstream& os, int d) override { os << indent(d) << "__syncthreads();\n"; }
 
   void stage(std::ostringstream&, const Stmt&, int) override {
     throw std::logic_error("render_cuda: a Stage (multi-stage kernels are the CPU's)");
@@ -293,7 +313,8 @@ const std::string& cuda_prelude() {
   static const std::string p = std::string("/* numfuse CUDA prelude */\n") + kTypes +
                                "#define NF_KERNEL extern \"C\" __global__\n"
                                "#define NF_COORDS\n"
-                               "#define NF_MAX_THREADS ((int64_t)16384)\n"
+                               "#define NF_MAX_THREADS ((int64_t)2048)\n"
+                               "#define NF_THREADS(v, hi) for (int64_t v = (int64_t)threadIdx.x; v < (hi); v += (int64_t)blockDim.x)\n"
                                "#define NF_MALLOC_DECLS\n"
                                "#define __builtin_nan(s) __longlong_as_double(0x7ff8000000000000LL)\n"
                                "#define __builtin_nanf(s) __int_as_float(0x7fc00000)\n"
@@ -319,6 +340,10 @@ const std::string& emulation_prelude() {
                                "const nf_dim3 blockDim, const nf_dim3 gridDim,\n"
                                "#define __grid_constant__\n"
                                "#define NF_MAX_THREADS ((int64_t)5)\n"
+                               "#define __shared__\n"
+                               "#define __syncthreads() ((void)0)\n"
+                               "#define NF_THREADS(v, hi) for (int64_t nf_x_##v = 0; nf_x_##v < (int64_t)blockDim.x; ++nf_x_##v) "
+                               "for (int64_t v = nf_x_##v; v < (hi); v += (int64_t)blockDim.x)\n"
                                "#define NF_MALLOC_DECLS void* malloc(unsigned long); void free(void*);\n";
   return p;
 }
@@ -329,7 +354,7 @@ std::string emulation_entry(const Source& s) {
   // of how many threads.
   const LaunchShape& sh = s.shape;
   std::ostringstream os;
-  os << "struct nf_emu_launch { int64_t phase, blocks, threads; };\n";
+  os << "struct nf_emu_launch { int64_t phase, blocks, threads, cooperative; };\n";
   os << "void " << s.entry << "(char** nf_p, const int64_t* ip, const double* fp) {\n";
   os << "  struct " << s.entry << "_args a;\n";
   os << "  for (int k = 0; k < " << sh.num_ptrs << "; ++k) a.p[k] = nf_p[k];\n";
@@ -337,8 +362,13 @@ std::string emulation_entry(const Source& s) {
   os << "  for (int k = 0; k < " << sh.num_floats << "; ++k) a.fp[k] = fp[k];\n";
   os << "  struct " << s.entry << "_frame* F = (struct " << s.entry << "_frame*)nf_p[" << sh.num_ptrs << "];\n";
   os << "  const struct nf_emu_launch* L = (const struct nf_emu_launch*)nf_p[" << sh.num_ptrs + 1 << "];\n";
+  // A cooperative phase is called once per block, as its thread 0: its
+  // GpuThreads loops (NF_THREADS) run every thread of the block in turn,
+  // each loop to its end before the next statement, so a barrier is
+  // where it is already; the statements between them are uniform.
   os << "  const nf_dim3 g = {(unsigned)L->blocks, 1, 1}, b = {(unsigned)L->threads, 1, 1};\n";
-  os << "  for (unsigned bx = 0; bx < g.x; ++bx)\n    for (unsigned tx = 0; tx < b.x; ++tx) {\n";
+  os << "  const unsigned callers = L->cooperative ? 1u : b.x;\n";
+  os << "  for (unsigned bx = 0; bx < g.x; ++bx)\n    for (unsigned tx = 0; tx < callers; ++tx) {\n";
   os << "      const nf_dim3 t = {tx, 0, 0}, bi = {bx, 0, 0};\n      switch (L->phase) {\n";
   for (size_t i = 0; i < sh.phases.size(); ++i)
     os << "        case " << i << ": " << sh.phases[i].symbol << "(t, bi, b, g, a, F); break;\n";
@@ -349,7 +379,7 @@ std::string emulation_entry(const Source& s) {
 std::string LaunchShape::serialize() const {
   std::ostringstream os;
   os << "shape " << frame_bytes << " " << num_ptrs << " " << num_ints << " " << num_floats << " " << phases.size();
-  for (const Phase& p : phases) os << " " << p.symbol << " " << (p.grid ? 1 : 0);
+  for (const Phase& p : phases) os << " " << p.symbol << " " << (p.grid ? 1 : 0) << " " << p.threads;
   return os.str();
 }
 
@@ -363,7 +393,8 @@ LaunchShape LaunchShape::parse(const std::string& text) {
   for (size_t i = 0; i < n; ++i) {
     Phase p;
     int grid = 0;
-    if (!(is >> p.symbol >> grid)) throw std::invalid_argument("launch shape: malformed phase");
+    if (!(is >> p.symbol >> grid >> p.threads) || p.threads < 0 || p.threads > 1024)
+      throw std::invalid_argument("launch shape: malformed phase");
     p.grid = grid != 0;
     s.phases.push_back(std::move(p));
   }

@@ -303,9 +303,11 @@ Compiler& emulated_compiler();
 void set_check_archs(const std::vector<int>& archs);
 std::vector<int> check_archs();
 constexpr int64_t kMaxSpillBytes = 512;
-// Kernels the check compiled, and the most registers / spill bytes seen.
+constexpr int64_t kMaxSharedBytes = 48 << 10;  // (a block's static shared memory: lower::Caps::shared_bytes)
+// Kernels the check compiled, and the most registers / spill bytes /
+// static shared memory bytes seen.
 struct CheckStats {
-  int64_t kernels = 0, compiles = 0, max_registers = 0, max_spill_bytes = 0;
+  int64_t kernels = 0, compiles = 0, max_registers = 0, max_spill_bytes = 0, max_shared_bytes = 0;
 };
 CheckStats check_stats();
 

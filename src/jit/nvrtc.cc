@@ -89,12 +89,15 @@ Nvrtc& nvrtc() {
   return *n;
 }
 
-// ptxas's report in a verbose log: the most registers and spill bytes of
-// any function.
-void resources(const std::string& log, int64_t& registers, int64_t& spills) {
+// ptxas's report in a verbose log: the most registers, spill bytes and
+// static shared memory of any function.
+void resources(const std::string& log, int64_t& registers, int64_t& spills, int64_t& shared) {
   static const std::regex regs("Used ([0-9]+) registers");
   static const std::regex spill("([0-9]+) bytes spill (stores|loads)");
-  registers = spills = 0;
+  static const std::regex smem("([0-9]+) bytes smem");
+  registers = spills = shared = 0;
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), smem); it != std::sregex_iterator(); ++it)
+    shared = std::max<int64_t>(shared, std::stoll((*it)[1]));
   for (auto it = std::sregex_iterator(log.begin(), log.end(), regs); it != std::sregex_iterator(); ++it)
     registers = std::max<int64_t>(registers, std::stoll((*it)[1]));
   for (auto it = std::sregex_iterator(log.begin(), log.end(), spill); it != std::sregex_iterator(); ++it)
@@ -125,11 +128,15 @@ void check(const codegen::Source& src) {
   std::vector<int> archs = check_archs();
   if (archs.empty()) return;
   const std::string text = codegen::cuda_prelude() + src.code;
-  int64_t worst_regs = 0, worst_spill = 0;
+  int64_t worst_regs = 0, worst_spill = 0, worst_shared = 0;
   for (int arch : archs) {
     CudaBinary b = nvrtc_compile(text, src.entry + ".cu", arch, false, true);
-    int64_t regs = 0, spills = 0;
-    resources(b.log, regs, spills);
+    int64_t regs = 0, spills = 0, shared = 0;
+    resources(b.log, regs, spills, shared);
+    if (shared > kMaxSharedBytes)
+      throw CompileError("CUDA check: sm_" + std::to_string(arch) + " uses " + std::to_string(shared) +
+                         " bytes of shared memory (at most " + std::to_string(kMaxSharedBytes) + "):\n" + b.log);
+    worst_shared = std::max(worst_shared, shared);
     if (spills > kMaxSpillBytes)
       throw CompileError("CUDA check: sm_" + std::to_string(arch) + " spills " + std::to_string(spills) +
                          " bytes (at most " + std::to_string(kMaxSpillBytes) + "):\n" + b.log);
@@ -141,6 +148,7 @@ void check(const codegen::Source& src) {
   g_check.compiles += static_cast<int64_t>(archs.size());
   g_check.max_registers = std::max(g_check.max_registers, worst_regs);
   g_check.max_spill_bytes = std::max(g_check.max_spill_bytes, worst_spill);
+  g_check.max_shared_bytes = std::max(g_check.max_shared_bytes, worst_shared);
 }
 
 class EmulatedCompiler final : public Compiler {

@@ -1,4 +1,4 @@
-// The pass driver: build, the common passes (partials, tile_buffers, promote, simd,
+// The pass driver: build, the common passes (partials, tile_buffers, promote, gpu_blocks, simd,
 // pairwise, unroll, vectorize, storage, simplify), the target's tail (passes.h), each
 // handed the target's capabilities (PassContext), with the nest printed
 // (NUMFUSE_DUMP=passes) and verified after each.
@@ -71,6 +71,7 @@ const std::vector<Pass>& passes::common() {
   static const std::vector<Pass> list = {{"partials", passes::partials},
                                          {"tile_buffers", passes::tile_buffers},
                                          {"promote", passes::promote},
+                                         {"gpu_blocks", passes::gpu_blocks},
                                          {"simd", passes::simd},
                                          {"pairwise", passes::pairwise},
                                          {"unroll", passes::unroll},

@@ -105,8 +105,19 @@ enum class LoopKind : uint8_t {
                // and, from the partials pass on, what they combine is indexed by the
                // loop's variable; before it, the arrays they combine into are its
                // share_reductions).
-  GpuBlocks,   // (CUDA target) iterations are thread blocks of a grid
-  GpuThreads,  // (CUDA target) iterations are threads of one block
+  GpuBlocks,   // (CUDA target; gpu_blocks, gpu_grid) only at the top level: lo = 0, step 1,
+               // no `cond`; iterations independent, run at once by the device's grid.
+               // `threads` 0: each iteration on one thread (grid-stride). `threads` T > 0:
+               // each iteration on one block of T threads (block-stride), a cooperative
+               // body: every statement directly in it runs on all T threads alike -- only
+               // uniform Decls and Assigns to them (the same values on every thread),
+               // GpuShared Allocs, Barriers, GpuThreads loops -- and all that a thread
+               // keeps for itself lives inside a GpuThreads loop.
+  GpuThreads,  // (CUDA target) only directly in a cooperative GpuBlocks loop's body, lo = 0,
+               // step 1: its iterations dealt out to the block's threads (thread x runs
+               // x, x + T, ...), at once; nothing it declares is seen after it, and it
+               // assigns no variable declared outside it. What one thread writes to a
+               // GpuShared array another sees only after a Barrier between them.
 };
 
 // Who sees an allocation. An Alloc lives until the end of the statement list
@@ -118,7 +129,8 @@ enum class Scope : uint8_t {
   Thread,     // private to the thread, count known at run time (heap)
   Kernel,     // one allocation all threads of the kernel see; allocated
               // outside any Cores loop (heap on the CPU)
-  GpuShared,  // (CUDA target) one per thread block, in shared memory
+  GpuShared,  // (CUDA target) one per thread block, in shared memory: allocated directly
+              // in a cooperative GpuBlocks loop's body, a literal count
 };
 
 struct Stmt {
@@ -129,9 +141,10 @@ struct Stmt {
     Assign,    // target = value  (target: Var or Load expression)
     Alloc,     // name: an array of `count` elements of dtype in memory `scope`
     Free,      // the end of Alloc name's lifetime (heap scopes, after the storage pass)
-    Barrier,   // directly in a Cores loop's body: every thread finishes the statements
-               // before it before any thread starts those after it; Local variables
-               // declared before it are not seen after it
+    Barrier,   // directly in a Cores loop's body or a cooperative GpuBlocks loop's: every
+               // thread (of the block) finishes the statements before it before any
+               // starts those after it; in a Cores loop, Local variables declared before
+               // it are not seen after it (a block's uniform ones are)
     Comment,
     If,        // if (cond) body else else_body
     Stage,     // one stage of a multi-stage kernel (compose, passes.h): runs `body`, a
@@ -224,6 +237,9 @@ struct Stmt {
   // marked after the unroll pass.
   bool unroll = false;
   LoopKind full_kind = LoopKind::Unrolled;
+  // A GpuBlocks loop: the threads of the block each iteration runs on (0:
+  // one thread per iteration; lower.h: LoopKind::GpuBlocks).
+  int64_t threads = 0;
   // A Cores or Parallel loop: run on several threads only when true. After
   // the CPU target's barrier pass, a Cores loop's `name` (if set) receives
   // the threads that ran it.
@@ -293,6 +309,9 @@ struct Caps {
   };
   Threads threads = Threads::Cores;
   int64_t max_block_threads = 1;  // threads that cooperate in a block (1: no blocks)
+  // The threads of the blocks a reduction's work is shared by (passes.h:
+  // gpu_blocks; a power of two, 0: none). The emulated device runs the same.
+  int64_t block_threads = 0;
   int64_t shared_bytes = 0;       // memory a block's threads share (0: none)
   int vector_bytes = 32;          // a SIMD register's width (0: no SIMD lanes)
   bool fp_flags = true;           // kernels raise the floating-point flags NumPy warns from

@@ -54,17 +54,19 @@ const Stmt* pairwise_loop(const std::vector<StmtP>& list) {
 
 class Privatizer {
  public:
-  Privatizer(std::vector<StmtP>& top, size_t at) : top_(top), at_(at), keep_(top[at]), loop_(*keep_) {}
+  Privatizer(std::vector<StmtP>& top, size_t at, bool grid)
+      : top_(top), at_(at), keep_(top[at]), loop_(*keep_), grid_(grid) {}
 
   // Rewrites top[at_] and the statements around it; returns the index of
   // the loop's last statement after.
   size_t run() {
     std::vector<StmtP> before, after;
     for (const Stmt::ShareReduction& r : loop_.share_reductions) {
-      if (!r.reg.empty()) {
+      if (!r.reg.empty() && !grid_) {
         pairwise(r, before, after);
         continue;
       }
+      if (!r.reg.empty()) chunked_.insert(r.reg);
       private_copies(r, r.array, r.op, r.dtype, before);
       if (!r.index.empty()) private_copies(r, r.index, r.op, DType::Int64, before);
       fold(r, after);
@@ -83,6 +85,15 @@ class Privatizer {
         auto a = std::make_shared<Stmt::Accumulator>(*s.accumulates);
         a->index_at = f(a->index_at);
         s.accumulates = a;
+      }
+      if (s.k == Stmt::K::For && s.pairwise && !chunked_.empty()) {
+        // (a grid's target) the share's contiguous part of the range, no
+        // longer NumPy's tree over all of it
+        const ExP N = sub(s.hi, s.lo), S = shares(), me = var(loop_.name);
+        const ExP lo = s.lo;
+        s.lo = add(lo, arith('/', mul(N, me), S));
+        s.hi = add(lo, arith('/', mul(N, add(me, lit(1))), S));
+        s.pairwise = false;
       }
       if (s.k == Stmt::K::For && s.pairwise)
         for (const auto& [reg, part] : parts_) s.pairwise_parts.push_back({reg, part});
@@ -109,6 +120,8 @@ class Privatizer {
   std::map<std::string, ExP> count_;  // privatized array -> its elements per share
   std::vector<std::pair<std::string, std::string>> parts_;  // pairwise register -> node sums
   std::set<std::string> summed_;  // the elements pairwise shares add into
+  const bool grid_;               // a target with a grid (passes.h: partials)
+  std::set<std::string> chunked_;  // (grid_) pairwise sums' registers taken by contiguous parts
 
   ExP shares() const { return loop_.hi; }
 
@@ -133,8 +146,15 @@ class Privatizer {
     auto grown = std::make_shared<Stmt>(*a);
     grown->count = mul(c, shares());
     a = grown;
-    StmtP init = for_loop("z", c, mul(c, shares()), lit(1));
     const ExP start = name == r.index ? lit(INT64_MAX) : scalar_lit(reduce_identity(op, t), t);
+    if (grid_) {
+      StmtP init = for_loop("z", lit(0), mul(c, sub(shares(), lit(1))), lit(1));
+      init->loop = LoopKind::Parallel;
+      init->body.push_back(assign(load(name, add(c, var("z")), t), start));
+      before.push_back(init);
+      return;
+    }
+    StmtP init = for_loop("z", c, mul(c, shares()), lit(1));
     init->body.push_back(assign(load(name, var("z"), t), start));
     before.push_back(init);
   }
@@ -146,6 +166,25 @@ class Privatizer {
     StmtP shares_loop = for_loop("t", lit(1), shares(), lit(1));
     const ExP at = add(mul(var("t"), c), var("z"));
     const bool arg = !r.index.empty();
+    if (grid_) {
+      // Element z's copies 1 .. S-1 combined in a register, then into copy 0.
+      each->loop = LoopKind::Parallel;
+      const std::string reg = r.array + "_r", ireg = arg ? r.array + "_ri" : "";
+      StmtP d = decl(r.dtype, reg, scalar_lit(reduce_identity(r.op, r.dtype), r.dtype));
+      auto a = std::make_shared<Stmt::Accumulator>();
+      a->op = r.op;
+      a->index = ireg;
+      d->accumulates = a;
+      each->body.push_back(d);
+      if (arg) each->body.push_back(decl(DType::Int64, ireg, lit(INT64_MAX)));
+      combine_into(shares_loop->body, r.op, r.dtype, "better", var(reg, r.dtype), arg ? var(ireg) : nullptr,
+                   load(r.array, at, r.dtype), arg ? load(r.index, at, DType::Int64) : nullptr);
+      each->body.push_back(shares_loop);
+      combine_into(each->body, r.op, r.dtype, "better_z", load(r.array, var("z"), r.dtype),
+                   arg ? load(r.index, var("z"), DType::Int64) : nullptr, var(reg, r.dtype), arg ? var(ireg) : nullptr);
+      after.push_back(each);
+      return;
+    }
     combine_into(shares_loop->body, r.op, r.dtype, "better", load(r.array, var("z"), r.dtype),
                  arg ? load(r.index, var("z"), DType::Int64) : nullptr, load(r.array, at, r.dtype),
                  arg ? load(r.index, at, DType::Int64) : nullptr);
@@ -181,10 +220,11 @@ class Privatizer {
 
 }  // namespace
 
-void passes::partials(LoopNest& n, const PassContext&) {
+void passes::partials(LoopNest& n, const PassContext& c) {
+  const bool grid = c.caps.threads == Caps::Threads::Grid;
   for (size_t i = 0; i < n.body.size(); ++i)
     if (n.body[i]->k == Stmt::K::For && n.body[i]->loop == LoopKind::Parallel && !n.body[i]->share_reductions.empty())
-      i = Privatizer(n.body, i).run();
+      i = Privatizer(n.body, i, grid).run();
 }
 
 }  // namespace nf::lower

@@ -8,6 +8,7 @@
 //   tile_buffers  tile buffers: input tiles copied in and read from there,
 //                 output tiles combined into and folded out (tile_buffers.cc)
 //   promote       memory combines kept in registers      (promote.cc)
+//   gpu_blocks    (a grid's targets) reductions shared by a block's threads (gpu_blocks.cc)
 //   simd          what Vectorized loops' lanes combine   (simd.cc)
 //   pairwise      NumPy's pairwise sums                  (pairwise.cc)
 //   unroll      the full-tile / remainder paths           (unroll.cc)
@@ -89,6 +90,13 @@ LoopNest build(const mdh::MdHom& h, const tune::Schedule& s, const std::string& 
 // root into element 0. Every point is still combined once; afterwards no
 // two iterations of a Parallel loop touch the same element of an array
 // they combine into, and no loop has share reductions.
+// On a target with a grid (Caps::threads Grid) the copies' initialization
+// and the fold are Parallel loops (the fold over z, each element's copies
+// combined in a register marked as an accumulator, then into copy 0: the
+// gpu_blocks pass gives an element a block), and a pairwise sum is not
+// taken by nodes: each share sums its contiguous part of the marked loop's
+// range (no longer marked: the gpu_blocks pass reassociates it anyway)
+// into the register added into its copy, as any other share reduction.
 void partials(LoopNest& n, const PassContext& c);
 
 // build_stores: a stage's scalar prologue alone (MdHom::once_guard >= 0):
@@ -110,6 +118,33 @@ LoopNest build_stores(const mdh::MdHom& h, const tune::Schedule& s, const std::s
 // first. The marks of the combines it rewrites go; those of combines left
 // in memory stay (no later pass reads them).
 void promote(LoopNest& n, const PassContext& c);
+
+// gpu_blocks: nothing on a target without a grid (Caps::threads Cores) or
+// blocks (Caps::block_threads < 2). Otherwise each top-level Parallel loop
+// whose iteration reduces along a loop becomes a cooperative GpuBlocks loop
+// of T = block_threads threads (lower.h: LoopKind::GpuBlocks): its uniform
+// declarations on every thread; each loop carrying accumulator registers
+// (none ordered) and reading memory along its variable (some load's index
+// a sum with the variable as a term: a row, not a column) as a GpuThreads
+// loop in which thread t runs the loop's
+// iterations t, t + T, ... into its own registers from the identity, stored
+// to GpuShared arrays of T, combined in a tree (T/2, T/4, ..., 1 threads,
+// the full arg test for an arg-reduction), then the registers declared
+// again on every thread as their start value combined with the root; each
+// loop carrying nothing dealt out the same way; statements writing memory
+// on one thread (a GpuThreads loop of one iteration); a Barrier after each
+// of these but the last. Its other loops are left as they are (gpu_grid
+// makes them one thread per iteration), as is an iteration with an ordered
+// product, a loop carrying another scalar, an allocation, a register
+// combined outside a loop, or more shared memory than the target has.
+// Where the first reduced loop's trip count E is the parameters' alone (not
+// a share's part or the shares' fold), the blocks' loop runs its N
+// iterations when E >= T (its bound (T - 1 < E) * N) and a copy of the
+// Parallel loop as it was follows, over (E < T) * N: short rows stay one
+// thread's (and NumPy's pairwise sums). The
+// points and what each combines are the same; associative combines are
+// reassociated (a float sum's association is no longer NumPy's).
+void gpu_blocks(LoopNest& n, const PassContext& c);
 
 // simd: on a target without SIMD lanes (Caps::vector_bytes 0) every
 // Vectorized loop becomes Serial and nothing else changes. Otherwise each
@@ -199,7 +234,7 @@ void storage(LoopNest& n, const PassContext& c);
 void simplify(LoopNest& n, const PassContext& c);
 
 // The passes every stage's nest takes after build, in order: partials,
-// tile_buffers, promote, simd, pairwise, unroll, vectorize, storage,
+// tile_buffers, promote, gpu_blocks, simd, pairwise, unroll, vectorize, storage,
 // simplify (lower.cc runs them).
 const std::vector<Pass>& common();
 
@@ -229,8 +264,9 @@ LoopNest compose(std::vector<LoopNest> stages, std::vector<LoopNest> stores, con
 // after all of them. After it no Parallel loop remains.
 void parallelize(LoopNest& n, const PassContext& c);
 
-// gpu_grid (the CUDA target's tail): each Parallel loop becomes a GpuBlocks
-// loop over the same iterations, run grid-stride by the device's threads
+// gpu_grid (the CUDA target's tail): each Parallel loop (gpu_blocks left it
+// one thread's) becomes a GpuBlocks loop over the same iterations, one
+// thread per iteration, run grid-stride by the device's threads
 // (codegen: render_cuda makes it a phase of its own), without its
 // condition. Every iteration runs once, on one thread; the statements after
 // it run after all of them. After it no Parallel loop remains.

@@ -108,6 +108,7 @@ void stmt(std::ostringstream& os, const Stmt& s, int d) {
         os << ind << "for " << s.name << " in [" << ex(*s.lo) << ", " << ex(*s.hi) << ") step " << ex(*s.step)
            << loop_name(s.loop);
         if (s.loop == LoopKind::Parallel && s.cond) os << " if " << ex(*s.cond);
+        if (s.loop == LoopKind::GpuBlocks && s.threads > 0) os << " of " << s.threads << " threads";
         if (!s.share_reductions.empty()) {
           os << " combining";
           for (const Stmt::ShareReduction& r : s.share_reductions) {

@@ -12,8 +12,16 @@
 // loops marked
 // pairwise only before the pairwise pass, TileIns only before the
 // tile_buffers pass, FullSplits only before the unroll pass and
-// TileBounds and marked loops only in them.
+// TileBounds and marked loops only in them; GpuBlocks loops at the top
+// level, a cooperative one's body only what its block's threads run alike
+// (uniform declarations and assignments, GpuShared allocations, barriers,
+// GpuThreads loops that keep what they declare and assign to themselves),
+// with a Barrier between a statement that writes a shared array and a
+// later one that touches it.
 #include <algorithm>
+#include <functional>
+#include <map>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -114,6 +122,88 @@ class Verifier {
     scopes_.pop_back();
   }
 
+  // A cooperative GpuBlocks loop (lower.h: LoopKind::GpuBlocks, threads >
+  // 0): directly in its body only what every thread of the block runs
+  // alike, and a Barrier between a statement that writes a GpuShared array
+  // and any later one that touches it (what a block's threads write to
+  // shared memory, the others see only after a barrier; within one
+  // statement this is not checked).
+  void cooperative(const Stmt& loop) {
+    ex(loop.lo);
+    ex(loop.hi);
+    ex(loop.step);
+    scopes_.emplace_back();
+    scopes_.back().push_back({loop.name, NameKind::Scalar});
+    scopes_.emplace_back();
+    std::set<std::string> shared;
+    std::map<std::string, size_t> written;  // shared array -> the statement that wrote it since the last Barrier
+    for (size_t i = 0; i < loop.body.size(); ++i) {
+      const Stmt& s = *loop.body[i];
+      const bool uniform_assign = s.k == Stmt::K::Assign && s.target->k == Ex::K::Var;
+      if (!(s.k == Stmt::K::Decl || uniform_assign || s.k == Stmt::K::Barrier || s.k == Stmt::K::Comment ||
+            (s.k == Stmt::K::Alloc && s.scope == Scope::GpuShared) ||
+            (s.k == Stmt::K::For && s.loop == LoopKind::GpuThreads)))
+        fail("cooperative GpuBlocks loop '" + loop.name +
+             "': a statement not run by every thread alike directly in its body (only uniform declarations and "
+             "assignments, shared allocations, barriers and GpuThreads loops)");
+      if (s.k == Stmt::K::Alloc) shared.insert(s.name);
+      if (s.k == Stmt::K::Barrier) written.clear();
+      std::set<std::string> reads, writes;
+      touches(s, shared, reads, writes);
+      for (const std::set<std::string>* set : {&reads, &writes})
+        for (const std::string& a : *set) {
+          auto w = written.find(a);
+          if (w != written.end() && w->second != i)
+            fail("cooperative GpuBlocks loop '" + loop.name + "': shared array '" + a +
+                 "' written by one statement and touched by a later one without a Barrier between");
+        }
+      for (const std::string& a : writes) written[a] = i;
+      stmt(s, false, false, true);
+    }
+    if (released_)
+      for (const auto& [name, kind] : scopes_.back())
+        if (kind == NameKind::Heap) fail("allocation '" + name + "' is never released");
+    scopes_.pop_back();
+    scopes_.pop_back();
+  }
+
+  // The GpuShared arrays of `shared` that s reads and writes.
+  static void touches(const Stmt& s, const std::set<std::string>& shared, std::set<std::string>& reads,
+                      std::set<std::string>& writes) {
+    std::function<void(const ExP&)> loads = [&](const ExP& e) {
+      if (!e) return;
+      if (e->k == Ex::K::Load && shared.count(e->name)) reads.insert(e->name);
+      for (const ExP& a : e->args) loads(a);
+    };
+    for (const ExP* e : {&s.lo, &s.hi, &s.step, &s.init, &s.value, &s.count, &s.cond}) loads(*e);
+    if (s.target) {
+      if (s.target->k == Ex::K::Load && shared.count(s.target->name)) writes.insert(s.target->name);
+      for (const ExP& a : s.target->args) loads(a);
+    }
+    for (const std::vector<StmtP>* l : {&s.body, &s.else_body})
+      for (const StmtP& c : *l) touches(*c, shared, reads, writes);
+  }
+
+  // A GpuThreads loop: its iterations' threads keep what they declare to
+  // themselves, and assign nothing declared outside it.
+  void threads_loop(const Stmt& s) {
+    std::function<void(const std::vector<StmtP>&, std::set<std::string>)> walk =
+        [&](const std::vector<StmtP>& l, std::set<std::string> inside) {
+          for (const StmtP& c : l) {
+            if (c->k == Stmt::K::Decl || c->k == Stmt::K::Alloc) inside.insert(c->name);
+            if (c->k == Stmt::K::Barrier) fail("a Barrier inside GpuThreads loop '" + s.name + "'");
+            if (c->k == Stmt::K::Assign && c->target->k == Ex::K::Var && !inside.count(c->target->name))
+              fail("GpuThreads loop '" + s.name + "' assigns '" + c->target->name + "', declared outside it");
+            std::set<std::string> in = inside;
+            if (c->k == Stmt::K::For) in.insert(c->name);
+            walk(c->body, in);
+            walk(c->else_body, in);
+          }
+        };
+    walk(s.body, {s.name});
+    list_loop(s);
+  }
+
   // A loop marked pairwise (Stmt::pairwise): before the pairwise pass, a
   // Serial or Vectorized loop in steps of 1; its parts' registers in scope
   // and their arrays allocations in scope, only inside a Parallel loop.
@@ -205,7 +295,7 @@ class Verifier {
     scopes_.pop_back();
   }
 
-  void stmt(const Stmt& s, bool top, bool cores_body) {
+  void stmt(const Stmt& s, bool top, bool cores_body, bool block_body = false) {
     if (s.accumulates && s.k != Stmt::K::Decl &&
         (s.k != Stmt::K::Assign || s.target->k != Ex::K::Load || s.accumulates->reg.empty()))
       fail("an accumulator mark on a statement that neither declares a register nor combines into memory");
@@ -230,6 +320,8 @@ class Verifier {
         if (s.scope == Scope::Local && (s.count->k != Ex::K::IntLit || s.count->ival <= 0) && released_)
           fail("Local allocation '" + s.name + "' of a count not a positive literal");
         if (s.scope == Scope::Kernel && in_cores_) fail("Kernel allocation '" + s.name + "' inside a Cores loop");
+        if (s.scope == Scope::GpuShared && (!block_body || s.count->k != Ex::K::IntLit || s.count->ival <= 0))
+          fail("GpuShared allocation '" + s.name + "' not of a literal count directly in a cooperative GpuBlocks loop's body");
         declare(s.name, s.scope == Scope::Thread || s.scope == Scope::Kernel ? NameKind::Heap : NameKind::Array);
         return;
       case Stmt::K::Free: {
@@ -243,8 +335,9 @@ class Verifier {
         return;
       }
       case Stmt::K::Barrier:
+        if (block_body) return;  // (a block's uniform variables are seen after it)
         if (no_barriers_) fail("a Barrier after the target's barrier pass");
-        if (!cores_body) fail("a Barrier not directly in a Cores loop's body");
+        if (!cores_body) fail("a Barrier not directly in a Cores loop's body or a cooperative GpuBlocks loop's");
         // What a thread declared before the barrier is not seen after it.
         for (auto& [name, kind] : scopes_.back())
           if (kind == NameKind::Heap) fail("allocation '" + name + "' live across a Barrier");
@@ -349,12 +442,19 @@ class Verifier {
             }
         }
         if (s.loop == LoopKind::GpuBlocks || s.loop == LoopKind::GpuThreads) {
-          if (!top || s.loop != LoopKind::GpuBlocks) fail("a GPU loop below the kernel's top level");
           if (s.lo->k != Ex::K::IntLit || s.lo->ival != 0 || s.step->k != Ex::K::IntLit || s.step->ival != 1)
             fail("GPU loop '" + s.name + "' not from 0 in steps of 1");
           if (s.cond) fail("GPU loop '" + s.name + "' with a condition");
+          if (s.loop == LoopKind::GpuThreads) {
+            if (!block_body) fail("GpuThreads loop '" + s.name + "' not directly in a cooperative GpuBlocks loop's body");
+            threads_loop(s);
+            return;
+          }
+          if (!top) fail("a GPU loop below the kernel's top level");
+          if (s.threads < 0) fail("GpuBlocks loop '" + s.name + "' with a negative thread count");
           in_parallel_ = true;
-          list_loop(s);
+          if (s.threads > 0) cooperative(s);
+          else list_loop(s);
           in_parallel_ = false;
           return;
         }

@@ -48,6 +48,7 @@ lower::Caps gpu_caps(bool fp_flags) {
   lower::Caps c;
   c.threads = lower::Caps::Threads::Grid;
   c.max_block_threads = 1024;
+  c.block_threads = 128;  // (full occupancy: 16 blocks of an SM's 2,048 threads, under its 32 blocks)
   c.shared_bytes = 48 << 10;
   c.vector_bytes = 0;
   c.fp_flags = fp_flags;

@@ -92,6 +92,7 @@ void bind_targets(py::module_& m) {
     out["uploads"] = s.uploads;
     out["downloads"] = s.downloads;
     out["launches"] = s.launches;
+    out["block_launches"] = s.block_launches;
     out["device_allocs"] = s.device_allocs;
     out["pool_hits"] = s.pool_hits;
     out["pool_bytes"] = s.pool_bytes;
@@ -112,6 +113,7 @@ void bind_targets(py::module_& m) {
     d["compiles"] = s.compiles;
     d["max_registers"] = s.max_registers;
     d["max_spill_bytes"] = s.max_spill_bytes;
+    d["max_shared_bytes"] = s.max_shared_bytes;
     d["archs"] = jit::check_archs();
     return d;
   });

@@ -15,7 +15,8 @@ namespace nf::runtime {
 
 GpuDevice::Stats GpuDevice::stats() const {
   std::lock_guard<std::mutex> lock(pool_mu_);
-  return {uploads_.load(), downloads_.load(), launches_.load(), device_allocs_, pool_hits_, pool_bytes_};
+  return {uploads_.load(), downloads_.load(), launches_.load(), block_launches_.load(), device_allocs_, pool_hits_,
+          pool_bytes_};
 }
 
 void* GpuDevice::alloc(int64_t bytes) {
@@ -120,14 +121,18 @@ class EmulatedDevice final : public GpuDevice {
  public:
   void launch(const jit::Kernel& k, size_t phase, char* const* ptrs, const int64_t* ints, const double* floats,
               void* frame) override {
+    // (a cooperative phase: blocks of the threads its code was written for)
+    const codegen::LaunchShape::Phase& ph = k.shape.phases[phase];
     struct {
-      int64_t phase, blocks, threads;
-    } l{static_cast<int64_t>(phase), k.shape.phases[phase].grid ? blocks_ : 1, k.shape.phases[phase].grid ? threads_ : 1};
+      int64_t phase, blocks, threads, cooperative;
+    } l{static_cast<int64_t>(phase), ph.grid ? blocks_ : 1, ph.threads > 0 ? ph.threads : ph.grid ? threads_ : 1,
+        ph.threads > 0};
     SmallVector<char*, 34> p;
     for (int i = 0; i < k.shape.num_ptrs; ++i) p.push_back(ptrs[i]);
     p.push_back(static_cast<char*>(frame));
     p.push_back(reinterpret_cast<char*>(&l));
     launches_++;
+    if (ph.threads > 0) block_launches_++;
     k.fn.load(std::memory_order_acquire)(p.data(), ints, floats);
   }
 
@@ -164,9 +169,14 @@ class CudaDevice final : public GpuDevice {
     std::memcpy(args.data() + np, ints, sizeof(int64_t) * static_cast<size_t>(s.num_ints));
     std::memcpy(args.data() + np + ni, floats, sizeof(double) * static_cast<size_t>(s.num_floats));
     void* params[] = {args.data(), &frame};
-    const bool grid = s.phases[phase].grid;
+    const codegen::LaunchShape::Phase& ph = s.phases[phase];
+    const int64_t sms = d_.multiprocessors();
     launches_++;
-    d_.launch(k.functions[phase], grid ? 8 * static_cast<int64_t>(d_.multiprocessors()) : 1, grid ? 256 : 1, params);
+    if (ph.threads > 0) block_launches_++;
+    if (ph.threads > 0)  // (blocks of the threads its code was written for: 16 per SM, 2,048 threads at 128)
+      d_.launch(k.functions[phase], 16 * sms, ph.threads, params);
+    else
+      d_.launch(k.functions[phase], ph.grid ? 8 * sms : 1, ph.grid ? 256 : 1, params);
   }
 
  private:

@@ -1017,3 +1017,156 @@ TEST(LowerPasses, PartialsGiveEachShareItsOwnCopiesCombinedAfterTheLoopInShareOr
       EXPECT_EQ(out[2], at) << len << " points, " << shares << " shares";
     }
 }
+
+namespace {
+
+// A row reduction as build leaves it on a grid's target: one Parallel
+// iteration per row, its register summing the row in a loop, the sum
+// stored (an arg-reduction's index register beside it when `arg`).
+LoopNest row_reduction(bool arg, bool ordered = false) {
+  StmtP rows = for_("r", lit(0), var("n0"), LoopKind::Parallel);
+  StmtP acc = decl_("acc", arg ? lit(INT64_MIN) : lit(0));
+  auto a = std::make_shared<Stmt::Accumulator>();
+  a->op = arg ? ReduceOp::ArgMax : ReduceOp::Sum;
+  a->index = arg ? "ai" : "";
+  a->ordered = ordered;
+  acc->accumulates = a;
+  rows->body.push_back(decl_("base", arith_('*', var("r"), var("n1"))));
+  rows->body.push_back(acc);
+  if (arg) rows->body.push_back(decl_("ai", lit(INT64_MAX)));
+  StmtP cols = for_("k", lit(0), var("n1"));
+  const ExP v = load_("p0", arith_('+', var("base"), var("k")));
+  if (arg)
+    detail::combine_into(cols->body, ReduceOp::ArgMax, DType::Int64, "better", var("acc"), var("ai"), v, var("k"));
+  else
+    cols->body.push_back(assign_(var("acc"), detail::combine(ReduceOp::Sum, DType::Int64, var("acc"), v)));
+  rows->body.push_back(cols);
+  rows->body.push_back(assign_(load_("p1", var("r")), arg ? var("ai") : var("acc")));
+  return nest({decl_("n0", detail::int_param(0)), decl_("n1", detail::int_param(1)), rows});
+}
+
+PassContext blocks_context(int64_t threads) {
+  PassContext c = gpu_context();
+  c.caps.block_threads = threads;
+  c.caps.shared_bytes = 48 << 10;
+  return c;
+}
+
+// Counts the statements of a kind directly in a list.
+int count(const std::vector<StmtP>& l, Stmt::K k, LoopKind loop = LoopKind::Serial) {
+  int n = 0;
+  for (const StmtP& s : l) n += s->k == k && (k != Stmt::K::For || s->loop == loop);
+  return n;
+}
+
+}  // namespace
+
+// gpu_blocks gives a long row a block: the row's points dealt out to its threads
+// (thread t from point t, in steps of T), their registers in shared memory
+// combined in a tree of log2 T levels with a barrier after each, the store
+// on one thread; the verifier accepts it, and the CUDA renderer makes it one
+// cooperative phase of T threads per block.
+TEST(LowerPasses, GpuBlocksGiveARowReductionABlock) {
+  for (bool arg : {false, true}) {
+    LoopNest n = row_reduction(arg);
+    passes::gpu_blocks(n, blocks_context(8));
+    ASSERT_EQ(verify(n, "gpu_blocks"), "") << print(n);
+    const Stmt& rows = *n.body[2];
+    ASSERT_EQ(rows.loop, LoopKind::GpuBlocks) << print(n);
+    EXPECT_EQ(rows.threads, 8);
+    EXPECT_EQ(rows.cond, nullptr);
+    // the points' loop + 3 tree levels + the store on one thread
+    EXPECT_EQ(count(rows.body, Stmt::K::For, LoopKind::GpuThreads), 5) << print(n);
+    EXPECT_EQ(count(rows.body, Stmt::K::Barrier), 4) << print(n);
+    EXPECT_EQ(count(rows.body, Stmt::K::Alloc), arg ? 2 : 1) << print(n);
+    const Stmt* points = nullptr;
+    for (const StmtP& s : rows.body)
+      if (s->k == Stmt::K::For && s->loop == LoopKind::GpuThreads && !points) points = s.get();
+    ASSERT_NE(points, nullptr);
+    EXPECT_EQ(points->hi->ival, 8);
+    const std::string text = print(n);
+    EXPECT_NE(text.find("for k in [nf_t, n1) step 8:"), std::string::npos) << text;
+    EXPECT_NE(text.find("gpu-blocks of 8 threads"), std::string::npos) << text;
+    // Rows shorter than a block stay one thread's: the blocks' loop runs
+    // when a row has at least 8 points, the loop as it was when fewer.
+    ASSERT_EQ(n.body.size(), 4u) << text;
+    EXPECT_EQ(n.body[3]->loop, LoopKind::Parallel);
+    EXPECT_NE(text.find("for r in [0, ((7 < n1) * n0)) step 1 gpu-blocks"), std::string::npos) << text;
+    EXPECT_NE(text.find("for r in [0, ((n1 < 8) * n0)) step 1 parallel"), std::string::npos) << text;
+    // The rest of lowering and the renderer.
+    for (const char* p : {"simd", "pairwise", "unroll", "vectorize", "storage", "simplify"})
+      for (const Pass& q : passes::common())
+        if (std::string(q.name) == p) q.run(n, blocks_context(8));
+    passes::gpu_grid(n, blocks_context(8));
+    ASSERT_EQ(verify(n, "gpu_grid"), "") << print(n);
+    const codegen::Source src = codegen::render_cuda(n);
+    ASSERT_EQ(src.shape.phases.size(), 2u) << src.code;
+    EXPECT_TRUE(src.shape.phases[0].grid && src.shape.phases[1].grid);
+    EXPECT_EQ(src.shape.phases[0].threads, 8);
+    EXPECT_EQ(src.shape.phases[1].threads, 0);
+    EXPECT_NE(src.code.find("__syncthreads();"), std::string::npos) << src.code;
+    EXPECT_NE(src.code.find("__shared__"), std::string::npos) << src.code;
+    EXPECT_EQ(codegen::LaunchShape::parse(src.shape.serialize()), src.shape);
+  }
+}
+
+// A kernel whose barrier is missing is caught: the verifier finds a shared
+// array written by one statement of a block and read by a later one with
+// no Barrier between (each removed in turn); a GpuThreads loop that
+// assigns a block's uniform variable, a memory store directly in a
+// cooperative body and a shared array outside one are refused too.
+TEST(LowerPasses, TheVerifierCatchesAMissingBarrier) {
+  LoopNest n = row_reduction(false);
+  passes::gpu_blocks(n, blocks_context(4));
+  ASSERT_EQ(verify(n, "gpu_blocks"), "") << print(n);
+  std::vector<StmtP>& body = n.body[2]->body;
+  int barriers = 0;
+  for (size_t i = 0; i < body.size(); ++i) {
+    if (body[i]->k != Stmt::K::Barrier) continue;
+    ++barriers;
+    LoopNest m = n;
+    auto rows = std::make_shared<Stmt>(*n.body[2]);
+    rows->body.erase(rows->body.begin() + static_cast<std::ptrdiff_t>(i));
+    m.body[2] = rows;
+    EXPECT_NE(verify(m, "gpu_blocks").find("without a Barrier between"), std::string::npos) << i << "\n" << print(m);
+  }
+  EXPECT_EQ(barriers, 3);
+  {  // a thread assigning the block's variable
+    LoopNest m = n;
+    auto rows = std::make_shared<Stmt>(*n.body[2]);
+    for (StmtP& s : rows->body)
+      if (s->k == Stmt::K::For && s->loop == LoopKind::GpuThreads) {
+        s = std::make_shared<Stmt>(*s);
+        s->body.push_back(assign_(var("base"), lit(0)));
+        break;
+      }
+    m.body[2] = rows;
+    EXPECT_NE(verify(m, "gpu_blocks").find("assigns 'base', declared outside it"), std::string::npos) << print(m);
+  }
+  {  // a store every thread would run
+    LoopNest m = n;
+    auto rows = std::make_shared<Stmt>(*n.body[2]);
+    rows->body.push_back(assign_(load_("p1", var("r")), lit(0)));
+    m.body[2] = rows;
+    EXPECT_NE(verify(m, "gpu_blocks").find("not run by every thread alike"), std::string::npos) << print(m);
+  }
+  {  // shared memory outside a block
+    LoopNest m = nest({detail::alloc(DType::Int64, "s", lit(4), Scope::GpuShared)});
+    EXPECT_NE(verify(m, "gpu_blocks").find("GpuShared allocation 's'"), std::string::npos) << print(m);
+  }
+}
+
+// What gpu_blocks leaves to one thread per iteration: an ordered product
+// (its points must combine in order), a target without blocks, the CPU.
+TEST(LowerPasses, GpuBlocksLeaveWhatCannotBeShared) {
+  LoopNest ordered = row_reduction(false, /*ordered=*/true);
+  passes::gpu_blocks(ordered, blocks_context(8));
+  EXPECT_EQ(ordered.body[2]->loop, LoopKind::Parallel) << print(ordered);
+  for (const PassContext& c : {kCpu, gpu_context()}) {
+    LoopNest n = row_reduction(false);
+    passes::gpu_blocks(n, c);
+    EXPECT_EQ(n.body[2]->loop, LoopKind::Parallel) << print(n);
+  }
+  LoopNest odd = row_reduction(false);
+  EXPECT_THROW(passes::gpu_blocks(odd, blocks_context(6)), std::logic_error);
+}
