@@ -443,3 +443,53 @@ def test_a_kernel_that_does_not_compile_for_cuda_fails_the_check():
     r = nf._core.cuda_compile("NF_KERNEL void k(double* p) { p[threadIdx.x] = sqrt(p[0]); }", 80, ptx=True,
                               verbose=True)
     assert len(r["cubin"]) > 0 and ".target sm_80" in r["ptx"] and "registers" in r["log"]
+
+
+def test_reductions_down_few_columns_are_cut_into_chunks(emulated):
+    # gpu_split: a reduction down columns (one thread per column, reading
+    # coalesced) with few columns would leave the device idle; its rows are
+    # cut into chunks (R = min(MaxThreads, 32 MaxThreads / columns, rows / 8):
+    # the emulated device's MaxThreads is 5), each a thread per column and
+    # chunk, then each column's chunks are combined in order. Exact for
+    # integers, max/min and arg-reductions; a float sum within NumPy's bound
+    # (the chunks' partials added in order, each chunk's rows in order).
+    x = RNG.standard_normal((203, 6))
+    x[17, 2] = x[150, 2] = x[:, 2].max() + 1  # a tie across chunks: the first index wins
+    x[120, 4] = onp.nan
+    x[190, 4] = onp.nan
+    k = RNG.integers(-2**40, 2**40, (203, 6))
+    X, K = nf.asarray(x), nf.asarray(k)
+    rows = x.shape[0]
+    R = max(1, min(5, 32 * 5 // 6, rows // 8))
+    assert R == 5
+
+    def chunked_sum(col):  # the association gpu_split makes
+        parts = [0.0] * R
+        for c in range(R):
+            for v in col[rows * c // R:rows * (c + 1) // R]:
+                parts[c] = parts[c] + float(v)
+        acc = 0.0
+        for p in parts:
+            acc = acc + p
+        return acc
+
+    cases = [  # (name, program, exact)
+        ("column sums", lambda m, a, i: (a * 2).sum(axis=0), False),
+        ("column maxima", lambda m, a, i: (a + 1).max(axis=0), True),
+        ("column argmax", lambda m, a, i: m.argmax(a * 3, axis=0), True),
+        ("column argmin with NaNs", lambda m, a, i: m.argmin(a - 1, axis=0), True),
+        ("integer column sums", lambda m, a, i: (i * 3).sum(axis=0), True),
+        ("column means, scaled", lambda m, a, i: a.mean(axis=0) * 3, False),
+        ("standardized columns", lambda m, a, i: (a - a.mean(axis=0)) / a.std(axis=0), False),
+    ]
+    for name, f, exact in cases:
+        got = f(nf, X, K)
+        want = f(onp, x, k)
+        if exact:
+            assert onp.array_equal(onp.asarray(got), want, equal_nan=want.dtype.kind == "f"), name
+        else:
+            assert_same(got, want)
+    got = onp.asarray((X * 2).sum(axis=0))
+    want = onp.array([chunked_sum(c) for c in (x * 2).T])
+    assert not onp.array_equal(want, (x * 2).sum(axis=0))  # (NumPy adds the rows in order: not this)
+    assert onp.array_equal(got, want, equal_nan=True)

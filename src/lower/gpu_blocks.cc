@@ -92,41 +92,6 @@ bool mentions_stmt(const Stmt& s, const std::set<std::string>& names) {
   return false;
 }
 
-// Whether index e steps by one element with variable v: a sum one of
-// whose terms is v (or v * 1).
-bool unit_term(const ExP& e, const std::string& v) {
-  if (e->k == Ex::K::Var) return e->name == v;
-  if (e->k != Ex::K::Arith) return false;
-  if (e->op == '+') return unit_term(e->args[0], v) || unit_term(e->args[1], v);
-  if (e->op == '*')
-    for (int i : {0, 1})
-      if (e->args[i]->k == Ex::K::IntLit && e->args[i]->ival == 1) return unit_term(e->args[1 - i], v);
-  return false;
-}
-
-// Whether loop f reads memory contiguously along its variable: then a
-// block's threads reading its iterations t, t + T, ... read neighbouring
-// elements. (A reduction down a column reads with a row's stride; its
-// neighbouring grid points are the neighbouring elements: one thread per
-// point reads coalesced there.)
-bool reads_along(const Stmt& f) {
-  bool found = false;
-  std::function<void(const ExP&)> ex = [&](const ExP& e) {
-    if (!e || found) return;
-    if (e->k == Ex::K::Load && unit_term(e->args[0], f.name)) found = true;
-    for (const ExP& a : e->args) ex(a);
-  };
-  std::function<void(const std::vector<StmtP>&)> walk = [&](const std::vector<StmtP>& l) {
-    for (const StmtP& s : l) {
-      for (const ExP* e : {&s->init, &s->value, &s->cond}) ex(*e);
-      walk(s->body);
-      walk(s->else_body);
-    }
-  };
-  walk(f.body);
-  return found;
-}
-
 // One Parallel loop's iteration as a block's work.
 class Cooperation {
  public:
@@ -335,6 +300,45 @@ class Cooperation {
 };
 
 }  // namespace
+
+namespace detail {
+
+// Whether index e steps by one element with variable v: a sum one of
+// whose terms is v (or v * 1).
+static bool unit_term(const ExP& e, const std::string& v) {
+  if (e->k == Ex::K::Var) return e->name == v;
+  if (e->k != Ex::K::Arith) return false;
+  if (e->op == '+') return unit_term(e->args[0], v) || unit_term(e->args[1], v);
+  if (e->op == '*')
+    for (int i : {0, 1})
+      if (e->args[i]->k == Ex::K::IntLit && e->args[i]->ival == 1) return unit_term(e->args[1 - i], v);
+  return false;
+}
+
+// Whether loop f reads memory contiguously along its variable: then a
+// block's threads reading its iterations t, t + T, ... read neighbouring
+// elements. (A reduction down a column reads with a row's stride; its
+// neighbouring grid points are the neighbouring elements: one thread per
+// point reads coalesced there.)
+bool reads_along(const Stmt& f) {
+  bool found = false;
+  std::function<void(const ExP&)> ex = [&](const ExP& e) {
+    if (!e || found) return;
+    if (e->k == Ex::K::Load && unit_term(e->args[0], f.name)) found = true;
+    for (const ExP& a : e->args) ex(a);
+  };
+  std::function<void(const std::vector<StmtP>&)> walk = [&](const std::vector<StmtP>& l) {
+    for (const StmtP& s : l) {
+      for (const ExP* e : {&s->init, &s->value, &s->cond}) ex(*e);
+      walk(s->body);
+      walk(s->else_body);
+    }
+  };
+  walk(f.body);
+  return found;
+}
+
+}  // namespace detail
 
 void passes::gpu_blocks(LoopNest& n, const PassContext& c) {
   if (c.caps.threads != Caps::Threads::Grid || c.caps.block_threads < 2) return;

@@ -96,6 +96,9 @@ struct Carried {
   bool other = false;
 };
 Carried carried(const Stmt& loop, const Registers& regs);
+// Whether loop f reads memory contiguously along its variable (gpu_blocks.cc):
+// some load's index a sum with the loop's variable (or it times 1) as a term.
+bool reads_along(const Stmt& f);
 // The OpenMP simd reduction operator for a combine, or 0 if there is none.
 char simd_op(ReduceOp op, DType t);
 

@@ -7,7 +7,9 @@
 //   partials      a Parallel loop's shares combine into copies of their own (partials.cc)
 //   tile_buffers  tile buffers: input tiles copied in and read from there,
 //                 output tiles combined into and folded out (tile_buffers.cc)
+//   gpu_points    (a grid's targets) a grid point's one-point loops become it (gpu_split.cc)
 //   promote       memory combines kept in registers      (promote.cc)
+//   gpu_split     (a grid's targets) reductions down columns cut into chunks (gpu_split.cc)
 //   gpu_blocks    (a grid's targets) reductions shared by a block's threads (gpu_blocks.cc)
 //   simd          what Vectorized loops' lanes combine   (simd.cc)
 //   pairwise      NumPy's pairwise sums                  (pairwise.cc)
@@ -106,6 +108,19 @@ void partials(LoopNest& n, const PassContext& c);
 // guard is set, which compose clears.
 LoopNest build_stores(const mdh::MdHom& h, const tune::Schedule& s, const std::string& name);
 
+// gpu_points: nothing on a target without a grid. Otherwise, in each
+// top-level Parallel loop's body (not one with share reductions), a loop
+// `for v in [a, min(a + 1, X))` in steps of 1, Serial, where a is declared
+// from the loop's variable and X is its bound (or the top-level
+// declaration's value it names) -- the one-point loop a grid keeps innermost
+// (tune::grid_schedule) -- has one point, a: it becomes a Block of its body
+// with v replaced by a. (Then promote keeps a column's element in a
+// register over the rows, and gpu_split can cut them.) And a top-level
+// Serial loop from 0 in steps of 1 to a bound not a literal, whose body only stores values that read
+// no memory at indices that move with it (an output set to its start
+// value) becomes Parallel: the grid's threads store them.
+void gpu_points(LoopNest& n, const PassContext& c);
+
 // promote: each memory element that marked combines (Stmt::accumulates on
 // an Assign) update inside a loop L -- not a Parallel or Cores loop -- at an
 // index that does not move with L (it mentions nothing L declares or
@@ -118,6 +133,25 @@ LoopNest build_stores(const mdh::MdHom& h, const tune::Schedule& s, const std::s
 // first. The marks of the combines it rewrites go; those of combines left
 // in memory stay (no later pass reads them).
 void promote(LoopNest& n, const PassContext& c);
+
+// gpu_split: nothing on a target without a grid. Otherwise each top-level
+// Parallel loop over N iterations (N from the top level's names) whose
+// iteration is uniform declarations, accumulator registers (none ordered,
+// an arg index register beside its value), one loop in steps of 1 that
+// combines into all of them and does not read memory along its variable
+// (a column: passes.h gpu_blocks), then the rest, becomes, after a
+// declaration nf_r = max(1, min(MaxThreads, 32 MaxThreads / max(N, 1),
+// E / 8)) (E the loop's trip count, where the top level's names give it)
+// and Kernel arrays of nf_r N partials per register: a Parallel loop over
+// N nf_r (iteration s: the old variable s % N, chunk nf_c = s / N; the
+// declarations, the registers from the identity, the loop over its chunk
+// nf_c of [lo, hi) -- E nf_c / nf_r to E (nf_c + 1) / nf_r --, the
+// registers stored to their partials at nf_c N + the variable), then the
+// Parallel loop over N: the declarations, the registers from their start
+// values, each combined with its partials in chunk order (the full arg
+// test), the rest. Each point is combined once; the chunks' order is the
+// points'.
+void gpu_split(LoopNest& n, const PassContext& c);
 
 // gpu_blocks: nothing on a target without a grid (Caps::threads Cores) or
 // blocks (Caps::block_threads < 2). Otherwise each top-level Parallel loop
@@ -234,7 +268,7 @@ void storage(LoopNest& n, const PassContext& c);
 void simplify(LoopNest& n, const PassContext& c);
 
 // The passes every stage's nest takes after build, in order: partials,
-// tile_buffers, promote, gpu_blocks, simd, pairwise, unroll, vectorize, storage,
+// tile_buffers, gpu_points, promote, gpu_split, gpu_blocks, simd, pairwise, unroll, vectorize, storage,
 // simplify (lower.cc runs them).
 const std::vector<Pass>& common();
 

@@ -1170,3 +1170,53 @@ TEST(LowerPasses, GpuBlocksLeaveWhatCannotBeShared) {
   LoopNest odd = row_reduction(false);
   EXPECT_THROW(passes::gpu_blocks(odd, blocks_context(6)), std::logic_error);
 }
+
+// gpu_points: a grid point's one-point loop `for v in [a, min(a + 1, X))`
+// (a from the Parallel loop's variable, X its bound) becomes its body with
+// v = a, so the column's element no longer moves with the rows' loop
+// (promote keeps it in a register); an output's start-value loop goes onto
+// the grid. gpu_split then cuts the rows' loop into chunks of partials,
+// combined in chunk order by a loop over the columns.
+TEST(LowerPasses, GpuSplitCutsAColumnReductionIntoChunks) {
+  PassContext grid = blocks_context(8);
+  StmtP fill = for_("z", lit(0), var("n1"));
+  fill->body.push_back(assign_(load_("p1", var("z")), lit(0)));
+  StmtP cols = for_("s", lit(0), var("nf_shares"), LoopKind::Parallel);
+  cols->body.push_back(decl_("c", var("s")));
+  StmtP rows = for_("i", lit(0), var("n0"));
+  StmtP point = for_("v", var("c"), arith_('m', arith_('+', var("c"), lit(1)), var("n1")));
+  StmtP combine = assign_(load_("p1", var("v")),
+                          detail::combine(ReduceOp::Sum, DType::Int64, load_("p1", var("v")),
+                                          load_("p0", arith_('+', arith_('*', var("i"), var("n1")), var("v")))));
+  auto mark = std::make_shared<Stmt::Accumulator>();
+  mark->op = ReduceOp::Sum;
+  mark->reg = "racc";
+  combine->accumulates = mark;
+  point->body.push_back(combine);
+  rows->body.push_back(point);
+  cols->body.push_back(rows);
+  LoopNest n = nest({decl_("n0", detail::int_param(0)), decl_("n1", detail::int_param(1)),
+                     decl_("nf_shares", var("n1")), fill, cols});
+  passes::gpu_points(n, grid);
+  ASSERT_EQ(verify(n, "gpu_points"), "") << print(n);
+  EXPECT_EQ(n.body[3]->loop, LoopKind::Parallel) << print(n);  // the fill
+  std::string text = print(n);
+  EXPECT_EQ(text.find("for v in"), std::string::npos) << text;
+  EXPECT_NE(text.find("p1[c] = sum(p1[c], p0[((i * n1) + c)])"), std::string::npos) << text;
+  passes::promote(n, grid);
+  passes::gpu_split(n, grid);
+  ASSERT_EQ(verify(n, "gpu_split"), "") << print(n);
+  text = print(n);
+  EXPECT_NE(text.find("int64 nf_r = max(min(min(max_threads, ((32 * max_threads) / max(nf_shares, 1))), (n0 / 8)), 1)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("for nf_sc in [0, (nf_shares * nf_r)) step 1 parallel"), std::string::npos) << text;
+  EXPECT_NE(text.find("for i in [((n0 * nf_c) / nf_r), ((n0 * (nf_c + 1)) / nf_r)) step 1"), std::string::npos) << text;
+  EXPECT_NE(text.find("for nf_c in [0, nf_r) step 1"), std::string::npos) << text;
+  // Not on the CPU.
+  LoopNest cpu = nest({decl_("n0", detail::int_param(0)), cols});
+  const std::string before = print(cpu);
+  passes::gpu_points(cpu, kCpu);
+  passes::gpu_split(cpu, kCpu);
+  EXPECT_EQ(print(cpu), before);
+}
