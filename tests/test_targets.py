@@ -493,3 +493,55 @@ def test_reductions_down_few_columns_are_cut_into_chunks(emulated):
     want = onp.array([chunked_sum(c) for c in (x * 2).T])
     assert not onp.array_equal(want, (x * 2).sum(axis=0))  # (NumPy adds the rows in order: not this)
     assert onp.array_equal(got, want, equal_nan=True)
+
+
+def test_a_scan_over_every_point_runs_in_chunks(emulated):
+    # gpu_scan: np.cumsum of a vector (nothing for the grid) is cut into
+    # Q = min(MaxThreads, n / 64) chunks (the emulated device's MaxThreads is
+    # 5): each chunk's total, the totals' running sums on one thread, then
+    # each chunk's scan from the chunks before it. Exact for integer sums and
+    # products; a float cumsum reassociated within NumPy's bound.
+    n = 1000
+    x = RNG.standard_normal(n)
+    k = RNG.integers(-2**40, 2**40, n)
+    X, K = nf.asarray(x), nf.asarray(k)
+    Q = max(1, min(5, n // 64))
+    assert Q == 5
+    cases = [  # (name, program, exact)
+        ("integer cumsum", lambda m, a, i: m.cumsum(i * 3), True),
+        ("integer cumprod (wrapping around)", lambda m, a, i: m.cumprod(i % 5 + 1), True),
+        ("float cumsum", lambda m, a, i: m.cumsum(a * 2), False),
+        ("float cumprod", lambda m, a, i: m.cumprod(1 + a / 1000), False),
+    ]
+    for name, f, exact in cases:
+        d0 = device()
+        got = f(nf, X, K)
+        nf.flush()
+        d1 = device()
+        assert d1["launches"] - d0["launches"] >= 3, name  # (the chunks' phases)
+        want = f(onp, x, k)
+        if exact:
+            assert onp.array_equal(onp.asarray(got), want), name
+        else:
+            assert_same(got, want)
+    # The float cumsum's association, to the bit: each chunk's points in order,
+    # the running totals of the chunks, then each chunk from the total before it.
+    y = x * 2
+    bounds = [n * c // Q for c in range(Q + 1)]
+    tot, run = [], None
+    for c in range(Q):
+        r = None
+        for v in y[bounds[c]:bounds[c + 1]]:
+            r = float(v) if r is None else r + float(v)
+        run = r if run is None else run + r
+        tot.append(run)
+    want = []
+    for c in range(Q):
+        acc = None
+        for v in y[bounds[c]:bounds[c + 1]]:
+            acc = (float(v) if c == 0 else tot[c - 1] + float(v)) if acc is None else acc + float(v)
+            want.append(acc)
+    want = onp.array(want)
+    assert not onp.array_equal(want, onp.cumsum(y))  # (NumPy's sequential sum: not this)
+    got = onp.asarray(nf.cumsum(X * 2))
+    assert onp.array_equal(got, want), onp.nonzero(got != want)[0][:20]

@@ -96,6 +96,21 @@ def reduction(lib, x):
     return (x * x).sum()
 
 
+def row_norms(lib, x):
+    # short rows (3-D points): one thread per row
+    return lib.sqrt((x * x).sum(axis=1))
+
+
+def column_means(lib, x):
+    # a tall array's few columns: the rows cut into chunks (gpu_split)
+    return (x - x.mean(axis=0)).sum(axis=0)
+
+
+def row_argmax(lib, x):
+    # long rows: a block per row (gpu_blocks), the index along
+    return lib.argmax(x, axis=1)
+
+
 def matmul(lib, a, b):
     return a @ b
 
@@ -176,6 +191,9 @@ def main(argv=None):
         ("blur chain", blur, [rng.random((n2, n2))], "blur"),
         ("row softmax", softmax, [rng.random((n2, 1024))], None),
         ("reduction", reduction, [rng.random(n_bs)], None),
+        ("row norms (3)", row_norms, [rng.random((n_bs // 3, 3))], None),
+        ("column means", column_means, [rng.random((n_bs // 8, 8))], None),
+        ("row argmax", row_argmax, [rng.random((n2, 2048))], None),
         ("matmul f32", matmul, [rng.random((nmm, nmm), dtype=np.float32), rng.random((nmm, nmm), dtype=np.float32)],
          None),
         ("matmul f64", matmul, [rng.random((nmm, nmm)), rng.random((nmm, nmm))], None),

@@ -7,6 +7,7 @@
 //   partials      a Parallel loop's shares combine into copies of their own (partials.cc)
 //   tile_buffers  tile buffers: input tiles copied in and read from there,
 //                 output tiles combined into and folded out (tile_buffers.cc)
+//   gpu_scan      (a grid's targets) a scan over a kernel's every point in chunks (gpu_scan.cc)
 //   gpu_points    (a grid's targets) a grid point's one-point loops become it (gpu_split.cc)
 //   promote       memory combines kept in registers      (promote.cc)
 //   gpu_split     (a grid's targets) reductions down columns cut into chunks (gpu_split.cc)
@@ -107,6 +108,21 @@ void partials(LoopNest& n, const PassContext& c);
 // computes the same values at every tile and stores them only where its
 // guard is set, which compose clears.
 LoopNest build_stores(const mdh::MdHom& h, const tune::Schedule& s, const std::string& name);
+
+// gpu_scan: nothing on a target without a grid. Otherwise each top-level
+// loop over [0, N) in steps of 1 (Serial or Vectorized) whose body is
+// declarations, then `if (0 < i) out[e(i)] = combine(out[e(i - 1)], v)
+// else out[e(i)] = v` (a scan along the kernel's only loop, as build writes
+// it; the declarations and v read nothing the loop writes) becomes, after
+// nf_q = max(1, min(MaxThreads, N / 64)) and a Kernel array nf_tot of nf_q
+// totals: a Parallel loop over the chunks (chunk c: points [N c / nf_q,
+// N (c + 1) / nf_q)) each combining its points' values in order into its
+// total; a Serial loop making the totals running ones (tot[c] =
+// combine(tot[c - 1], tot[c])); a Parallel loop over the chunks, each
+// scanning its points as the loop did, its first point combined with the
+// total of the chunks before it (chunk 0's: v). Every point's value is
+// computed twice, the outputs once each; the combines are reassociated.
+void gpu_scan(LoopNest& n, const PassContext& c);
 
 // gpu_points: nothing on a target without a grid. Otherwise, in each
 // top-level Parallel loop's body (not one with share reductions), a loop
@@ -268,7 +284,7 @@ void storage(LoopNest& n, const PassContext& c);
 void simplify(LoopNest& n, const PassContext& c);
 
 // The passes every stage's nest takes after build, in order: partials,
-// tile_buffers, gpu_points, promote, gpu_split, gpu_blocks, simd, pairwise, unroll, vectorize, storage,
+// tile_buffers, gpu_scan, gpu_points, promote, gpu_split, gpu_blocks, simd, pairwise, unroll, vectorize, storage,
 // simplify (lower.cc runs them).
 const std::vector<Pass>& common();
 
