@@ -545,3 +545,44 @@ def test_a_scan_over_every_point_runs_in_chunks(emulated):
     assert not onp.array_equal(want, onp.cumsum(y))  # (NumPy's sequential sum: not this)
     got = onp.asarray(nf.cumsum(X * 2))
     assert onp.array_equal(got, want), onp.nonzero(got != want)[0][:20]
+
+
+def _chunked_scan(y, Q):
+    # gpu_scan's association for one row: each chunk's points in order, the
+    # chunks' running totals, each chunk from the total before it.
+    n = len(y)
+    bounds = [n * c // Q for c in range(Q + 1)]
+    tot, run = [], None
+    for c in range(Q):
+        r = None
+        for v in y[bounds[c]:bounds[c + 1]]:
+            r = float(v) if r is None else r + float(v)
+        run = r if run is None else run + r
+        tot.append(run)
+    out = []
+    for c in range(Q):
+        acc = None
+        for v in y[bounds[c]:bounds[c + 1]]:
+            acc = (float(v) if c == 0 else tot[c - 1] + float(v)) if acc is None else acc + float(v)
+            out.append(acc)
+    return onp.array(out)
+
+
+def test_scans_along_few_long_rows_or_columns_run_in_chunks(emulated):
+    # A scan the grid gives a thread per row (or column) is cut per row into
+    # Q = min(MaxThreads, 32 MaxThreads / rows, length / 64) chunks (5 here):
+    # the (row, chunk) pairs' totals, their running totals a thread per row,
+    # each chunk scanned from the total before it. Integers exact; a float
+    # cumsum to the bit of that association.
+    x = RNG.standard_normal((3, 1000))
+    k = RNG.integers(-2**40, 2**40, (3, 1000))
+    X, K = nf.asarray(x), nf.asarray(k)
+    assert onp.array_equal(onp.asarray(nf.cumsum(K * 3, axis=1)), onp.cumsum(k * 3, axis=1))
+    assert onp.array_equal(onp.asarray(nf.cumsum(K.T * 3, axis=0)), onp.cumsum(k.T * 3, axis=0))
+    want = onp.array([_chunked_scan(r, 5) for r in x * 2])
+    assert not onp.array_equal(want, onp.cumsum(x * 2, axis=1))
+    got = onp.asarray(nf.cumsum(X * 2, axis=1))
+    assert onp.array_equal(got, want), (got != want).sum()
+    xt = onp.ascontiguousarray(x.T)
+    got = onp.asarray(nf.cumsum(nf.asarray(xt) * 2, axis=0))
+    assert onp.array_equal(got, want.T)

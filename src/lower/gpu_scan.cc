@@ -5,7 +5,11 @@
 // then out[i] = out[i - 1] (+) v (out[0] = v). Where that loop is the
 // kernel's whole work (a scan along the only dimension: nothing for the
 // grid) it is one GPU thread walking every point. Here it becomes three
-// phases over Q chunks of the points, Q = max(1, min(MaxThreads, N / 64)):
+// phases over Q chunks of the points, Q = max(1, min(MaxThreads, N / 64)).
+// A scan along rows that the grid gives a thread each (cumsum(x, axis=1)
+// of a few long rows) is cut the same way, row by row: Q = max(1,
+// min(MaxThreads, 32 MaxThreads / rows, N / 64)) chunks a row, the totals'
+// running sums a thread per row:
 //
 //   Parallel c in [0, Q):  r = the chunk's first value, then r = r (+) v
 //                          over the rest of its points; tot[c] = r
@@ -48,12 +52,14 @@ ExP replace(const ExP& e, const ExP& what, const ExP& by) {
 bool match(const Stmt& f, ScanForm& m) {
   if (f.k != Stmt::K::For || (f.loop != LoopKind::Serial && f.loop != LoopKind::Vectorized)) return false;
   if (f.lo->k != Ex::K::IntLit || f.lo->ival != 0 || f.step->k != Ex::K::IntLit || f.step->ival != 1) return false;
-  if (f.body.empty()) return false;
-  for (size_t k = 0; k + 1 < f.body.size(); ++k) {
-    if (f.body[k]->k != Stmt::K::Decl || f.body[k]->accumulates) return false;
-    m.decls.push_back(f.body[k]);
+  std::vector<StmtP> body = f.body;
+  while (body.size() == 1 && body[0]->k == Stmt::K::Block) body = body[0]->body;  // (a grid point's, gpu_points)
+  if (body.empty()) return false;
+  for (size_t k = 0; k + 1 < body.size(); ++k) {
+    if (body[k]->k != Stmt::K::Decl || body[k]->accumulates) return false;
+    m.decls.push_back(body[k]);
   }
-  const Stmt& s = *f.body.back();
+  const Stmt& s = *body.back();
   const ExP i = var(f.name);
   if (s.k != Stmt::K::If || s.body.size() != 1 || s.else_body.size() != 1) return false;
   if (!same_ex(s.cond, arith('<', lit(0), i))) return false;
@@ -92,59 +98,143 @@ StmtP copy(const StmtP& s) {
 
 }  // namespace
 
+namespace {
+
+// The names the top level declares, and whether e reads only them.
+bool top_only(const ExP& e, const std::set<std::string>& top) {
+  if (!e) return true;
+  if (e->k == Ex::K::Var && !top.count(e->name)) return false;
+  if (e->k == Ex::K::Load || e->k == Ex::K::ThreadIndex || e->k == Ex::K::ThreadCount) return false;
+  for (const ExP& a : e->args)
+    if (!top_only(a, top)) return false;
+  return true;
+}
+
+// A grid iteration that scans a row: the Parallel loop over the rows, the
+// declarations before the scan (the row's point), the scan loop.
+struct Rows {
+  const Stmt* par = nullptr;
+  std::vector<StmtP> prologue;
+};
+
+bool match_rows(const Stmt& par, Rows& r, StmtP& scan, ScanForm& m) {
+  std::vector<StmtP> body = par.body;
+  while (body.size() == 1 && body[0]->k == Stmt::K::Block) body = body[0]->body;
+  if (body.empty()) return false;
+  for (size_t k = 0; k + 1 < body.size(); ++k) {
+    if (body[k]->k != Stmt::K::Decl || body[k]->accumulates) return false;
+    r.prologue.push_back(body[k]);
+  }
+  scan = body.back();
+  while (scan->k == Stmt::K::Block && scan->body.size() == 1) scan = scan->body[0];
+  r.par = &par;
+  return match(*scan, m);
+}
+
+// The scan loop f (form m) cut into chunks; `rows`: f is a row's scan in a
+// Parallel loop over N rows (each row's chunks: Q of them, its totals at
+// c N + row), else the kernel's only loop (N = 1).
+std::vector<StmtP> cut(const Stmt& f, const ScanForm& m, const Rows* rows, const std::set<std::string>& top,
+                       const std::string& sfx) {
+  const std::string Q = "nf_q" + sfx, tot = "nf_tot" + sfx, ch = "nf_ch" + sfx, sh = "nf_rc" + sfx;
+  const DType t = m.out->dtype;
+  const ExP E = f.hi, q = var(Q), cv = var(ch), i = var(f.name);
+  const ExP N = rows ? rows->par->hi : lit(1);
+  const ExP row = rows ? var(rows->par->name) : lit(0);
+  auto at = [&](const ExP& c) { return rows ? add(mul(c, N), row) : c; };
+  // Q chunks of at least 64 points, at most MaxThreads a row and 32
+  // MaxThreads in all.
+  ExP qx = min(max_threads(), arith('/', mul(lit(32), max_threads()), arith('M', N, lit(1))));
+  if (top_only(E, top)) qx = min(qx, arith('/', E, lit(64)));
+  std::vector<StmtP> out;
+  out.push_back(decl(DType::Int64, Q, arith('M', qx, lit(1))));
+  out.push_back(alloc(t, tot, mul(q, N), Scope::Kernel));
+  // A loop over the (row, chunk) pairs, its iteration's row and chunk declared.
+  auto pairs = [&]() {
+    StmtP l = for_loop(rows ? sh : ch, lit(0), rows ? mul(N, q) : q, lit(1));
+    l->loop = LoopKind::Parallel;
+    if (rows) {
+      l->cond = rows->par->cond;
+      l->body.push_back(decl(DType::Int64, rows->par->name, arith('%', var(sh), N)));
+      l->body.push_back(decl(DType::Int64, ch, arith('/', var(sh), N)));
+      for (const StmtP& d : rows->prologue) l->body.push_back(copy(d));
+    }
+    return l;
+  };
+  // A chunk's points [E c / Q, E (c + 1) / Q).
+  auto chunk_loop = [&]() {
+    StmtP l = for_loop(f.name, arith('/', mul(E, cv), q), arith('/', mul(E, add(cv, lit(1))), q), lit(1));
+    for (const StmtP& d : m.decls) l->body.push_back(copy(d));
+    return l;
+  };
+  const ExP first = arith('/', mul(E, cv), q);
+  // The chunks' totals.
+  StmtP totals = pairs();
+  const std::string r = "nf_run" + sfx;
+  totals->body.push_back(decl(t, r, scalar_lit(reduce_identity(m.combine->rop, t), t)));
+  StmtP walk = chunk_loop();
+  StmtP pick = if_else(arith('<', first, i));
+  pick->body.push_back(assign(var(r, t), replace(m.combine, m.prev, var(r, t))));
+  pick->else_body.push_back(assign(var(r, t), m.v));
+  walk->body.push_back(pick);
+  totals->body.push_back(walk);
+  totals->body.push_back(assign(load(tot, at(cv), t), var(r, t)));
+  out.push_back(totals);
+  // Their running totals: one thread a row.
+  StmtP prefix = for_loop(ch, lit(1), q, lit(1));
+  const ExP before = load(tot, at(sub(cv, lit(1))), t);
+  prefix->body.push_back(
+      assign(load(tot, at(cv), t), replace(replace(m.combine, m.v, load(tot, at(cv), t)), m.prev, before)));
+  if (rows) {
+    StmtP each = for_loop(rows->par->name, lit(0), N, lit(1));
+    each->loop = LoopKind::Parallel;
+    each->cond = rows->par->cond;
+    each->body.push_back(prefix);
+    out.push_back(each);
+  } else {
+    out.push_back(prefix);
+  }
+  // Each chunk's scan from the chunks before it.
+  StmtP scan = pairs();
+  StmtP body = chunk_loop();
+  StmtP inside = if_else(arith('<', first, i));
+  inside->body.push_back(assign(m.out, m.combine));
+  StmtP at_first = if_else(arith('<', lit(0), cv));
+  at_first->body.push_back(assign(m.out, replace(m.combine, m.prev, before)));
+  at_first->else_body.push_back(assign(m.out, m.v));
+  inside->else_body.push_back(at_first);
+  body->body.push_back(inside);
+  scan->body.push_back(body);
+  out.push_back(scan);
+  return out;
+}
+
+}  // namespace
+
 void passes::gpu_scan(LoopNest& n, const PassContext& c) {
   if (c.caps.threads != Caps::Threads::Grid) return;
+  std::set<std::string> top;
+  for (const StmtP& s : n.body)
+    if (s->k == Stmt::K::Decl || s->k == Stmt::K::Alloc) top.insert(s->name);
   int scans = 0;
   for (size_t k = 0; k < n.body.size(); ++k) {
     StmtP f = n.body[k];
     while (f->k == Stmt::K::Block && f->body.size() == 1) f = f->body[0];  // (build's scope around the loop)
     ScanForm m;
-    if (!match(*f, m)) continue;
-    const std::string sfx = scans ? std::to_string(scans) : "";
-    const std::string Q = "nf_q" + sfx, tot = "nf_tot" + sfx, ch = "nf_ch" + sfx;
-    const DType t = m.out->dtype;
-    const ExP N = f->hi, q = var(Q), cv = var(ch), i = var(f->name);
-    // A chunk's points [N c / Q, N (c + 1) / Q).
-    auto chunk_loop = [&]() {
-      StmtP l = for_loop(f->name, arith('/', mul(N, cv), q), arith('/', mul(N, add(cv, lit(1))), q), lit(1));
-      for (const StmtP& d : m.decls) l->body.push_back(copy(d));
-      return l;
-    };
-    const ExP first = arith('/', mul(N, cv), q);
+    Rows rows;
+    StmtP scan;
     std::vector<StmtP> out;
-    out.push_back(decl(DType::Int64, Q, arith('M', min(max_threads(), arith('/', N, lit(64))), lit(1))));
-    out.push_back(alloc(t, tot, q, Scope::Kernel));
-    // The chunks' totals.
-    StmtP totals = for_loop(ch, lit(0), q, lit(1));
-    totals->loop = LoopKind::Parallel;
-    const std::string r = "nf_run" + sfx;
-    totals->body.push_back(decl(t, r, scalar_lit(reduce_identity(m.combine->rop, t), t)));
-    StmtP walk = chunk_loop();
-    StmtP pick = if_else(arith('<', first, i));
-    pick->body.push_back(assign(var(r, t), replace(m.combine, m.prev, var(r, t))));
-    pick->else_body.push_back(assign(var(r, t), m.v));
-    walk->body.push_back(pick);
-    totals->body.push_back(walk);
-    totals->body.push_back(assign(load(tot, cv, t), var(r, t)));
-    out.push_back(totals);
-    // Their running totals, on one thread.
-    StmtP prefix = for_loop(ch, lit(1), q, lit(1));
-    const ExP before = load(tot, sub(cv, lit(1)), t);
-    prefix->body.push_back(assign(load(tot, cv, t), replace(replace(m.combine, m.v, load(tot, cv, t)), m.prev, before)));
-    out.push_back(prefix);
-    // Each chunk's scan from the chunks before it.
-    StmtP scan = for_loop(ch, lit(0), q, lit(1));
-    scan->loop = LoopKind::Parallel;
-    StmtP body = chunk_loop();
-    StmtP inside = if_else(arith('<', first, i));
-    inside->body.push_back(assign(m.out, m.combine));
-    StmtP at_first = if_else(arith('<', lit(0), cv));
-    at_first->body.push_back(assign(m.out, replace(m.combine, m.prev, before)));
-    at_first->else_body.push_back(assign(m.out, m.v));
-    inside->else_body.push_back(at_first);
-    body->body.push_back(inside);
-    scan->body.push_back(body);
-    out.push_back(scan);
+    const std::string sfx = scans ? std::to_string(scans) : "";
+    if (match(*f, m)) {
+      out = cut(*f, m, nullptr, top, sfx);
+    } else if (f->k == Stmt::K::For && f->loop == LoopKind::Parallel && f->share_reductions.empty() &&
+               top_only(f->hi, top)) {
+      m = ScanForm{};
+      if (!match_rows(*f, rows, scan, m)) continue;
+      out = cut(*scan, m, &rows, top, sfx);
+    } else {
+      continue;
+    }
     n.body.erase(n.body.begin() + static_cast<std::ptrdiff_t>(k));
     n.body.insert(n.body.begin() + static_cast<std::ptrdiff_t>(k), out.begin(), out.end());
     k += out.size() - 1;

@@ -7,8 +7,8 @@
 //   partials      a Parallel loop's shares combine into copies of their own (partials.cc)
 //   tile_buffers  tile buffers: input tiles copied in and read from there,
 //                 output tiles combined into and folded out (tile_buffers.cc)
-//   gpu_scan      (a grid's targets) a scan over a kernel's every point in chunks (gpu_scan.cc)
 //   gpu_points    (a grid's targets) a grid point's one-point loops become it (gpu_split.cc)
+//   gpu_scan      (a grid's targets) long scans in chunks (gpu_scan.cc)
 //   promote       memory combines kept in registers      (promote.cc)
 //   gpu_split     (a grid's targets) reductions down columns cut into chunks (gpu_split.cc)
 //   gpu_blocks    (a grid's targets) reductions shared by a block's threads (gpu_blocks.cc)
@@ -122,6 +122,13 @@ LoopNest build_stores(const mdh::MdHom& h, const tune::Schedule& s, const std::s
 // scanning its points as the loop did, its first point combined with the
 // total of the chunks before it (chunk 0's: v). Every point's value is
 // computed twice, the outputs once each; the combines are reassociated.
+// Likewise a top-level Parallel loop over N rows (N from the top level's
+// names) whose iteration is declarations then such a scan loop: each row
+// cut into nf_q = max(1, min(MaxThreads, 32 MaxThreads / max(N, 1), E / 64))
+// chunks (E the scan's trip count where the top level's names give it), the
+// totals at chunk c N + row, Parallel loops over the N nf_q (row, chunk)
+// pairs (the row's variable s % N, the chunk s / N, the declarations again)
+// and the running totals a Parallel loop over the rows.
 void gpu_scan(LoopNest& n, const PassContext& c);
 
 // gpu_points: nothing on a target without a grid. Otherwise, in each
@@ -284,7 +291,7 @@ void storage(LoopNest& n, const PassContext& c);
 void simplify(LoopNest& n, const PassContext& c);
 
 // The passes every stage's nest takes after build, in order: partials,
-// tile_buffers, gpu_scan, gpu_points, promote, gpu_split, gpu_blocks, simd, pairwise, unroll, vectorize, storage,
+// tile_buffers, gpu_points, gpu_scan, promote, gpu_split, gpu_blocks, simd, pairwise, unroll, vectorize, storage,
 // simplify (lower.cc runs them).
 const std::vector<Pass>& common();
 
