@@ -17,7 +17,10 @@
 //   Parallel c in [0, Q):  out[i] = out[i - 1] (+) v within the chunk, its
 //                          first point tot[c - 1] (+) v (chunk 0: v)
 //
-// Each chunk reads its points twice, in order. The combines are
+// Each chunk reads its points twice, in order. With one chunk (a short
+// scan, or many rows) the loop as it was runs instead, in one pass: every
+// loop's bound is multiplied by whether its form is the one (1 < Q, or
+// Q < 2). The combines are
 // reassociated (a chunk's points, then the chunks' totals): exact for
 // integers, min/max and logical scans; a floating-point sum or product
 // within NumPy's error bound. Only a loop of exactly that form -- from 0
@@ -148,10 +151,13 @@ std::vector<StmtP> cut(const Stmt& f, const ScanForm& m, const Rows* rows, const
   if (top_only(E, top)) qx = min(qx, arith('/', E, lit(64)));
   std::vector<StmtP> out;
   out.push_back(decl(DType::Int64, Q, arith('M', qx, lit(1))));
+  // One chunk (many rows, or a short scan): the loop as it was, one pass,
+  // and none of the chunks' phases runs an iteration.
+  const ExP chunked = arith('<', lit(1), q);
   out.push_back(alloc(t, tot, mul(q, N), Scope::Kernel));
   // A loop over the (row, chunk) pairs, its iteration's row and chunk declared.
   auto pairs = [&]() {
-    StmtP l = for_loop(rows ? sh : ch, lit(0), rows ? mul(N, q) : q, lit(1));
+    StmtP l = for_loop(rows ? sh : ch, lit(0), mul(chunked, rows ? mul(N, q) : q), lit(1));
     l->loop = LoopKind::Parallel;
     if (rows) {
       l->cond = rows->par->cond;
@@ -186,12 +192,13 @@ std::vector<StmtP> cut(const Stmt& f, const ScanForm& m, const Rows* rows, const
   prefix->body.push_back(
       assign(load(tot, at(cv), t), replace(replace(m.combine, m.v, load(tot, at(cv), t)), m.prev, before)));
   if (rows) {
-    StmtP each = for_loop(rows->par->name, lit(0), N, lit(1));
+    StmtP each = for_loop(rows->par->name, lit(0), mul(chunked, N), lit(1));
     each->loop = LoopKind::Parallel;
     each->cond = rows->par->cond;
     each->body.push_back(prefix);
     out.push_back(each);
   } else {
+    prefix->hi = mul(chunked, q);
     out.push_back(prefix);
   }
   // Each chunk's scan from the chunks before it.
@@ -206,6 +213,7 @@ std::vector<StmtP> cut(const Stmt& f, const ScanForm& m, const Rows* rows, const
   body->body.push_back(inside);
   scan->body.push_back(body);
   out.push_back(scan);
+  out.push_back(nullptr);  // (the caller's place for the loop as it was, over (Q < 2) of its iterations)
   return out;
 }
 
@@ -225,13 +233,20 @@ void passes::gpu_scan(LoopNest& n, const PassContext& c) {
     StmtP scan;
     std::vector<StmtP> out;
     const std::string sfx = scans ? std::to_string(scans) : "";
+    const ExP single = arith('<', var("nf_q" + sfx), lit(2));
     if (match(*f, m)) {
       out = cut(*f, m, nullptr, top, sfx);
+      StmtP as_was = std::make_shared<Stmt>(*f);
+      as_was->hi = mul(single, f->hi);
+      out.back() = as_was;
     } else if (f->k == Stmt::K::For && f->loop == LoopKind::Parallel && f->share_reductions.empty() &&
                top_only(f->hi, top)) {
       m = ScanForm{};
       if (!match_rows(*f, rows, scan, m)) continue;
       out = cut(*scan, m, &rows, top, sfx);
+      StmtP as_was = std::make_shared<Stmt>(*f);
+      as_was->hi = mul(single, f->hi);
+      out.back() = as_was;
     } else {
       continue;
     }

@@ -122,6 +122,8 @@ LoopNest build_stores(const mdh::MdHom& h, const tune::Schedule& s, const std::s
 // scanning its points as the loop did, its first point combined with the
 // total of the chunks before it (chunk 0's: v). Every point's value is
 // computed twice, the outputs once each; the combines are reassociated.
+// Each of these loops' bounds is multiplied by (1 < nf_q), and the loop as
+// it was follows, its bound multiplied by (nf_q < 2): one chunk is one pass.
 // Likewise a top-level Parallel loop over N rows (N from the top level's
 // names) whose iteration is declarations then such a scan loop: each row
 // cut into nf_q = max(1, min(MaxThreads, 32 MaxThreads / max(N, 1), E / 64))
