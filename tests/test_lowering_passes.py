@@ -20,7 +20,7 @@ import pytest
 
 import numfuse as nf
 
-PASSES = ["build", "partials", "tile_buffers", "gpu_points", "gpu_scan", "promote", "gpu_split", "gpu_blocks", "simd", "pairwise", "unroll", "vectorize", "storage", "simplify", "parallelize", "cpu_barriers"]
+PASSES = ["build", "partials", "tile_buffers", "gpu_points", "gpu_tiles", "gpu_scan", "promote", "gpu_split", "gpu_blocks", "simd", "pairwise", "unroll", "vectorize", "storage", "simplify", "parallelize", "cpu_barriers"]
 
 
 def run_dumped(tmp_path, program, extra_env=None):

@@ -283,18 +283,117 @@ def test_a_stale_host_copy_shows_if_read_without_the_copy_back(emulated):
     assert a.tolist()[0] == onp.asarray(a)[0]
 
 
-def test_tier0_and_routines_run_on_the_host_with_device_results(emulated):
+def test_tier0_runs_on_the_host_with_device_results_and_a_matmul_stays_on_the_device(emulated):
     a = nf.asarray(RNG.random((30, 30))) + 1  # a kernel on the device
     nf.flush()
     with nf.config(tier="eager"):
         b = a * 2  # tier 0 reads the device's result on the host
-    c = a @ a  # BLAS on the host
+    d0 = device()
+    c = a @ a  # not the host's BLAS: the device's tiles (gpu_tiles)
     nf.flush()
-    groups = nf.explain().groups
-    assert any("library routine" in (g["target_note"] or "") for g in groups), groups
+    groups = [g for g in nf.explain().groups if g["ops"]]
+    assert all(g["target"] == "cuda-emulated" and not g["target_note"] for g in groups), groups
+    assert _tile_launches(d0) == 1
+    text = str(nf.explain())
+    assert "on the device: 2 launches: a thread per iteration; then a block of 256 threads per iteration, " \
+           "sharing memory" in text, text  # (the output's start values, then the tiles)
     e = onp.asarray(a)
     assert_same(b, e * 2)
     assert_same(c, e @ e)
+
+
+def _tile_launches(d0, threads=256):
+    # Cooperative launches since d0 of gpu_tiles' blocks (256 threads; a
+    # gpu_blocks reduction's have 128): checked from both counts.
+    d1 = device()
+    n = d1["block_launches"] - d0["block_launches"]
+    assert d1["block_threads"] - d0["block_threads"] == threads * n, (d0, d1)
+    return n
+
+
+def _within_matmul_bound(got, a, b):
+    # |got - a @ b| <= k eps (|a| @ |b|) elementwise (any order of the k
+    # products, fused multiply-adds or not), the exact product in float64
+    # or, for float64 operands, in float128 where the platform has one.
+    got = onp.asarray(got)
+    k = a.shape[-1]
+    eps = onp.finfo(got.dtype).eps
+    wide = onp.longdouble if got.dtype == onp.float64 else onp.float64
+    exact = a.astype(wide) @ b.astype(wide)
+    bound = (onp.abs(a).astype(wide) @ onp.abs(b).astype(wide)) * (k + 1) * eps
+    assert got.shape == exact.shape and got.dtype == (a @ b).dtype
+    assert onp.all(onp.abs(got.astype(wide) - exact) <= bound + onp.finfo(got.dtype).tiny)
+
+
+def test_contractions_run_as_tiles_in_shared_memory(emulated):
+    # gpu_tiles: a matmul (and any contraction: batched, transposed, an
+    # einsum) is a block of 256 threads per 64 x 64 tile of the output, the
+    # operands' 16-deep tiles in shared memory, 4 x 4 outputs per thread in
+    # registers -- one cooperative launch -- where the extents make it pay
+    # (tune::block_tiles_pay: both output extents >= 16, 1 <= k <= 16 times
+    # the larger); otherwise a thread or (reading along k) a block of 128
+    # per output, as before. Integers exact (partial tiles, k not a multiple
+    # of 16); floats within the error bound of any order of the k products.
+    shapes = [(64, 48, 40), (1, 5, 7), (130, 17, 65), (3, 0, 4), (70, 33, 1), (129, 64, 127), (2, 3, 2),
+              (20, 5000, 20), (16, 256, 16), (300, 16, 17)]
+    nf._core.mark_cuda_check_stats()
+    for m, k, n in shapes:
+        tiles = m >= 16 and n >= 16 and 1 <= k <= 16 * max(m, n)
+        for dt in ["int64", "int32", "float64", "float32"]:
+            a = (RNG.standard_normal((m, k)) * 50).astype(dt)
+            b = (RNG.standard_normal((k, n)) * 50).astype(dt)
+            d0 = device()
+            got = nf.asarray(a) @ nf.asarray(b)
+            nf.flush()
+            schedules = [g["schedule"] for g in nf.explain().groups if g["ops"]]
+            assert any("block tiles" in t for t in schedules) == tiles, (m, k, n, dt, schedules)
+            if tiles:
+                assert _tile_launches(d0) == 1, (m, k, n, dt)
+            else:  # (blocks of gpu_blocks' 128 threads, if any)
+                _tile_launches(d0, 128)
+            if dt.startswith("int"):
+                assert_same(got, a @ b)
+            else:
+                _within_matmul_bound(got, a, b)
+    x = RNG.standard_normal((5, 30, 20))
+    y = RNG.standard_normal((5, 20, 70))
+    p = RNG.standard_normal((70, 20))
+    cases = [  # (name, program)
+        ("batched", lambda m, x, y, p: m.matmul(x, y)),
+        ("a @ b.T", lambda m, x, y, p: x[2] @ p.T),
+        ("einsum", lambda m, x, y, p: m.einsum("ik,jk->ij", x[1], p)),
+        ("fused operands and epilogue", lambda m, x, y, p: m.maximum((x[0] * 2) @ (y[1] + 1) - 3, 0)),
+    ]
+    X, Y, P = nf.asarray(x), nf.asarray(y), nf.asarray(p)
+    for name, f in cases:
+        d0 = device()
+        got = f(nf, X, Y, P)
+        nf.flush()
+        assert _tile_launches(d0) == 1, name
+        assert_same(got, f(onp, x, y, p), rtol=1e-12, atol=1e-12)  # (cancellation: 20 products of ~1)
+    k = RNG.integers(-1000, 1000, (37, 21))
+    assert_same(nf.asarray(k) @ nf.asarray(k.T.copy()), k @ k.T)
+    if emulated:  # every kernel above also went through NVRTC and ptxas, without spills
+        st = nf._core.cuda_check_stats(since_mark=True)
+        assert 2 * 16 * 64 * 8 <= st["max_shared_bytes"] <= 48 << 10, st
+        assert st["max_spill_bytes"] == 0, st
+
+
+def test_a_contraction_tile_combines_each_output_in_order_of_k(emulated):
+    # Each output's products are combined in k order from 0, then into the
+    # output's start value: the association of one thread's loop. Integers
+    # wrap around as NumPy's do; a max-plus "matmul" (max over k of
+    # a + b: a contraction with another combine) is exact.
+    a = RNG.integers(-2**62, 2**62, (70, 45))
+    b = RNG.integers(-3, 4, (45, 66))
+    assert_same(nf.asarray(a) @ nf.asarray(b), a @ b)
+    u = RNG.standard_normal((70, 45))
+    v = RNG.standard_normal((45, 66))
+    d0 = device()
+    got = (nf.asarray(u)[:, :, None] + nf.asarray(v)[None, :, :]).max(axis=1)
+    nf.flush()
+    assert _tile_launches(d0) == 1
+    assert onp.array_equal(onp.asarray(got), (u[:, :, None] + v[None, :, :]).max(axis=1))
 
 
 def test_complex_groups_run_on_the_cpu_and_say_why(emulated):
@@ -527,21 +626,7 @@ def test_a_scan_over_every_point_runs_in_chunks(emulated):
     # The float cumsum's association, to the bit: each chunk's points in order,
     # the running totals of the chunks, then each chunk from the total before it.
     y = x * 2
-    bounds = [n * c // Q for c in range(Q + 1)]
-    tot, run = [], None
-    for c in range(Q):
-        r = None
-        for v in y[bounds[c]:bounds[c + 1]]:
-            r = float(v) if r is None else r + float(v)
-        run = r if run is None else run + r
-        tot.append(run)
-    want = []
-    for c in range(Q):
-        acc = None
-        for v in y[bounds[c]:bounds[c + 1]]:
-            acc = (float(v) if c == 0 else tot[c - 1] + float(v)) if acc is None else acc + float(v)
-            want.append(acc)
-    want = onp.array(want)
+    want = _chunked_scan(y, Q)
     assert not onp.array_equal(want, onp.cumsum(y))  # (NumPy's sequential sum: not this)
     got = onp.asarray(nf.cumsum(X * 2))
     assert onp.array_equal(got, want), onp.nonzero(got != want)[0][:20]

@@ -369,6 +369,8 @@ class Explanation:
                 lines.append("  " + l)
             if g["schedule"]:
                 lines.append("  schedule: " + g["schedule"])
+            if g.get("launches"):
+                lines.append("  on the device: " + g["launches"])
         for w in r["warnings"]:
             lines.append("warning: " + w)
         return "\n".join(lines)

@@ -47,6 +47,10 @@ struct Source {
   // so in a comment, so the two forms of a kernel never share a cache entry).
   bool wide = false;
   LaunchShape shape;  // (GPU kernels)
+  // (GPU kernels) fused multiply-adds allowed (LoopNest::contract, as the
+  // CPU's kernel of the same schedule contracts): NVRTC's --fmad=true; the
+  // text says so in a comment and, for the emulation's clang, a pragma.
+  bool contract = false;
 };
 
 Source render_c(const lower::LoopNest& nest);

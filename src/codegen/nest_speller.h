@@ -4,6 +4,7 @@
 // threads, heap allocations, stages.
 #pragma once
 
+#include <map>
 #include <sstream>
 #include <string>
 
@@ -25,7 +26,18 @@ class NestSpeller {
   static std::string indent(int d) { return std::string(2 * d, ' '); }
   // Kernel arguments are named p<k> (lower::Lowerer::ptr).
   static bool is_pointer(const std::string& name);
-  std::string lvalue(const lower::Ex& e) { return e.name + "[" + ex(*e.args[0]) + "]"; }
+  // A GpuPrivate array (lower.h): each thread's elements at NF_LANE(the
+  // enclosing GpuThreads loop's variable, the array's count) -- 0 on the
+  // device, where each thread has an array of its own; the thread's
+  // offset in the emulation's one array for the block.
+  std::map<std::string, int64_t> lanes_;
+  std::string lane_var_;
+  std::string lvalue(const lower::Ex& e) {
+    auto l = lanes_.find(e.name);
+    if (l != lanes_.end())
+      return e.name + "[NF_LANE(" + lane_var_ + ", " + std::to_string(l->second) + ") + " + ex(*e.args[0]) + "]";
+    return e.name + "[" + ex(*e.args[0]) + "]";
+  }
   std::string ex(const lower::Ex& e);
   void stmt(std::ostringstream& os, const lower::Stmt& s, int d);
   // `for (int64_t var = lo; var < hi; var += step) { body }`.

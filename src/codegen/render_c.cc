@@ -193,7 +193,8 @@ class CRenderer final : public detail::NestSpeller {
       os << indent(d) << c_type(s.dtype) << " " << s.name << "[" << ex(*s.count) << "] __attribute__((aligned(64)));\n";
       return;
     }
-    if (s.scope == Scope::GpuShared) throw std::logic_error("render_c: GPU shared memory in a CPU kernel");
+    if (s.scope == Scope::GpuShared || s.scope == Scope::GpuPrivate)
+      throw std::logic_error("render_c: GPU shared or private memory in a CPU kernel");
     heap_alloc(os, s, d);
   }
 

@@ -4,7 +4,9 @@
 // GpuBlocks loop is a phase of its own, run grid-stride by every thread of
 // the launch's grid, or block-stride by its blocks where the loop's
 // threads cooperate (Stmt::threads: the phase's block size; GpuThreads
-// loops as NF_THREADS, GpuShared arrays __shared__, Barriers
+// loops as NF_THREADS, GpuShared arrays __shared__, GpuPrivate arrays
+// each thread's own (NF_PRIVATE / NF_LANE: one per thread on the device,
+// the block's threads' side by side in the emulation), Barriers
 // __syncthreads()); the statements between such loops are phases run by
 // one thread. The scalars the top level computes from the parameters alone
 // (extents, share counts) every phase computes itself; the other variables
@@ -106,7 +108,7 @@ class CudaRenderer final : public detail::NestSpeller {
     serial();
     if (shape_.phases.empty()) phase(phases, {}, nullptr);  // (an empty kernel: one phase doing nothing)
     std::ostringstream src;
-    src << "/* numfuse CUDA kernel " << n_.name << " */\n";
+    src << "/* numfuse CUDA kernel " << n_.name << (n_.contract ? " (fp contract)" : "") << " */\n";
     src << "struct " << n_.name << "_args { char* p[" << std::max(1, shape_.num_ptrs) << "]; int64_t ip["
         << std::max(1, ni) << "]; double fp[" << std::max(1, nf) << "]; };\n";
     src << "struct " << n_.name << "_frame {";
@@ -116,7 +118,7 @@ class CudaRenderer final : public detail::NestSpeller {
     src << " char nf_end; };\n";
     if (uses_alloc_) src << "NF_MALLOC_DECLS\n";
     src << helpers_.definitions() << phases.str();
-    return {src.str(), n_.name, false, shape_};
+    return {src.str(), n_.name, false, shape_, n_.contract};
   }
 
  private:
@@ -130,6 +132,7 @@ class CudaRenderer final : public detail::NestSpeller {
   std::vector<Field> frame_;
   LaunchShape shape_;
   int nphases_ = 0;
+  int64_t threads_ = 0;  // the cooperative phase's block size (its private arrays' copies when emulated)
 
   const char* who() const override { return "render_cuda"; }
 
@@ -202,6 +205,7 @@ class CudaRenderer final : public detail::NestSpeller {
     shape_.phases.push_back({fn, loop != nullptr, loop ? loop->threads : 0});
     os << "NF_KERNEL void " << fn << "(NF_COORDS const __grid_constant__ struct " << n_.name
        << "_args nf_a, struct " << n_.name << "_frame* __restrict__ nf_F) {\n";
+    if (n_.contract) os << "#ifndef __CUDACC_RTC__\n  #pragma clang fp contract(fast)\n#endif\n";
     os << "  const int64_t* __restrict__ ip = nf_a.ip;\n  const double* __restrict__ fp = nf_a.fp;\n";
     os << "  (void)ip; (void)fp; (void)nf_F;\n";
     for (int i = 0; i < n_.num_ptrs; ++i) {
@@ -221,6 +225,7 @@ class CudaRenderer final : public detail::NestSpeller {
         if (f.count == 0 && assigns(*loop, f.name))
           throw std::logic_error("render_cuda: a grid phase assigns the kernel's variable " + f.name);
       const Stmt& s = *loop;
+      threads_ = s.threads;
       if (s.threads > 0)  // (a block per iteration: its threads cooperate)
         os << "  for (int64_t " << s.name << " = (int64_t)blockIdx.x; " << s.name << " < " << ex(*s.hi) << "; "
            << s.name << " += (int64_t)gridDim.x) {\n";
@@ -263,7 +268,9 @@ class CudaRenderer final : public detail::NestSpeller {
       case LoopKind::GpuThreads:
         // (directly in a cooperative phase's body) thread x of the block takes x, x + T, ...
         os << indent(d) << "NF_THREADS(" << s.name << ", " << ex(*s.hi) << ") {\n";
+        lane_var_ = s.name;
         for (const StmtP& c : s.body) stmt(os, *c, d + 1);
+        lane_var_.clear();
         os << indent(d) << "}\n";
         return;
       case LoopKind::GpuBlocks:
@@ -280,6 +287,13 @@ class CudaRenderer final : public detail::NestSpeller {
   void alloc(std::ostringstream& os, const Stmt& s, int d) override {
     if (s.scope == Scope::Local) {  // registers / local memory
       os << indent(d) << c_type(s.dtype) << " " << s.name << "[" << ex(*s.count) << "] __attribute__((aligned(16)));\n";
+      return;
+    }
+    if (s.scope == Scope::GpuPrivate) {  // (a thread's own: registers where its indices are constants)
+      if (s.count->k != Ex::K::IntLit) throw std::logic_error("render_cuda: a private array of no literal count");
+      lanes_[s.name] = s.count->ival;
+      os << indent(d) << c_type(s.dtype) << " " << s.name << "[NF_PRIVATE(" << s.count->ival << ", " << threads_
+         << ")];\n";
       return;
     }
     if (s.scope == Scope::GpuShared) {
@@ -315,6 +329,8 @@ const std::string& cuda_prelude() {
                                "#define NF_COORDS\n"
                                "#define NF_MAX_THREADS ((int64_t)2048)\n"
                                "#define NF_THREADS(v, hi) for (int64_t v = (int64_t)threadIdx.x; v < (hi); v += (int64_t)blockDim.x)\n"
+                               "#define NF_PRIVATE(n, threads) (n)\n"
+                               "#define NF_LANE(v, n) 0\n"
                                "#define NF_MALLOC_DECLS\n"
                                "#define __builtin_nan(s) __longlong_as_double(0x7ff8000000000000LL)\n"
                                "#define __builtin_nanf(s) __int_as_float(0x7fc00000)\n"
@@ -344,6 +360,8 @@ const std::string& emulation_prelude() {
                                "#define __syncthreads() ((void)0)\n"
                                "#define NF_THREADS(v, hi) for (int64_t nf_x_##v = 0; nf_x_##v < (int64_t)blockDim.x; ++nf_x_##v) "
                                "for (int64_t v = nf_x_##v; v < (hi); v += (int64_t)blockDim.x)\n"
+                               "#define NF_PRIVATE(n, threads) ((n) * (threads))\n"
+                               "#define NF_LANE(v, n) ((v) * (n))\n"
                                "#define NF_MALLOC_DECLS void* malloc(unsigned long); void free(void*);\n";
   return p;
 }

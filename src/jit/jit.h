@@ -252,14 +252,15 @@ void set_nvrtc_library(const std::string& path);  // before first use
 NvrtcInfo nvrtc_info();
 // A cubin (and, if asked, PTX) of CUDA C++ `source` for the GPU
 // architecture sm_<arch> (80, 90, ...): NVRTC with --fmad=false (the CPU's
-// rounding) and -default-device; `log` gets NVRTC's log, with ptxas's
-// resource report (registers, spills, shared memory) when `verbose`.
-// Throws CompileError with the log.
+// rounding; `fmad`: --fmad=true, for a kernel whose CPU form contracts too)
+// and -default-device; `log` gets NVRTC's log, with ptxas's resource report
+// (registers, spills, shared memory) when `verbose`. Throws CompileError
+// with the log.
 struct CudaBinary {
   std::string cubin, ptx, log;
 };
 CudaBinary nvrtc_compile(const std::string& source, const std::string& name, int arch, bool want_ptx = false,
-                         bool verbose = false);
+                         bool verbose = false, bool fmad = false);
 
 // The CUDA driver API on device 0: its primary context, memory and
 // launches. get() loads it on first use; nullptr (with `why`) where the
@@ -305,11 +306,13 @@ std::vector<int> check_archs();
 constexpr int64_t kMaxSpillBytes = 512;
 constexpr int64_t kMaxSharedBytes = 48 << 10;  // (a block's static shared memory: lower::Caps::shared_bytes)
 // Kernels the check compiled, and the most registers / spill bytes /
-// static shared memory bytes seen.
+// static shared memory bytes seen: since the process started, or (`since_mark`)
+// since the last mark_check_stats() (a test's own kernels).
 struct CheckStats {
   int64_t kernels = 0, compiles = 0, max_registers = 0, max_spill_bytes = 0, max_shared_bytes = 0;
 };
-CheckStats check_stats();
+CheckStats check_stats(bool since_mark = false);
+void mark_check_stats();
 
 // Stable 64-bit hash (FNV-1a) for symbol names and file names.
 uint64_t hash64(const std::string& s);

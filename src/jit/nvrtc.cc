@@ -106,7 +106,7 @@ void resources(const std::string& log, int64_t& registers, int64_t& spills, int6
 
 std::mutex g_check_mu;
 std::vector<int> g_check_archs;
-CheckStats g_check;
+CheckStats g_check, g_check_marked;
 
 // What the disk cache keeps for a CUDA target's kernel: its launch shape,
 // a newline, its code.
@@ -130,7 +130,7 @@ void check(const codegen::Source& src) {
   const std::string text = codegen::cuda_prelude() + src.code;
   int64_t worst_regs = 0, worst_spill = 0, worst_shared = 0;
   for (int arch : archs) {
-    CudaBinary b = nvrtc_compile(text, src.entry + ".cu", arch, false, true);
+    CudaBinary b = nvrtc_compile(text, src.entry + ".cu", arch, false, true, src.contract);
     int64_t regs = 0, spills = 0, shared = 0;
     resources(b.log, regs, spills, shared);
     if (shared > kMaxSharedBytes)
@@ -144,11 +144,13 @@ void check(const codegen::Source& src) {
     worst_spill = std::max(worst_spill, spills);
   }
   std::lock_guard<std::mutex> lock(g_check_mu);
-  g_check.kernels++;
-  g_check.compiles += static_cast<int64_t>(archs.size());
-  g_check.max_registers = std::max(g_check.max_registers, worst_regs);
-  g_check.max_spill_bytes = std::max(g_check.max_spill_bytes, worst_spill);
-  g_check.max_shared_bytes = std::max(g_check.max_shared_bytes, worst_shared);
+  for (CheckStats* st : {&g_check, &g_check_marked}) {
+    st->kernels++;
+    st->compiles += static_cast<int64_t>(archs.size());
+    st->max_registers = std::max(st->max_registers, worst_regs);
+    st->max_spill_bytes = std::max(st->max_spill_bytes, worst_spill);
+    st->max_shared_bytes = std::max(st->max_shared_bytes, worst_shared);
+  }
 }
 
 class EmulatedCompiler final : public Compiler {
@@ -185,11 +187,11 @@ class CudaCompiler final : public Compiler {
   std::string id() const override {
     std::string why;
     CudaDriver* d = CudaDriver::get(&why);
-    return "cuda|nvrtc " + nvrtc_info().version + "|sm_" + std::to_string(d ? d->arch() : 0) + "|fmad=false";
+    return "cuda|nvrtc " + nvrtc_info().version + "|sm_" + std::to_string(d ? d->arch() : 0) + "|fmad=false unless contract";
   }
   Code compile(const codegen::Source& src, const std::string& symbol, std::string* object, Opt) override {
     CudaDriver& d = driver();
-    CudaBinary b = nvrtc_compile(codegen::cuda_prelude() + src.code, symbol + ".cu", d.arch());
+    CudaBinary b = nvrtc_compile(codegen::cuda_prelude() + src.code, symbol + ".cu", d.arch(), false, false, src.contract);
     Code c = load_cubin(d, b.cubin, src.shape);
     if (object) *object = with_shape(src.shape, b.cubin);
     return c;
@@ -226,7 +228,8 @@ void set_nvrtc_library(const std::string& path) {
 
 NvrtcInfo nvrtc_info() { return nvrtc().info; }
 
-CudaBinary nvrtc_compile(const std::string& source, const std::string& name, int arch, bool want_ptx, bool verbose) {
+CudaBinary nvrtc_compile(const std::string& source, const std::string& name, int arch, bool want_ptx, bool verbose,
+                         bool fmad) {
   Nvrtc& n = nvrtc();
   if (!n.info.available) throw CompileError(n.info.why);
   nvrtcProgram prog = nullptr;
@@ -238,7 +241,7 @@ CudaBinary nvrtc_compile(const std::string& source, const std::string& name, int
     ~Destroy() { n.destroy(&p); }
   } destroy{n, prog};
   const std::string arch_opt = "--gpu-architecture=sm_" + std::to_string(arch);
-  std::vector<const char*> opts = {arch_opt.c_str(), "--fmad=false", "-default-device", "-w"};
+  std::vector<const char*> opts = {arch_opt.c_str(), fmad ? "--fmad=true" : "--fmad=false", "-default-device", "-w"};
   if (verbose) opts.push_back("--ptxas-options=-v");
   const int rc = n.compile(prog, static_cast<int>(opts.size()), opts.data());
   CudaBinary out;
@@ -280,9 +283,14 @@ std::vector<int> check_archs() {
   return g_check_archs;
 }
 
-CheckStats check_stats() {
+CheckStats check_stats(bool since_mark) {
   std::lock_guard<std::mutex> lock(g_check_mu);
-  return g_check;
+  return since_mark ? g_check_marked : g_check;
+}
+
+void mark_check_stats() {
+  std::lock_guard<std::mutex> lock(g_check_mu);
+  g_check_marked = CheckStats{};
 }
 
 }  // namespace nf::jit

@@ -99,12 +99,8 @@ class Cooperation {
 
   // The cooperative body, or false (the iteration stays one thread's).
   bool run(std::vector<StmtP>& out) {
-    std::vector<StmtP> body = loop_.body;
-    while (body.size() == 1 && body[0]->k == Stmt::K::Block) body = body[0]->body;
-    std::set<std::string> index_regs;
-    for (const StmtP& s : body)
-      if (s->k == Stmt::K::Decl && s->accumulates && !s->accumulates->index.empty())
-        index_regs.insert(s->accumulates->index);
+    const std::vector<StmtP> body = unwrapped_body(loop_);
+    const std::set<std::string> index_regs = index_registers(body);
     for (const StmtP& s : body) {
       switch (s->k) {
         case Stmt::K::Comment:
@@ -303,9 +299,7 @@ class Cooperation {
 
 namespace detail {
 
-// Whether index e steps by one element with variable v: a sum one of
-// whose terms is v (or v * 1).
-static bool unit_term(const ExP& e, const std::string& v) {
+bool unit_term(const ExP& e, const std::string& v) {
   if (e->k == Ex::K::Var) return e->name == v;
   if (e->k != Ex::K::Arith) return false;
   if (e->op == '+') return unit_term(e->args[0], v) || unit_term(e->args[1], v);

@@ -55,8 +55,7 @@ ExP replace(const ExP& e, const ExP& what, const ExP& by) {
 bool match(const Stmt& f, ScanForm& m) {
   if (f.k != Stmt::K::For || (f.loop != LoopKind::Serial && f.loop != LoopKind::Vectorized)) return false;
   if (f.lo->k != Ex::K::IntLit || f.lo->ival != 0 || f.step->k != Ex::K::IntLit || f.step->ival != 1) return false;
-  std::vector<StmtP> body = f.body;
-  while (body.size() == 1 && body[0]->k == Stmt::K::Block) body = body[0]->body;  // (a grid point's, gpu_points)
+  std::vector<StmtP> body = unwrapped_body(f);  // (a grid point's Block, gpu_points)
   if (body.empty()) return false;
   for (size_t k = 0; k + 1 < body.size(); ++k) {
     if (body[k]->k != Stmt::K::Decl || body[k]->accumulates) return false;
@@ -95,23 +94,9 @@ bool match(const Stmt& f, ScanForm& m) {
   return !reads_out(m.v);
 }
 
-StmtP copy(const StmtP& s) {
-  return copy_stmt(s, [](const ExP& e) { return e; });
-}
-
 }  // namespace
 
 namespace {
-
-// The names the top level declares, and whether e reads only them.
-bool top_only(const ExP& e, const std::set<std::string>& top) {
-  if (!e) return true;
-  if (e->k == Ex::K::Var && !top.count(e->name)) return false;
-  if (e->k == Ex::K::Load || e->k == Ex::K::ThreadIndex || e->k == Ex::K::ThreadCount) return false;
-  for (const ExP& a : e->args)
-    if (!top_only(a, top)) return false;
-  return true;
-}
 
 // A grid iteration that scans a row: the Parallel loop over the rows, the
 // declarations before the scan (the row's point), the scan loop.
@@ -121,8 +106,7 @@ struct Rows {
 };
 
 bool match_rows(const Stmt& par, Rows& r, StmtP& scan, ScanForm& m) {
-  std::vector<StmtP> body = par.body;
-  while (body.size() == 1 && body[0]->k == Stmt::K::Block) body = body[0]->body;
+  const std::vector<StmtP> body = unwrapped_body(par);
   if (body.empty()) return false;
   for (size_t k = 0; k + 1 < body.size(); ++k) {
     if (body[k]->k != Stmt::K::Decl || body[k]->accumulates) return false;
@@ -221,9 +205,7 @@ std::vector<StmtP> cut(const Stmt& f, const ScanForm& m, const Rows* rows, const
 
 void passes::gpu_scan(LoopNest& n, const PassContext& c) {
   if (c.caps.threads != Caps::Threads::Grid) return;
-  std::set<std::string> top;
-  for (const StmtP& s : n.body)
-    if (s->k == Stmt::K::Decl || s->k == Stmt::K::Alloc) top.insert(s->name);
+  const std::set<std::string> top = top_names(n.body);
   int scans = 0;
   for (size_t k = 0; k < n.body.size(); ++k) {
     StmtP f = n.body[k];

@@ -33,6 +33,7 @@
 // declarations, registers one loop combines into (none ordered), the loop
 // in steps of 1 not reading memory along itself (a row is gpu_blocks'),
 // then statements that no later part needs -- is split.
+#include <algorithm>
 #include <functional>
 #include <set>
 #include <string>
@@ -60,12 +61,8 @@ struct Form {
 };
 
 bool match(const Stmt& par, Form& f) {
-  std::vector<StmtP> body = par.body;
-  while (body.size() == 1 && body[0]->k == Stmt::K::Block) body = body[0]->body;
-  std::set<std::string> index_regs;
-  for (const StmtP& s : body)
-    if (s->k == Stmt::K::Decl && s->accumulates && !s->accumulates->index.empty())
-      index_regs.insert(s->accumulates->index);
+  const std::vector<StmtP> body = unwrapped_body(par);
+  const std::set<std::string> index_regs = index_registers(body);
   Registers regs;
   std::vector<StmtP> acc_decls;
   for (const StmtP& s : body) {
@@ -98,10 +95,6 @@ bool match(const Stmt& par, Form& f) {
   if (!f.loop || reads_along(*f.loop)) return false;
   for (const StmtP& d : acc_decls) f.regs.push_back(d.get());
   return f.index_decls.size() == index_regs.size();
-}
-
-StmtP copy(const StmtP& s) {
-  return copy_stmt(s, [](const ExP& e) { return e; });
 }
 
 // The one-point loops of a grid iteration (gpu_points): the grid keeps a
@@ -177,15 +170,34 @@ bool fills(const Stmt& f) {
       if (reads(a)) return true;
     return false;
   };
-  for (const StmtP& s : f.body)
-    if (s->k != Stmt::K::Assign || s->target->k != Ex::K::Load || !mentions(s->target->args[0], {f.name}) ||
-        reads(s->value) || reads(s->target->args[0]))
-      return false;
-  return true;
+  // (Loops inside it: an output's rows set in a loop over its columns.)
+  std::function<bool(const std::vector<StmtP>&)> stores = [&](const std::vector<StmtP>& list) {
+    for (const StmtP& s : list) {
+      if (s->k == Stmt::K::For && (s->loop == LoopKind::Serial || s->loop == LoopKind::Vectorized)) {
+        if (s->body.empty() || reads(s->lo) || reads(s->hi) || reads(s->step) || !stores(s->body)) return false;
+        continue;
+      }
+      if (s->k != Stmt::K::Assign || s->target->k != Ex::K::Load || !mentions(s->target->args[0], {f.name}) ||
+          reads(s->value) || reads(s->target->args[0]))
+        return false;
+    }
+    return true;
+  };
+  return stores(f.body);
 }
 
 void passes::gpu_points(LoopNest& n, const PassContext& c) {
   if (c.caps.threads != Caps::Threads::Grid) return;
+  // Fill loops in a Block of their own (build's scope around them) come to
+  // the top level, where a Parallel loop may be.
+  std::vector<StmtP> flat;
+  for (const StmtP& s : n.body) {
+    const bool all = s->k == Stmt::K::Block && !s->body.empty() &&
+                     std::all_of(s->body.begin(), s->body.end(), [](const StmtP& c) { return fills(*c); });
+    if (all) flat.insert(flat.end(), s->body.begin(), s->body.end());
+    else flat.push_back(s);
+  }
+  n.body = std::move(flat);
   for (StmtP& s : n.body)
     if (fills(*s)) {
       // (one thread would store them one after another)
@@ -207,9 +219,7 @@ void passes::gpu_points(LoopNest& n, const PassContext& c) {
 
 void passes::gpu_split(LoopNest& n, const PassContext& c) {
   if (c.caps.threads != Caps::Threads::Grid) return;
-  std::set<std::string> top;
-  for (const StmtP& s : n.body)
-    if (s->k == Stmt::K::Decl || s->k == Stmt::K::Alloc) top.insert(s->name);
+  const std::set<std::string> top = top_names(n.body);
   int splits = 0;
   for (size_t i = 0; i < n.body.size(); ++i) {
     const StmtP par = n.body[i];
@@ -220,23 +230,13 @@ void passes::gpu_split(LoopNest& n, const PassContext& c) {
     const Stmt& L = *f.loop;
     const ExP E = sub(L.hi, L.lo);
     {
-      const std::set<std::string>& names = top;
-      // N must come from the top level's names alone.
-      std::function<bool(const ExP&)> top_only = [&](const ExP& e) -> bool {
-        if (!e) return true;
-        if (e->k == Ex::K::Var && !names.count(e->name)) return false;
-        if (e->k == Ex::K::Load || e->k == Ex::K::ThreadIndex || e->k == Ex::K::ThreadCount) return false;
-        for (const ExP& a : e->args)
-          if (!top_only(a)) return false;
-        return true;
-      };
-      if (!top_only(N)) continue;
+      if (!top_only(N, top)) continue;  // (N from the top level's names alone)
       const std::string suffix = splits ? std::to_string(splits) : "";
       const std::string R = kChunks + suffix;
       // R chunks: at most MaxThreads, at most 32 MaxThreads partials in all,
       // at least 8 rows a chunk (where the parameters say how many rows).
       ExP r = min(max_threads(), arith('/', mul(lit(32), max_threads()), arith('M', N, lit(1))));
-      if (top_only(E)) r = min(r, arith('/', E, lit(8)));
+      if (top_only(E, top)) r = min(r, arith('/', E, lit(8)));
       std::vector<StmtP> before;
       before.push_back(decl(DType::Int64, R, arith('M', r, lit(1))));
       const ExP chunks = var(R);

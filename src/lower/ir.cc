@@ -188,6 +188,39 @@ StmtP if_else(ExP cond) {
   return s;
 }
 
+StmtP copy(const StmtP& s) {
+  return copy_stmt(s, [](const ExP& e) { return e; });
+}
+
+std::vector<StmtP> unwrapped_body(const Stmt& loop) {
+  std::vector<StmtP> body = loop.body;
+  while (body.size() == 1 && body[0]->k == Stmt::K::Block) body = body[0]->body;
+  return body;
+}
+
+std::set<std::string> top_names(const std::vector<StmtP>& body) {
+  std::set<std::string> top;
+  for (const StmtP& s : body)
+    if (s->k == Stmt::K::Decl || s->k == Stmt::K::Alloc) top.insert(s->name);
+  return top;
+}
+
+bool top_only(const ExP& e, const std::set<std::string>& top) {
+  if (!e) return true;
+  if (e->k == Ex::K::Var && !top.count(e->name)) return false;
+  if (e->k == Ex::K::Load || e->k == Ex::K::ThreadIndex || e->k == Ex::K::ThreadCount) return false;
+  for (const ExP& a : e->args)
+    if (!top_only(a, top)) return false;
+  return true;
+}
+
+std::set<std::string> index_registers(const std::vector<StmtP>& body) {
+  std::set<std::string> out;
+  for (const StmtP& s : body)
+    if (s->k == Stmt::K::Decl && s->accumulates && !s->accumulates->index.empty()) out.insert(s->accumulates->index);
+  return out;
+}
+
 StmtP copy_stmt(const StmtP& s, const std::function<ExP(const ExP&)>& f, const std::function<void(Stmt&)>& g) {
   auto c = std::make_shared<Stmt>(*s);
   for (ExP* e : {&c->lo, &c->hi, &c->step, &c->init, &c->target, &c->value, &c->count, &c->cond})

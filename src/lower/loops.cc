@@ -97,6 +97,7 @@ LoopNest Lowerer::run(const std::string& name) {
   ln.num_ptrs = static_cast<int>(h_.accesses.size());
   ln.contract = s_.contract;
   ln.wide = s_.wide;
+  ln.block_tiles = s_.block_tiles;
   for (const mdh::Access& a : h_.accesses) ln.ptr_types.push_back(a.dtype);
   plan_caches();
   plan_reductions();

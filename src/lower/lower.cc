@@ -1,4 +1,4 @@
-// The pass driver: build, the common passes (partials, tile_buffers, gpu_points, gpu_scan, promote, gpu_split, gpu_blocks, simd,
+// The pass driver: build, the common passes (partials, tile_buffers, gpu_points, gpu_tiles, gpu_scan, promote, gpu_split, gpu_blocks, simd,
 // pairwise, unroll, vectorize, storage, simplify), the target's tail (passes.h), each
 // handed the target's capabilities (PassContext), with the nest printed
 // (NUMFUSE_DUMP=passes) and verified after each.
@@ -71,6 +71,7 @@ const std::vector<Pass>& passes::common() {
   static const std::vector<Pass> list = {{"partials", passes::partials},
                                          {"tile_buffers", passes::tile_buffers},
                                          {"gpu_points", passes::gpu_points},
+                                         {"gpu_tiles", passes::gpu_tiles},
                                          {"gpu_scan", passes::gpu_scan},
                                          {"promote", passes::promote},
                                          {"gpu_split", passes::gpu_split},

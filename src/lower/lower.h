@@ -111,9 +111,11 @@ enum class LoopKind : uint8_t {
                // each iteration on one block of T threads (block-stride), a cooperative
                // body: every statement directly in it runs on all T threads alike -- only
                // uniform Decls and Assigns to them (the same values on every thread),
-               // GpuShared Allocs, Barriers, GpuThreads loops -- and all that a thread
-               // keeps for itself lives inside a GpuThreads loop.
-  GpuThreads,  // (CUDA target) only directly in a cooperative GpuBlocks loop's body, lo = 0,
+               // GpuShared and GpuPrivate Allocs, Barriers, GpuThreads loops, and Serial
+               // loops of uniform bounds whose bodies hold only the same (a cooperative
+               // body again, run by every thread alike) -- and all that a thread keeps
+               // for itself lives inside a GpuThreads loop or in a GpuPrivate array.
+  GpuThreads,  // (CUDA target) only directly in a cooperative body (above), lo = 0,
                // step 1: its iterations dealt out to the block's threads (thread x runs
                // x, x + T, ...), at once; nothing it declares is seen after it, and it
                // assigns no variable declared outside it. What one thread writes to a
@@ -131,6 +133,11 @@ enum class Scope : uint8_t {
               // outside any Cores loop (heap on the CPU)
   GpuShared,  // (CUDA target) one per thread block, in shared memory: allocated directly
               // in a cooperative GpuBlocks loop's body, a literal count
+  GpuPrivate, // (CUDA target) one per thread of a block, kept across the block's barriers:
+              // allocated directly in a cooperative GpuBlocks loop's body, a literal count;
+              // touched only inside GpuThreads loops of exactly the block's threads (each
+              // thread's one iteration: its own elements). Registers where every index is
+              // a constant after unrolling (the emulated device keeps one per thread).
 };
 
 struct Stmt {
@@ -295,6 +302,7 @@ struct LoopNest {
   bool uses_threads = false;  // has a Cores loop
   bool contract = false;  // fused multiply-add allowed (schedule.contract)
   bool wide = false;      // the target's widest vectors (schedule.wide)
+  bool block_tiles = false;  // the grid in blocks of tiles where it can be (schedule.block_tiles; gpu_tiles)
   // Source-level description for dumps.
   std::string description;
 };

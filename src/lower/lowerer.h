@@ -81,6 +81,18 @@ void combine_into(std::vector<StmtP>& out, ReduceOp op, DType t, const std::stri
                   ExP v, ExP vi);
 // Structural equality of expressions.
 bool same_ex(const ExP& a, const ExP& b);
+// A deep copy of the statement (copy_stmt rewriting nothing).
+StmtP copy(const StmtP& s);
+// A loop's body with the single Blocks build puts around it unwrapped.
+std::vector<StmtP> unwrapped_body(const Stmt& loop);
+// The names a statement list declares directly (scalars and arrays): the
+// kernel's top level, seen by every iteration of its loops.
+std::set<std::string> top_names(const std::vector<StmtP>& body);
+// Whether e reads only the variables of `top` and the parameters (no
+// memory, no thread expression): the same value wherever it is evaluated.
+bool top_only(const ExP& e, const std::set<std::string>& top);
+// The arg index registers of the accumulator registers the list declares.
+std::set<std::string> index_registers(const std::vector<StmtP>& body);
 // Whether e mentions a variable named in `names`.
 bool mentions(const ExP& e, const std::set<std::string>& names);
 
@@ -96,6 +108,9 @@ struct Carried {
   bool other = false;
 };
 Carried carried(const Stmt& loop, const Registers& regs);
+// Whether index e steps by one element with variable v: a sum one of whose
+// terms is v (or v * 1) (gpu_blocks.cc).
+bool unit_term(const ExP& e, const std::string& v);
 // Whether loop f reads memory contiguously along its variable (gpu_blocks.cc):
 // some load's index a sum with the loop's variable (or it times 1) as a term.
 bool reads_along(const Stmt& f);

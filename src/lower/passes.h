@@ -143,8 +143,32 @@ void gpu_scan(LoopNest& n, const PassContext& c);
 // register over the rows, and gpu_split can cut them.) And a top-level
 // Serial loop from 0 in steps of 1 to a bound not a literal, whose body only stores values that read
 // no memory at indices that move with it (an output set to its start
-// value) becomes Parallel: the grid's threads store them.
+// value), directly or in loops inside it, becomes Parallel: the grid's
+// threads store them (a top-level Block of nothing but such loops is
+// replaced by them first).
 void gpu_points(LoopNest& n, const PassContext& c);
+
+// gpu_tiles: nothing unless the schedule asks for block tiles
+// (LoopNest::block_tiles), nothing on a target without a grid (or whose
+// blocks hold fewer than 256 threads). Otherwise each top-level Parallel loop (no share
+// reductions, the bound from the top level's names) whose iteration is a
+// contraction's grid point -- g = s; J = g % NJ; g = g / NJ; I = g (or
+// I = g % NI; g = g / NI, then declarations of the outer points from g),
+// then loops over k from 0 to K in order (one loop in steps of 1, or a
+// tile loop and its point loop) and one-point loops of I or J around
+// declarations and one marked memory combine, not an arg-reduction, at an
+// index with I and J and not k -- where some load's index has k and one of
+// I, J (and no name the point declares), none has all three, and their
+// tiles fit the shared memory, becomes: nf_tm = ceil(NI / 64), nf_tn =
+// ceil(NJ / 64), nf_tiles = (bound / max(NI NJ, 1)) nf_tm nf_tn, and a
+// cooperative GpuBlocks loop over nf_tiles of 256 threads (J0, I0 and the
+// outer points from its variable; a GpuShared 16 x 64 tile per such load,
+// a GpuPrivate 4 x 4 of registers per thread from the identity; for each
+// 16 of k: the tiles copied (0 outside the extents), Barrier, each thread's
+// 4 x 4 points of the 64 x 64 combined over the tile's k into the
+// registers, Barrier; then each register combined into its output element
+// inside the extents). gpu_tiles.cc shows the form.
+void gpu_tiles(LoopNest& n, const PassContext& c);
 
 // promote: each memory element that marked combines (Stmt::accumulates on
 // an Assign) update inside a loop L -- not a Parallel or Cores loop -- at an

@@ -27,6 +27,7 @@ const char* scope_name(Scope s) {
     case Scope::Thread: return "thread";
     case Scope::Kernel: return "kernel";
     case Scope::GpuShared: return "gpu-shared";
+    case Scope::GpuPrivate: return "gpu-private";
   }
   return "";
 }

@@ -14,10 +14,12 @@
 // tile_buffers pass, FullSplits only before the unroll pass and
 // TileBounds and marked loops only in them; GpuBlocks loops at the top
 // level, a cooperative one's body only what its block's threads run alike
-// (uniform declarations and assignments, GpuShared allocations, barriers,
-// GpuThreads loops that keep what they declare and assign to themselves),
-// with a Barrier between a statement that writes a shared array and a
-// later one that touches it.
+// (uniform declarations and assignments, GpuShared and GpuPrivate
+// allocations, barriers, GpuThreads loops that keep what they declare and
+// assign to themselves, uniform loops of these), with a Barrier between a
+// statement that writes a shared array and a later one that touches it,
+// and private arrays touched only by GpuThreads loops of the block's
+// threads.
 #include <algorithm>
 #include <functional>
 #include <map>
@@ -125,9 +127,14 @@ class Verifier {
   // A cooperative GpuBlocks loop (lower.h: LoopKind::GpuBlocks, threads >
   // 0): directly in its body only what every thread of the block runs
   // alike, and a Barrier between a statement that writes a GpuShared array
-  // and any later one that touches it (what a block's threads write to
-  // shared memory, the others see only after a barrier; within one
-  // statement this is not checked).
+  // and any later one that touches it, and between one that reads it and
+  // a later one that writes it (what a block's threads write to shared
+  // memory, the others see only after a barrier, and a write must not
+  // overtake another thread's read; within one statement this is not
+  // checked). A Serial loop of uniform bounds there
+  // is a cooperative body again, run around: its last statements are
+  // followed by its first. GpuPrivate arrays are touched only by GpuThreads
+  // loops of exactly the block's threads (each thread's own elements).
   void cooperative(const Stmt& loop) {
     ex(loop.lo);
     ex(loop.hi);
@@ -135,36 +142,81 @@ class Verifier {
     scopes_.emplace_back();
     scopes_.back().push_back({loop.name, NameKind::Scalar});
     scopes_.emplace_back();
-    std::set<std::string> shared;
-    std::map<std::string, size_t> written;  // shared array -> the statement that wrote it since the last Barrier
-    for (size_t i = 0; i < loop.body.size(); ++i) {
-      const Stmt& s = *loop.body[i];
-      const bool uniform_assign = s.k == Stmt::K::Assign && s.target->k == Ex::K::Var;
-      if (!(s.k == Stmt::K::Decl || uniform_assign || s.k == Stmt::K::Barrier || s.k == Stmt::K::Comment ||
-            (s.k == Stmt::K::Alloc && s.scope == Scope::GpuShared) ||
-            (s.k == Stmt::K::For && s.loop == LoopKind::GpuThreads)))
-        fail("cooperative GpuBlocks loop '" + loop.name +
-             "': a statement not run by every thread alike directly in its body (only uniform declarations and "
-             "assignments, shared allocations, barriers and GpuThreads loops)");
-      if (s.k == Stmt::K::Alloc) shared.insert(s.name);
-      if (s.k == Stmt::K::Barrier) written.clear();
-      std::set<std::string> reads, writes;
-      touches(s, shared, reads, writes);
-      for (const std::set<std::string>* set : {&reads, &writes})
-        for (const std::string& a : *set) {
-          auto w = written.find(a);
-          if (w != written.end() && w->second != i)
-            fail("cooperative GpuBlocks loop '" + loop.name + "': shared array '" + a +
-                 "' written by one statement and touched by a later one without a Barrier between");
-        }
-      for (const std::string& a : writes) written[a] = i;
-      stmt(s, false, false, true);
-    }
+    Shared sh;
+    cooperative_list(loop, loop.body, sh);
     if (released_)
       for (const auto& [name, kind] : scopes_.back())
         if (kind == NameKind::Heap) fail("allocation '" + name + "' is never released");
     scopes_.pop_back();
     scopes_.pop_back();
+  }
+
+  struct Shared {
+    std::set<std::string> shared, priv;
+    std::map<std::string, const Stmt*> written;  // shared array -> the statement that wrote it since the last Barrier
+    std::map<std::string, const Stmt*> read;     // ... -> a statement that read it since then
+  };
+
+  // The statements of a cooperative body (the block's, or a uniform loop's in it).
+  void cooperative_list(const Stmt& loop, const std::vector<StmtP>& list, Shared& sh) {
+    for (size_t i = 0; i < list.size(); ++i) {
+      const Stmt& s = *list[i];
+      const bool uniform_assign = s.k == Stmt::K::Assign && s.target->k == Ex::K::Var;
+      const bool uniform_loop = s.k == Stmt::K::For && s.loop == LoopKind::Serial && !s.cond;
+      if (!(s.k == Stmt::K::Decl || uniform_assign || s.k == Stmt::K::Barrier || s.k == Stmt::K::Comment ||
+            (s.k == Stmt::K::Alloc && (s.scope == Scope::GpuShared || s.scope == Scope::GpuPrivate)) ||
+            (s.k == Stmt::K::For && s.loop == LoopKind::GpuThreads) || uniform_loop))
+        fail("cooperative GpuBlocks loop '" + loop.name +
+             "': a statement not run by every thread alike directly in its body (only uniform declarations and "
+             "assignments, shared and private allocations, barriers, GpuThreads loops and uniform loops of them)");
+      if (s.k == Stmt::K::Alloc) (s.scope == Scope::GpuShared ? sh.shared : sh.priv).insert(s.name);
+      if (s.k == Stmt::K::Barrier) {
+        sh.written.clear();
+        sh.read.clear();
+      }
+      if (uniform_loop) {
+        ex(s.lo);
+        ex(s.hi);
+        ex(s.step);
+        scopes_.emplace_back();
+        scopes_.back().push_back({s.name, NameKind::Scalar});
+        // Twice round: what the end of one iteration writes, the start of
+        // the next may touch.
+        Shared round = sh;
+        cooperative_list(loop, s.body, round);
+        scopes_.back().resize(1);
+        cooperative_list(loop, s.body, round);
+        scopes_.pop_back();
+        sh.written = round.written;
+        sh.read = round.read;
+        continue;
+      }
+      std::set<std::string> reads, writes, priv_r, priv_w;
+      touches(s, sh.shared, reads, writes);
+      touches(s, sh.priv, priv_r, priv_w);
+      if ((!priv_r.empty() || !priv_w.empty()) &&
+          !(s.k == Stmt::K::For && s.loop == LoopKind::GpuThreads && s.hi->k == Ex::K::IntLit &&
+            s.hi->ival == loop.threads))
+        fail("cooperative GpuBlocks loop '" + loop.name + "': private array '" +
+             *(priv_r.empty() ? priv_w : priv_r).begin() +
+             "' touched other than by a GpuThreads loop of exactly the block's threads");
+      for (const std::set<std::string>* set : {&reads, &writes})
+        for (const std::string& a : *set) {
+          auto w = sh.written.find(a);
+          if (w != sh.written.end() && w->second != &s)
+            fail("cooperative GpuBlocks loop '" + loop.name + "': shared array '" + a +
+                 "' written by one statement and touched by a later one without a Barrier between");
+        }
+      for (const std::string& a : writes) {
+        auto r = sh.read.find(a);
+        if (r != sh.read.end() && r->second != &s)
+          fail("cooperative GpuBlocks loop '" + loop.name + "': shared array '" + a +
+               "' read by one statement and written by a later one without a Barrier between");
+        sh.written[a] = &s;
+      }
+      for (const std::string& a : reads) sh.read[a] = &s;
+      stmt(s, false, false, true);
+    }
   }
 
   // The GpuShared arrays of `shared` that s reads and writes.
@@ -320,8 +372,10 @@ class Verifier {
         if (s.scope == Scope::Local && (s.count->k != Ex::K::IntLit || s.count->ival <= 0) && released_)
           fail("Local allocation '" + s.name + "' of a count not a positive literal");
         if (s.scope == Scope::Kernel && in_cores_) fail("Kernel allocation '" + s.name + "' inside a Cores loop");
-        if (s.scope == Scope::GpuShared && (!block_body || s.count->k != Ex::K::IntLit || s.count->ival <= 0))
-          fail("GpuShared allocation '" + s.name + "' not of a literal count directly in a cooperative GpuBlocks loop's body");
+        if ((s.scope == Scope::GpuShared || s.scope == Scope::GpuPrivate) &&
+            (!block_body || s.count->k != Ex::K::IntLit || s.count->ival <= 0))
+          fail(std::string(s.scope == Scope::GpuShared ? "GpuShared" : "GpuPrivate") + " allocation '" + s.name +
+               "' not of a literal count directly in a cooperative GpuBlocks loop's body");
         declare(s.name, s.scope == Scope::Thread || s.scope == Scope::Kernel ? NameKind::Heap : NameKind::Array);
         return;
       case Stmt::K::Free: {

@@ -420,16 +420,15 @@ Prepared prepare(const std::vector<Task>& window, const fusion::Group& g, const 
     if (p.target_note.empty()) p.target = &want;
   }
   if (p.target->device) {
-    // (Not tuned: the tuner measures on the host.)
+    // (Not tuned: the tuner measures on the host. No library routine: the
+    // host's BLAS would take the operands off the device, where a
+    // contraction runs in tiles, lower::passes::gpu_tiles.)
     Config c = cfg;
     c.tune_seconds = 0;
+    c.routines = false;
     p.schedule = detail::choose_schedule(p.built->hom, p.built->bind, c, &p.tuned, &p.tuning);
-    if (p.schedule.routine != tune::Routine::None) {
-      p.target = &cpu_target();  // a library routine runs on the host
-      p.target_note = "a library routine runs on the host";
-    } else {
-      p.schedule = p.target->schedule(p.built->hom, p.schedule);
-    }
+    p.schedule = p.target->schedule(p.built->hom, p.schedule);
+    p.schedule.block_tiles = tune::block_tiles_pay(p.built->hom, p.schedule, p.built->bind);
   } else {
     p.schedule = detail::choose_schedule(p.built->hom, p.built->bind, cfg, &p.tuned, &p.tuning);
   }
@@ -617,6 +616,7 @@ void run_group(WindowForm& form, const std::shared_ptr<const Plan>& plan, size_t
     }
     gr.hom = &g.tmpl->hom;
     if (!gr.tier0) gr.target = g.target->name;
+    if (!gr.tier0 && g.target->device) gr.device_kernel = kernel_of(g);
     if (!g.target_note.empty()) gr.target_note = &g.target_note;
     if (bind) gr.ints.assign(bind->ints.data(), bind->ints.size());
     gr.schedule_ptr = &g.schedule;
@@ -808,6 +808,19 @@ std::string GroupReport::mdh_text() const {
   mdh::Bindings b;
   b.ints.assign(ints.begin(), ints.end());
   return mdh::to_string(*hom, &b);
+}
+
+std::string GroupReport::device_launches() const {
+  if (!device_kernel) return "";
+  std::string out;
+  for (const codegen::LaunchShape::Phase& p : device_kernel->shape.phases) {
+    out += out.empty() ? "" : "; then ";
+    if (!p.grid) out += "one thread";
+    else if (p.threads > 0) out += "a block of " + std::to_string(p.threads) + " threads per iteration, sharing memory";
+    else out += "a thread per iteration";
+  }
+  const size_t n = device_kernel->shape.phases.size();
+  return std::to_string(n) + (n == 1 ? " launch: " : " launches: ") + out;
 }
 
 std::string GroupReport::schedule_text() const {

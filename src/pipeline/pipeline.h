@@ -18,6 +18,10 @@
 #include "stream/stream.h"
 #include "tune/tune.h"
 
+namespace nf::jit {
+struct Kernel;
+}
+
 namespace nf::pipeline {
 
 // Where operations run. Auto: tier 0 (runtime/tier0.h: at once, no
@@ -104,6 +108,10 @@ struct GroupReport {
   // active target is another, why it ran there (a pointer into the plan).
   const char* target = "";
   const std::string* target_note = nullptr;
+  // A device target's kernel (the plan keeps it): its launches, in words,
+  // by device_launches() ("" for the CPU's).
+  const jit::Kernel* device_kernel = nullptr;
+  std::string device_launches() const;
 
   std::vector<std::string> ops() const;  // names, dead ones marked
   const std::string& stop_reason() const;

@@ -69,6 +69,7 @@ py::dict report_dict(const pipeline::FlushReport& r) {
     d["chain"] = g.chain;
     d["target"] = g.target;
     d["target_note"] = g.target_note ? *g.target_note : std::string();
+    d["launches"] = g.device_launches();
     // The kernel's shape in plain terms (explain()'s first line per kernel):
     // its iteration domain, the arrays it reads and writes, the dimensions
     // it reduces.

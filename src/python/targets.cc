@@ -93,6 +93,7 @@ void bind_targets(py::module_& m) {
     out["downloads"] = s.downloads;
     out["launches"] = s.launches;
     out["block_launches"] = s.block_launches;
+    out["block_threads"] = s.block_threads;
     out["device_allocs"] = s.device_allocs;
     out["pool_hits"] = s.pool_hits;
     out["pool_bytes"] = s.pool_bytes;
@@ -106,8 +107,11 @@ void bind_targets(py::module_& m) {
     jit::set_check_archs(archs);
     pipeline::clear_memo();
   });
-  m.def("cuda_check_stats", []() {
-    const jit::CheckStats s = jit::check_stats();
+  // The check's counts since the process started, or (since_mark) since
+  // mark_cuda_check_stats().
+  m.def("mark_cuda_check_stats", []() { jit::mark_check_stats(); });
+  m.def("cuda_check_stats", [](bool since_mark) {
+    const jit::CheckStats s = jit::check_stats(since_mark);
     py::dict d;
     d["kernels"] = s.kernels;
     d["compiles"] = s.compiles;
@@ -116,7 +120,7 @@ void bind_targets(py::module_& m) {
     d["max_shared_bytes"] = s.max_shared_bytes;
     d["archs"] = jit::check_archs();
     return d;
-  });
+  }, py::arg("since_mark") = false);
 }
 
 }  // namespace nf::py_bind

@@ -15,8 +15,8 @@ namespace nf::runtime {
 
 GpuDevice::Stats GpuDevice::stats() const {
   std::lock_guard<std::mutex> lock(pool_mu_);
-  return {uploads_.load(), downloads_.load(), launches_.load(), block_launches_.load(), device_allocs_, pool_hits_,
-          pool_bytes_};
+  return {uploads_.load(),      downloads_.load(),     launches_.load(), block_launches_.load(),
+          block_threads_.load(), device_allocs_,        pool_hits_,       pool_bytes_};
 }
 
 void* GpuDevice::alloc(int64_t bytes) {
@@ -132,7 +132,10 @@ class EmulatedDevice final : public GpuDevice {
     p.push_back(static_cast<char*>(frame));
     p.push_back(reinterpret_cast<char*>(&l));
     launches_++;
-    if (ph.threads > 0) block_launches_++;
+    if (ph.threads > 0) {
+      block_launches_++;
+      block_threads_ += ph.threads;
+    }
     k.fn.load(std::memory_order_acquire)(p.data(), ints, floats);
   }
 
@@ -172,7 +175,10 @@ class CudaDevice final : public GpuDevice {
     const codegen::LaunchShape::Phase& ph = s.phases[phase];
     const int64_t sms = d_.multiprocessors();
     launches_++;
-    if (ph.threads > 0) block_launches_++;
+    if (ph.threads > 0) {
+      block_launches_++;
+      block_threads_ += ph.threads;
+    }
     if (ph.threads > 0)  // (blocks of the threads its code was written for: 16 per SM, 2,048 threads at 128)
       d_.launch(k.functions[phase], 16 * sms, ph.threads, params);
     else

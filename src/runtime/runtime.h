@@ -112,6 +112,7 @@ class GpuDevice : public Device {
   struct Stats {
     int64_t uploads = 0, downloads = 0, launches = 0;
     int64_t block_launches = 0;  // launches of phases whose blocks' threads cooperate
+    int64_t block_threads = 0;   // their blocks' sizes, summed over those launches
     int64_t device_allocs = 0, pool_hits = 0, pool_bytes = 0;
   };
   Stats stats() const;
@@ -139,7 +140,7 @@ class GpuDevice : public Device {
   virtual void device_free(void* p, int64_t capacity) = 0;
   // A block handed out for `bytes` bytes (new or from the pool).
   virtual void handed_out(void* p, int64_t bytes, int64_t capacity) {}
-  std::atomic<int64_t> uploads_{0}, downloads_{0}, launches_{0}, block_launches_{0};
+  std::atomic<int64_t> uploads_{0}, downloads_{0}, launches_{0}, block_launches_{0}, block_threads_{0};
 
  private:
   mutable std::mutex pool_mu_;

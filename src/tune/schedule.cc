@@ -81,6 +81,7 @@ std::string Schedule::why_illegal(const mdh::MdHom& h) const {
   const int nloops = static_cast<int>(order.size());
   if (grid < 0 || grid > nloops) return "grid loops out of range";
   if (grid > 0 && !parallel) return "grid loops need a parallel schedule";
+  if (block_tiles && grid < 2) return "block tiles need two grid loops";
   for (int q = 0; q < grid; ++q) {
     const int d = order[q].dim;
     if (h.any_pointwise(d) || h.is_scan(d)) return "a grid loop's dimension is combined";
@@ -197,6 +198,7 @@ std::string Schedule::key() const {
   if (parallel) os << "|p" << parallel_min_work;
   else os << "|s";
   if (grid) os << "|g" << grid;
+  if (block_tiles) os << "|b";
   os << (vectorize ? "|v" : "|n");
   if (!caches.empty()) {
     os << "|c";
@@ -282,6 +284,9 @@ Schedule Schedule::parse(const std::string& text) {
       case 'g':
         s.grid = static_cast<int>(to_int(v));
         break;
+      case 'b':
+        s.block_tiles = true;
+        break;
       case 'v':
         s.vectorize = true;
         break;
@@ -340,6 +345,7 @@ std::string Schedule::to_string() const {
     os << ")";
     for (int d : c.pack) os << " packed by i" << d;
   }
+  if (block_tiles) os << "; block tiles (grid loops in 64 x 64 tiles, 256 threads, shared memory)";
   if (contract) os << "; fma";
   if (wide) os << "; " << Asm::host().wide_simd_bytes * 8 << "-bit vectors";
   return os.str();

@@ -225,6 +225,19 @@ Schedule grid_schedule(const mdh::MdHom& h, const Schedule& chosen) {
   return chosen;
 }
 
+bool block_tiles_pay(const mdh::MdHom& h, const Schedule& s, const mdh::Bindings& b) {
+  if (s.grid < 2) return false;
+  const int64_t ni = b.extent(h, s.order[s.grid - 2].dim), nj = b.extent(h, s.order[s.grid - 1].dim);
+  int64_t k = 1;
+  bool any = false;
+  for (int d = 0; d < h.ndim; ++d)
+    if (h.any_pointwise(d)) {
+      any = true;
+      k *= b.extent(h, d);
+    }
+  return any && ni >= 16 && nj >= 16 && k >= 1 && k <= 16 * std::max(ni, nj);
+}
+
 Schedule random_schedule(const mdh::MdHom& h, const mdh::Bindings& b, const Asm& target, uint64_t seed,
                          bool routines) {
   Rng r(seed);

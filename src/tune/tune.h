@@ -100,6 +100,11 @@ struct Schedule {
   // (reduces or scans), so nothing is combined across shares. Needs `parallel`; otherwise the
   // outermost loop is cut into MaxThreads shares (the CPU's form).
   int grid = 0;
+  // (A grid's schedule, block_tiles_pay) the grid's two innermost loops
+  // run in blocks of tiles: a block of threads per tile of their points,
+  // what the combined loops read along each of them staged in the block's
+  // shared memory (lower/passes.h: gpu_tiles, for a contraction).
+  bool block_tiles = false;
   Routine routine = Routine::None;
 
   int levels(int d) const { return static_cast<int>(tiles[d].size()) + 1; }
@@ -144,6 +149,14 @@ Schedule default_schedule(const mdh::MdHom& h, const mdh::Bindings& b, const Asm
 // local memory. Where that is illegal (a 0-d kernel, a scan or an ordered
 // product along the outer loop), the chosen schedule as it is: one thread.
 Schedule grid_schedule(const mdh::MdHom& h, const Schedule& chosen);
+
+// Whether a grid schedule's two innermost grid loops should run in blocks
+// of tiles (Schedule::block_tiles) at these extents: both at least 16
+// points (a tile's row of threads has work), the combined dimensions' points
+// K at least one and at most 16 times the larger of the two (a longer K with
+// few outputs leaves the device idle: a block per output, gpu_blocks, reads
+// it faster).
+bool block_tiles_pay(const mdh::MdHom& h, const Schedule& s, const mdh::Bindings& b);
 
 // ---------------------------------------------------------------------------
 // The schedule space (space.cc).

@@ -1220,3 +1220,154 @@ TEST(LowerPasses, GpuSplitCutsAColumnReductionIntoChunks) {
   passes::gpu_split(cpu, kCpu);
   EXPECT_EQ(print(cpu), before);
 }
+
+namespace {
+
+// A matmul's grid iteration as build leaves it for a device: the point
+// (i, j) from the share s, the loop over k, one marked memory combine.
+// `cube`: the second operand also read at i (a load at (i, j, k)).
+LoopNest contraction(bool cube = false) {
+  StmtP grid = for_("s", lit(0), var("nf_shares"), LoopKind::Parallel);
+  grid->body.push_back(decl_("g", var("s")));
+  grid->body.push_back(decl_("j", arith_('%', var("g"), var("n2"))));
+  grid->body.push_back(assign_(var("g"), arith_('/', var("g"), var("n2"))));
+  grid->body.push_back(decl_("i", var("g")));
+  StmtP k = for_("k", lit(0), var("n1"));
+  k->body.push_back(decl_("a", load_("p0", arith_('+', arith_('*', var("i"), var("n1")), var("k")))));
+  ExP b_at = arith_('+', arith_('*', var("k"), var("n2")), var("j"));
+  if (cube) b_at = arith_('+', b_at, var("i"));
+  k->body.push_back(decl_("b", load_("p1", b_at)));
+  const ExP out = load_("p2", arith_('+', arith_('*', var("i"), var("n2")), var("j")));
+  StmtP combine = assign_(out, detail::combine(ReduceOp::Sum, DType::Int64, out, arith_('*', var("a"), var("b"))));
+  auto mark = std::make_shared<Stmt::Accumulator>();
+  mark->op = ReduceOp::Sum;
+  combine->accumulates = mark;
+  k->body.push_back(combine);
+  grid->body.push_back(k);
+  LoopNest n = nest({decl_("n0", detail::int_param(0)), decl_("n1", detail::int_param(1)),
+                     decl_("n2", detail::int_param(2)), decl_("nf_shares", arith_('*', var("n0"), var("n2"))), grid},
+                    3);
+  n.block_tiles = true;  // (the schedule's: tune::block_tiles_pay)
+  return n;
+}
+
+PassContext tiles_context() {
+  PassContext c = blocks_context(128);
+  c.caps.max_block_threads = 1024;
+  return c;
+}
+
+}  // namespace
+
+// gpu_tiles makes a contraction's grid a block of 256 threads per 64 x 64
+// tile of the output: the operands' 16-deep tiles in shared memory (a
+// barrier after their copies and after their use, in the loop over k), a
+// 4 x 4 of registers per thread (private, from the identity), then the
+// registers into the output inside its extents; the verifier accepts it
+// and the CUDA renderer makes it one cooperative phase of 256 threads.
+TEST(LowerPasses, GpuTilesRunAContractionInSharedMemoryTiles) {
+  LoopNest n = contraction();
+  passes::gpu_tiles(n, tiles_context());
+  ASSERT_EQ(verify(n, "gpu_tiles"), "") << print(n);
+  const std::string text = print(n);
+  ASSERT_EQ(n.body.size(), 8u) << text;  // (n0, n1, n2, nf_shares, nf_tm, nf_tn, nf_tiles, the blocks)
+  const Stmt& blocks = *n.body[7];
+  ASSERT_EQ(blocks.loop, LoopKind::GpuBlocks) << text;
+  EXPECT_EQ(blocks.threads, 256);
+  EXPECT_NE(text.find("int64 nf_tm = (((nf_shares / max(n2, 1)) + 63) / 64)"), std::string::npos) << text;
+  EXPECT_NE(text.find("alloc gpu-shared int64 nf_tile_0[1040]"), std::string::npos) << text;  // (rows of 65)
+  EXPECT_NE(text.find("alloc gpu-shared int64 nf_tile_1[1024]"), std::string::npos) << text;
+  EXPECT_NE(text.find("alloc gpu-private int64 nf_acc[16]"), std::string::npos) << text;
+  EXPECT_NE(text.find("for nf_k0 in [0, n1) step 16:"), std::string::npos) << text;
+  // A's copy reads along k (row-major), B's along j.
+  EXPECT_NE(text.find("nf_tile_0[((nf_kk * 65) + nf_p)] = p0[(((nf_i0 + nf_p) * n1) + (nf_k0 + nf_kk))]"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("int64 nf_kk = (nf_t % 16)"), std::string::npos) << text;
+  EXPECT_NE(text.find("int64 nf_kk = (nf_t / 64)"), std::string::npos) << text;
+  EXPECT_NE(text.find("nf_acc[((nf_r * 4) + nf_c)] = sum(nf_acc[((nf_r * 4) + nf_c)]"), std::string::npos) << text;
+  // A whole tile's k unrolled, the last tile's as many as are left.
+  EXPECT_NE(text.find("if (15 < nf_kc):"), std::string::npos) << text;
+  EXPECT_NE(text.find("for nf_kk in [0, 16) step 1 unrolled:"), std::string::npos) << text;
+  EXPECT_NE(text.find("for nf_kk in [0, nf_kc) step 1:"), std::string::npos) << text;
+  EXPECT_NE(text.find("if ((i < (nf_shares / max(n2, 1))) and (j < n2)):"), std::string::npos) << text;
+  // The rest of lowering and the renderer.
+  for (const char* p : {"gpu_scan", "promote", "gpu_split", "gpu_blocks", "simd", "pairwise", "unroll", "vectorize",
+                        "storage", "simplify"})
+    for (const Pass& q : passes::common())
+      if (std::string(q.name) == p) q.run(n, tiles_context());
+  passes::gpu_grid(n, tiles_context());
+  ASSERT_EQ(verify(n, "gpu_grid"), "") << print(n);
+  const codegen::Source src = codegen::render_cuda(n);
+  ASSERT_EQ(src.shape.phases.size(), 1u) << src.code;
+  EXPECT_EQ(src.shape.phases[0].threads, 256);
+  EXPECT_NE(src.code.find("int64_t nf_acc[NF_PRIVATE(16, 256)];"), std::string::npos) << src.code;
+  EXPECT_NE(src.code.find("nf_acc[NF_LANE(nf_t, 16) + "), std::string::npos) << src.code;
+  EXPECT_NE(src.code.find("__shared__ int64_t nf_tile_1[((int64_t)1024LL)];"), std::string::npos) << src.code;
+}
+
+// The verifier's rules for what gpu_tiles makes: each barrier of the loop
+// over k is needed (the one after the copies before the tiles are read,
+// the one after their use before the next iteration's copies), and a
+// private array is touched only by loops of exactly the block's threads.
+TEST(LowerPasses, TheVerifierCatchesABarrierMissingInAUniformLoop) {
+  LoopNest n = contraction();
+  passes::gpu_tiles(n, tiles_context());
+  ASSERT_EQ(verify(n, "gpu_tiles"), "") << print(n);
+  auto with_block = [&](const std::function<void(std::vector<StmtP>&)>& change) {
+    LoopNest m = n;
+    auto b = std::make_shared<Stmt>(*n.body[7]);
+    for (StmtP& s : b->body) s = detail::copy(s);
+    change(b->body);
+    m.body[7] = b;
+    return verify(m, "gpu_tiles");
+  };
+  for (int which : {0, 1}) {
+    const std::string why = with_block([&](std::vector<StmtP>& body) {
+      for (StmtP& s : body)
+        if (s->k == Stmt::K::For && s->loop == LoopKind::Serial) {
+          int seen = 0;
+          for (size_t i = 0; i < s->body.size(); ++i)
+            if (s->body[i]->k == Stmt::K::Barrier && seen++ == which) {
+              s->body.erase(s->body.begin() + static_cast<std::ptrdiff_t>(i));
+              break;
+            }
+        }
+    });
+    // (the first: the copies' writes before the reads; the second: the
+    // reads before the next iteration's writes)
+    EXPECT_NE(why.find(which ? "read by one statement and written by a later one without a Barrier between"
+                             : "written by one statement and touched by a later one without a Barrier between"),
+              std::string::npos)
+        << which << ": " << why;
+  }
+  const std::string why = with_block([](std::vector<StmtP>& body) {
+    for (StmtP& s : body)
+      if (s->k == Stmt::K::For && s->loop == LoopKind::GpuThreads) {  // the registers' start
+        s->hi = lit(128);
+        break;
+      }
+  });
+  EXPECT_NE(why.find("private array 'nf_acc' touched other than by a GpuThreads loop of exactly the block's threads"),
+            std::string::npos)
+      << why;
+}
+
+// What gpu_tiles leaves: a load at (i, j, k) (no tile of it is shared by a
+// row or a column of the block), a target without a grid, a schedule that
+// does not ask for block tiles.
+TEST(LowerPasses, GpuTilesLeaveWhatIsNotAContraction) {
+  LoopNest unasked = contraction();
+  unasked.block_tiles = false;
+  const std::string unasked_before = print(unasked);
+  passes::gpu_tiles(unasked, tiles_context());
+  EXPECT_EQ(print(unasked), unasked_before);
+  LoopNest cube = contraction(/*cube=*/true);
+  const std::string before = print(cube);
+  passes::gpu_tiles(cube, tiles_context());
+  EXPECT_EQ(print(cube), before);
+  LoopNest cpu = contraction();
+  const std::string cpu_before = print(cpu);
+  passes::gpu_tiles(cpu, kCpu);
+  EXPECT_EQ(print(cpu), cpu_before);
+}
