@@ -373,6 +373,13 @@ def test_contractions_run_as_tiles_in_shared_memory(emulated):
         assert_same(got, f(onp, x, y, p), rtol=1e-12, atol=1e-12)  # (cancellation: 20 products of ~1)
     k = RNG.integers(-1000, 1000, (37, 21))
     assert_same(nf.asarray(k) @ nf.asarray(k.T.copy()), k @ k.T)
+    # Two combined dimensions (tensordot over two axes): not gpu_tiles'
+    # form (one loop over k), so no block tiles in the schedule either.
+    a3, b3 = RNG.standard_normal((30, 4, 5)), RNG.standard_normal((4, 5, 40))
+    got = nf.tensordot(nf.asarray(a3), nf.asarray(b3), axes=2)
+    nf.flush()
+    assert not any("block tiles" in g["schedule"] for g in nf.explain().groups)
+    assert_same(got, onp.tensordot(a3, b3, 2), rtol=1e-12, atol=1e-12)
     if emulated:  # every kernel above also went through NVRTC and ptxas, without spills
         st = nf._core.cuda_check_stats(since_mark=True)
         assert 2 * 16 * 64 * 8 <= st["max_shared_bytes"] <= 48 << 10, st

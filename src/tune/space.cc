@@ -226,16 +226,28 @@ Schedule grid_schedule(const mdh::MdHom& h, const Schedule& chosen) {
 }
 
 bool block_tiles_pay(const mdh::MdHom& h, const Schedule& s, const mdh::Bindings& b) {
-  if (s.grid < 2) return false;
-  const int64_t ni = b.extent(h, s.order[s.grid - 2].dim), nj = b.extent(h, s.order[s.grid - 1].dim);
-  int64_t k = 1;
-  bool any = false;
-  for (int d = 0; d < h.ndim; ++d)
-    if (h.any_pointwise(d)) {
-      any = true;
-      k *= b.extent(h, d);
-    }
-  return any && ni >= 16 && nj >= 16 && k >= 1 && k <= 16 * std::max(ni, nj);
+  if (s.grid < 2 || s.routine != Routine::None) return false;
+  const int di = s.order[s.grid - 2].dim, dj = s.order[s.grid - 1].dim;
+  // One combined dimension k (gpu_tiles' loop over k), no scan.
+  int dk = -1;
+  for (int d = 0; d < h.ndim; ++d) {
+    if (h.is_scan(d)) return false;
+    if (!h.any_pointwise(d)) continue;
+    if (dk >= 0) return false;
+    dk = d;
+  }
+  if (dk < 0) return false;
+  // Some input read along k and one of i, j; none along k and both (a tile
+  // shared by a row or a column of the block's threads).
+  auto along = [](const mdh::Access& a, int d) { return a.kind[d] != mdh::StrideKind::Zero; };
+  bool shared = false;
+  for (const mdh::Access& a : h.accesses) {
+    if (!a.read || !along(a, dk)) continue;
+    if (along(a, di) && along(a, dj)) return false;
+    shared |= along(a, di) != along(a, dj);
+  }
+  const int64_t ni = b.extent(h, di), nj = b.extent(h, dj), k = b.extent(h, dk);
+  return shared && ni >= 16 && nj >= 16 && k >= 1 && k <= 16 * std::max(ni, nj);
 }
 
 Schedule random_schedule(const mdh::MdHom& h, const mdh::Bindings& b, const Asm& target, uint64_t seed,

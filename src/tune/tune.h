@@ -150,12 +150,13 @@ Schedule default_schedule(const mdh::MdHom& h, const mdh::Bindings& b, const Asm
 // product along the outer loop), the chosen schedule as it is: one thread.
 Schedule grid_schedule(const mdh::MdHom& h, const Schedule& chosen);
 
-// Whether a grid schedule's two innermost grid loops should run in blocks
-// of tiles (Schedule::block_tiles) at these extents: both at least 16
-// points (a tile's row of threads has work), the combined dimensions' points
-// K at least one and at most 16 times the larger of the two (a longer K with
-// few outputs leaves the device idle: a block per output, gpu_blocks, reads
-// it faster).
+// Whether a grid schedule's two innermost grid loops (i, j) should run in
+// blocks of tiles (Schedule::block_tiles) at these extents: a contraction
+// -- one combined dimension k, some input read along k and one of i, j,
+// none along k and both -- with both at least 16 points (a tile's row of
+// threads has work) and k at least one and at most 16 times the larger of
+// the two (a longer k with few outputs leaves the device idle: a block per
+// output, gpu_blocks, reads it faster).
 bool block_tiles_pay(const mdh::MdHom& h, const Schedule& s, const mdh::Bindings& b);
 
 // ---------------------------------------------------------------------------
