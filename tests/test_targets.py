@@ -334,12 +334,17 @@ def test_contractions_run_as_tiles_in_shared_memory(emulated):
     # the larger); otherwise a thread or (reading along k) a block of 128
     # per output, as before. Integers exact (partial tiles, k not a multiple
     # of 16); floats within the error bound of any order of the k products.
-    shapes = [(64, 48, 40), (1, 5, 7), (130, 17, 65), (3, 0, 4), (70, 33, 1), (129, 64, 127), (2, 3, 2),
-              (20, 5000, 20), (16, 256, 16), (300, 16, 17)]
+    shapes = [  # (m, k, n, dtypes)
+        (64, 48, 40, ["int64", "int32", "float64", "float32"]),
+        (129, 64, 127, ["int64", "int32", "float64", "float32"]),
+        (1, 5, 7, ["int64", "float64"]), (130, 17, 65, ["int32", "float32"]), (3, 0, 4, ["float64"]),
+        (70, 33, 1, ["int64", "float32"]), (2, 3, 2, ["float64"]), (16, 600, 16, ["int64", "float64"]),
+        (16, 256, 16, ["int64", "float32"]), (300, 16, 17, ["int32", "float64"]),
+    ]
     nf._core.mark_cuda_check_stats()
-    for m, k, n in shapes:
+    for m, k, n, dtypes in shapes:
         tiles = m >= 16 and n >= 16 and 1 <= k <= 16 * max(m, n)
-        for dt in ["int64", "int32", "float64", "float32"]:
+        for dt in dtypes:
             a = (RNG.standard_normal((m, k)) * 50).astype(dt)
             b = (RNG.standard_normal((k, n)) * 50).astype(dt)
             d0 = device()
