@@ -28,6 +28,10 @@ struct LaunchShape {
     std::string symbol;
     bool grid = false;
     int64_t threads = 0;  // a grid phase's threads per block, each block taking iterations (0: each thread one)
+    // A grid phase whose threads take an iteration each: its blocks' size
+    // (LoopNest::grid_threads; the launch keeps the device's resident
+    // threads, 2,048 a multiprocessor, whatever the size).
+    int64_t block = 256;
     bool operator==(const Phase&) const = default;
   };
   std::vector<Phase> phases;

@@ -27,12 +27,15 @@ std::string NestSpeller::ex(const Ex& e) {
     case Ex::K::Var:
       return e.name;
     case Ex::K::IntLit:
+      if (is_complex(e.dtype))
+        return complex_of(e.dtype, spell_float(static_cast<double>(e.ival), real_part_type(e.dtype)),
+                          spell_float(0.0, real_part_type(e.dtype)));
       return e.dtype == DType::Int64 || e.dtype == DType::Bool ? spell_int(e.ival, e.dtype)
                                                                : spell_int(e.ival, e.dtype);
     case Ex::K::FloatLit:
       if (is_complex(e.dtype)) {
         const DType p = real_part_type(e.dtype);
-        return "__builtin_complex(" + spell_float(e.fval, p) + ", " + spell_float(e.fimag, p) + ")";
+        return complex_of(e.dtype, spell_float(e.fval, p), spell_float(e.fimag, p));
       }
       return spell_float(e.fval, e.dtype);
     case Ex::K::IntParam:
@@ -42,8 +45,7 @@ std::string NestSpeller::ex(const Ex& e) {
     case Ex::K::FloatParam:
       if (is_complex(e.dtype)) {
         const std::string c = e.dtype == DType::Complex64 ? "(float)" : "";
-        return "__builtin_complex(" + c + "fp[" + std::to_string(e.slot) + "], " + c + "fp[" +
-               std::to_string(e.slot + 1) + "])";
+        return complex_of(e.dtype, c + "fp[" + std::to_string(e.slot) + "]", c + "fp[" + std::to_string(e.slot + 1) + "]");
       }
       return e.dtype == DType::Float32 ? "((float)fp[" + std::to_string(e.slot) + "])"
                                        : "fp[" + std::to_string(e.slot) + "]";
@@ -93,7 +95,7 @@ void NestSpeller::stmt(std::ostringstream& os, const Stmt& s, int d) {
     case Stmt::K::For:
       return loop(os, s, d);
     case Stmt::K::Decl:
-      os << indent(d) << c_type(s.dtype) << " " << s.name;
+      os << indent(d) << type(s.dtype) << " " << s.name;
       if (s.init) os << " = " << ex(*s.init);
       os << ";\n";
       return;
@@ -141,8 +143,8 @@ void NestSpeller::plain_loop(std::ostringstream& os, const Stmt& s, int d) {
 
 void NestSpeller::heap_alloc(std::ostringstream& os, const Stmt& s, int d) {
   uses_alloc_ = true;
-  os << indent(d) << c_type(s.dtype) << "* " << s.name << " = (" << c_type(s.dtype) << "*)malloc(sizeof("
-     << c_type(s.dtype) << ") * (unsigned long)(" << ex(*s.count) << " > 0 ? " << ex(*s.count) << " : 1));\n";
+  os << indent(d) << type(s.dtype) << "* " << s.name << " = (" << type(s.dtype) << "*)malloc(sizeof("
+     << type(s.dtype) << ") * (unsigned long)(" << ex(*s.count) << " > 0 ? " << ex(*s.count) << " : 1));\n";
 }
 
 }  // namespace nf::codegen::detail

@@ -24,6 +24,13 @@ class NestSpeller {
   bool uses_alloc_ = false;  // malloc / free are called
 
   static std::string indent(int d) { return std::string(2 * d, ' '); }
+  // A value's C type (complex ones as structs where helpers_ says so).
+  const char* type(DType t) const { return helpers_.complex_structs ? struct_c_type(t) : c_type(t); }
+  // A complex value from its parts (spelled in the part type).
+  std::string complex_of(DType t, const std::string& re, const std::string& im) const {
+    if (helpers_.complex_structs) return std::string("nf_cmk_") + suffix(t) + "(" + re + ", " + im + ")";
+    return "__builtin_complex(" + re + ", " + im + ")";
+  }
   // Kernel arguments are named p<k> (lower::Lowerer::ptr).
   static bool is_pointer(const std::string& name);
   // A GpuPrivate array (lower.h): each thread's elements at NF_LANE(the

@@ -76,7 +76,7 @@ bool assigns(const Stmt& s, const std::string& var) {
 
 class CudaRenderer final : public detail::NestSpeller {
  public:
-  explicit CudaRenderer(const lower::LoopNest& n) : NestSpeller(n) {}
+  explicit CudaRenderer(const lower::LoopNest& n) : NestSpeller(n) { helpers_.complex_structs = true; }
 
   Source run() {
     if (n_.uses_threads) throw std::logic_error("render_cuda: a Cores loop (the CUDA tail has none)");
@@ -113,7 +113,7 @@ class CudaRenderer final : public detail::NestSpeller {
         << std::max(1, ni) << "]; double fp[" << std::max(1, nf) << "]; };\n";
     src << "struct " << n_.name << "_frame {";
     for (const Field& f : frame_)
-      src << " " << c_type(f.dtype) << (f.pointer ? "* " : " ") << f.name << (f.count > 0 ? "[" + std::to_string(f.count) + "]" : "")
+      src << " " << type(f.dtype) << (f.pointer ? "* " : " ") << f.name << (f.count > 0 ? "[" + std::to_string(f.count) + "]" : "")
           << ";";
     src << " char nf_end; };\n";
     if (uses_alloc_) src << "NF_MALLOC_DECLS\n";
@@ -202,23 +202,31 @@ class CudaRenderer final : public detail::NestSpeller {
   // One phase: `loop` (a GpuBlocks loop, grid-stride) or the statements `run` (one thread).
   void phase(std::ostringstream& os, const std::vector<const Stmt*>& run, const Stmt* loop) {
     const std::string fn = n_.name + "_p" + std::to_string(nphases_++);
-    shape_.phases.push_back({fn, loop != nullptr, loop ? loop->threads : 0});
-    os << "NF_KERNEL void " << fn << "(NF_COORDS const __grid_constant__ struct " << n_.name
+    const int64_t block = n_.grid_threads > 0 ? n_.grid_threads : 256;
+    shape_.phases.push_back({fn, loop != nullptr, loop ? loop->threads : 0, block});
+    // Blocks of more than 256 threads: at most 65,536 / threads registers a
+    // thread, or the launch fails (ptxas keeps to the bound). (Not below:
+    // any count up to 255 fits, and a bound makes ptxas trade registers
+    // for occupancy, spilling a contraction's tile.)
+    const int64_t bound = !loop ? 1 : loop->threads > 0 ? loop->threads : block;
+    os << "NF_KERNEL void ";
+    if (bound > 256) os << "NF_BOUNDS(" << bound << ") ";
+    os << fn << "(NF_COORDS const __grid_constant__ struct " << n_.name
        << "_args nf_a, struct " << n_.name << "_frame* __restrict__ nf_F) {\n";
     if (n_.contract) os << "#ifndef __CUDACC_RTC__\n  #pragma clang fp contract(fast)\n#endif\n";
     os << "  const int64_t* __restrict__ ip = nf_a.ip;\n  const double* __restrict__ fp = nf_a.fp;\n";
     os << "  (void)ip; (void)fp; (void)nf_F;\n";
     for (int i = 0; i < n_.num_ptrs; ++i) {
-      const char* t = n_.ptr_types[i] == DType::Bool ? "uint8_t" : c_type(n_.ptr_types[i]);
+      const char* t = n_.ptr_types[i] == DType::Bool ? "uint8_t" : type(n_.ptr_types[i]);
       os << "  " << t << "* __restrict__ p" << i << " = (" << t << "*)nf_a.p[" << i << "];\n";
     }
     for (const Stmt* h : hoisted_)
-      os << "  const " << c_type(h->dtype) << " " << h->name << " = " << ex(*h->init) << "; (void)" << h->name << ";\n";
+      os << "  const " << type(h->dtype) << " " << h->name << " = " << ex(*h->init) << "; (void)" << h->name << ";\n";
     for (const Field& f : frame_) {
       if (f.count > 0)
-        os << "  " << c_type(f.dtype) << "* " << f.name << " = nf_F->" << f.name << ";\n";
+        os << "  " << type(f.dtype) << "* " << f.name << " = nf_F->" << f.name << ";\n";
       else
-        os << "  " << c_type(f.dtype) << (f.pointer ? "* " : " ") << f.name << " = nf_F->" << f.name << ";\n";
+        os << "  " << type(f.dtype) << (f.pointer ? "* " : " ") << f.name << " = nf_F->" << f.name << ";\n";
     }
     if (loop) {
       for (const Field& f : frame_)
@@ -252,7 +260,7 @@ class CudaRenderer final : public detail::NestSpeller {
       case Stmt::K::Alloc:
         if (s.scope == Scope::Local) return;  // (the frame's array)
         uses_alloc_ = true;
-        os << "  " << s.name << " = (" << c_type(s.dtype) << "*)malloc(sizeof(" << c_type(s.dtype)
+        os << "  " << s.name << " = (" << type(s.dtype) << "*)malloc(sizeof(" << type(s.dtype)
            << ") * (unsigned long)(" << ex(*s.count) << " > 0 ? " << ex(*s.count) << " : 1));\n";
         return;
       default:
@@ -286,18 +294,18 @@ class CudaRenderer final : public detail::NestSpeller {
 
   void alloc(std::ostringstream& os, const Stmt& s, int d) override {
     if (s.scope == Scope::Local) {  // registers / local memory
-      os << indent(d) << c_type(s.dtype) << " " << s.name << "[" << ex(*s.count) << "] __attribute__((aligned(16)));\n";
+      os << indent(d) << type(s.dtype) << " " << s.name << "[" << ex(*s.count) << "] __attribute__((aligned(16)));\n";
       return;
     }
     if (s.scope == Scope::GpuPrivate) {  // (a thread's own: registers where its indices are constants)
       if (s.count->k != Ex::K::IntLit) throw std::logic_error("render_cuda: a private array of no literal count");
       lanes_[s.name] = s.count->ival;
-      os << indent(d) << c_type(s.dtype) << " " << s.name << "[NF_PRIVATE(" << s.count->ival << ", " << threads_
+      os << indent(d) << type(s.dtype) << " " << s.name << "[NF_PRIVATE(" << s.count->ival << ", " << threads_
          << ")];\n";
       return;
     }
     if (s.scope == Scope::GpuShared) {
-      os << indent(d) << "__shared__ " << c_type(s.dtype) << " " << s.name << "[" << ex(*s.count) << "];\n";
+      os << indent(d) << "__shared__ " << type(s.dtype) << " " << s.name << "[" << ex(*s.count) << "];\n";
       return;
     }
     heap_alloc(os, s, d);
@@ -324,9 +332,10 @@ const std::string& cuda_prelude() {
   // the sign bit are not CUDA's: spelled with the device's own. Plain
   // declarations (the libm functions the helpers declare) are device
   // functions under NVRTC's -default-device.
-  static const std::string p = std::string("/* numfuse CUDA prelude */\n") + kTypes +
+  static const std::string p = std::string("/* numfuse CUDA prelude */\n") + kTypes + complex_struct_prelude() +
                                "#define NF_KERNEL extern \"C\" __global__\n"
                                "#define NF_COORDS\n"
+                               "#define NF_BOUNDS(n) __launch_bounds__(n)\n"
                                "#define NF_MAX_THREADS ((int64_t)2048)\n"
                                "#define NF_THREADS(v, hi) for (int64_t v = (int64_t)threadIdx.x; v < (hi); v += (int64_t)blockDim.x)\n"
                                "#define NF_PRIVATE(n, threads) (n)\n"
@@ -349,12 +358,13 @@ const std::string& emulation_prelude() {
   // come from the flags the emulated kernels raise, and the host's
   // optimizer would otherwise compute scalars in vector registers whose
   // other lanes hold whatever they held (a NaN there raises `invalid`).
-  static const std::string p = std::string("/* numfuse emulated CUDA prelude */\n#pragma STDC FENV_ACCESS ON\n") + kTypes +
+  static const std::string p = std::string("/* numfuse emulated CUDA prelude */\n#pragma STDC FENV_ACCESS ON\n") + kTypes + complex_struct_prelude() +
                                "typedef struct { unsigned x, y, z; } nf_dim3;\n"
                                "#define NF_KERNEL static __attribute__((noinline))\n"
                                "#define NF_COORDS const nf_dim3 threadIdx, const nf_dim3 blockIdx, "
                                "const nf_dim3 blockDim, const nf_dim3 gridDim,\n"
                                "#define __grid_constant__\n"
+                               "#define NF_BOUNDS(n)\n"
                                "#define NF_MAX_THREADS ((int64_t)5)\n"
                                "#define __shared__\n"
                                "#define __syncthreads() ((void)0)\n"
@@ -397,7 +407,8 @@ std::string emulation_entry(const Source& s) {
 std::string LaunchShape::serialize() const {
   std::ostringstream os;
   os << "shape " << frame_bytes << " " << num_ptrs << " " << num_ints << " " << num_floats << " " << phases.size();
-  for (const Phase& p : phases) os << " " << p.symbol << " " << (p.grid ? 1 : 0) << " " << p.threads;
+  // (grid: 0, or the block size of a grid phase; 1 read as 256, the first form)
+  for (const Phase& p : phases) os << " " << p.symbol << " " << (p.grid ? p.block : 0) << " " << p.threads;
   return os.str();
 }
 
@@ -410,10 +421,11 @@ LaunchShape LaunchShape::parse(const std::string& text) {
     throw std::invalid_argument("launch shape: malformed header");
   for (size_t i = 0; i < n; ++i) {
     Phase p;
-    int grid = 0;
-    if (!(is >> p.symbol >> grid >> p.threads) || p.threads < 0 || p.threads > 1024)
+    int64_t grid = 0;
+    if (!(is >> p.symbol >> grid >> p.threads) || p.threads < 0 || p.threads > 1024 || grid < 0 || grid > 1024)
       throw std::invalid_argument("launch shape: malformed phase");
     p.grid = grid != 0;
+    p.block = grid > 1 ? grid : 256;
     s.phases.push_back(std::move(p));
   }
   return s;

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cmath>
 #include <map>
+#include <regex>
 #include <tuple>
 #include <cstdio>
 #include <stdexcept>
@@ -15,6 +16,7 @@ namespace {
 
 struct Reg {
   HelperSet& h;
+  bool structs() const { return h.complex_structs; }
   // Registers a helper (once) and returns its name.
   std::string operator()(const std::string& name, const std::string& code) {
     h.use(name + "\n" + code);
@@ -127,6 +129,14 @@ std::string float_to_int(Reg& reg, const std::string& x, DType from, DType to) {
 // Smith's algorithm. The elementary functions are glibc's (csqrt, cexp,
 // ...), as NumPy's npymath calls them.
 
+// With HelperSet::complex_structs (the CUDA kernels' text: NVRTC has no
+// _Complex), a complex value is a struct {re, im} (complex_struct_prelude),
+// its parts `(a).re` / `(a).im`, built by nf_cmk_c64/c128, and every
+// operation C spells with an operator (+, -, ==, != 0, casts) a function
+// of its own; the helpers' bodies below are the same, their `__real__ x`
+// and `__imag__ x` read as `(x).re`, `(x).im`. No glibc complex function
+// exists there: the CUDA target refuses groups that need one
+// (pipeline/target.cc).
 struct Cx {
   Reg& reg;
   DType t;        // the complex type
@@ -134,21 +144,48 @@ struct Cx {
   std::string R;  // its parts' C type
   std::string s;  // suffix
   std::string f;  // "f" for complex64 (libm names), "" for complex128
+  bool structs;
   Cx(Reg& r, DType ty)
-      : reg(r), t(ty), C(c_type(ty)), R(c_type(real_part_type(ty))), s(suffix(ty)),
-        f(ty == DType::Complex64 ? "f" : "") {}
-  std::string re(const std::string& a) const { return "__real__(" + a + ")"; }
-  std::string im(const std::string& a) const { return "__imag__(" + a + ")"; }
+      : reg(r), t(ty), C(r.structs() ? struct_c_type(ty) : c_type(ty)), R(c_type(real_part_type(ty))), s(suffix(ty)),
+        f(ty == DType::Complex64 ? "f" : ""), structs(r.structs()) {}
+  std::string re(const std::string& a) const { return structs ? "(" + a + ").re" : "__real__(" + a + ")"; }
+  std::string im(const std::string& a) const { return structs ? "(" + a + ").im" : "__imag__(" + a + ")"; }
   std::string mk(const std::string& r, const std::string& i) const {
+    if (structs) return "nf_cmk_" + s + "((" + R + ")(" + r + "), (" + R + ")(" + i + "))";
     return "__builtin_complex((" + R + ")(" + r + "), (" + R + ")(" + i + "))";
+  }
+  // a + b, a - b, -a, a == b, a != 0 (the operators, or the structs' functions).
+  std::string add(const std::string& a, const std::string& b, char op = '+') {
+    if (!structs) return "(" + a + " " + op + " " + b + ")";
+    return fn(op == '+' ? "cadd" : "csub", C, C + " a, " + C + " b",
+              "  return " + mk("a.re " + std::string(1, op) + " b.re", "a.im " + std::string(1, op) + " b.im") + ";\n") +
+           "(" + a + ", " + b + ")";
+  }
+  std::string neg(const std::string& a) {
+    if (!structs) return "(-" + a + ")";
+    return fn("cneg", C, C + " a", "  return " + mk("-a.re", "-a.im") + ";\n") + "(" + a + ")";
+  }
+  std::string eq(const std::string& a, const std::string& b) {
+    if (!structs) return "(" + a + " == " + b + ")";
+    return fn("ceq", "_Bool", C + " a, " + C + " b", "  return (a.re == b.re) & (a.im == b.im);\n") + "(" + a + ", " +
+           b + ")";
+  }
+  std::string truth(const std::string& a) {
+    if (!structs) return "(" + a + " != 0)";
+    return fn("ctruth", "_Bool", C + " a", "  return (a.re != 0) | (a.im != 0);\n") + "(" + a + ")";
   }
   // A helper `static inline RET name(PARAMS) { BODY }`, registered once.
   // `opaque`: never inlined, so that a vectorized loop calls it for its
   // active lanes only instead of if-converting its branches (which would
   // run the divisions of masked-off lanes, flags and all).
-  std::string fn(const std::string& base, const std::string& ret, const std::string& params, const std::string& body,
+  std::string fn(const std::string& base, const std::string& ret, const std::string& params, const std::string& text,
                  bool opaque = false) {
     const std::string name = "nf_" + base + "_" + s;
+    std::string body = text;
+    if (structs) {
+      static const std::regex real("__real__ ([A-Za-z_][A-Za-z0-9_]*)"), imag("__imag__ ([A-Za-z_][A-Za-z0-9_]*)");
+      body = std::regex_replace(std::regex_replace(body, real, "($1).re"), imag, "($1).im");
+    }
     return reg(name, std::string(opaque ? "static __attribute__((noinline)) " : "static inline ") + ret + " " + name +
                          "(" + params + ") {\n" + body + "}");
   }
@@ -251,7 +288,7 @@ std::string complex_unary(Reg& reg, UnaryOp op, DType t, const std::string& a) {
   const std::string& R = x.R;
   auto lib = [&](const char* name) { return call(x.complex_libm(name), {a}); };
   switch (op) {
-    case UnaryOp::Negative: return "(-" + a + ")";
+    case UnaryOp::Negative: return x.neg(a);
     case UnaryOp::Positive: return a;
     case UnaryOp::Conjugate: return x.fn("conj", x.C, x.C + " a", "  return " + x.mk("__real__ a", "-__imag__ a") + ";\n") + "(" + a + ")";
     case UnaryOp::Absolute: return call(x.real_libm("hypot", 2), {x.re(a), x.im(a)});
@@ -288,7 +325,7 @@ std::string complex_unary(Reg& reg, UnaryOp op, DType t, const std::string& a) {
                        "  return " + x.mk("ar / m", "ai / m") + ";\n"),
                   {a});
     }
-    case UnaryOp::LogicalNot: return "(" + a + " == 0)";
+    case UnaryOp::LogicalNot: return "(!" + x.truth(a) + ")";
     case UnaryOp::Sqrt: return lib("csqrt");
     case UnaryOp::Exp: return lib("cexp");
     case UnaryOp::Log: return lib("clog");
@@ -354,13 +391,13 @@ std::string complex_unary(Reg& reg, UnaryOp op, DType t, const std::string& a) {
 std::string complex_binary(Reg& reg, BinaryOp op, DType t, const std::string& a, const std::string& b) {
   Cx x(reg, t);
   switch (op) {
-    case BinaryOp::Add: return "(" + a + " + " + b + ")";
-    case BinaryOp::Subtract: return "(" + a + " - " + b + ")";
+    case BinaryOp::Add: return x.add(a, b);
+    case BinaryOp::Subtract: return x.add(a, b, '-');
     case BinaryOp::Multiply: return call(x.mul(), {a, b});
     case BinaryOp::TrueDivide: return call(x.div(), {a, b});
     case BinaryOp::Power: return call(x.pow_(), {a, b});
-    case BinaryOp::Equal: return "(" + a + " == " + b + ")";
-    case BinaryOp::NotEqual: return "(" + a + " != " + b + ")";
+    case BinaryOp::Equal: return x.eq(a, b);
+    case BinaryOp::NotEqual: return "(!" + x.eq(a, b) + ")";
     case BinaryOp::Less: return call(x.less(false), {a, b});
     case BinaryOp::LessEqual: return call(x.less(true), {a, b});
     case BinaryOp::Greater: return call(x.less(false), {b, a});
@@ -381,9 +418,9 @@ std::string complex_binary(Reg& reg, BinaryOp op, DType t, const std::string& a,
       const std::string body = "  if (" + x.isnan_("b") + " || " + ge + (mx ? "(b, a)" : "(a, b)") + ") return a;\n  return b;\n";
       return call(x.fn(mx ? "cfmax" : "cfmin", x.C, x.C + " a, " + x.C + " b", body), {a, b});
     }
-    case BinaryOp::LogicalAnd: return "((" + a + " != 0) & (" + b + " != 0))";
-    case BinaryOp::LogicalOr: return "((" + a + " != 0) | (" + b + " != 0))";
-    case BinaryOp::LogicalXor: return "((" + a + " != 0) != (" + b + " != 0))";
+    case BinaryOp::LogicalAnd: return "(" + x.truth(a) + " & " + x.truth(b) + ")";
+    case BinaryOp::LogicalOr: return "(" + x.truth(a) + " | " + x.truth(b) + ")";
+    case BinaryOp::LogicalXor: return "(" + x.truth(a) + " != " + x.truth(b) + ")";
     default: break;
   }
   throw std::logic_error(std::string("no C spelling for complex ") + binary_name(op));
@@ -392,11 +429,16 @@ std::string complex_binary(Reg& reg, BinaryOp op, DType t, const std::string& a,
 
 std::string spell_cast(Reg& reg, const std::string& a, DType from, DType to) {
   if (from == to) return a;
-  if (to == DType::Bool) return "(" + a + " != 0)";
+  if (to == DType::Bool) return is_complex(from) ? Cx(reg, from).truth(a) : "(" + a + " != 0)";
+  // To a complex struct: built from the parts.
+  if (is_complex(to) && reg.structs()) {
+    Cx x(reg, to);
+    return is_complex(from) ? x.mk(Cx(reg, from).re(a), Cx(reg, from).im(a)) : x.mk(a, "0");
+  }
   // Complex to real: the real part (C's conversion discards the imaginary
   // part; to an integer, through the float conversion NumPy uses).
   if (is_complex(from) && !is_complex(to)) {
-    const std::string r = "__real__(" + a + ")";
+    const std::string r = Cx(reg, from).re(a);
     if (is_float(to)) return "((" + ct(to) + ")" + r + ")";
     return float_to_int(reg, r, real_part_type(from), to);
   }
@@ -699,6 +741,21 @@ std::string HelperSet::definitions() const {
   return out;
 }
 
+const char* struct_c_type(DType t) {
+  if (t == DType::Complex64) return "nf_c64";
+  if (t == DType::Complex128) return "nf_c128";
+  return c_type(t);
+}
+
+const std::string& complex_struct_prelude() {
+  static const std::string p =
+      "typedef struct { float re, im; } nf_c64;\n"
+      "typedef struct { double re, im; } nf_c128;\n"
+      "static inline nf_c64 nf_cmk_c64(float r, float i) { nf_c64 z; z.re = r; z.im = i; return z; }\n"
+      "static inline nf_c128 nf_cmk_c128(double r, double i) { nf_c128 z; z.re = r; z.im = i; return z; }\n";
+  return p;
+}
+
 const char* suffix(DType t) {
   static const char* s[] = {"b", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f32", "f64", "c64", "c128"};
   return s[static_cast<int>(t)];
@@ -788,8 +845,8 @@ std::string spell_combine(ReduceOp op, DType t, const std::string& a, const std:
     case ReduceOp::Prod: return binary(reg, BinaryOp::Multiply, t, a, b);
     case ReduceOp::Max: return binary(reg, BinaryOp::Maximum, t, a, b);
     case ReduceOp::Min: return binary(reg, BinaryOp::Minimum, t, a, b);
-    case ReduceOp::Any: return "(" + a + " | (" + b + " != 0))";
-    case ReduceOp::All: return "(" + a + " & (" + b + " != 0))";
+    case ReduceOp::Any: return "(" + a + " | " + spell_cast(reg, b, t, DType::Bool) + ")";
+    case ReduceOp::All: return "(" + a + " & " + spell_cast(reg, b, t, DType::Bool) + ")";
     default: break;
   }
   throw std::logic_error("spell_combine: arg-reductions use spell_arg_better");

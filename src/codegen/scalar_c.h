@@ -17,6 +17,11 @@ class HelperSet {
   // Records a helper entry ("name\ndefinition"); each is emitted once.
   void use(const std::string& entry);
   std::string definitions() const;
+  // How complex numbers are spelled: C's _Complex (the CPU's kernels), or
+  // (true) the structs of complex_struct_prelude() with a function for
+  // every operation, which NVRTC (CUDA C++ without _Complex) and the
+  // emulated device's clang both compile: the CUDA kernels' text.
+  bool complex_structs = false;
 
  private:
   std::vector<std::string> order_;
@@ -25,6 +30,12 @@ class HelperSet {
 
 // Type suffix used in helper names: b, i8 .. u64, f32, f64.
 const char* suffix(DType t);
+// The C type of t where complex numbers are structs (HelperSet::complex_structs):
+// nf_c64, nf_c128; else c_type(t).
+const char* struct_c_type(DType t);
+// The complex structs' definitions and constructors (nf_cmk_c64/c128), for
+// a prelude of texts spelled with complex_structs.
+const std::string& complex_struct_prelude();
 
 // C spelling of a scalar operation applied to already-spelled operands.
 // `node` gives the operation and result type; `arg_types` the operand types.

@@ -74,6 +74,8 @@ class Buffer {
   // copy alone holds the contents.
   Device* device() const { return device_; }
   bool device_newer() const { return (dstate_ & kDeviceNewer) != 0; }
+  // The device copy's address (valid while device() is set).
+  void* device_ptr() const { return dptr_; }
   // Returns the memory early (to the allocator's cache) when the buffer can
   // no longer be read: used by the executor after the last group that uses a
   // buffer no Python array can see. Adopted memory is left alone.

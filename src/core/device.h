@@ -24,6 +24,12 @@ class Device {
   // emulated device fills it with 0xff bytes, so a read that misses the
   // copy back shows.
   virtual void host_stale(void* host, int64_t bytes) {}
+  // Device memory to device memory (a DLPack export's own copy).
+  virtual void copy(void* dst, const void* src, int64_t bytes) = 0;
+  // Where a DLPack consumer finds this device's memory: (kDLCUDA = 2, the
+  // device's ordinal) for a GPU; the emulated device's memory is the
+  // host's (kDLCPU = 1, 0).
+  virtual void dlpack_device(int32_t* type, int32_t* id) const = 0;
 };
 
 }  // namespace nf

@@ -41,6 +41,7 @@ struct CudaDriver::Impl {
   CUresult (*mem_free)(CUdeviceptr) = nullptr;
   CUresult (*htod)(CUdeviceptr, const void*, size_t) = nullptr;
   CUresult (*dtoh)(void*, CUdeviceptr, size_t) = nullptr;
+  CUresult (*dtod)(CUdeviceptr, CUdeviceptr, size_t) = nullptr;
   CUresult (*module_load)(CUmodule*, const void*) = nullptr;
   CUresult (*module_unload)(CUmodule) = nullptr;
   CUresult (*module_function)(CUfunction*, CUmodule, const char*) = nullptr;
@@ -90,7 +91,7 @@ CudaDriver* CudaDriver::get(std::string* why) {
               load_sym(m.lib, "cuCtxSetCurrent", m.ctx_set_current) && load_sym(m.lib, "cuCtxSetLimit", m.ctx_set_limit) &&
               load_sym(m.lib, "cuCtxSynchronize", m.ctx_synchronize) && load_sym(m.lib, "cuMemAlloc_v2", m.mem_alloc) &&
               load_sym(m.lib, "cuMemFree_v2", m.mem_free) && load_sym(m.lib, "cuMemcpyHtoD_v2", m.htod) &&
-              load_sym(m.lib, "cuMemcpyDtoH_v2", m.dtoh) && load_sym(m.lib, "cuModuleLoadData", m.module_load) &&
+              load_sym(m.lib, "cuMemcpyDtoH_v2", m.dtoh) && load_sym(m.lib, "cuMemcpyDtoD_v2", m.dtod) && load_sym(m.lib, "cuModuleLoadData", m.module_load) &&
               load_sym(m.lib, "cuModuleUnload", m.module_unload) &&
               load_sym(m.lib, "cuModuleGetFunction", m.module_function) &&
               load_sym(m.lib, "cuLaunchKernel", m.launch) && load_sym(m.lib, "cuGetErrorString", m.error_string);
@@ -160,6 +161,15 @@ void CudaDriver::to_host(void* dst, const void* src, int64_t bytes) {
   impl_->current();
   impl_->check(impl_->dtoh(dst, reinterpret_cast<CUdeviceptr>(src), static_cast<size_t>(bytes)), "cuMemcpyDtoH");
 }
+
+void CudaDriver::copy(void* dst, const void* src, int64_t bytes) {
+  impl_->current();
+  impl_->check(impl_->dtod(reinterpret_cast<CUdeviceptr>(dst), reinterpret_cast<CUdeviceptr>(src),
+                           static_cast<size_t>(bytes)),
+               "cuMemcpyDtoD");
+}
+
+int CudaDriver::ordinal() const { return 0; }
 
 std::shared_ptr<void> CudaDriver::load(const std::string& cubin, const std::vector<std::string>& names,
                                        std::vector<void*>* functions) {

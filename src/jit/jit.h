@@ -276,6 +276,8 @@ class CudaDriver {
   void free(void* p);
   void to_device(void* dst, const void* src, int64_t bytes);
   void to_host(void* dst, const void* src, int64_t bytes);
+  void copy(void* dst, const void* src, int64_t bytes);  // device to device
+  int ordinal() const;  // the device's (0: numfuse uses the first)
   // A module of `cubin` and its functions `names` (in order); the module
   // stays loaded while the returned handle lives. Throws CompileError.
   std::shared_ptr<void> load(const std::string& cubin, const std::vector<std::string>& names,

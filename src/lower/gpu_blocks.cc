@@ -334,16 +334,19 @@ bool reads_along(const Stmt& f) {
 
 }  // namespace detail
 
-void passes::gpu_blocks(LoopNest& n, const PassContext& c) {
-  if (c.caps.threads != Caps::Threads::Grid || c.caps.block_threads < 2) return;
-  if ((c.caps.block_threads & (c.caps.block_threads - 1)) != 0)
+void passes::gpu_blocks(LoopNest& n, const PassContext& ctx) {
+  // (The schedule's block size where it has one, within the target's.)
+  Caps caps = ctx.caps;
+  if (n.block_threads > 0 && caps.block_threads > 0) caps.block_threads = std::min(n.block_threads, caps.max_block_threads);
+  if (caps.threads != Caps::Threads::Grid || caps.block_threads < 2) return;
+  if ((caps.block_threads & (caps.block_threads - 1)) != 0)
     throw std::logic_error("gpu_blocks: a block of threads not a power of two");
-  const int64_t T = c.caps.block_threads;
+  const int64_t T = caps.block_threads;
   for (size_t i = 0; i < n.body.size(); ++i) {
     const StmtP s = n.body[i];
     if (s->k != Stmt::K::For || s->loop != LoopKind::Parallel || !s->share_reductions.empty()) continue;
     std::vector<StmtP> body;
-    Cooperation coop(*s, c.caps);
+    Cooperation coop(*s, caps);
     if (!coop.run(body)) continue;
     StmtP b = std::make_shared<Stmt>(*s);
     b->loop = LoopKind::GpuBlocks;

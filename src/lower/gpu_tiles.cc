@@ -4,7 +4,9 @@
 // an einsum, a batched matmul with more grid dimensions outside) -- runs
 // as the MDH schedule of a GPU's levels: a block of T threads per BM x BN
 // tile of the outputs, the inputs' BM x BK and BK x BN tiles in shared
-// memory, each thread a TM x TN tile of the outputs in registers.
+// memory, each thread a TM x TN tile of the outputs in registers -- the
+// sizes the schedule's (LoopNest::tile, tune::GpuTile: a model's choice, or
+// the tuner's).
 //
 //   Parallel s over NB NI NJ:            (top) nf_tm = ceil(NI / BM), nf_tn = ceil(NJ / BN)
 //     g = s; J = g % NJ; g /= NJ         GpuBlocks b over NB nf_tm nf_tn, T threads:
@@ -29,8 +31,8 @@
 // starts from 0 either way). A tile's copy reads along k where the
 // input's index steps by one element with k (a row-major A), else along
 // I or J: neighbouring threads read neighbouring elements (a tile copied
-// along k has rows of 65 elements, so the stores fall in different banks of
-// shared memory). A whole tile's k is an unrolled loop of 16. Points outside
+// along k has rows of BM + 1 or BN + 1 elements, so the stores fall in different banks of
+// shared memory). A whole tile's k is an unrolled loop of BK. Points outside
 // the extents read 0 from the tiles and store nothing. Only a body of
 // declarations and one marked memory combine (not an arg-reduction) at an
 // index without k, in loops over k in order (one loop, or a tile loop and
@@ -50,11 +52,6 @@ namespace nf::lower {
 using namespace detail;
 
 namespace {
-
-// The tiles: a block of T = (BM / TM) (BN / TN) threads.
-constexpr int64_t BM = 64, BN = 64, BK = 16, TM = 4, TN = 4;
-constexpr int64_t RowsPerThread = BM / TM, ColsPerThread = BN / TN;  // (thread grid: 16 x 16)
-constexpr int64_t T = RowsPerThread * ColsPerThread;
 
 constexpr const char* kThread = "nf_t";
 
@@ -78,6 +75,7 @@ struct Form {
   std::string g;       // the variable the share is decomposed through
   std::string I, J;    // the two innermost grid points
   ExP NI, NJ;          // their extents (top-level names)
+  bool i_outermost = false;  // I = g (NI derived from the grid's extent)
   std::vector<StmtP> batch;  // the declarations of the grid's outer points, from g
   std::string k;       // the combined point
   ExP K;               // its extent (from 0)
@@ -92,7 +90,11 @@ bool one_point(const Stmt& f, const Form& m) {
   const ExP& h = f.hi;
   if (h->k != Ex::K::Arith || h->op != 'm') return false;
   const ExP& a = h->args[0];
-  return a->k == Ex::K::Arith && a->op == '+' && same_ex(a->args[0], f.lo) && int_lit(a->args[1], 1);
+  if (!(a->k == Ex::K::Arith && a->op == '+' && same_ex(a->args[0], f.lo) && int_lit(a->args[1], 1))) return false;
+  // (X is the point's extent: NJ for J; NI for I where the grid names it,
+  // any bound of the grid's top level where I is the grid's outermost.)
+  if (is_var(f.lo, m.J)) return same_ex(h->args[1], m.NJ);
+  return m.i_outermost || same_ex(h->args[1], m.NI);
 }
 
 bool match(const Stmt& par, const std::set<std::string>& top, Form& m) {
@@ -119,6 +121,7 @@ bool match(const Stmt& par, const std::set<std::string>& top, Form& m) {
   if (s3.k == Stmt::K::Decl && s3.init && is_var(s3.init, m.g)) {
     m.I = s3.name;
     m.NI = arith('/', par.hi, arith('M', m.NJ, lit(1)));
+    m.i_outermost = true;
   } else {
     if (!modulo(s3, m.I, m.NI) || !divide(*body[4], m.NI)) return false;
     at = 5;
@@ -206,13 +209,18 @@ struct Tile {
   // Elements from one k to the next in the tile: BM or BN, one more where
   // the copy runs along k (neighbouring threads' stores a row apart would
   // all fall in one bank of shared memory).
-  int64_t stride() const { return (rows ? BM : BN) + (along_k ? 1 : 0); }
-  int64_t count() const { return BK * stride(); }
+  int64_t stride(const tune::GpuTile& z) const { return (rows ? z.bm : z.bn) + (along_k ? 1 : 0); }
+  int64_t count(const tune::GpuTile& z) const { return z.bk * stride(z); }
 };
 
 class Tiler {
  public:
-  Tiler(const Form& m, const std::set<std::string>& top, int n) : m_(m), top_(top), sfx_(n ? std::to_string(n) : "") {}
+  // The tiles' sizes (BM x BN outputs a block, BK deep, TM x TN a thread):
+  // a block of T = (BM / TM) (BN / TN) threads, RowsPerThread x
+  // ColsPerThread of them.
+  Tiler(const Form& m, const std::set<std::string>& top, int n, const tune::GpuTile& z)
+      : m_(m), top_(top), sfx_(n ? std::to_string(n) : ""), z_(z), BM(z.bm), BN(z.bn), BK(z.bk), TM(z.tm),
+        TN(z.tn), RowsPerThread(z.bm / z.tm), ColsPerThread(z.bn / z.tn), T(z.threads()) {}
 
   // The tiles the point's loads need, or false (a load at (I, J, k), or
   // none at (I, k) or (k, J)).
@@ -246,7 +254,7 @@ class Tiler {
       if (s->target && s->target->k == Ex::K::Load) walk(s->target->args[0]);
     }
     int64_t bytes = 0;
-    for (const Tile& t : tiles_) bytes += t.count() * itemsize(t.at->dtype);
+    for (const Tile& t : tiles_) bytes += t.count(z_) * itemsize(t.at->dtype);
     bytes_ = bytes;
     return ok && !tiles_.empty();
   }
@@ -272,7 +280,7 @@ class Tiler {
     body.push_back(assign(g, arith('/', g, var(tm))));
     for (const StmtP& s : m_.batch) body.push_back(copy(s));
     for (const Tile& t : tiles_)
-      body.push_back(alloc(t.at->dtype, t.name, lit(t.count()), Scope::GpuShared));
+      body.push_back(alloc(t.at->dtype, t.name, lit(t.count(z_)), Scope::GpuShared));
     const DType at = m_.combine->target->dtype;
     const ReduceOp op = m_.combine->accumulates->op;
     body.push_back(alloc(at, acc(), lit(TM * TN), Scope::GpuPrivate));
@@ -298,6 +306,8 @@ class Tiler {
   const Form& m_;
   const std::set<std::string>& top_;
   const std::string sfx_;
+  const tune::GpuTile z_;
+  const int64_t BM, BN, BK, TM, TN, RowsPerThread, ColsPerThread, T;
   std::vector<Tile> tiles_;
   int64_t bytes_ = 0;
 
@@ -328,7 +338,7 @@ class Tiler {
     th->body.push_back(decl(DType::Int64, "nf_p", p));
     const ExP point = add(var(t.rows ? i0() : j0()), var("nf_p"));
     const ExP inside = arith('&', arith('<', point, t.rows ? m_.NI : m_.NJ), arith('<', var("nf_kk"), var(kc())));
-    const ExP slot = load(t.name, add(mul(var("nf_kk"), lit(t.stride())), var("nf_p")), t.at->dtype);
+    const ExP slot = load(t.name, add(mul(var("nf_kk"), lit(t.stride(z_))), var("nf_p")), t.at->dtype);
     StmtP branch = if_else(inside);
     const std::map<std::string, ExP> at = {{t.rows ? m_.I : m_.J, point}, {m_.k, add(var(kk0()), var("nf_kk"))}};
     branch->body.push_back(assign(slot, put(t.at, at)));
@@ -338,7 +348,7 @@ class Tiler {
   }
 
   // A thread's row and column in the block's grid of threads.
-  static void thread_place(std::vector<StmtP>& out) {
+  void thread_place(std::vector<StmtP>& out) const {
     out.push_back(decl(DType::Int64, "nf_tr", arith('/', var(kThread), lit(ColsPerThread))));
     out.push_back(decl(DType::Int64, "nf_tc", arith('%', var(kThread), lit(ColsPerThread))));
   }
@@ -390,7 +400,7 @@ class Tiler {
         if (same_ex(e, t.at)) {
           const ExP p = t.rows ? add(var("nf_tr"), mul(var("nf_r"), lit(RowsPerThread)))
                                : add(var("nf_tc"), mul(var("nf_c"), lit(ColsPerThread)));
-          return load(t.name, add(mul(var("nf_kk"), lit(t.stride())), p), e->dtype);
+          return load(t.name, add(mul(var("nf_kk"), lit(t.stride(z_))), p), e->dtype);
         }
       return nullptr;
     };
@@ -419,7 +429,9 @@ class Tiler {
 }  // namespace
 
 void passes::gpu_tiles(LoopNest& n, const PassContext& c) {
-  if (!n.block_tiles || c.caps.threads != Caps::Threads::Grid || c.caps.max_block_threads < T) return;
+  if (!n.block_tiles || c.caps.threads != Caps::Threads::Grid || c.caps.max_block_threads < n.tile.threads() ||
+      !n.tile.why_illegal().empty())
+    return;
   const std::set<std::string> top = top_names(n.body);
   int done = 0;
   for (size_t i = 0; i < n.body.size(); ++i) {
@@ -427,7 +439,7 @@ void passes::gpu_tiles(LoopNest& n, const PassContext& c) {
     if (par->k != Stmt::K::For || par->loop != LoopKind::Parallel || !par->share_reductions.empty()) continue;
     Form m;
     if (!match(*par, top, m)) continue;
-    Tiler tiler(m, top, done);
+    Tiler tiler(m, top, done, n.tile);
     if (!tiler.plan() || tiler.shared_bytes() > c.caps.shared_bytes) continue;
     std::vector<StmtP> out;
     tiler.emit(*par, out);

@@ -98,6 +98,9 @@ LoopNest Lowerer::run(const std::string& name) {
   ln.contract = s_.contract;
   ln.wide = s_.wide;
   ln.block_tiles = s_.block_tiles;
+  ln.tile = s_.tile;
+  ln.block_threads = s_.block_threads;
+  ln.grid_threads = s_.grid_threads;
   for (const mdh::Access& a : h_.accesses) ln.ptr_types.push_back(a.dtype);
   plan_caches();
   plan_reductions();

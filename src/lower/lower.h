@@ -303,6 +303,9 @@ struct LoopNest {
   bool contract = false;  // fused multiply-add allowed (schedule.contract)
   bool wide = false;      // the target's widest vectors (schedule.wide)
   bool block_tiles = false;  // the grid in blocks of tiles where it can be (schedule.block_tiles; gpu_tiles)
+  tune::GpuTile tile;        // their sizes (schedule.tile)
+  int64_t block_threads = 0; // a reduction block's threads (schedule.block_threads; 0: Caps::block_threads)
+  int64_t grid_threads = 0;  // a grid's blocks where each thread takes a point (schedule.grid_threads; 0: 256)
   // Source-level description for dumps.
   std::string description;
 };

@@ -150,7 +150,9 @@ void gpu_points(LoopNest& n, const PassContext& c);
 
 // gpu_tiles: nothing unless the schedule asks for block tiles
 // (LoopNest::block_tiles), nothing on a target without a grid (or whose
-// blocks hold fewer than 256 threads). Otherwise each top-level Parallel loop (no share
+// blocks hold fewer than the tile's threads). The sizes below are the
+// schedule's (LoopNest::tile: BM x BN outputs a block, BK deep, TM x TN a
+// thread; T = (BM / TM) (BN / TN) threads). Otherwise each top-level Parallel loop (no share
 // reductions, the bound from the top level's names) whose iteration is a
 // contraction's grid point -- g = s; J = g % NJ; g = g / NJ; I = g (or
 // I = g % NI; g = g / NI, then declarations of the outer points from g),
@@ -159,15 +161,15 @@ void gpu_points(LoopNest& n, const PassContext& c);
 // declarations and one marked memory combine, not an arg-reduction, at an
 // index with I and J and not k -- where some load's index has k and one of
 // I, J (and no name the point declares), none has all three, and their
-// tiles fit the shared memory, becomes: nf_tm = ceil(NI / 64), nf_tn =
-// ceil(NJ / 64), nf_tiles = (bound / max(NI NJ, 1)) nf_tm nf_tn, and a
-// cooperative GpuBlocks loop over nf_tiles of 256 threads (J0, I0 and the
-// outer points from its variable; a GpuShared 16 x 64 tile per such load,
-// a GpuPrivate 4 x 4 of registers per thread from the identity; for each
-// 16 of k: the tiles copied (0 outside the extents), Barrier, each thread's
-// 4 x 4 points of the 64 x 64 combined over the tile's k into the
-// registers, Barrier; then each register combined into its output element
-// inside the extents). gpu_tiles.cc shows the form.
+// tiles fit the shared memory, becomes: nf_tm = ceil(NI / BM), nf_tn =
+// ceil(NJ / BN), nf_tiles = (bound / max(NI NJ, 1)) nf_tm nf_tn, and a
+// cooperative GpuBlocks loop over nf_tiles of T threads (J0, I0 and the
+// outer points from its variable; a GpuShared BK x BM or BK x BN tile per
+// such load, a GpuPrivate TM x TN of registers per thread from the
+// identity; for each BK of k: the tiles copied (0 outside the extents),
+// Barrier, each thread's TM x TN points of the BM x BN combined over the
+// tile's k into the registers, Barrier; then each register combined into
+// its output element inside the extents). gpu_tiles.cc shows the form.
 void gpu_tiles(LoopNest& n, const PassContext& c);
 
 // promote: each memory element that marked combines (Stmt::accumulates on

@@ -419,23 +419,13 @@ Prepared prepare(const std::vector<Task>& window, const fusion::Group& g, const 
     p.target_note = want.refuses(p.built->hom);
     if (p.target_note.empty()) p.target = &want;
   }
-  if (p.target->device) {
-    // (Not tuned: the tuner measures on the host. No library routine: the
-    // host's BLAS would take the operands off the device, where a
-    // contraction runs in tiles, lower::passes::gpu_tiles.)
-    Config c = cfg;
-    c.tune_seconds = 0;
-    c.routines = false;
-    p.schedule = detail::choose_schedule(p.built->hom, p.built->bind, c, &p.tuned, &p.tuning);
-    p.schedule = p.target->schedule(p.built->hom, p.schedule);
-    p.schedule.block_tiles = tune::block_tiles_pay(p.built->hom, p.schedule, p.built->bind);
-  } else {
-    p.schedule = detail::choose_schedule(p.built->hom, p.built->bind, cfg, &p.tuned, &p.tuning);
-  }
+  p.schedule = detail::choose_schedule(p.built->hom, p.built->bind, cfg, &p.tuned, &p.tuning, *p.target);
   // A stage runs on one thread per tile: the launcher parallelizes the tiles.
   if (g.stage) {
     p.schedule.parallel = false;
     p.schedule.grid = 0;
+    p.schedule.block_tiles = false;
+    p.schedule.block_threads = 0;
   }
   p.key = detail::kernel_key(p.built->hom, p.schedule, *p.target);
   return p;
@@ -629,7 +619,7 @@ void run_group(WindowForm& form, const std::shared_ptr<const Plan>& plan, size_t
   if (gr.hom && bind && detail::capturing()) {
     std::string ops;
     for (const std::string& o : gr.ops()) ops += (ops.empty() ? "" : ", ") + o;
-    detail::capture_group(std::shared_ptr<const mdh::MdHom>(g.tmpl, gr.hom), *bind, ops, gr.run_ms);
+    detail::capture_group(std::shared_ptr<const mdh::MdHom>(g.tmpl, gr.hom), *bind, ops, gr.run_ms, *g.target);
   }
 }
 

@@ -265,6 +265,7 @@ struct TuneOptions {
 
 struct TunedKernel {
   std::string ops, mdh, size_class;
+  std::string target;  // where it was tuned (Target::name)
   std::string default_schedule, best_schedule;
   double default_ms = 0, best_ms = 0;
   int evals = 0, failures = 0, occurrences = 0;
@@ -288,5 +289,8 @@ int background_done();  // kernels tuned in the background so far
 
 // The store of tuned schedules (<cache dir>/schedules.txt by default).
 void set_schedule_store(const std::string& path);
+// The machine new plans' schedules are made, tuned and stored for (the
+// active target's: tune::device_id).
+std::string schedule_device();
 
 }  // namespace nf::pipeline

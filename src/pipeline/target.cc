@@ -13,13 +13,25 @@ namespace {
 std::string none() { return ""; }
 std::string takes_all(const mdh::MdHom&) { return ""; }
 
-// What the CUDA renderer cannot spell yet: complex numbers (C's _Complex
-// and glibc's complex functions have no CUDA counterpart here yet).
+// What the CUDA kernels cannot compute yet: the complex functions that are
+// glibc's on the CPU (csqrt, cexp, clog, the trigonometric and hyperbolic
+// ones and their inverses, a complex power): the device has no
+// counterpart. Complex arithmetic, absolute values, comparisons, sums,
+// products and contractions are the device's (codegen: complex structs).
 std::string cuda_refuses(const mdh::MdHom& h) {
-  for (const mdh::Access& a : h.accesses)
-    if (is_complex(a.dtype)) return "complex numbers are not lowered for CUDA yet";
-  for (const ExprNode& n : h.f.nodes)
-    if (is_complex(n.dtype)) return "complex numbers are not lowered for CUDA yet";
+  for (const ExprNode& n : h.f.nodes) {
+    if (n.kind == ExprNode::Kind::Binary && static_cast<BinaryOp>(n.op) == BinaryOp::Power && is_complex(n.dtype))
+      return "a complex power is not lowered for CUDA yet";
+    if (n.kind != ExprNode::Kind::Unary || n.a < 0 || !is_complex(h.f.nodes[n.a].dtype)) continue;
+    switch (static_cast<UnaryOp>(n.op)) {
+      case UnaryOp::Sqrt: case UnaryOp::Exp: case UnaryOp::Log: case UnaryOp::Sin: case UnaryOp::Cos:
+      case UnaryOp::Tan: case UnaryOp::Arcsin: case UnaryOp::Arccos: case UnaryOp::Arctan: case UnaryOp::Sinh:
+      case UnaryOp::Cosh: case UnaryOp::Tanh: case UnaryOp::Arcsinh: case UnaryOp::Arccosh: case UnaryOp::Arctanh:
+      case UnaryOp::Exp2: case UnaryOp::Log2: case UnaryOp::Log10:
+        return std::string("the complex ") + unary_name(static_cast<UnaryOp>(n.op)) + " is not lowered for CUDA yet";
+      default: break;
+    }
+  }
   return "";
 }
 
@@ -29,6 +41,20 @@ std::string cuda_unavailable() {
   const jit::NvrtcInfo n = jit::nvrtc_info();
   if (!n.available) return n.why;
   return "";
+}
+
+// The emulated device models the GPU the CUDA target is written for (an
+// H100/H200's 132 multiprocessors), so its schedules are a real one's.
+const tune::Asm& emulated_machine() {
+  static const tune::Asm a = tune::Asm::cuda(132, "emulated");
+  return a;
+}
+const tune::Asm& cuda_machine() {
+  static const tune::Asm a = [] {
+    jit::CudaDriver* d = jit::CudaDriver::get();
+    return d ? tune::Asm::cuda(d->multiprocessors(), d->device_name()) : tune::Asm::cuda(132, "unavailable");
+  }();
+  return a;
 }
 
 jit::KernelCache& emulated_cache() {
@@ -80,7 +106,7 @@ const Target& cpu_target() {
 const Target& emulated_target() {
   static const Target t{
       "cuda-emulated",
-      &tune::Asm::host,
+      &emulated_machine,
       {{"gpu_grid", lower::passes::gpu_grid}},
       &codegen::render_cuda,
       &emulated_cache,
@@ -92,7 +118,6 @@ const Target& emulated_target() {
       /*device=*/true,
       /*chains=*/false,
       gpu_caps(/*fp_flags=*/true),  // (the emulated device is the host's CPU)
-      &tune::grid_schedule,
   };
   return t;
 }
@@ -100,7 +125,7 @@ const Target& emulated_target() {
 const Target& cuda_target() {
   static const Target t{
       "cuda",
-      &tune::Asm::host,
+      &cuda_machine,
       {{"gpu_grid", lower::passes::gpu_grid}},
       &codegen::render_cuda,
       &cuda_cache,
@@ -115,7 +140,6 @@ const Target& cuda_target() {
       /*device=*/true,
       /*chains=*/false,
       gpu_caps(/*fp_flags=*/false),
-      &tune::grid_schedule,
   };
   return t;
 }

@@ -36,19 +36,15 @@ struct Target {
   // "" where its kernels can compute h, else why not (the group runs on the CPU).
   std::string (*refuses)(const mdh::MdHom& h);
   // Its kernels read and write device memory (Buffer::device_data); the
-  // CPU's read the host's. A device target's schedules are parallel (its
-  // grid is its only parallelism) and not tuned (the tuner measures on the
-  // host).
+  // CPU's read the host's. A device target's machine is a GPU's
+  // (tune::Asm::gpu()): its schedules are grids with device parameters
+  // (tune/gpu_model.cc), tuned by running on the device (numfuse.tune).
   bool device = false;
   // Multi-stage kernels (fusion::Chain) are lowered for it.
   bool chains = false;
   // What its machine offers the lowering passes (threads, shared memory,
   // vectors, floating-point flags, private memory).
   ::nf::lower::Caps caps;
-  // A device target's schedule for h, made from the one chosen for the
-  // host (not tuned, not a library routine: tune::grid_schedule); null for
-  // the CPU, which runs what it chose.
-  tune::Schedule (*schedule)(const mdh::MdHom& h, const tune::Schedule& chosen) = nullptr;
 
   ::nf::lower::LoopNest lower(const ::nf::lower::KernelSpec& k, const std::string& name) const {
     return ::nf::lower::lower(k, name, tail, caps);

@@ -174,7 +174,7 @@ void fill(char* p, int64_t bytes, DType t, uint64_t seed) {
 // The synthetic bindings and what is needed to measure and check a run.
 class Bench {
  public:
-  Bench(const mdh::MdHom& h, const SynthSpec& spec) : h_(h), spec_(spec) {
+  Bench(const mdh::MdHom& h, const SynthSpec& spec, const Target& t) : h_(h), spec_(spec), t_(t) {
     const size_t ng = spec.bytes.size();
     for (size_t g = 0; g < ng; ++g) {
       const int64_t bytes = spec.bytes[g] + 64;  // vector loads may read past the tail
@@ -212,14 +212,18 @@ class Bench {
   // Seconds per run of h under s; throws if it fails or disagrees with the
   // first schedule measured (the reference).
   double measure(const tune::Schedule& s, double best_s) {
-    jit::KernelRef kernel = s.routine == tune::Routine::None ? compile_kernel(h_, s) : nullptr;
+    jit::KernelRef kernel =
+        s.routine == tune::Routine::None ? compile_kernel(h_, s, jit::Opt::Full, nullptr, nullptr, t_) : nullptr;
     // Schedules are compared on -O3 code: a kernel a flush compiled quickly
     // is upgraded first.
-    if (kernel && kernel->quick.load()) jit::KernelCache::instance().upgrade(kernel);
+    if (kernel && kernel->quick.load()) t_.compiler().upgrade(kernel);
     jit::Kernel* fn = kernel.get();
     restore();
     const double w0 = now_s();
-    run_scheduled(h_, s, fn, b_);
+    // (On a device the first run also brings the inputs there; later runs
+    // bring only what restore() wrote, the same bytes for every candidate.
+    // A device's launches return when they are done.)
+    run_scheduled(h_, s, fn, b_, t_);
     const double warm = now_s() - w0;
     if (reference_.empty()) snapshot(reference_);
     else verify(s);
@@ -228,7 +232,7 @@ class Bench {
     for (int reps = 0; reps < max_reps; ++reps) {
       restore();
       const double t0 = now_s();
-      run_scheduled(h_, s, fn, b_);
+      run_scheduled(h_, s, fn, b_, t_);
       const double t = now_s() - t0;
       best = std::min(best, t);
       total += t;
@@ -330,6 +334,7 @@ class Bench {
 
   const mdh::MdHom& h_;
   const SynthSpec& spec_;
+  const Target& t_;
   std::vector<BufferPtr> buffers_;
   mdh::Bindings b_;
   std::vector<int> outputs_, restore_;
@@ -345,20 +350,21 @@ TunedKernel tune_job(const TuneJob& job, double budget_s, int max_evals, bool ro
   k.ops = job.ops;
   k.size_class = job.cls;
   k.occurrences = job.count;
-  Bench bench(h, job.spec);
+  k.target = job.target->name;
+  Bench bench(h, job.spec, *job.target);
   mdh::Bindings sizes;
   sizes.ints = job.spec.ints;
   k.mdh = mdh::to_string(h, &sizes);
   tune::SearchOptions opt;
   opt.budget_s = budget_s;
   opt.max_evals = max_evals;
-  opt.routines = routines;
+  opt.routines = routines && !job.target->device;  // (a device keeps its operands: no host routine)
   opt.seed = jit::hash64(h.key() + job.cls);
   opt.stop = stop;
   opt.progress = progress;
-  const tune::Asm& target = cpu_target().machine();
+  const tune::Asm& target = job.target->machine();
   tune::StoreEntry stored;
-  if (tune::ScheduleStore::instance().find(tune::device_id(target), h, bench.bindings(), job.cls, &stored))
+  if (tune::ScheduleStore::instance().find(tune::device_id(target), h, bench.bindings(), job.cls, &stored, target))
     opt.starts.push_back(stored.schedule);
   tune::SearchResult r = tune::search(
       h, bench.bindings(), target, [&](const tune::Schedule& s, double best) { return bench.measure(s, best); },
@@ -417,21 +423,24 @@ constexpr int64_t kMaxSynthBytes = int64_t(2) << 30;
 }  // namespace
 
 tune::Schedule choose_schedule(const mdh::MdHom& h, const mdh::Bindings& b, const Config& cfg, bool* tuned,
-                               std::string* tuning) {
+                               std::string* tuning, const Target& t) {
   *tuned = false;
-  const tune::Asm& target = cpu_target().machine();
+  const tune::Asm& target = t.machine();
+  // (No library routine on a device: the host's BLAS would take the
+  // operands off it, where a contraction runs in tiles, gpu_tiles.)
+  const bool routines = cfg.routines && !t.device;
   const std::string cls = tune::size_class(h, b);
   if (cfg.random_schedule_seed >= 0)
     return tune::random_schedule(h, b, target,
                                  static_cast<uint64_t>(cfg.random_schedule_seed) ^ jit::hash64(h.key() + "|" + cls),
-                                 cfg.routines);
+                                 routines);
   tune::StoreEntry e;
-  if (tune::ScheduleStore::instance().find(tune::device_id(target), h, b, cls, &e) &&
-      (cfg.routines || e.schedule.routine == tune::Routine::None)) {
+  if (tune::ScheduleStore::instance().find(tune::device_id(target), h, b, cls, &e, target) &&
+      (routines || e.schedule.routine == tune::Routine::None)) {
     *tuned = true;
     return e.schedule;
   }
-  if (cfg.tune_seconds > 0) {
+  if (cfg.tune_seconds > 0 && !t.device) {
     TuneJob job;
     job.hom = std::make_shared<const mdh::MdHom>(h);
     job.spec = synth_spec(h, b);
@@ -442,15 +451,15 @@ tune::Schedule choose_schedule(const mdh::MdHom& h, const mdh::Bindings& b, cons
       background().enqueue(std::move(key), BackgroundJob{std::move(job), cfg.tune_seconds});
     }
   }
-  return tune::default_schedule(h, b, target, cfg.routines);
+  return tune::default_schedule(h, b, target, routines);
 }
 
 void capture_group(const std::shared_ptr<const mdh::MdHom>& hom, const mdh::Bindings& b, const std::string& ops,
-                   double run_ms) {
+                   double run_ms, const Target& t) {
   std::lock_guard<std::mutex> lock(g_capture_mu);
   if (!g_capturing) return;
   const std::string cls = tune::size_class(*hom, b);
-  const std::string key = hom->key() + "|" + cls;
+  const std::string key = std::string(t.name) + "|" + hom->key() + "|" + cls;
   auto it = g_captured.find(key);
   if (it == g_captured.end()) {
     TuneJob job;
@@ -460,6 +469,7 @@ void capture_group(const std::shared_ptr<const mdh::MdHom>& hom, const mdh::Bind
     job.cls = cls;
     job.weight_ms = run_ms;
     job.count = 1;
+    job.target = &t;
     g_captured.emplace(key, std::move(job));
     g_captured_order.push_back(key);
   } else {
@@ -544,5 +554,7 @@ int background_done() { return background().done(); }
 bool detail::being_tuned(const std::string& key) { return !key.empty() && background().pending(key); }
 
 void set_schedule_store(const std::string& path) { tune::ScheduleStore::instance().configure(path); }
+
+std::string schedule_device() { return tune::device_id(active_target().machine()); }
 
 }  // namespace nf::pipeline

@@ -42,8 +42,12 @@ void credit_quick(jit::Kernel* k, int64_t ns);
 // The schedule a new plan uses for h; `tuned` tells whether it came from the
 // store. May queue h for background tuning (Config::tune_seconds): then
 // `tuning` (where given) receives the job's key, for being_tuned.
+// Schedules are made for t's machine (t.machine(): a GPU's are grid
+// schedules with device parameters, tune/gpu_model.cc) and stored per
+// machine; a device's are tuned by numfuse.tune (tune_captured), not in the
+// background (its launches would contend with the program's).
 tune::Schedule choose_schedule(const mdh::MdHom& h, const mdh::Bindings& b, const Config& cfg, bool* tuned,
-                               std::string* tuning = nullptr);
+                               std::string* tuning = nullptr, const Target& t = cpu_target());
 // Whether the background tuning job of `key` (choose_schedule's `tuning`;
 // empty: none) is queued or running: its kernel's schedule may still change.
 bool being_tuned(const std::string& key);
@@ -70,11 +74,12 @@ struct TuneJob {
   std::string cls;       // size class
   double weight_ms = 0;  // observed run time x occurrences
   int count = 1;
+  const Target* target = &cpu_target();  // where the group ran: tuned there
 };
 
 // Capture (numfuse.tune): while on, every group run is remembered.
 void capture_group(const std::shared_ptr<const mdh::MdHom>& hom, const mdh::Bindings& b, const std::string& ops,
-                   double run_ms);
+                   double run_ms, const Target& t = cpu_target());
 bool capturing();
 
 }  // namespace nf::pipeline::detail

@@ -907,8 +907,12 @@ PyMethodDef g_methods[] = {
     {"__dlpack__", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&nd_dlpack)),
      METH_FASTCALL | METH_KEYWORDS,
      "__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None): a DLPack capsule sharing the "
-     "array's memory (a copy's with copy=True); pending operations on it run first."},
-    {"__dlpack_device__", nd_dlpack_device, METH_NOARGS, "__dlpack_device__(): (1, 0), the CPU."},
+     "array's memory (a copy's with copy=True); an array computed on a device and not read on the host since "
+     "goes to a consumer of that device as a copy in its memory (copy=False: BufferError), to the CPU "
+     "(dl_device=(1, 0)) as the host's memory; pending operations on it run first."},
+    {"__dlpack_device__", nd_dlpack_device, METH_NOARGS,
+     "__dlpack_device__(): where __dlpack__ exports the array by default: (2, ordinal), a CUDA device, where the "
+     "array was computed there and not yet read on the host; else (1, 0), the CPU."},
     {"__array_ufunc__", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&array_ufunc)),
      METH_FASTCALL | METH_KEYWORDS, "NumPy's ufunc protocol: NumPy ufuncs applied to numfuse arrays record lazily."},
     {"_pow", m_pow, METH_O, nullptr},

@@ -568,6 +568,7 @@ void bind_functions(py::module_& m) {
       d["ops"] = k.ops;
       d["mdh"] = k.mdh;
       d["size_class"] = k.size_class;
+      d["target"] = k.target;
       d["default_schedule"] = k.default_schedule;
       d["best_schedule"] = k.best_schedule;
       d["default_ms"] = k.default_ms;
@@ -602,7 +603,7 @@ void bind_functions(py::module_& m) {
     py::dict d;
     d["path"] = s.path();
     d["entries"] = s.size();
-    d["device"] = tune::device_id(tune::Asm::host());
+    d["device"] = pipeline::schedule_device();
     return d;
   });
   m.def("set_schedule_store", [](const std::string& path) { pipeline::set_schedule_store(path); });

@@ -218,16 +218,21 @@ DLDataType dl_dtype(DType t) {
 }
 
 // What a DLPack export owns (manager_ctx): the array (a strong reference,
-// released with the GIL), the buffer's export count, shape and strides.
+// released with the GIL), the buffer's export count, shape and strides --
+// or, for an export of a device's copy, that copy (`device`, `mem`).
 struct DLExport {
-  PyObject* owner;
+  PyObject* owner = nullptr;
   BufferPtr buffer;
   std::vector<int64_t> shape, strides;
+  Device* device = nullptr;
+  void* mem = nullptr;
+  int64_t bytes = 0;
 };
 
 void drop(DLExport* ctx) {
   if (!ctx) return;
-  ctx->buffer->exports.fetch_sub(1);
+  if (ctx->device) ctx->device->free(ctx->mem, ctx->bytes);  // (the device's pool: any thread)
+  else ctx->buffer->exports.fetch_sub(1);
   // A consumer may call the deleter from any thread, without the GIL.
   if (Py_IsInitialized()) {
     PyGILState_STATE g = PyGILState_Ensure();
@@ -241,7 +246,7 @@ void drop(DLExport* ctx) {
 // `data`: a capsule never consumed (still so named) releases what it holds;
 // a consumer renames it ("used_...") and calls the deleter itself.
 template <typename Managed, const char* Name>
-PyObject* make_capsule(DLExport* ctx, const View& v, char* data, uint64_t flags) {
+PyObject* make_capsule(DLExport* ctx, const View& v, char* data, uint64_t flags, DLDevice device = {kDLCPU, 0}) {
   auto* m = new Managed{};
   if constexpr (requires { m->flags; }) {
     m->version = {1, 0};
@@ -250,7 +255,7 @@ PyObject* make_capsule(DLExport* ctx, const View& v, char* data, uint64_t flags)
   m->manager_ctx = ctx;
   DLTensor& t = m->dl_tensor;
   t.data = data;
-  t.device = {kDLCPU, 0};
+  t.device = device;
   t.ndim = v.ndim();
   t.dtype = dl_dtype(v.dtype);
   t.shape = ctx->shape.data();
@@ -274,6 +279,25 @@ PyObject* make_capsule(DLExport* ctx, const View& v, char* data, uint64_t flags)
 constexpr char kVersionedName[] = "dltensor_versioned";
 constexpr char kUnversionedName[] = "dltensor";
 
+// The device whose copy holds v's contents (computed there and not yet
+// brought to the host) where DLPack consumers see it as a device of its
+// own (not the CPU: the emulated device's memory is the host's, so NumPy
+// takes it as a CPU array, sharing the host copy), or nullptr.
+Device* resident_device(const View& v) {
+  if (v.buffer->pending()) flush_all("DLPack export");
+  const Buffer& b = *v.buffer;
+  if (!b.device() || !b.device_newer()) return nullptr;
+  int32_t type = kDLCPU, id = 0;
+  b.device()->dlpack_device(&type, &id);
+  return type == kDLCPU ? nullptr : b.device();
+}
+
+DLDevice dl_device_of(const Device* d) {
+  DLDevice r{kDLCPU, 0};
+  if (d) d->dlpack_device(&r.device_type, &r.device_id);
+  return r;
+}
+
 }  // namespace
 
 PyObject* nd_dlpack(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -290,20 +314,75 @@ PyObject* nd_dlpack(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyO
       else if (k == "copy") copy = val;
       else throw TypeError("__dlpack__() got an unexpected keyword argument '" + k + "'");
     }
-    if (stream != Py_None) throw py::value_error("numfuse arrays live on the CPU: __dlpack__ takes stream=None only");
-    if (dl_device != Py_None) {
-      py::tuple dev = py::reinterpret_borrow<py::object>(dl_device).cast<py::tuple>();
-      if (dev.size() != 2 || dev[0].cast<int>() != kDLCPU || dev[1].cast<int>() != 0) {
-        PyErr_SetString(PyExc_BufferError, "numfuse arrays can only be exported to the CPU device (1, 0)");
-        throw py::error_already_set();
-      }
-    }
     bool versioned = false;
     if (max_version != Py_None) {
       py::tuple mv = py::reinterpret_borrow<py::object>(max_version).cast<py::tuple>();
       versioned = mv.size() >= 1 && mv[0].cast<int>() >= 1;
     }
     const bool want_copy = copy != Py_None && PyObject_IsTrue(copy) == 1;
+    const bool no_copy = copy != Py_None && PyObject_IsTrue(copy) == 0;
+    // Where the contents are: a device's copy goes to a consumer that takes
+    // that device (dl_device None or the same), as a copy of its own in the
+    // device's memory (kDLFlagIsCopied; the consumer's writes then cannot
+    // race numfuse's host copy); any other consumer gets the host's memory.
+    const View& self_view = view_of_obj(self);
+    Device* const resident = resident_device(self_view);
+    const DLDevice here = dl_device_of(resident);
+    DLDevice want = {kDLCPU, 0};
+    if (dl_device != Py_None) {
+      py::tuple dev = py::reinterpret_borrow<py::object>(dl_device).cast<py::tuple>();
+      if (dev.size() != 2) throw py::value_error("__dlpack__: dl_device must be a (device type, id) pair");
+      want = {dev[0].cast<int32_t>(), dev[1].cast<int32_t>()};
+      const bool ok = (want.device_type == kDLCPU && want.device_id == 0) ||
+                      (resident && want.device_type == here.device_type && want.device_id == here.device_id);
+      if (!ok) {
+        PyErr_SetString(PyExc_BufferError,
+                        ("numfuse cannot export this array to DLPack device (" + std::to_string(want.device_type) +
+                         ", " + std::to_string(want.device_id) + "): its contents are on (" +
+                         std::to_string(here.device_type) + ", " + std::to_string(here.device_id) +
+                         ") and the CPU (1, 0)")
+                            .c_str());
+        throw py::error_already_set();
+      }
+    } else {
+      want = here;
+    }
+    const bool from_device = resident && want.device_type == here.device_type && want.device_id == here.device_id;
+    if (stream != Py_None && !(from_device && here.device_type != kDLCPU))
+      throw py::value_error("__dlpack__: stream must be None for an export to the CPU");
+    // (On a device, numfuse's launches return when they are done: nothing
+    // is pending on any stream the consumer names.)
+    if (from_device) {
+      if (no_copy) {
+        PyErr_SetString(PyExc_BufferError,
+                        "numfuse cannot share a device's copy without copying it (copy=False): export with "
+                        "copy=None, or to the CPU (dl_device=(1, 0))");
+        throw py::error_already_set();
+      }
+      const View& v = self_view;
+      auto ctx = std::make_unique<DLExport>();
+      ctx->device = resident;
+      ctx->bytes = std::max<int64_t>(v.buffer->nbytes(), 1);
+      ctx->mem = resident->alloc(ctx->bytes);  // (MemoryError when the device is full)
+      resident->copy(ctx->mem, v.buffer->device_ptr(), v.buffer->nbytes());
+      for (int d = 0; d < v.ndim(); ++d) {
+        ctx->shape.push_back(v.shape[d]);
+        ctx->strides.push_back(v.strides[d]);
+      }
+      char* data = static_cast<char*>(ctx->mem) + v.offset * itemsize(v.dtype);
+      const uint64_t flags = (v.readonly ? kDLFlagReadOnly : 0) | kDLFlagIsCopied;
+      if (v.readonly && !versioned) {
+        PyErr_SetString(PyExc_BufferError,
+                        "Cannot export readonly array since signalling readonly is unsupported by DLPack "
+                        "(supported by newer DLPack version).");
+        throw py::error_already_set();
+      }
+      PyObject* cap = versioned
+                          ? make_capsule<DLManagedTensorVersioned, kVersionedName>(ctx.get(), v, data, flags, here)
+                          : make_capsule<DLManagedTensor, kUnversionedName>(ctx.get(), v, data, flags, here);
+      ctx.release();
+      return cap;
+    }
     // The array to export: this one, or (copy=True) a fresh copy of it.
     py::object owner = py::reinterpret_borrow<py::object>(self);
     if (want_copy) owner = py::reinterpret_borrow<py::object>(self).attr("copy")();
@@ -331,6 +410,11 @@ PyObject* nd_dlpack(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyO
   });
 }
 
-PyObject* nd_dlpack_device(PyObject*, PyObject*) { return Py_BuildValue("(ii)", kDLCPU, 0); }
+PyObject* nd_dlpack_device(PyObject* self, PyObject*) {
+  return guarded([&]() -> PyObject* {
+    const DLDevice d = dl_device_of(resident_device(view_of_obj(self)));
+    return Py_BuildValue("(ii)", d.device_type, d.device_id);
+  });
+}
 
 }  // namespace nf::py_bind

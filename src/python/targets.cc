@@ -99,6 +99,8 @@ void bind_targets(py::module_& m) {
     out["pool_bytes"] = s.pool_bytes;
     return out;
   });
+  // (Tests) the DLPack device type the emulated device reports.
+  m.def("set_emulated_dlpack_type", [](int type) { runtime::set_emulated_dlpack_type(type); });
   m.def("device_trim", [device_named](const std::string& name) {
     runtime::GpuDevice* d = device_named(name);
     d->trim();

@@ -1,5 +1,6 @@
 // GPU kernels on a device (runtime.h): the emulated device, CUDA's through
 // the driver, and the launch of a kernel's phases on either.
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -98,6 +99,17 @@ class EmulatedDevice final : public GpuDevice {
     downloads_++;
   }
   void host_stale(void* host, int64_t bytes) override { std::memset(host, 0xff, static_cast<size_t>(bytes)); }
+  void copy(void* dst, const void* src, int64_t bytes) override {
+    std::memcpy(dst, src, static_cast<size_t>(bytes));
+  }
+  void dlpack_device(int32_t* type, int32_t* id) const override {
+    *type = dlpack_type_.load(std::memory_order_relaxed);  // (kDLCPU: its memory is the host's)
+    *id = 0;
+  }
+  // (Tests: the emulated device says it is another DLPack device, kDLCUDA,
+  // so that the export of a device's copy runs here; its memory is still
+  // readable on the host.)
+  void set_dlpack_type(int32_t t) { dlpack_type_.store(t, std::memory_order_relaxed); }
 
  protected:
   // Rounded up as host blocks are (buffer.cc), so that the host-compiled
@@ -141,6 +153,7 @@ class EmulatedDevice final : public GpuDevice {
 
  private:
   int64_t blocks_ = 2, threads_ = 3;
+  std::atomic<int32_t> dlpack_type_{1};
 };
 
 class CudaDevice final : public GpuDevice {
@@ -160,6 +173,11 @@ class CudaDevice final : public GpuDevice {
   void to_host(void* dst, const void* src, int64_t bytes) override {
     d_.to_host(dst, src, bytes);
     downloads_++;
+  }
+  void copy(void* dst, const void* src, int64_t bytes) override { d_.copy(dst, src, bytes); }
+  void dlpack_device(int32_t* type, int32_t* id) const override {
+    *type = 2;  // kDLCUDA
+    *id = d_.ordinal();
   }
   void launch(const jit::Kernel& k, size_t phase, char* const* ptrs, const int64_t* ints, const double* floats,
               void* frame) override {
@@ -182,7 +200,8 @@ class CudaDevice final : public GpuDevice {
     if (ph.threads > 0)  // (blocks of the threads its code was written for: 16 per SM, 2,048 threads at 128)
       d_.launch(k.functions[phase], 16 * sms, ph.threads, params);
     else
-      d_.launch(k.functions[phase], ph.grid ? 8 * sms : 1, ph.grid ? 256 : 1, params);
+      d_.launch(k.functions[phase], ph.grid ? std::max<int64_t>(2048 * sms / ph.block, 1) : 1,  // (resident threads)
+                ph.grid ? ph.block : 1, params);
   }
 
  private:
@@ -191,10 +210,16 @@ class CudaDevice final : public GpuDevice {
 
 }  // namespace
 
-GpuDevice& emulated_device() {
+namespace {
+EmulatedDevice& the_emulated_device() {
   static EmulatedDevice* d = new EmulatedDevice();
   return *d;
 }
+}  // namespace
+
+GpuDevice& emulated_device() { return the_emulated_device(); }
+
+void set_emulated_dlpack_type(int32_t type) { the_emulated_device().set_dlpack_type(type); }
 
 GpuDevice* cuda_device(std::string* why) {
   static GpuDevice* d = [] () -> GpuDevice* {

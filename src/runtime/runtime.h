@@ -155,6 +155,9 @@ class GpuDevice : public Device {
 // `threads` threads, one after another (NUMFUSE_EMULATED_GRID=blocks,threads;
 // default 2,3: more than one of each, few enough to be quick).
 GpuDevice& emulated_device();
+// (Tests) the DLPack device type the emulated device reports (1, kDLCPU,
+// by default; 2, kDLCUDA, makes exports of its copies run as a GPU's).
+void set_emulated_dlpack_type(int32_t type);
 // The GPU through the CUDA driver (jit::CudaDriver), or nullptr with `why`.
 GpuDevice* cuda_device(std::string* why = nullptr);
 

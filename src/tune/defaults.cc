@@ -318,6 +318,7 @@ Schedule with_width(Schedule s, const mdh::MdHom& h, const mdh::Bindings& b, con
 }  // namespace
 
 Schedule default_schedule(const mdh::MdHom& h, const mdh::Bindings& b, const Asm& target, bool routines) {
+  if (target.gpu()) return gpu_default_schedule(h, b, target);
   if (routines && blas_compatible(h)) {
     Schedule s;
     s.routine = Routine::Blas;

@@ -23,6 +23,38 @@ int64_t read_cache_size(int index) {
 }
 }  // namespace
 
+Asm Asm::cuda(int sms, const std::string& name) {
+  // sm_80/sm_90: 2,048 resident threads, 64 Ki registers (255 a thread) and
+  // 164-228 KiB of shared memory per multiprocessor, 48 KiB a block
+  // without opting in to more.
+  Asm a;
+  a.cores = 1;
+  a.sms = std::max(1, sms);
+  a.max_block_threads = 1024;
+  a.max_sm_threads = 2048;
+  a.shared_per_block = 48 << 10;
+  a.shared_per_sm = 164 << 10;
+  a.regs_per_sm = 64 << 10;
+  a.max_thread_regs = 255;
+  a.gpu_name = name;
+  return a;
+}
+
+std::string GpuTile::why_illegal() const {
+  auto pow2 = [](int64_t v) { return v > 0 && (v & (v - 1)) == 0; };
+  if (!pow2(bm) || !pow2(bn) || !pow2(bk) || !pow2(tm) || !pow2(tn)) return "tile sizes must be powers of two";
+  if (bm > 256 || bn > 256 || bk > 64 || tm > 8 || tn > 8) return "tile sizes beyond 256 x 256 x 64, 8 x 8 a thread";
+  if (tm > bm || tn > bn) return "a thread's tile beyond the block's";
+  if (threads() < 32 || threads() > 1024) return "a block of 32 to 1024 threads";
+  if (bk * tm * tn > 1024) return "more than 1024 multiply-adds unrolled per tile";
+  return "";
+}
+
+std::string GpuTile::key() const {
+  return std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk) + "x" + std::to_string(tm) + "x" +
+         std::to_string(tn);
+}
+
 const Asm& Asm::host() {
   static const Asm a = [] {
     Asm r;
@@ -82,6 +114,15 @@ std::string Schedule::why_illegal(const mdh::MdHom& h) const {
   if (grid < 0 || grid > nloops) return "grid loops out of range";
   if (grid > 0 && !parallel) return "grid loops need a parallel schedule";
   if (block_tiles && grid < 2) return "block tiles need two grid loops";
+  if (block_tiles) {
+    const std::string why = tile.why_illegal();
+    if (!why.empty()) return "block tiles: " + why;
+  }
+  if (grid_threads != 0 && (grid_threads < 32 || grid_threads > 1024 || (grid_threads & (grid_threads - 1))))
+    return "a grid block's threads must be a power of two from 32 to 1024";
+  if (grid_threads && grid == 0) return "grid blocks need grid loops";
+  if (block_threads != 0 && (block_threads < 32 || block_threads > 1024 || (block_threads & (block_threads - 1))))
+    return "a reduction block's threads must be a power of two from 32 to 1024";
   for (int q = 0; q < grid; ++q) {
     const int d = order[q].dim;
     if (h.any_pointwise(d) || h.is_scan(d)) return "a grid loop's dimension is combined";
@@ -154,6 +195,15 @@ std::string Schedule::why_unsafe(const mdh::MdHom& h, const mdh::Bindings& b, co
         return "tile size " + std::to_string(t) + " exceeds dimension " + std::to_string(d) + "'s extent";
   }
   if (parallel_min_work < 0 || parallel_min_work > (int64_t(1) << 50)) return "parallel threshold out of range";
+  if ((block_tiles || block_threads || grid_threads) && !target.gpu()) return "device parameters on a machine without a GPU";
+  if (block_tiles) {
+    int64_t item = 1;
+    for (const mdh::Access& a : h.accesses) item = std::max<int64_t>(item, itemsize(a.dtype));
+    if (tile.shared_bytes(item) > target.shared_per_block) return "block tiles beyond a block's shared memory";
+    if (tile.threads() > target.max_block_threads) return "block tiles of more threads than a block has";
+  }
+  if (block_threads > target.max_block_threads || grid_threads > target.max_block_threads)
+    return "more threads than a block has";
   // A tile buffer holds, per dimension of its layout, the tile of the
   // innermost loop of that dimension at or above it (or the whole extent).
   constexpr int64_t kMaxTileBytes = int64_t(256) << 20;
@@ -177,6 +227,9 @@ std::string Schedule::why_unsafe(const mdh::MdHom& h, const mdh::Bindings& b, co
 //   o<d>.<l>,<d>.<l>,...                             loop order
 //   p<min work> | s                                  parallel or serial
 //   g<loops>                                         grid loops (Schedule::grid)
+//   b<bm>x<bn>x<bk>x<tm>x<tn>                        block tiles (Schedule::block_tiles; "b": 64x64x16x4x4)
+//   B<threads>                                       a reduction block's threads (Schedule::block_threads)
+//   T<threads>                                       a grid block's threads (Schedule::grid_threads)
 //   v | n                                            vectorized or not
 //   c<access>@<pos>:<layout>[/<packed dims>];...     caches (lists comma-separated)
 //   u<positions>                                     unrolled loops
@@ -198,7 +251,9 @@ std::string Schedule::key() const {
   if (parallel) os << "|p" << parallel_min_work;
   else os << "|s";
   if (grid) os << "|g" << grid;
-  if (block_tiles) os << "|b";
+  if (block_tiles) os << "|b" << tile.key();
+  if (block_threads) os << "|B" << block_threads;
+  if (grid_threads) os << "|T" << grid_threads;
   os << (vectorize ? "|v" : "|n");
   if (!caches.empty()) {
     os << "|c";
@@ -284,8 +339,19 @@ Schedule Schedule::parse(const std::string& text) {
       case 'g':
         s.grid = static_cast<int>(to_int(v));
         break;
-      case 'b':
+      case 'b': {
         s.block_tiles = true;
+        if (v.empty()) break;
+        const std::vector<std::string> t = split(v, 'x');
+        if (t.size() != 5) throw std::invalid_argument("schedule text: bad block tiles '" + v + "'");
+        s.tile = {to_int(t[0]), to_int(t[1]), to_int(t[2]), to_int(t[3]), to_int(t[4])};
+        break;
+      }
+      case 'B':
+        s.block_threads = to_int(v);
+        break;
+      case 'T':
+        s.grid_threads = to_int(v);
         break;
       case 'v':
         s.vectorize = true;
@@ -345,7 +411,11 @@ std::string Schedule::to_string() const {
     os << ")";
     for (int d : c.pack) os << " packed by i" << d;
   }
-  if (block_tiles) os << "; block tiles (grid loops in 64 x 64 tiles, 256 threads, shared memory)";
+  if (block_tiles)
+    os << "; block tiles (grid loops in " << tile.bm << " x " << tile.bn << " tiles, " << tile.threads()
+       << " threads of " << tile.tm << " x " << tile.tn << ", k " << tile.bk << " deep in shared memory)";
+  if (block_threads) os << "; reduction blocks of " << block_threads << " threads";
+  if (grid_threads) os << "; grid blocks of " << grid_threads << " threads";
   if (contract) os << "; fma";
   if (wide) os << "; " << Asm::host().wide_simd_bytes * 8 << "-bit vectors";
   return os.str();

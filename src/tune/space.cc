@@ -252,6 +252,7 @@ bool block_tiles_pay(const mdh::MdHom& h, const Schedule& s, const mdh::Bindings
 
 Schedule random_schedule(const mdh::MdHom& h, const mdh::Bindings& b, const Asm& target, uint64_t seed,
                          bool routines) {
+  if (target.gpu()) return gpu_random_schedule(h, b, target, seed);
   Rng r(seed);
   Schedule s;
   if (routines && blas_compatible(h) && coin(r, 0.2)) {
@@ -310,6 +311,7 @@ Schedule random_schedule(const mdh::MdHom& h, const mdh::Bindings& b, const Asm&
 
 Schedule mutate(const Schedule& from, const mdh::MdHom& h, const mdh::Bindings& b, const Asm& target,
                 uint64_t seed, bool routines) {
+  if (target.gpu()) return gpu_mutate(from, h, b, target, seed);
   Rng r(seed);
   if (from.routine != Routine::None || h.ndim == 0) return random_schedule(h, b, target, r(), routines);
   for (int attempt = 0; attempt < 16; ++attempt) {

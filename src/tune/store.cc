@@ -107,7 +107,10 @@ const std::string& cpu_model() {
 
 }  // namespace
 
-std::string device_id(const Asm& target) { return cpu_model() + " x" + std::to_string(target.cores); }
+std::string device_id(const Asm& target) {
+  if (target.gpu()) return "gpu " + target.gpu_name + " x" + std::to_string(target.sms);
+  return cpu_model() + " x" + std::to_string(target.cores);
+}
 
 ScheduleStore& ScheduleStore::instance() {
   static ScheduleStore* s = new ScheduleStore();
@@ -161,7 +164,7 @@ void ScheduleStore::reload_if_changed() {
 }
 
 bool ScheduleStore::find(const std::string& device, const mdh::MdHom& h, const mdh::Bindings& b,
-                         const std::string& cls, StoreEntry* out) {
+                         const std::string& cls, StoreEntry* out, const Asm& target) {
   std::lock_guard<std::mutex> lock(mu_);
   reload_if_changed();
   const std::string key = entry_key(device, h, cls);
@@ -178,7 +181,7 @@ bool ScheduleStore::find(const std::string& device, const mdh::MdHom& h, const m
       out->default_s = std::stod(f[2]) / 1e3;
       out->evals = std::stoi(f[3]);
       why = out->schedule.why_illegal(h);
-      if (why.empty()) why = out->schedule.why_unsafe(h, b, Asm::host());
+      if (why.empty()) why = out->schedule.why_unsafe(h, b, target);
     } catch (const std::exception& e) {
       why = std::string("malformed (") + e.what() + ")";
     }

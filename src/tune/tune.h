@@ -53,7 +53,24 @@ struct Asm {
   // The widest vectors kernels may use (Schedule::wide): 64 bytes on CPUs
   // with AVX-512 (NUMFUSE_VECTOR_BITS=256 keeps 32).
   int wide_simd_bytes = 32;
+  // A GPU's (MDH's CUDA ASM: grid | blocks | threads, memory global |
+  // shared | registers); sms = 0 on the host. Schedules for it are a
+  // grid's (Schedule::grid) with its device parameters (GpuTile,
+  // block_threads) chosen by a model (gpu_model.cc) or by the tuner.
+  int sms = 0;                        // multiprocessors
+  int64_t max_block_threads = 0;      // threads in a block
+  int64_t max_sm_threads = 0;         // resident threads per multiprocessor
+  int64_t shared_per_block = 0;       // bytes a block may share (without opting in to more)
+  int64_t shared_per_sm = 0;
+  int64_t regs_per_sm = 0;            // 32-bit registers
+  int64_t max_thread_regs = 0;
+  std::string gpu_name;               // (device_id)
+  bool gpu() const { return sms > 0; }
   static const Asm& host();
+  // A GPU of `sms` multiprocessors of the sm_80/sm_90 kind (an H100/H200
+  // has 132): the emulated device's model, and the CUDA device's with its
+  // own count and name.
+  static Asm cuda(int sms, const std::string& name);
 };
 
 struct LoopSpec {
@@ -75,6 +92,23 @@ struct Cache {
 };
 
 enum class Routine : uint8_t { None, Blas };
+
+// A contraction's tiles on a GPU (Schedule::block_tiles; lower/passes.h:
+// gpu_tiles): a block per bm x bn tile of the outputs, the inputs' k staged
+// bk deep in shared memory, each of its (bm / tm) (bn / tn) threads
+// combining tm x tn outputs in registers.
+struct GpuTile {
+  int64_t bm = 64, bn = 64, bk = 16, tm = 4, tn = 4;
+  int64_t threads() const { return (bm / tm) * (bn / tn); }
+  // Shared memory for tiles of `item`-byte elements (rows padded by one).
+  int64_t shared_bytes(int64_t item) const { return (bm + bn + 2) * bk * item; }
+  // "" where the shape is one gpu_tiles makes, else why not.
+  std::string why_illegal() const;
+  std::string key() const;  // "64x64x16x4x4"
+  bool operator==(const GpuTile& o) const {
+    return bm == o.bm && bn == o.bn && bk == o.bk && tm == o.tm && tn == o.tn;
+  }
+};
 
 struct Schedule {
   std::vector<std::vector<int64_t>> tiles;
@@ -105,6 +139,13 @@ struct Schedule {
   // what the combined loops read along each of them staged in the block's
   // shared memory (lower/passes.h: gpu_tiles, for a contraction).
   bool block_tiles = false;
+  GpuTile tile;  // (block_tiles) their sizes
+  // The threads of a block that shares a reduction's work (gpu_blocks;
+  // a power of two; 0: the target's, lower::Caps::block_threads).
+  int64_t block_threads = 0;
+  // The blocks of a grid whose threads take a point each (a power of two;
+  // 0: 256). Only the launch differs: the kernel strides over the grid.
+  int64_t grid_threads = 0;
   Routine routine = Routine::None;
 
   int levels(int d) const { return static_cast<int>(tiles[d].size()) + 1; }
@@ -126,7 +167,8 @@ struct Schedule {
   std::string to_string() const;
 };
 
-// A good schedule without search: parallelize the outermost concatenated
+// A good schedule without search (on a GPU, target.gpu():
+// gpu_default_schedule): parallelize the outermost concatenated
 // dimension (tiling it out of inner point-wise loops if needed), or a
 // point-wise one with private partials when the outputs are small;
 // vectorize the innermost loop.
@@ -134,8 +176,8 @@ struct Schedule {
 // `routines` allows it.
 Schedule default_schedule(const mdh::MdHom& h, const mdh::Bindings& b, const Asm& target, bool routines = true);
 
-// The schedule a GPU runs (pipeline/target.h: Target::schedule), made from
-// the one chosen for the host: the grid is the device's parallelism. The dimensions no output combines (reduces or
+// A GPU's loops (gpu_default_schedule, gpu_random_schedule), made from a
+// host's schedule: the grid is the device's parallelism. The dimensions no output combines (reduces or
 // scans), untiled, become the grid loops (Schedule::grid), in the
 // chosen order of their point loops (the layout's innermost last, so
 // neighbouring threads take neighbouring elements); a thread per point of
@@ -159,6 +201,28 @@ Schedule grid_schedule(const mdh::MdHom& h, const Schedule& chosen);
 // output, gpu_blocks, reads it faster).
 bool block_tiles_pay(const mdh::MdHom& h, const Schedule& s, const mdh::Bindings& b);
 
+// The GPU schedule of h without search (target.gpu()): the grid form of the
+// host's default schedule (grid_schedule), in blocks of tiles where they
+// pay, the tiles and the reduction blocks' threads from the model below.
+Schedule gpu_default_schedule(const mdh::MdHom& h, const mdh::Bindings& b, const Asm& target);
+// The model (gpu_model.cc): the estimated seconds of a contraction of
+// ni x nj outputs over k (times `batch`) in tiles t of values of type `dt`
+// on the GPU: the waves of resident blocks (limited by threads, registers
+// and shared memory per multiprocessor) times a block's time, the larger of
+// its arithmetic, its shared-memory reads (tm + tn per thread per k for
+// tm tn multiply-adds) and its global reads ((bm + bn) k values); infinite
+// where t cannot run there. gpu_tile_model picks the cheapest legal tile.
+double gpu_tile_seconds(const GpuTile& t, int64_t ni, int64_t nj, int64_t k, int64_t batch, DType dt,
+                        const Asm& target);
+GpuTile gpu_tile_model(int64_t ni, int64_t nj, int64_t k, int64_t batch, DType dt, const Asm& target);
+// Every tile shape the schedule space holds (legal, at most 1024 threads).
+const std::vector<GpuTile>& gpu_tile_space();
+// The reduction blocks' threads (Schedule::block_threads) for `blocks`
+// blocks (rows) of `length` points each: 128 (16 resident blocks per
+// multiprocessor) unless there are too few rows to fill the device, then
+// more threads per row, as many as a row has points for.
+int64_t gpu_block_threads_model(int64_t blocks, int64_t length, const Asm& target);
+
 // ---------------------------------------------------------------------------
 // The schedule space (space.cc).
 
@@ -172,6 +236,11 @@ Schedule random_schedule(const mdh::MdHom& h, const mdh::Bindings& b, const Asm&
 // schedule store accepts whatever a search over mutations finds.
 Schedule mutate(const Schedule& from, const mdh::MdHom& h, const mdh::Bindings& b, const Asm& target,
                 uint64_t seed, bool routines = true);
+// (target.gpu(): the three above are these -- the grid's device parameters,
+// block tiles and reduction blocks, drawn or changed; gpu_model.cc.)
+Schedule gpu_random_schedule(const mdh::MdHom& h, const mdh::Bindings& b, const Asm& target, uint64_t seed);
+Schedule gpu_mutate(const Schedule& from, const mdh::MdHom& h, const mdh::Bindings& b, const Asm& target,
+                    uint64_t seed);
 // Drops the caches, packings and unrolls that make s illegal; false if it
 // stays illegal.
 bool repair(Schedule& s, const mdh::MdHom& h);
@@ -252,8 +321,9 @@ class ScheduleStore {
   // The stored schedule for h, if there is one that is legal for h and safe
   // for these bindings on this machine (Schedule::why_unsafe); a doubtful
   // entry is ignored, with a warning (take_warnings).
+  // (`target`: the machine the schedule would run on; the host's by default.)
   bool find(const std::string& device, const mdh::MdHom& h, const mdh::Bindings& b, const std::string& size_class,
-            StoreEntry* out);
+            StoreEntry* out, const Asm& target = Asm::host());
   std::vector<std::string> take_warnings();
   // Returns false if the file could not be written (the entry is still
   // kept in memory for this process).

@@ -2,6 +2,8 @@
 // (That every random legal schedule computes the right numbers is checked
 // end to end against NumPy in tests/test_schedules.py.)
 #include <map>
+#include <set>
+#include <limits>
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -148,6 +150,98 @@ TEST(Tune, RandomSchedulesAreLegalAndLower) {
   EXPECT_GT(combined, 20);  // parallel reductions combine their shares' partials after the loop
   EXPECT_GT(grid, 100);
   EXPECT_GT(tiled_grid, 10);
+}
+
+// A GPU's schedules (tune/gpu_model.cc): a contraction's block tiles from
+// the model -- big tiles with 8 x 8 outputs a thread where there are
+// outputs enough to fill the device, smaller ones where there are not --
+// the key round trip, and a space of device parameters that the tuner
+// draws from and mutates, every schedule in it legal and safe.
+TEST(Tune, GpuSchedulesTakeTheirTilesFromTheModelAndTheSpace) {
+  const tune::Asm gpu = tune::Asm::cuda(132, "test");
+  EXPECT_EQ(tune::device_id(gpu), "gpu test x132");
+  std::vector<mdh::Built> c = classes();
+  mdh::Built& mm = c[4];  // a float32 matmul, (70 x 129) @ (129 x 45)
+  const tune::Schedule host = tune::default_schedule(mm.hom, mm.bind, tune::Asm::host(), false);
+  ASSERT_GE(tune::grid_schedule(mm.hom, host).grid, 2);
+  auto with_extents = [&](int64_t n, int64_t k) {
+    mdh::Bindings b = mm.bind;
+    for (int d = 0; d < mm.hom.ndim; ++d) b.ints[mm.hom.extent[d]] = mm.hom.any_pointwise(d) ? k : n;
+    return b;
+  };
+  for (int64_t n : {256, 1024, 4096}) {
+    const mdh::Bindings b = with_extents(n, n);
+    const tune::Schedule s = tune::default_schedule(mm.hom, b, gpu, true);
+    ASSERT_TRUE(s.block_tiles) << s.key();
+    EXPECT_EQ(s.routine, tune::Routine::None);  // (a device has no host routine)
+    EXPECT_EQ(s.why_illegal(mm.hom), "");
+    EXPECT_EQ(s.why_unsafe(mm.hom, b, gpu), "");
+    EXPECT_EQ(tune::Schedule::parse(s.key()).key(), s.key());
+    EXPECT_NE(s.key().find("|b" + s.tile.key()), std::string::npos);
+    EXPECT_NE(s.to_string().find(std::to_string(s.tile.threads()) + " threads"), std::string::npos);
+    const int64_t blocks = ((n + s.tile.bm - 1) / s.tile.bm) * ((n + s.tile.bn - 1) / s.tile.bn);
+    if (n == 4096) {  // outputs enough: the most work a thread, 8 x 8
+      EXPECT_EQ(s.tile.tm * s.tile.tn, 64) << s.tile.key();
+      EXPECT_GE(s.tile.bm * s.tile.bn, 64 * 128) << s.tile.key();
+    } else {  // fewer: tiles small enough that (nearly) every multiprocessor has one
+      EXPECT_GE(10 * blocks, 9 * std::min<int64_t>(gpu.sms, n * n / (16 * 16))) << n << " " << s.tile.key();
+    }
+    // The model's choice is the cheapest of the space by its own estimate.
+    const double chosen = tune::gpu_tile_seconds(s.tile, n, n, n, 1, DType::Float32, gpu);
+    for (const tune::GpuTile& t : tune::gpu_tile_space())
+      EXPECT_LE(chosen, tune::gpu_tile_seconds(t, n, n, n, 1, DType::Float32, gpu) * 1.001) << t.key();
+  }
+  // What cannot run there costs infinitely much: beyond a block's shared
+  // memory, or a thread's registers (float64 8 x 8 fits, barely).
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(tune::gpu_tile_seconds({256, 256, 64, 8, 8}, 4096, 4096, 4096, 1, DType::Float32, gpu), inf);
+  EXPECT_LT(tune::gpu_tile_seconds({128, 128, 8, 8, 8}, 4096, 4096, 4096, 1, DType::Float64, gpu), inf);
+  EXPECT_EQ(tune::gpu_tile_seconds({64, 64, 16, 4, 4}, 4096, 4096, 4096, 1, DType::Float32, tune::Asm::host()), inf);
+  // Illegal shapes, device parameters on the host, bare "|b" (the first
+  // stored form) read as the 64 x 64 x 16 tiles of 4 x 4.
+  EXPECT_NE(tune::GpuTile({64, 64, 16, 3, 4}).why_illegal(), "");
+  EXPECT_NE(tune::GpuTile({256, 256, 16, 1, 1}).why_illegal(), "");  // 65,536 threads
+  {
+    tune::Schedule s = tune::default_schedule(mm.hom, with_extents(512, 512), gpu, false);
+    ASSERT_TRUE(s.block_tiles);
+    EXPECT_NE(s.why_unsafe(mm.hom, with_extents(512, 512), tune::Asm::host()), "");
+    s.tile = {64, 64, 16, 3, 4};
+    EXPECT_NE(s.why_illegal(mm.hom), "");
+    std::string bare = s.key();
+    bare = bare.substr(0, bare.find("|b") + 2) + bare.substr(bare.find("|", bare.find("|b") + 1));
+    EXPECT_EQ(tune::Schedule::parse(bare).tile, tune::GpuTile{});
+  }
+  // Reductions over few long rows: wider blocks (the model), in the key.
+  mdh::Built& red = c[2];  // (9, 300, 17) summed over axis 1
+  {
+    mdh::Bindings b = red.bind;
+    b.ints[red.hom.extent[1]] = 1 << 20;
+    const tune::Schedule s = tune::default_schedule(red.hom, b, gpu, false);
+    EXPECT_GT(s.block_threads, 128) << s.key();
+    EXPECT_NE(s.key().find("|B" + std::to_string(s.block_threads)), std::string::npos);
+    EXPECT_EQ(tune::Schedule::parse(s.key()).block_threads, s.block_threads);
+    EXPECT_EQ(tune::gpu_block_threads_model(132 * 64, 1 << 20, gpu), 128);  // rows enough: 16 blocks an SM
+  }
+  // The space: random and mutated schedules legal and safe, and varied.
+  std::set<std::string> tiles, threads;
+  const mdh::Bindings big = with_extents(1024, 512);
+  tune::Schedule from = tune::default_schedule(mm.hom, big, gpu, false);
+  for (uint64_t seed = 1; seed <= 200; ++seed) {
+    for (const tune::Schedule& s : {tune::random_schedule(mm.hom, big, gpu, seed, true),
+                                    tune::mutate(from, mm.hom, big, gpu, seed, true)}) {
+      ASSERT_EQ(s.why_illegal(mm.hom), "") << s.key();
+      ASSERT_EQ(s.why_unsafe(mm.hom, big, gpu), "") << s.key();
+      ASSERT_GE(s.grid, 1) << s.key();
+      EXPECT_EQ(s.routine, tune::Routine::None);
+      if (s.block_tiles) tiles.insert(s.tile.key());
+    }
+    from = tune::mutate(from, mm.hom, big, gpu, seed, false);
+    const tune::Schedule r = tune::random_schedule(red.hom, red.bind, gpu, seed, false);
+    ASSERT_EQ(r.why_illegal(red.hom), "") << r.key();
+    threads.insert(std::to_string(r.block_threads));
+  }
+  EXPECT_GE(tiles.size(), 30u);
+  EXPECT_GE(threads.size(), 5u);
 }
 
 // The GPU's schedules (tune::grid_schedule): a thread per point of the
