@@ -292,5 +292,8 @@ void set_schedule_store(const std::string& path);
 // The machine new plans' schedules are made, tuned and stored for (the
 // active target's: tune::device_id).
 std::string schedule_device();
+// Whether the active target's kernels run on a device (its results may
+// live there).
+bool device_target_active();
 
 }  // namespace nf::pipeline

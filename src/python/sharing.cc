@@ -15,6 +15,7 @@
 #include <memory>
 #include <vector>
 
+#include "pipeline/pipeline.h"
 #include "python/bindings.h"
 
 namespace nf::py_bind {
@@ -284,7 +285,10 @@ constexpr char kUnversionedName[] = "dltensor";
 // own (not the CPU: the emulated device's memory is the host's, so NumPy
 // takes it as a CPU array, sharing the host copy), or nullptr.
 Device* resident_device(const View& v) {
-  if (v.buffer->pending()) flush_all("DLPack export");
+  if (v.buffer->pending()) {
+    if (!pipeline::device_target_active()) return nullptr;  // (computed on the host: no need to run it now)
+    flush_all("DLPack export");
+  }
   const Buffer& b = *v.buffer;
   if (!b.device() || !b.device_newer()) return nullptr;
   int32_t type = kDLCPU, id = 0;

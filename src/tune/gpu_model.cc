@@ -71,7 +71,7 @@ bool reduction_rows(const mdh::MdHom& h, const Schedule& s, const mdh::Bindings&
 
 bool fits(const GpuTile& t, DType dt, const Asm& a) {
   return t.why_illegal().empty() && t.shared_bytes(itemsize(dt)) <= a.shared_per_block &&
-         t.threads() <= a.max_block_threads;
+         t.threads() <= a.max_block_threads && t.registers(itemsize(dt)) <= a.max_thread_regs;
 }
 
 }  // namespace
@@ -98,9 +98,7 @@ double gpu_tile_seconds(const GpuTile& t, int64_t ni, int64_t nj, int64_t k, int
   if (!a.gpu() || !fits(t, dt, a) || ni <= 0 || nj <= 0) return kInf;
   const int64_t item = itemsize(dt);
   const int64_t words = std::max<int64_t>(item / 4, 1);  // 32-bit registers a value takes
-  // Registers: the accumulators, a row and a column of operands, and about
-  // 32 for addresses and loop counters; beyond the thread's limit it spills.
-  const int64_t regs = (t.tm * t.tn + t.tm + t.tn) * words + 32;
+  const int64_t regs = t.registers(item);  // (beyond the thread's limit it spills)
   if (regs > a.max_thread_regs) return kInf;
   const int64_t threads = t.threads();
   const int64_t resident = std::min({a.max_sm_threads / threads, a.regs_per_sm / (regs * threads),
@@ -146,7 +144,7 @@ int64_t gpu_block_threads_model(int64_t blocks, int64_t length, const Asm& a) {
   if (!a.gpu()) return t;
   // Rows too few for 16 blocks per multiprocessor: wider blocks, while a
   // thread still has 8 points of its row.
-  while (t < std::min<int64_t>(a.max_block_threads, 1024) && blocks * t < a.sms * a.max_sm_threads &&
+  while (t < std::min<int64_t>(a.max_block_threads, 512) && blocks * t < a.sms * a.max_sm_threads &&
          length >= 2 * t * 8)
     t *= 2;
   return t;
@@ -186,8 +184,9 @@ Schedule gpu_random_schedule(const mdh::MdHom& h, const mdh::Bindings& b, const 
   }
   int64_t rows = 0, length = 0;
   if (!s.block_tiles && reduction_rows(h, s, b, &rows, &length) && coin(r, 0.7))
-    s.block_threads = int64_t(32) << pick(r, 6);  // 32 .. 1024
-  if (s.grid > 0 && coin(r, 0.5)) s.grid_threads = int64_t(64) << pick(r, 5);  // 64 .. 1024
+    s.block_threads = int64_t(32) << pick(r, 5);  // 32 .. 512
+  // (Not 1024: 64 registers a thread, where a long body spills.)
+  if (s.grid > 0 && coin(r, 0.5)) s.grid_threads = int64_t(64) << pick(r, 4);  // 64 .. 512
   if (!s.why_illegal(h).empty() || !s.why_unsafe(h, b, a).empty()) return gpu_default_schedule(h, b, a);
   return s;
 }
@@ -214,13 +213,13 @@ Schedule gpu_mutate(const Schedule& from, const mdh::MdHom& h, const mdh::Bindin
       case 2:  // a grid block's threads doubled or halved
         if (s.grid > 0) {
           const int64_t t = s.grid_threads ? s.grid_threads : 256;
-          s.grid_threads = coin(r, 0.5) ? std::min<int64_t>(t * 2, 1024) : std::max<int64_t>(t / 2, 32);
+          s.grid_threads = coin(r, 0.5) ? std::min<int64_t>(t * 2, 512) : std::max<int64_t>(t / 2, 32);
         }
         break;
       default:  // a reduction block's threads doubled or halved
         if (reduces) {
           const int64_t t = s.block_threads ? s.block_threads : 128;
-          s.block_threads = coin(r, 0.5) ? std::min<int64_t>(t * 2, 1024) : std::max<int64_t>(t / 2, 32);
+          s.block_threads = coin(r, 0.5) ? std::min<int64_t>(t * 2, 512) : std::max<int64_t>(t / 2, 32);
         }
     }
     if (s.key() != from.key() && s.why_illegal(h).empty() && s.why_unsafe(h, b, a).empty()) return s;

@@ -200,6 +200,7 @@ std::string Schedule::why_unsafe(const mdh::MdHom& h, const mdh::Bindings& b, co
     int64_t item = 1;
     for (const mdh::Access& a : h.accesses) item = std::max<int64_t>(item, itemsize(a.dtype));
     if (tile.shared_bytes(item) > target.shared_per_block) return "block tiles beyond a block's shared memory";
+    if (tile.registers(item) > target.max_thread_regs) return "block tiles beyond a thread's registers";
     if (tile.threads() > target.max_block_threads) return "block tiles of more threads than a block has";
   }
   if (block_threads > target.max_block_threads || grid_threads > target.max_block_threads)

@@ -29,6 +29,7 @@
 // (lowering is correct by construction).
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <atomic>
 #include <cstdint>
@@ -102,6 +103,9 @@ struct GpuTile {
   int64_t threads() const { return (bm / tm) * (bn / tn); }
   // Shared memory for tiles of `item`-byte elements (rows padded by one).
   int64_t shared_bytes(int64_t item) const { return (bm + bn + 2) * bk * item; }
+  // 32-bit registers a thread needs, about: its accumulators, a row and a
+  // column of operands, and 32 for addresses and counters.
+  int64_t registers(int64_t item) const { return (tm * tn + tm + tn) * std::max<int64_t>(item / 4, 1) + 32; }
   // "" where the shape is one gpu_tiles makes, else why not.
   std::string why_illegal() const;
   std::string key() const;  // "64x64x16x4x4"
