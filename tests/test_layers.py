@@ -15,7 +15,7 @@ PKG = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 
 LAYERS = [
     {"_core", "_version", "_install_help"},
     {"_fallback", "_hooks"},
-    {"_errstate", "_config", "_tuning", "_dispatch"},
+    {"_errstate", "_config", "_tuning", "_dispatch", "_jit"},
     {"_ufuncs"},
     {"_creation"},
     {"_manip"},

@@ -46,8 +46,8 @@ RESULTS = os.path.join(BENCH, "results")
 
 BENCHMARKS = ["cholesky", "lu", "adi_thomas", "gauss_seidel", "levinson", "gram_schmidt", "floyd_warshall",
               "crc16", "nbody", "nussinov", "heat1d", "softmax_rows"]
-IMPLS = ["numpy", "numfuse", "numba", "jax"]
-LABEL = {"numpy": "NumPy", "numfuse": "numfuse", "numba": "Numba", "jax": "JAX"}
+IMPLS = ["numpy", "numfuse", "jit", "numba", "jax"]
+LABEL = {"numpy": "NumPy", "numfuse": "numfuse", "jit": "numfuse.jit", "numba": "Numba", "jax": "JAX"}
 RESULT_MARK = "@@LOOPS-RESULT@@"
 
 
@@ -80,6 +80,21 @@ def _prepare(impl, mod, inputs):
             return _to_numpy(numpy, r)
 
         return call, {"threads": numfuse.get_option("threads"), "cache_dir": numfuse.get_option("cache_dir")}
+    if impl == "jit":
+        # The same NumPy code, the whole call compiled by numfuse.jit.
+        import numfuse
+
+        args = [numfuse.array(x) if isinstance(x, numpy.ndarray) else x for x in inputs]
+        numfuse.flush()
+        f = numfuse.jit(lambda *a: mod.run(numfuse, *a))
+
+        def call():
+            r = f(*args)
+            numfuse.flush()
+            return _to_numpy(numpy, r)
+
+        call.jit = f
+        return call, {"threads": numfuse.get_option("threads")}
     if impl == "numba":
         if not hasattr(mod, "numba_version"):
             raise _NotAvailable("no Numba version")
@@ -142,7 +157,7 @@ def worker(name, impl, quick, repeats, out_prefix):
             info.update(status="n/a", note=str(e))
             return info
         info.update(extra)
-        if impl == "numfuse":
+        if impl in ("numfuse", "jit"):
             import numfuse
 
             profile = numfuse.profile  # flushes on entry and exit, outside the timed region
@@ -159,7 +174,7 @@ def worker(name, impl, quick, repeats, out_prefix):
                 info["profile_cold"] = dict(p)
             numpy.savez(out_prefix + ".cold.npz", *[numpy.array(x, copy=True) for x in res])
             del res  # (a NumPy view of numfuse memory must not outlive the call)
-            if impl == "numfuse":
+            if impl in ("numfuse", "jit"):
                 # kernels compiled in the background after the cold call ran
                 # on tier 0 (the steady state of a longer-running program)
                 numfuse.wait_background()
@@ -176,6 +191,12 @@ def worker(name, impl, quick, repeats, out_prefix):
                 info["profile_warm"] = {k: v / repeats if isinstance(v, (int, float)) else v for k, v in p.items()}
             numpy.savez(out_prefix + ".warm.npz", *last)
         info.update(cold=cold, warm=min(times), times=times)
+        if impl == "jit":
+            j = call.jit
+            info["jit"] = {"compiled_runs": j.stats["compiled_runs"], "plain_runs": j.stats["plain_runs"],
+                           "why": [ln.strip() for ln in j.explain().splitlines() if "runs plainly" in ln][:1],
+                           "program": [f"{p.traced} ops traced, {p.ops} in the program, {p.loops} loops, "
+                                       f"compile {p.compile_ms:.0f} ms" for p in j.programs()][:1]}
         msgs = []
         for w in caught:
             m = f"{w.category.__name__}: {w.message}"
@@ -215,7 +236,7 @@ def run_one(name, impl, args, tmp):
            "--worker-out", prefix] + (["--quick"] if args.quick else [])
     env = child_env()
     cache = None
-    if impl == "numfuse":
+    if impl in ("numfuse", "jit"):
         cache = tempfile.mkdtemp(prefix="numfuse-loops-cache-")
         env["NUMFUSE_CACHE_DIR"] = cache
     t0 = time.perf_counter()
@@ -360,6 +381,11 @@ def notes(results):
                            f"{pw.get('kernels_run', 0):.0f} kernels run, {pw.get('memo_hits', 0):.0f} memo hits, "
                            f"record {pw.get('record_ms', 0):.1f} / analyse {pw.get('analyse_ms', 0):.1f} / "
                            f"compile {pw.get('compile_ms', 0):.1f} / run {pw.get('run_ms', 0):.1f} ms")
+            if impl == "jit" and st == "ok" and "jit" in e:
+                j = e["jit"]
+                what = "; ".join(j.get("program", []) + j.get("why", []))
+                out.append(f"numfuse.jit {name}: {j['compiled_runs']} compiled runs, {j['plain_runs']} plain runs"
+                           + (f" ({what})" if what else ""))
             for w in e.get("warnings", [])[:3]:
                 out.append(f"  warning ({name} / {LABEL[impl]}): {w}")
     return out

@@ -93,6 +93,7 @@ from ._histograms import histogram, bincount  # noqa: E402,F401
 from ._config import config, explain, profile, set_option, get_option, options, show_config, benchmark  # noqa: E402,F401
 from ._config import set_target, get_target, targets  # noqa: E402,F401
 from ._tuning import tune, TuneReport  # noqa: E402,F401
+from ._jit import jit, JitFunction  # noqa: E402,F401
 from . import _tuning as tuning  # noqa: E402,F401
 from . import _fallback, _hooks, _array  # noqa: E402
 

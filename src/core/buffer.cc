@@ -304,7 +304,16 @@ struct BlockAlloc {
 
 std::atomic<uint64_t> Buffer::retired_{0};
 
-Buffer::Buffer(int64_t nbytes) : nbytes_(nbytes), id_(next_id()) {}
+Buffer::Buffer(int64_t nbytes)
+    : nbytes_(nbytes), id_(next_id()), epoch_(g_capture_epoch.load(std::memory_order_relaxed)) {}
+
+void Buffer::capture_touch() const {
+  if (epoch_ != g_capture_epoch.load(std::memory_order_relaxed))
+    capture_abort("it reads or writes an array's memory in Python (a value Python needs, or memory handed to "
+                  "NumPy), which a compiled program cannot do ahead of the call");
+  if (pending())
+    capture_abort("it touches an array in Python after recording operations on it");
+}
 
 int Buffer::kept_objects() { return t_blocks.count; }
 

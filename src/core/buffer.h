@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 
+#include "core/capture.h"
 #include "core/device.h"
 
 namespace nf {
@@ -43,11 +44,15 @@ class Buffer {
   // brought up to date from the device copy if that one is newer. Its
   // caller may write it: the device copy counts as stale after.
   void* data() {
+    if (t_capturing) [[unlikely]]
+      capture_touch();
     if (dstate_ != 0) [[unlikely]]
       return sync_host();
     return data_ ? data_ : allocate();
   }
   void* data_if_allocated() const {
+    if (t_capturing) [[unlikely]]
+      capture_touch();
     if (dstate_ != 0) [[unlikely]]
       return const_cast<Buffer*>(this)->sync_host();
     return data_;
@@ -157,11 +162,19 @@ class Buffer {
   static int64_t cached_bytes();
   static void trim_cache();
 
+  // The capture (core/capture.h) this buffer was made in (0: none).
+  uint32_t capture_epoch() const { return epoch_; }
+
  private:
+  // data() on a capturing thread: memory made before the capture, or made
+  // during it and already used by a recorded task, may not be touched
+  // directly (the captured program would not see it): TraceAbort.
+  void capture_touch() const;
   void* allocate();  // data()'s first use
   void* sync_host();  // data() with a device copy: the host copy, up to date
   int64_t nbytes_;
   uint64_t id_;
+  uint32_t epoch_;
   void* data_ = nullptr;
   // The device copy (dptr_ on device_): kDeviceValid when it holds the
   // contents, kDeviceNewer when only it does (the host copy is stale).

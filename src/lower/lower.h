@@ -26,6 +26,10 @@
 #include "mdh/mdh.h"
 #include "tune/tune.h"
 
+namespace nf::trace {
+struct Program;
+}
+
 namespace nf::lower {
 
 struct Ex;
@@ -443,6 +447,15 @@ struct KernelSpec {
 // (NUMFUSE_DUMP=passes) and verified (assertion builds) after every pass.
 LoopNest lower(const KernelSpec& k, const std::string& name, const std::vector<Pass>& tail = {},
                const Caps& caps = Caps{});
+
+// A traced program (trace/trace.h: numfuse.jit) as one serial kernel: its
+// loops in order, each operation a loop nest over its domain (an
+// elementwise one storing each point, a reduction combining its reduced
+// dimensions into a register, NumPy's pairwise order for a float sum along
+// the innermost dimension), every extent, offset and stride an affine
+// expression of the loops' counters. Pointer k is the program's slot k.
+// Then the pairwise and simplify passes.
+LoopNest lower_program(const trace::Program& p, const std::string& name);
 
 // The nest as indented text, one statement per line (NUMFUSE_DUMP=passes).
 std::string print(const LoopNest& n);

@@ -920,6 +920,7 @@ void lock_letting_go(Mutex& m, Releaser*& releaser) {
 
 std::vector<Task> flush(FlushReport* report, Releaser* releaser) {
   if (t_in_flush) throw std::logic_error("numfuse: a flush was re-entered from within a flush");
+  if (t_capturing) capture_abort("Python needs a value computed inside the call");
   lock_letting_go(g_exec_mu, releaser);
   std::lock_guard<std::recursive_mutex> exec(g_exec_mu, std::adopt_lock);
   t_in_flush = true;

@@ -594,6 +594,7 @@ PyObject* getitem(PyObject* self, PyObject* key) {
   {
     const View& v = view_of(self);
     const int64_t off = int_key_offset(v, key);
+    if (off >= 0 && t_capturing) return guarded([&] { return captured_element(v, off).release().ptr(); });
     if (off >= 0 && !v.buffer->pending_write())
       return guarded([&] {
         return numpy_scalar(v.dtype, element_at(v, off))
@@ -619,7 +620,7 @@ void setitem(PyObject* self, PyObject* key, PyObject* value) {
     // a[i] = scalar on a 1-D array, or a[i, j, ...] = scalar, with memory
     // that nothing pending uses: stored now.
     const View& v = view_of(self);
-    const int64_t off = int_key_offset(v, key);
+    const int64_t off = t_capturing ? -1 : int_key_offset(v, key);  // (a capture records every store)
     if (off >= 0 && !v.buffer->pending()) {
       // The commonest stores, without the general conversion.
       char* at = element_at(v, off);
@@ -647,8 +648,9 @@ void setitem(PyObject* self, PyObject* key, PyObject* value) {
       return;
     }
   }
+  // (Of the same type it cannot be out of range: recorded as is.)
   if (is_ndarray(value) && as_ndarray(value).deferred_scalar && is_integer(view_of(self).dtype) &&
-      is_integer(as_ndarray(value).v.dtype)) {
+      is_integer(as_ndarray(value).v.dtype) && as_ndarray(value).v.dtype != view_of(self).dtype) {
     // The scalar NumPy would have had: its range is checked as a scalar's.
     const View& s = as_ndarray(value).v;
     if (s.buffer->pending_write()) flush_all("an integer scalar stored into an array");
@@ -688,7 +690,7 @@ void setitem(PyObject* self, PyObject* key, PyObject* value) {
     }
     throw ValueError("setting an array element with a sequence.");
   }
-  if (element && src.kind != Operand::Kind::Array && !v.buffer->pending()) {
+  if (element && src.kind != Operand::Kind::Array && !v.buffer->pending() && !t_capturing) {
     // No pending operation reads or writes this memory: store the element
     // now, as NumPy does (a loop filling a table element by element never
     // syncs for its own writes).

@@ -226,6 +226,9 @@ int numpy_scalar_value(PyObject* o, Scalar* out);
 // a[i, j, ...] with one integer per dimension: flushes what is pending and
 // returns the element as a NumPy scalar, as NumPy does.
 py::object element(const View& v, std::span<const IndexItem> items);
+// Element `off` of v read during a capture (trace/trace.h): recorded as a
+// copy, a deferred scalar.
+py::object captured_element(const View& v, int64_t off);
 
 // Reductions and matmul of numfuse arrays, as the _core functions and the
 // fast C entry points (calls.cc) do them: tier 0 at once, or recorded.
@@ -243,6 +246,10 @@ void bind_ufunc(py::module_& m);
 void bind_functions(py::module_& m);
 void bind_instructions(py::module_& m);  // (instructions.cc: callgrind's client requests)
 void bind_targets(py::module_& m);       // (targets.cc)
+void bind_jit(py::module_& m);
+// numfuse._jit.TraceAbort (a BaseException: a traced function's own
+// `except Exception` does not swallow it), raised for core TraceAbort.
+extern PyObject* g_trace_abort;           // (jit.cc: numfuse.jit's capture and programs)
 
 }  // namespace nf::py_bind
 

@@ -245,7 +245,14 @@ View numpy_operand(py::handle arr) {
 
 void before_record() {
   Stream& s = global_stream();
-  if (s.size() >= s.cut_at()) flush_all("window full");
+  if (s.size() >= s.cut_at()) [[unlikely]] {
+    // A capture keeps its whole call in the window (bounded: trace.h).
+    if (t_capturing) {
+      if (s.size() > 400000) capture_abort("it runs more than 400000 operations in one call");
+      return;
+    }
+    flush_all("window full");
+  }
 }
 
 // Where the program synced: the innermost frame outside numfuse's own
@@ -359,6 +366,7 @@ std::string last_sync_site() {
 }
 
 void flush_all(const char* reason) {
+  if (t_capturing) capture_abort(std::string("Python needs a value computed inside the call (") + reason + ")");
   // Nothing recorded and nothing being computed by another thread's flush.
   if (global_stream().size() == 0 && pipeline::idle()) {
     if (pipeline::fp_pending()) report_fp_events();  // (errors of work computed at an earlier call)
@@ -425,8 +433,19 @@ py::array to_numpy(const View& v, bool writeable) {
   return py::reinterpret_steal<py::array>(arr);
 }
 
+py::object captured_element(const View& v, int64_t off) {
+  // The element copied by the program, a deferred scalar until it runs.
+  View e = v;
+  e.offset = off;
+  e.shape.clear();
+  e.strides.clear();
+  RecordGuard guard;
+  return scalar_result(record_astype(e, e.dtype, CastLayout::C));
+}
+
 py::object element(const View& v, std::span<const IndexItem> items) {
   const int64_t off = element_offset(v, items);  // bounds checks, NumPy's IndexError
+  if (t_capturing) return captured_element(v, off);
   // Pending writes to this memory (or another thread's flush of them) run
   // first; an element of computed memory is read at once.
   if (v.buffer->pending_write()) flush_all("element access");
@@ -525,6 +544,7 @@ PYBIND11_MODULE(_core, m) {
   bind_functions(m);
   bind_instructions(m);
   bind_targets(m);
+  bind_jit(m);
   pipeline::install_tier0();
 
   m.def("_set_fp_report", [](py::object report) { g_fp_report = report.release(); });
@@ -603,6 +623,9 @@ PYBIND11_MODULE(_core, m) {
       PyErr_SetString(PyExc_IndexError, e.what());
     } catch (const nf::OverflowError& e) {
       PyErr_SetString(PyExc_OverflowError, e.what());
+    } catch (const nf::TraceAbort& e) {
+      if (g_trace_abort) PyErr_SetString(g_trace_abort, e.what());
+      else PyErr_SetString(PyExc_RuntimeError, e.what());
     } catch (const nf::jit::CompileError& e) {
       PyErr_SetString(PyExc_RuntimeError, e.what());
     }

@@ -195,6 +195,20 @@ class Stream {
     Task* task_;
     bool open_ = true;
   };
+  // All four at once (a capture turns them off: trace.h).
+  struct Hooks {
+    RunNow now = nullptr;
+    RunSimpleNow simple = nullptr;
+    RunReduceNow reduce = nullptr;
+    RunsNow runs = nullptr;
+  };
+  Hooks hooks() const { return {run_now_, run_simple_, run_reduce_, runs_now_}; }
+  void set_hooks(const Hooks& h) {
+    run_now_ = h.now;
+    run_simple_ = h.simple;
+    run_reduce_ = h.reduce;
+    runs_now_ = h.runs;
+  }
   void set_run_now(RunNow f) { run_now_ = f; }
   void set_run_simple(RunSimpleNow f) { run_simple_ = f; }
   void set_run_reduce(RunReduceNow f) { run_reduce_ = f; }

@@ -1,0 +1,481 @@
+"""``numfuse.jit``: a whole Python function as one compiled program.
+
+The first call with a given signature traces the function: it runs once
+with every numfuse operation recorded and none computed (the core's
+capture, ``src/trace/trace.h``), the iterations of the ``range`` loops it
+runs marked (``builtins.range`` is a marking range while the trace runs). The core rerolls the recorded operations into loops (iterations of
+the same structure whose extents, offsets and integer constants move
+affinely become one loop), lowers the program to one C kernel and compiles
+it. That call and later ones whose guards hold run the kernel on their
+arguments, without executing the Python body.
+
+Guards (a call that breaks one traces again, up to ``max_traces``
+signatures per function): each array argument's dtype, shape, strides and
+which arguments share memory; the type and value of every other argument
+(Python scalars, strings, None, tuples of those); the objects the function's
+globals and closure cells named in its code held at the trace (arrays by
+identity).
+
+A trace stops (TraceAbort) when the function needs a value in Python: an
+element read as a Python number (``float(a[i])``, ``if a[i] > 0``), printing,
+``.item()``, a conversion to NumPy, a NumPy fallback. The function then runs
+the ordinary way -- now and for later calls with that signature -- and
+``explain()`` says why. Its Python body has run twice on that first call
+(once traced), as with ``jax.jit``.
+"""
+
+import builtins as _builtins
+import collections
+import functools
+import itertools
+import types
+import weakref
+
+import numpy as _np
+
+from . import _core
+
+
+class TraceAbort(BaseException):
+    """A trace stopped: the function needs what a compiled program cannot
+    give ahead of the call. (A BaseException, so that a traced function's own
+    ``except Exception`` does not swallow it.)"""
+
+
+_core._set_trace_abort(TraceAbort)
+
+_ids = itertools.count(1)
+_range = _builtins.range  # (the name `range` is the marking one while a trace runs)
+_LOOP_BEGIN, _ITER_BEGIN, _LOOP_END = 0, 1, 2
+
+
+class _MarkedIter:
+    """An iterator over a range that marks the loop's iterations in the
+    capture (nothing when no capture runs)."""
+
+    __slots__ = ("_it", "_id", "_state", "__weakref__")
+
+    def __init__(self, it):
+        self._it = it
+        self._id = next(_ids)
+        self._state = 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self._state == 0:
+            _core._trace_mark(_LOOP_BEGIN, self._id)
+            self._state = 1
+        elif self._state == 2:
+            raise StopIteration
+        try:
+            v = next(self._it)
+        except StopIteration:
+            self._state = 2
+            _core._trace_mark(_LOOP_END, self._id)
+            raise
+        _core._trace_mark(_ITER_BEGIN, self._id)
+        return v
+
+    def __length_hint__(self):
+        return self._it.__length_hint__()
+
+    def __del__(self):
+        # A loop left by `break` (CPython drops the iterator right there).
+        if self._state == 1:
+            self._state = 2
+            try:
+                _core._trace_mark(_LOOP_END, self._id)
+            except BaseException:  # noqa: BLE001 (interpreter teardown)
+                pass
+
+
+class _Range:
+    """``range`` as a traced function sees it: the same object in every
+    respect, but iterating it marks the loop for rerolling."""
+
+    __slots__ = ("_r",)
+
+    def __init__(self, *args):
+        self._r = args[0]._r if len(args) == 1 and isinstance(args[0], _Range) else _range(*args)
+
+    @classmethod
+    def _of(cls, r):
+        x = cls.__new__(cls)
+        x._r = r
+        return x
+
+    def __iter__(self):
+        return _MarkedIter(iter(self._r))
+
+    def __reversed__(self):
+        return _MarkedIter(reversed(self._r))
+
+    def __len__(self):
+        return len(self._r)
+
+    def __getitem__(self, k):
+        v = self._r[k]
+        return _Range._of(v) if isinstance(v, _range) else v
+
+    def __contains__(self, x):
+        return x in self._r
+
+    def __eq__(self, other):
+        return self._r == (other._r if isinstance(other, _Range) else other)
+
+    def __hash__(self):
+        return hash(self._r)
+
+    def __repr__(self):
+        return repr(self._r)
+
+    def __bool__(self):
+        return bool(self._r)
+
+    def __reduce__(self):
+        return (_range, (self._r.start, self._r.stop, self._r.step))
+
+    start = property(lambda self: self._r.start)
+    stop = property(lambda self: self._r.stop)
+    step = property(lambda self: self._r.step)
+
+    def count(self, x):
+        return self._r.count(x)
+
+    def index(self, x):
+        return self._r.index(x)
+
+
+def _codes(code):
+    yield code
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            yield from _codes(c)
+
+
+def _global_names(code):
+    names = set()
+    for c in _codes(code):
+        names.update(c.co_names)
+    return sorted(names)
+
+
+_SCALARS = (bool, int, float, complex, str, bytes, type(None))
+
+
+def _value_key(v):
+    """The guard of a non-array argument: its type and value, or None when
+    it is of a kind a trace cannot be keyed by."""
+    t = type(v)
+    if t in _SCALARS or isinstance(v, _np.generic):
+        return (t, v)
+    if t is tuple or t is list:
+        ks = []
+        for x in v:
+            k = _value_key(x)
+            if k is None:
+                return None
+            ks.append(k)
+        return (t, tuple(ks))
+    if isinstance(v, _np.dtype) or (isinstance(v, type) and issubclass(v, _np.generic)):
+        return (t, v)
+    return None
+
+
+class _Guard:
+    """The objects the function's globals and closure cells held at the trace."""
+
+    __slots__ = ("names", "values", "cells")
+
+    def __init__(self, fn):
+        g = fn.__globals__
+        self.names = [n for n in _global_names(fn.__code__) if n in g]
+        self.values = [g[n] for n in self.names]
+        self.cells = [c.cell_contents for c in (fn.__closure__ or ()) if _has_contents(c)]
+
+    def broken(self, fn):
+        """The first name whose object changed since the trace, or None."""
+        g = fn.__globals__
+        for n, v in zip(self.names, self.values):
+            w = g.get(n, _missing)
+            if w is not v and not (type(w) is type(v) and type(v) in _SCALARS and w == v):
+                return f"global {n!r} changed"
+        cells = [c.cell_contents for c in (fn.__closure__ or ()) if _has_contents(c)]
+        if len(cells) != len(self.cells) or any(a is not b for a, b in zip(cells, self.cells)):
+            return "a closure variable changed"
+        return None
+
+
+_missing = object()
+
+
+def _has_contents(cell):
+    try:
+        cell.cell_contents
+        return True
+    except ValueError:
+        return False
+
+
+class _Trace:
+    __slots__ = ("program", "template", "guard", "runs")
+
+    def __init__(self, program, template, guard):
+        self.program = program
+        self.template = template
+        self.guard = guard
+        self.runs = 0
+
+
+class _Refused:
+    __slots__ = ("reason", "guard")
+
+    def __init__(self, reason, guard):
+        self.reason = reason
+        self.guard = guard
+
+
+def _flatten(out, args, leaves):
+    """The returned value's template (leaves: the numfuse arrays it holds,
+    in order), or a string saying why it cannot be rebuilt."""
+    for k, a in enumerate(args):
+        if out is a and isinstance(a, _core.ndarray):
+            return ("arg", k)
+    if isinstance(out, _core.ndarray):
+        leaves.append(out)
+        return ("scalar" if _core._is_deferred_scalar(out) else "array", len(leaves) - 1)
+    t = type(out)
+    if t in _SCALARS or isinstance(out, _np.generic):
+        return ("const", out)
+    if t is tuple or t is list:
+        parts = []
+        for x in out:
+            p = _flatten(x, args, leaves)
+            if isinstance(p, str):
+                return p
+            parts.append(p)
+        return ("seq", t, parts)
+    if t is dict:
+        parts = []
+        for k, x in out.items():
+            p = _flatten(x, args, leaves)
+            if isinstance(p, str):
+                return p
+            parts.append((k, p))
+        return ("dict", parts)
+    return f"it returns a {t.__name__}, which a program cannot rebuild"
+
+
+def _rebuild(tmpl, args, results):
+    kind = tmpl[0]
+    if kind == "array":
+        return results[tmpl[1]]
+    if kind == "scalar":
+        return _core.scalar_result(results[tmpl[1]])
+    if kind == "arg":
+        return args[tmpl[1]]
+    if kind == "const":
+        return tmpl[1]
+    if kind == "seq":
+        return tmpl[1](_rebuild(p, args, results) for p in tmpl[2])
+    return {k: _rebuild(p, args, results) for k, p in tmpl[1]}
+
+
+class JitFunction:
+    """A function compiled by :func:`numfuse.jit` (see its docstring)."""
+
+    def __init__(self, fn, max_traces=8):
+        functools.update_wrapper(self, fn)
+        self._fn = fn
+        self._max = max_traces
+        self._traces = collections.OrderedDict()
+        self._log = collections.deque(maxlen=32)
+        self.stats = {"calls": 0, "compiled_runs": 0, "traces": 0, "plain_runs": 0}
+
+    def __get__(self, obj, objtype=None):
+        return self if obj is None else types.MethodType(self, obj)
+
+    def __repr__(self):
+        return f"<numfuse.jit {self._fn.__qualname__}>"
+
+    # -- calls -------------------------------------------------------------
+
+    def _key(self, args, kwargs):
+        """(guard key, the array arguments in order) or (None, why)."""
+        flat = list(args)
+        names = sorted(kwargs)
+        flat.extend(kwargs[n] for n in names)
+        arrays, parts, where = [], [tuple(names)], {}
+        for v in flat:
+            if isinstance(v, _core.ndarray):
+                buf, off = _core._jit_buffer(v)
+                first = where.setdefault(buf, (len(arrays), off))
+                parts.append(("A", v.dtype.num, v.shape, v.strides, first[0], off - first[1]))
+                arrays.append(v)
+                continue
+            if isinstance(v, _np.ndarray):
+                return None, "a NumPy array argument (pass numfuse arrays: numfuse.asarray)"
+            k = _value_key(v)
+            if k is None:
+                return None, f"an argument of type {type(v).__name__}"
+            parts.append(k)
+        return tuple(parts), arrays
+
+    def __call__(self, *args, **kwargs):
+        self.stats["calls"] += 1
+        if _core._trace_capturing():  # called from a function being traced: part of its trace
+            return self._fn(*args, **kwargs)
+        if _core.get_target() != "cpu":
+            return self._plain(args, kwargs, "the active target is not the CPU (programs are CPU kernels)")
+        key, arrays = self._key(args, kwargs)
+        if key is None:
+            return self._plain(args, kwargs, arrays)
+        entry = self._traces.get(key)
+        if entry is not None:
+            broken = entry.guard.broken(self._fn)
+            if broken is None:
+                self._traces.move_to_end(key)
+                if isinstance(entry, _Refused):
+                    return self._plain(args, kwargs, None)
+                results = entry.program.run(arrays)
+                if results is not None:
+                    entry.runs += 1
+                    self.stats["compiled_runs"] += 1
+                    return _rebuild(entry.template, args + tuple(kwargs[n] for n in sorted(kwargs)), results)
+                self._log.append("an argument's memory does not hold what the program touches: ran plainly")
+                return self._plain(args, kwargs, None)
+            self._log.append(f"retraced: {broken}")
+            del self._traces[key]
+        elif self._traces:
+            self._log.append("traced a new signature")
+        return self._trace(key, arrays, args, kwargs)
+
+    def _plain(self, args, kwargs, why):
+        if why is not None:
+            self._log.append(f"ran plainly: {why}")
+        self.stats["plain_runs"] += 1
+        return self._fn(*args, **kwargs)
+
+    def _trace(self, key, arrays, args, kwargs):
+        if len(self._traces) >= self._max:
+            self._traces.popitem(last=False)
+        guard = _Guard(self._fn)
+        try:
+            _core._trace_begin()
+        except RuntimeError as e:  # another capture runs (another thread)
+            return self._plain(args, kwargs, str(e))
+        self.stats["traces"] += 1
+        out, error, leaves, tmpl = None, None, [], None
+        # While it traces, `range` marks the loops it runs (in the function
+        # and in everything it calls, on this thread: _MarkedIter).
+        saved = _builtins.range
+        _builtins.range = _Range
+        try:
+            out = self._fn(*args, **kwargs)
+        except TraceAbort:
+            pass
+        except BaseException as e:  # noqa: BLE001 (ended below, then raised by the plain run)
+            error = e
+        finally:
+            _builtins.range = saved
+        flat_args = args + tuple(kwargs[n] for n in sorted(kwargs))
+        if error is None and not _core._trace_aborted():
+            tmpl = _flatten(out, flat_args, leaves)
+            if isinstance(tmpl, str):
+                leaves = []
+        del out
+        program = _core._trace_end(arrays, leaves)
+        if error is not None:
+            # Raised while tracing (an error NumPy raises at the call): the
+            # ordinary run raises it, after the same earlier effects.
+            self._log.append(f"the trace raised {type(error).__name__}: ran plainly")
+            del error
+            return self._plain(args, kwargs, None)
+        if isinstance(tmpl, str) and not isinstance(program, str):
+            program = tmpl
+        if isinstance(program, str):
+            self._traces[key] = _Refused(program, guard)
+            self._log.append(f"not compiled: {program}")
+            return self._plain(args, kwargs, None)
+        entry = _Trace(program, tmpl, guard)
+        self._traces[key] = entry
+        self._log.append(f"compiled: {program.traced} operations traced, {program.ops} in the program, "
+                         f"{program.loops} loops, compile {program.compile_ms:.1f} ms")
+        results = program.run(arrays)
+        if results is None:  # (cannot happen for the traced arguments themselves)
+            return self._plain(args, kwargs, "the program refused its own arguments")
+        entry.runs += 1
+        self.stats["compiled_runs"] += 1
+        return _rebuild(tmpl, flat_args, results)
+
+    # -- reports -----------------------------------------------------------
+
+    def programs(self):
+        """The compiled programs of the traces kept, most recent last."""
+        return [e.program for e in self._traces.values() if isinstance(e, _Trace)]
+
+    def explain(self):
+        """What jit did with this function: its traces (guards, the
+        program's loops, or why there is none) and recent events."""
+        lines = [f"numfuse.jit {self._fn.__qualname__}: {self.stats['calls']} calls, "
+                 f"{self.stats['compiled_runs']} compiled runs, {self.stats['plain_runs']} plain runs, "
+                 f"{self.stats['traces']} traces"]
+        for n, (key, e) in enumerate(self._traces.items()):
+            lines.append(f"  trace {n}: guards {_describe_key(key)}")
+            if e.guard.names:
+                lines.append(f"    and the globals {', '.join(e.guard.names)} (objects as traced)")
+            if isinstance(e, _Refused):
+                lines.append(f"    runs plainly: {e.reason}")
+            else:
+                lines.append(f"    compiled program ({e.runs} runs, compile {e.program.compile_ms:.1f} ms):")
+                lines.extend("    " + ln for ln in e.program.description.rstrip().splitlines())
+        if self._log:
+            lines.append("  recent events:")
+            lines.extend(f"    {x}" for x in self._log)
+        return "\n".join(lines)
+
+
+def _describe_key(key):
+    parts = []
+    for p in key[1:]:
+        if p[0] == "A":
+            _, num, shape, strides, first, delta = p
+            s = f"array {_np.dtype(_np.sctypeDict[num]) if num in _np.sctypeDict else num}{list(shape)} strides {strides}"
+            parts.append(s)
+        else:
+            parts.append(f"{p[0].__name__} {p[1]!r}")
+    if key[0]:
+        parts.append(f"keywords {', '.join(key[0])}")
+    return "(" + "; ".join(parts) + ")"
+
+
+def jit(fn=None, *, max_traces=8):
+    """Compile a whole function as one program (decorator or function, as
+    ``numba.njit`` / ``jax.jit``)::
+
+        @numfuse.jit
+        def cholesky(A):
+            ...
+
+    The first call with a new signature (array dtypes, shapes, strides and
+    sharing; the values of other arguments) traces the function and
+    compiles its operations into one kernel, its ``range`` loops rerolled
+    into loops of the kernel; later calls with the same signature run the
+    kernel without running the Python body. A function whose control flow
+    needs array values in Python (``if x.sum() > 0``, ``float(a[i])``) runs
+    the ordinary way; ``f.explain()`` says why, and shows each trace's
+    guards and program.
+    """
+    if fn is None:
+        return lambda f: jit(f, max_traces=max_traces)
+    if isinstance(fn, JitFunction):
+        return fn
+    if not isinstance(fn, types.FunctionType):
+        raise TypeError(f"numfuse.jit: expected a Python function, not {type(fn).__name__}")
+    return JitFunction(fn, max_traces=max_traces)
+
+
+__all__ = ["jit", "JitFunction", "TraceAbort"]
+del weakref

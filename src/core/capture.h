@@ -1,0 +1,33 @@
+// The core's part of numfuse.jit's capture (trace/trace.h): which thread
+// captures, which memory was made during the capture, and why a capture
+// stopped. Kept here because Buffer::data() checks it.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace nf {
+
+// A capture stopped: the traced function needs something a captured
+// program cannot give (a value in Python, an operation the capture cannot
+// keep). The Python layer runs the function the ordinary way instead.
+struct TraceAbort : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// The capture running, numbered from 1 (0: none ever). Buffers remember
+// the epoch they were made in (Buffer::capture_epoch).
+extern std::atomic<uint32_t> g_capture_epoch;
+// Set on the capturing thread while it captures: Buffer::data() then checks
+// the memory it hands out (capture_touch).
+[[gnu::tls_model("initial-exec")]] extern thread_local bool t_capturing;
+
+// Records the first reason a capture stopped and throws TraceAbort.
+[[noreturn]] void capture_abort(const std::string& why);
+// The first reason the running (or last) capture stopped, "" if none.
+const std::string& capture_aborted();
+void capture_clear_abort();
+
+}  // namespace nf

@@ -1,0 +1,164 @@
+// lower_program (lower.h): a traced program as one serial kernel.
+#include <string>
+#include <vector>
+
+#include "lower/lowerer.h"
+#include "lower/passes.h"
+#include "trace/trace.h"
+
+namespace nf::lower {
+
+namespace {
+
+using namespace detail;
+using trace::Aff;
+using trace::Item;
+using trace::Op;
+
+class ProgramLowerer {
+ public:
+  explicit ProgramLowerer(const trace::Program& p) : p_(p) {}
+
+  void items(const std::vector<Item>& items, int depth, std::vector<StmtP>& out) {
+    for (const Item& i : items) {
+      if (!i.loop) {
+        op(i.op, out);
+        continue;
+      }
+      StmtP f = for_loop("j" + std::to_string(depth), lit(0), aff(i.trip), lit(1));
+      this->items(i.body, depth + 1, f->body);
+      out.push_back(f);
+    }
+  }
+
+ private:
+  const trace::Program& p_;
+  int regs_ = 0;
+
+  static ExP aff(const Aff& f) {
+    ExP e = lit(f.c);
+    for (size_t d = 0; d < f.k.size(); ++d)
+      if (f.k[d] != 0) e = add(e, mul(lit(f.k[d]), var("j" + std::to_string(d))));
+    return e;
+  }
+  static bool zero(const Aff& f) { return f.c == 0 && f.k.empty(); }
+
+  static std::string ptr(int slot) { return "p" + std::to_string(slot); }
+
+  static ExP index(const Op::Access& a, const std::vector<ExP>& idx) {
+    ExP e = aff(a.offset);
+    for (size_t d = 0; d < a.strides.size(); ++d)
+      if (!zero(a.strides[d])) e = add(e, mul(aff(a.strides[d]), idx[d]));
+    return e;
+  }
+
+  // The value of the task's expression at point idx.
+  ExP value(const Op& op, const std::vector<ExP>& idx) {
+    const Task& t = *op.task;
+    std::vector<ExP> val(t.expr.nodes.size());
+    // Integer constants are the op's Affs, in the order of the task's consts.
+    std::vector<int> int_of(t.consts.size(), -1);
+    for (size_t c = 0, k = 0; c < t.consts.size(); ++c)
+      if (!is_inexact(t.consts[c].dtype)) int_of[c] = static_cast<int>(k++);
+    const int root = t.value();
+    for (int n = 0; n <= root; ++n) {
+      const ExprNode& x = t.expr.nodes[n];
+      switch (x.kind) {
+        case ExprNode::Kind::Input: {
+          const DType vt = t.inputs[x.a].dtype;
+          val[n] = cast(load(ptr(op.views[x.a].slot), index(op.views[x.a], idx), vt), x.dtype);
+          break;
+        }
+        case ExprNode::Kind::Const: {
+          const Scalar& c = t.consts[x.a];
+          val[n] = int_of[x.a] >= 0 ? cast(aff(op.ints[int_of[x.a]]), x.dtype) : cast(scalar_lit(c, c.dtype), x.dtype);
+          break;
+        }
+        case ExprNode::Kind::Index: {
+          ExP s = aff(op.index_offsets[x.a]);
+          for (size_t d = 0; d < idx.size(); ++d)
+            if (!zero(op.index_strides[x.a][d])) s = add(s, mul(aff(op.index_strides[x.a][d]), idx[d]));
+          val[n] = cast(s, x.dtype);
+          break;
+        }
+        case ExprNode::Kind::Cast:
+          val[n] = cast(val[x.a], x.dtype);
+          break;
+        default: {
+          std::vector<ExP> args;
+          for (int a : {x.a, x.b, x.c})
+            if (a >= 0) args.push_back(val[a]);
+          val[n] = scalar(x, args);
+        }
+      }
+    }
+    return val[root];
+  }
+
+  void op(const Op& op, std::vector<StmtP>& out) {
+    const Task& t = *op.task;
+    const int rank = static_cast<int>(op.extents.size());
+    std::vector<ExP> idx;
+    for (int d = 0; d < rank; ++d) idx.push_back(var("t" + std::to_string(d)));
+    const Op::Access& o = op.views.back();
+    const DType odt = t.output.dtype;
+    // Loops over dimensions `dims`, innermost last; returns the innermost body.
+    auto nest = [&](const std::vector<int>& dims, std::vector<StmtP>& into, StmtP* innermost) {
+      std::vector<StmtP>* body = &into;
+      for (int d : dims) {
+        StmtP f = for_loop("t" + std::to_string(d), lit(0), aff(op.extents[d]), lit(1));
+        body->push_back(f);
+        body = &f->body;
+        if (innermost) *innermost = f;
+      }
+      return body;
+    };
+    if (t.kind == Task::Kind::Map) {
+      std::vector<int> all;
+      for (int d = 0; d < rank; ++d) all.push_back(d);
+      std::vector<StmtP>* body = nest(all, out, nullptr);
+      body->push_back(assign(load(ptr(o.slot), index(o, idx), odt), cast(value(op, idx), odt)));
+      return;
+    }
+    // A reduction: the output's stride-0 dimensions are combined.
+    std::vector<int> kept, reduced;
+    for (int d = 0; d < rank; ++d) (t.output.strides[d] == 0 ? reduced : kept).push_back(d);
+    for (int d : reduced)
+      if (!zero(o.strides[d])) throw trace::Unsupported("a reduction whose output moves between iterations");
+    std::vector<StmtP>* body = nest(kept, out, nullptr);
+    const std::string acc = "r" + std::to_string(regs_++);
+    const DType at = t.acc_dtype;
+    ExP init = t.init_const >= 0 ? cast(scalar_lit(t.consts[t.init_const], t.consts[t.init_const].dtype), at)
+                                 : scalar_lit(reduce_identity(t.reduce, at), at);
+    StmtP reg = decl(at, acc, init);
+    body->push_back(reg);
+    StmtP inner;
+    std::vector<StmtP>* rbody = nest(reduced, *body, &inner);
+    rbody->push_back(assign(var(acc, at), combine(t.reduce, at, var(acc, at), cast(value(op, idx), at))));
+    // NumPy sums floats pairwise along the innermost dimension it reduces.
+    if (t.reduce == ReduceOp::Sum && is_float(at) && !t.solo && reduced.size() == 1 && reduced[0] == rank - 1 && inner) {
+      inner->pairwise = true;
+      auto a = std::make_shared<Stmt::Accumulator>();
+      a->op = ReduceOp::Sum;
+      reg->accumulates = a;
+    }
+    body->push_back(assign(load(ptr(o.slot), index(o, idx), odt), cast(var(acc, at), odt)));
+  }
+};
+
+}  // namespace
+
+LoopNest lower_program(const trace::Program& p, const std::string& name) {
+  LoopNest n;
+  n.name = name;
+  n.num_ptrs = static_cast<int>(p.slots.size());
+  for (const trace::Slot& s : p.slots) n.ptr_types.push_back(s.dtype);
+  n.description = "numfuse.jit program";
+  ProgramLowerer(p).items(p.items, 0, n.body);
+  const PassContext ctx;
+  passes::pairwise(n, ctx);
+  passes::simplify(n, ctx);
+  return n;
+}
+
+}  // namespace nf::lower

@@ -1,0 +1,96 @@
+// numfuse.jit's programs (program.h).
+#include "pipeline/program.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+
+#include "codegen/codegen.h"
+#include "core/fpe.h"
+#include "lower/lower.h"
+#include "pipeline/pipeline.h"
+
+namespace nf::pipeline {
+
+namespace {
+uint64_t fnv1a(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+}  // namespace
+
+std::shared_ptr<CompiledProgram> compile_program(std::shared_ptr<const trace::Program> p) {
+  auto c = std::make_shared<CompiledProgram>();
+  c->program = p;
+  // The kernel's name is its text's hash (the text with a fixed name first).
+  const std::string draft = codegen::render_c(lower::lower_program(*p, "nf_program")).code;
+  char name[40];
+  std::snprintf(name, sizeof name, "nf_prog_%016llx_%zx", static_cast<unsigned long long>(fnv1a(draft)),
+                draft.size() & 0xfffff);
+  const lower::LoopNest nest = lower::lower_program(*p, name);
+  codegen::Source src = codegen::render_c(nest);
+  c->source = src.code;
+  c->key = std::string("program|") + name + "|" + codegen::nan_rules_id();
+  const auto t0 = std::chrono::steady_clock::now();
+  bool hit = false, disk = false;
+  c->kernel = jit::KernelCache::instance().get(c->key, [&] { return src; }, jit::Opt::Full, &hit, &disk);
+  if (!hit && !disk)
+    c->compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return c;
+}
+
+bool run_program(const CompiledProgram& c, const std::vector<View>& args, std::vector<View>* results) {
+  const trace::Program& p = *c.program;
+  std::vector<BufferPtr> mem(p.slots.size());
+  std::vector<char*> ptrs(p.slots.size());
+  for (size_t k = 0; k < p.slots.size(); ++k) {
+    const trace::Slot& s = p.slots[k];
+    const int64_t is = itemsize(s.dtype);
+    switch (s.kind) {
+      case trace::Slot::Kind::Arg: {
+        const View& a = args.at(static_cast<size_t>(s.arg));
+        if (s.hi >= s.lo && (a.offset + s.lo < 0 || (a.offset + s.hi + 1) * is > a.buffer->nbytes())) return false;
+        mem[k] = a.buffer;
+        ptrs[k] = static_cast<char*>(a.buffer->data()) + a.offset * is;
+        break;
+      }
+      case trace::Slot::Kind::External:
+        mem[k] = s.buffer;
+        ptrs[k] = static_cast<char*>(s.buffer->data());
+        break;
+      case trace::Slot::Kind::Constant:
+        mem[k] = Buffer::make(s.nbytes);
+        ptrs[k] = static_cast<char*>(mem[k]->data());
+        std::memcpy(ptrs[k], s.bytes.data(), s.bytes.size());
+        break;
+      case trace::Slot::Kind::Temp:
+        mem[k] = Buffer::make(std::max<int64_t>(s.nbytes, 1));
+        ptrs[k] = static_cast<char*>(mem[k]->data());
+        break;
+    }
+  }
+  fpe::take();
+  c.kernel->fn.load(std::memory_order_acquire)(ptrs.data(), nullptr, nullptr);
+  if (const uint8_t f = fpe::take()) {
+    std::vector<const char*> ops;
+    for (const Task& t : p.tasks)
+      for (const char* o : fp_ops_of(t.expr, t.kind != Task::Kind::Map))
+        if (std::find(ops.begin(), ops.end(), o) == ops.end()) ops.push_back(o);
+    if (const uint8_t real = detail::genuine(f, ops, std::span<const View* const>{})) detail::note_fp(real, std::move(ops));
+  }
+  results->clear();
+  for (const trace::Program::Result& r : p.results) {
+    View v;
+    v.buffer = mem[r.slot];
+    v.dtype = r.dtype;
+    const trace::Slot& s = p.slots[r.slot];
+    v.offset = r.offset + (s.kind == trace::Slot::Kind::Arg ? args.at(static_cast<size_t>(s.arg)).offset : 0);
+    v.shape = r.shape;
+    v.strides = r.strides;
+    results->push_back(std::move(v));
+  }
+  return true;
+}
+
+}  // namespace nf::pipeline

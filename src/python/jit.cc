@@ -1,0 +1,112 @@
+// numfuse.jit's core: capture control, marks, and compiled programs
+// (trace/trace.h, pipeline/program.h). The tracing itself (guards, loop
+// marks from `range`, fallbacks) is python/numfuse/_jit.py.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pipeline/pipeline.h"
+#include "pipeline/program.h"
+#include "python/bindings.h"
+#include "trace/trace.h"
+
+namespace nf::py_bind {
+
+PyObject* g_trace_abort = nullptr;
+
+namespace {
+
+std::vector<View> views_of(py::list xs) {
+  std::vector<View> out;
+  for (py::handle x : xs) {
+    if (!is_ndarray(x)) throw TypeError("expected numfuse arrays");
+    out.push_back(as_ndarray(x).v);
+  }
+  return out;
+}
+
+struct PyProgram {
+  std::shared_ptr<pipeline::CompiledProgram> compiled;
+};
+
+}  // namespace
+
+void bind_jit(py::module_& m) {
+  m.def("_set_trace_abort", [](py::object cls) {
+    Py_XDECREF(g_trace_abort);
+    g_trace_abort = cls.release().ptr();
+  });
+  m.def("_trace_begin", []() {
+    if (global_stream().size() != 0 || !pipeline::idle()) flush_all("numfuse.jit: before tracing");
+    if (pipeline::fp_pending()) report_fp_events();
+    trace::begin();
+  });
+  m.def("_trace_capturing", []() { return trace::capturing(); });
+  m.def("_trace_abort", [](const std::string& why) { trace::abort(why); });
+  m.def("_trace_aborted", []() { return trace::aborted(); });
+  m.def("_trace_mark", [](int kind, int64_t loop) { trace::mark(static_cast<trace::MarkKind>(kind), loop); });
+  // An array's memory, for the guards' aliasing key: (buffer id, offset in elements).
+  m.def("_jit_buffer", [](py::handle x) {
+    const View& v = as_ndarray(x).v;
+    return py::make_tuple(v.buffer->id(), v.offset);
+  });
+  m.def("_is_deferred_scalar", [](py::handle x) { return is_ndarray(x) && as_ndarray(x).deferred_scalar; });
+
+  py::class_<PyProgram>(m, "_Program")
+      .def("run",
+           [](PyProgram& p, py::list args) -> py::object {
+             std::vector<View> in = views_of(args);
+             if (global_stream().size() != 0 || !pipeline::idle()) flush_all("numfuse.jit: the arguments");
+             std::vector<View> out;
+             bool ran;
+             {
+               NoGil nogil;
+               ran = pipeline::run_program(*p.compiled, in, &out);
+             }
+             if (!ran) return py::none();
+             if (pipeline::fp_pending()) report_fp_events();
+             py::list r;
+             for (View& v : out) r.append(wrap(std::move(v)));
+             return std::move(r);
+           })
+      .def_property_readonly("description", [](const PyProgram& p) { return p.compiled->program->describe(); })
+      .def_property_readonly("source", [](const PyProgram& p) { return p.compiled->source; })
+      .def_property_readonly("key", [](const PyProgram& p) { return p.compiled->key; })
+      .def_property_readonly("compile_ms", [](const PyProgram& p) { return p.compiled->compile_ms; })
+      .def_property_readonly("traced", [](const PyProgram& p) { return p.compiled->program->traced_tasks; })
+      .def_property_readonly("ops", [](const PyProgram& p) { return p.compiled->program->ops; })
+      .def_property_readonly("loops", [](const PyProgram& p) { return p.compiled->program->loops; });
+
+  // Ends the capture. Returns a _Program, or the reason there is none.
+  m.def("_trace_end", [](py::list args, py::list results) -> py::object {
+    std::vector<View> in, out;
+    std::string why;
+    try {
+      in = views_of(args);
+      out = views_of(results);
+    } catch (const std::exception& e) {
+      why = e.what();
+    }
+    trace::Captured c = trace::end();
+    if (!c.aborted.empty()) return py::str(c.aborted);
+    if (!why.empty()) return py::str(why);
+    try {
+      std::shared_ptr<trace::Program> p = trace::build(std::move(c), in, out);
+      PyProgram r;
+      {
+        NoGil nogil;
+        r.compiled = pipeline::compile_program(p);
+      }
+      return py::cast(std::move(r));
+    } catch (const trace::Unsupported& e) {
+      return py::str(e.what());
+    } catch (const jit::CompileError& e) {
+      return py::str(std::string("its program did not compile: ") + e.what());
+    } catch (const std::exception& e) {
+      // (A form the lowering's passes refuse: the function runs plainly.)
+      return py::str(std::string("its program could not be lowered: ") + e.what());
+    }
+  });
+}
+
+}  // namespace nf::py_bind

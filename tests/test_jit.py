@@ -1,0 +1,402 @@
+"""numfuse.jit: whole functions traced, rerolled into loops, compiled as one
+program. Every result is compared with NumPy's and with numfuse's own
+un-jitted run, and every test checks that the program really ran (a plain
+run would pass the comparisons too: the stats say which ran)."""
+
+import warnings
+
+import numpy as onp
+import pytest
+
+import numfuse as nf
+from conftest import assert_same
+
+
+def run_both(fn, *make_args, expect_compiled=True, **kw):
+    """fn under NumPy, plain numfuse and jit (twice: the traced call and a
+    compiled one); returns the jit function."""
+    args_np = [a() if callable(a) else a for a in make_args]
+    expected = fn(onp, *[a.copy() if isinstance(a, onp.ndarray) else a for a in args_np], **kw)
+    plain = fn(nf, *[nf.asarray(a.copy()) if isinstance(a, onp.ndarray) else a for a in args_np], **kw)
+    assert_same(plain, expected)
+    j = nf.jit(lambda *a, **k: fn(nf, *a, **k))
+    for call in range(2):
+        args_nf = [nf.asarray(a.copy()) if isinstance(a, onp.ndarray) else a for a in args_np]
+        got = j(*args_nf, **kw)
+        assert_same(got, expected)
+    if expect_compiled:
+        assert j.stats["compiled_runs"] == 2, j.explain()
+        assert j.stats["traces"] == 1, j.explain()
+    return j
+
+
+def cholesky(np, A):
+    n = A.shape[0]
+    L = np.zeros_like(A)
+    for i in range(n):
+        for j in range(i + 1):
+            s = np.dot(L[i, :j], L[j, :j])
+            if i == j:
+                L[i, i] = np.sqrt(A[i, i] - s)
+            else:
+                L[i, j] = (A[i, j] - s) / L[j, j]
+    return L
+
+
+def spd(n):
+    m = onp.random.default_rng(0).random((n, n))
+    return m @ m.T + n * onp.eye(n)
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 24])
+def test_cholesky_is_one_program_of_loops(n):
+    j = run_both(cholesky, spd(n))
+    (p,) = j.programs()
+    if n >= 5:
+        # Rerolled: the program's size does not grow with n.
+        assert p.loops >= 2 and p.ops < 40, p.description
+        assert p.traced > p.ops
+
+
+def test_the_program_size_does_not_grow_with_the_trip_count():
+    sizes = []
+    for n in (12, 40):
+        j = run_both(cholesky, spd(n))
+        sizes.append((j.programs()[0].ops, j.programs()[0].loops))
+    assert sizes[0] == sizes[1]
+
+
+def lu(np, A):
+    n = A.shape[0]
+    L = np.eye(n)
+    U = np.zeros_like(A)
+    for i in range(n):
+        for k in range(i, n):
+            U[i, k] = A[i, k] - np.dot(L[i, :i], U[:i, k])
+        for k in range(i + 1, n):
+            L[k, i] = (A[k, i] - np.dot(L[k, :i], U[:i, i])) / U[i, i]
+    return L, U
+
+
+def test_lu_with_column_slices_and_two_results():
+    j = run_both(lu, spd(16))
+    assert j.programs()[0].ops < 60
+
+
+def gauss_seidel(np, u, f, sweeps):
+    n = u.shape[0]
+    for _ in range(sweeps):
+        for i in range(1, n - 1):
+            u[i, 1:-1] = 0.25 * (u[i - 1, 1:-1] + u[i + 1, 1:-1] + u[i, :-2] + u[i, 2:] - f[i, 1:-1])
+    return u
+
+
+def test_gauss_seidel_writes_its_argument_in_place_on_every_call():
+    rng = onp.random.default_rng(1)
+    u0, f0 = rng.random((12, 12)), rng.random((12, 12))
+    expected = gauss_seidel(onp, u0.copy(), f0, 3)
+    j = nf.jit(lambda u, f, s: gauss_seidel(nf, u, f, s))
+    for _ in range(3):
+        u = nf.asarray(u0.copy())
+        r = j(u, nf.asarray(f0), 3)
+        assert r is u  # the argument itself, as Python returns it
+        assert_same(u, expected)
+    assert j.stats["compiled_runs"] == 3 and j.stats["traces"] == 1
+
+
+def heat(np, u, steps, c):
+    for _ in range(steps):
+        u[1:-1] = u[1:-1] + c * (u[2:] - 2 * u[1:-1] + u[:-2])
+    return u
+
+
+def test_heat_loop_of_in_place_slices():
+    j = run_both(heat, onp.linspace(0, 1, 50) ** 2, 200, 0.2)
+    assert j.programs()[0].loops == 1 and j.programs()[0].ops <= 8
+
+
+def softmax_rows(np, x):
+    out = np.empty_like(x)
+    for i in range(x.shape[0]):
+        row = x[i] - x[i].max()
+        e = np.exp(row)
+        out[i] = e / e.sum()
+    return out
+
+
+def test_softmax_one_row_at_a_time():
+    run_both(softmax_rows, onp.random.default_rng(2).standard_normal((20, 33)))
+
+
+def floyd(np, d):
+    n = d.shape[0]
+    for k in range(n):
+        d = np.minimum(d, d[:, k, None] + d[None, k, :])
+    return d
+
+
+def test_floyd_warshall_rebinding_a_name_each_iteration():
+    # Each iteration makes a new array from the last one: the loop keeps
+    # the value in a carry (one allocation) instead of a buffer per iteration.
+    d = onp.random.default_rng(3).random((10, 10))
+    j = run_both(floyd, d)
+    assert j.programs()[0].ops < 12 and j.programs()[0].loops >= 1
+
+
+def nbody_like(np, x, v, steps, dt):
+    for _ in range(steps):
+        d = x[:, None, :] - x[None, :, :]
+        r2 = (d * d).sum(-1) + 0.01
+        a = (d / r2[:, :, None] ** 1.5).sum(1)
+        v = v - dt * a
+        x = x + dt * v
+    return x, v
+
+
+def test_state_rebound_every_step_is_carried():
+    rng = onp.random.default_rng(7)
+    j = run_both(nbody_like, rng.random((6, 3)), rng.random((6, 3)) * 0.1, 30, 0.01)
+    assert j.programs()[0].ops * 5 < j.programs()[0].traced
+
+
+def levinson(np, r):
+    p = r.shape[0] - 1
+    a = np.zeros(p + 1)
+    a[0] = 1.0
+    e = r[0]
+    for k in range(1, p + 1):
+        acc = r[k] + np.dot(a[1:k], r[k - 1:0:-1])
+        lam = -acc / e
+        a[1:k] = a[1:k] + lam * a[k - 1:0:-1]
+        a[k] = lam
+        e = e * (1.0 - lam * lam)
+    return a, e
+
+
+def test_levinson_carries_scalars_between_iterations():
+    x = onp.random.default_rng(8).standard_normal(400)
+    r = onp.array([onp.dot(x[:400 - k], x[k:]) for k in range(9)]) / 400
+    j = run_both(levinson, r)
+    assert isinstance(j(nf.asarray(r))[1], onp.float64)
+
+
+def test_large_operations_run_plainly_and_say_why():
+    d = onp.random.default_rng(3).random((150, 150))
+    j = run_both(floyd, d, expect_compiled=False)
+    assert j.stats["compiled_runs"] == 0
+    assert "operations are large" in j.explain()
+
+
+def squares(np, x):
+    for i in range(x.shape[0]):
+        x[i * i % x.shape[0]] = x[i] * 2  # not affine in i: nothing rerolls
+    return x
+
+
+def test_a_loop_that_does_not_reroll_is_not_compiled_whole():
+    j = run_both(squares, onp.arange(400.0), expect_compiled=False)
+    assert j.stats["compiled_runs"] == 0
+    assert "do not reroll" in j.explain()
+
+
+def tri_solve(np, L, b):
+    n = b.shape[0]
+    x = np.zeros_like(b)
+    for i in range(n):
+        x[i] = (b[i] - np.dot(L[i, :i], x[:i])) / L[i, i]
+    return x
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_triangular_solve(dtype):
+    L = onp.tril(spd(15)).astype(dtype)
+    b = onp.arange(15, dtype=dtype)
+    run_both(tri_solve, L, b)
+
+
+def int_prefix(np, a):
+    out = np.zeros_like(a)
+    out[0] = a[0]
+    for i in range(1, a.shape[0]):
+        out[i] = (out[i - 1] * 3 + a[i] // 2 - (i % 5)) % 1009
+    return out
+
+
+def test_integer_recurrence_with_the_loop_counter_in_constants():
+    run_both(int_prefix, onp.arange(40, dtype="int64") - 7)
+
+
+def returns_scalar(np, x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s = s + x[i] * x[i]
+    return s, x.sum()
+
+
+def test_scalar_results_are_numpy_scalars():
+    x = onp.linspace(-1, 2, 17)
+    j = run_both(returns_scalar, x, expect_compiled=False)
+    got = j(nf.asarray(x))
+    assert isinstance(got[1], onp.float64)
+
+
+def test_a_new_shape_retraces_and_an_old_one_does_not():
+    j = nf.jit(lambda A: cholesky(nf, A))
+    for n in (6, 8, 6, 8, 6):
+        assert_same(j(nf.asarray(spd(n))), cholesky(onp, spd(n)))
+    assert j.stats["traces"] == 2
+    assert j.stats["compiled_runs"] == 5
+
+
+def test_a_new_scalar_value_retraces():
+    j = nf.jit(lambda u, s, c: heat(nf, u, s, c))
+    u0 = onp.linspace(0, 1, 20)
+    for steps in (3, 3, 5):
+        assert_same(j(nf.asarray(u0.copy()), steps, 0.1), heat(onp, u0.copy(), steps, 0.1))
+    assert j.stats["traces"] == 2
+
+
+SHIFT = nf.asarray(onp.arange(6.0))
+
+
+def add_shift(x):
+    for i in range(3):
+        x = x + SHIFT
+    return x
+
+
+def test_a_global_array_replaced_retraces():
+    global SHIFT
+    j = nf.jit(add_shift)
+    x = onp.ones(6)
+    assert_same(j(nf.asarray(x)), x + 3 * onp.arange(6.0))
+    assert_same(j(nf.asarray(x)), x + 3 * onp.arange(6.0))
+    old = SHIFT
+    try:
+        SHIFT = nf.asarray(onp.full(6, 10.0))
+        assert_same(j(nf.asarray(x)), x + 30)
+    finally:
+        SHIFT = old
+    assert j.stats["traces"] == 2
+    assert "global 'SHIFT' changed" in j.explain()
+
+
+def test_arguments_sharing_memory_are_a_different_signature():
+    def axpy(x, y):
+        for i in range(1, x.shape[0]):
+            y[i] = y[i] + 2 * x[i - 1]
+        return y
+
+    j = nf.jit(axpy)
+    a = onp.arange(8.0)
+    e = axpy(a.copy(), a.copy())
+    assert_same(j(nf.asarray(a.copy()), nf.asarray(a.copy())), e)
+    b = nf.asarray(a.copy())
+    e2 = a.copy()
+    axpy(e2, e2)
+    assert_same(j(b, b), e2)
+    assert j.stats["traces"] == 2
+
+
+def data_dependent(np, x):
+    total = 0
+    for i in range(x.shape[0]):
+        if x[i] > 0.5:  # a value Python needs
+            total += 1
+    return total
+
+
+def test_control_flow_on_values_runs_plainly_and_says_why():
+    x = onp.random.default_rng(4).random(30)
+    j = nf.jit(lambda a: data_dependent(nf, a))
+    for _ in range(2):
+        assert j(nf.asarray(x)) == data_dependent(onp, x)
+    assert j.stats["compiled_runs"] == 0 and j.stats["traces"] == 1
+    assert "runs plainly" in j.explain() and "Python needs a value" in j.explain()
+
+
+def test_an_error_raised_while_tracing_is_raised_by_the_call():
+    def bad(x, y):
+        x[0] = 5.0
+        return x + y
+
+    j = nf.jit(bad)
+    x = nf.asarray(onp.zeros(3))
+    with pytest.raises(ValueError):
+        j(x, nf.asarray(onp.zeros(4)))
+    assert float(x[0]) == 5.0  # the effects before the error happened, as without jit
+
+
+def test_floating_point_warnings_are_numpy_s():
+    def div(x):
+        for i in range(x.shape[0]):
+            x[i] = 1.0 / x[i]
+        return x
+
+    j = nf.jit(div)
+    j(nf.asarray(onp.ones(4)))
+    with pytest.warns(RuntimeWarning, match="divide by zero"):
+        r = j(nf.asarray(onp.array([1.0, 0.0, 2.0])))
+    assert_same(r, onp.array([1.0, onp.inf, 0.5]))
+    assert j.stats["compiled_runs"] == 2
+
+
+def test_numpy_array_arguments_run_plainly():
+    j = nf.jit(lambda x: x * 2)
+    assert_same(j(onp.arange(3.0)), onp.arange(3.0) * 2)
+    assert "NumPy array" in j.explain()
+
+
+def test_jit_as_a_decorator_with_options():
+    @nf.jit(max_traces=2)
+    def prefix(u):
+        for i in range(1, u.shape[0]):
+            u[i] = u[i] + u[i - 1]
+        return u
+
+    for n in (4, 5, 6, 4):
+        x = onp.arange(float(n))
+        assert_same(prefix(nf.asarray(x.copy())), onp.cumsum(x))
+    assert len(prefix.programs()) == 2  # bounded: the oldest was dropped
+    assert prefix.stats["traces"] == 4
+
+
+def test_a_method_runs_plainly_and_says_why():
+    class Solver:
+        @nf.jit
+        def run(self, u):
+            u[1:] = u[1:] + u[:-1]
+            return u
+
+    x = onp.arange(5.0)
+    e = x.copy()
+    e[1:] = e[1:] + e[:-1]
+    assert_same(Solver().run(nf.asarray(x)), e)
+    assert "an argument of type Solver" in Solver.run.explain()
+
+
+def test_random_loop_programs_match_numpy():
+    rng = onp.random.default_rng(5)
+    for trial in range(12):
+        n = int(rng.integers(4, 12))
+        ops = rng.integers(0, 5, size=int(rng.integers(1, 4)))
+        c = float(rng.uniform(0.1, 0.9))
+
+        def prog(np, x, y, ops=ops, c=c):
+            for i in range(1, x.shape[0] - 1):
+                for op in ops:
+                    if op == 0:
+                        x[i] = x[i - 1] * c + y[i + 1]
+                    elif op == 1:
+                        y[i, :i] = np.maximum(y[i, :i], x[i, :i] - c)
+                    elif op == 2:
+                        x[i, 1:] = x[i, 1:] + np.sqrt(np.abs(y[i - 1, :-1]))
+                    elif op == 3:
+                        y[i] = y[i] - x[:i + 1].sum(axis=0) * 0.01
+                    else:
+                        x[i, i] = np.dot(x[i, :i], y[i, :i]) * 0.1
+            return x, y
+
+        x = rng.standard_normal((n, n))
+        y = rng.standard_normal((n, n))
+        run_both(prog, x, y)
