@@ -16,7 +16,13 @@ def run_both(fn, *make_args, expect_compiled=True, **kw):
     """fn under NumPy, plain numfuse and jit (twice: the traced call and a
     compiled one); returns the jit function."""
     args_np = [a() if callable(a) else a for a in make_args]
-    expected = fn(onp, *[a.copy() if isinstance(a, onp.ndarray) else a for a in args_np], **kw)
+    with warnings.catch_warnings(record=True) as numpy_warned:
+        warnings.simplefilter("always")
+        expected = fn(onp, *[a.copy() if isinstance(a, onp.ndarray) else a for a in args_np], **kw)
+    if not any(issubclass(w.category, RuntimeWarning) for w in numpy_warned):
+        # NumPy warned of nothing: neither may the program (no flag of a
+        # lane past a loop's end, for instance).
+        warnings.simplefilter("error", RuntimeWarning)
     plain = fn(nf, *[nf.asarray(a.copy()) if isinstance(a, onp.ndarray) else a for a in args_np], **kw)
     assert_same(plain, expected)
     j = nf.jit(lambda *a, **k: fn(nf, *a, **k))

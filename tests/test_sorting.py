@@ -320,3 +320,26 @@ class _nothing:
 
     def __exit__(self, *a):
         return False
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int32", "float64", "uint8"])
+@pytest.mark.parametrize("shape", [(0,), (7,), (3, 4), (2, 3, 2)])
+def test_where_of_one_argument_is_nonzero_natively(dtype, shape):
+    # (A NumPy fallback would warn, which fails the test: conftest.)
+    x = (onp.arange(int(onp.prod(shape))).reshape(shape) % 3).astype(dtype)
+    got = nf.where(nf.asarray(x))
+    want = onp.where(x)
+    assert isinstance(got, tuple) and len(got) == len(want)
+    for g, w in zip(got, want):
+        assert type(g) is nf.ndarray
+        onp.testing.assert_array_equal(onp.asarray(g), w)
+        assert onp.asarray(g).dtype == w.dtype
+
+
+@pytest.mark.parametrize("c", [True, 1.5, 0])
+def test_where_of_one_0d_argument_raises_numpy_s_error(c):
+    with pytest.raises(ValueError) as e:
+        onp.where(onp.asarray(c))
+    with pytest.raises(ValueError) as g:
+        nf.where(nf.asarray(c))
+    assert str(g.value) == str(e.value)

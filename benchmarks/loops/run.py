@@ -45,7 +45,8 @@ BENCH = os.path.dirname(HERE)
 RESULTS = os.path.join(BENCH, "results")
 
 BENCHMARKS = ["cholesky", "lu", "adi_thomas", "gauss_seidel", "levinson", "gram_schmidt", "floyd_warshall",
-              "crc16", "nbody", "nussinov", "heat1d", "softmax_rows"]
+              "crc16", "nbody", "nussinov", "heat1d", "softmax_rows", "trisolve", "seidel2d", "syrk_rows", "spmv_csr",
+              "small_matmuls"]
 IMPLS = ["numpy", "numfuse", "jit", "numba", "jax"]
 LABEL = {"numpy": "NumPy", "numfuse": "numfuse", "jit": "numfuse.jit", "numba": "Numba", "jax": "JAX"}
 RESULT_MARK = "@@LOOPS-RESULT@@"

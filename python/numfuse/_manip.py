@@ -187,7 +187,16 @@ def atleast_3d(*arys):
 
 def where(condition, x=None, y=None):
     if x is None and y is None:
-        return _fallback.call_numpy(np.nonzero, (condition,), {}, "numpy.where (one argument)")
+        # asarray(condition).nonzero(), natively.
+        a = asarray(condition)
+        if type(a) is not _core.ndarray:
+            return _fallback.call_numpy(np.nonzero, (a,), {}, "numpy.where (one argument, a dtype numfuse does not hold)")
+        if a.ndim == 0:
+            msg = "Calling nonzero on 0d arrays is not allowed. Use np.atleast_1d(scalar).nonzero() instead."
+            if a.dtype == np.bool_:  # (NumPy's bool path says more)
+                msg += " If the context of this error is of the form `arr[nonzero(cond)]`, just use `arr[cond]`."
+            raise ValueError(msg)
+        return _core.nonzero(a)
     if x is None or y is None:
         raise ValueError("either both or neither of x and y should be given")
     r = _core.where(condition, x, y)

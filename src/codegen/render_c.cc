@@ -159,6 +159,7 @@ class CRenderer final : public detail::NestSpeller {
     if (s.loop == LoopKind::GpuBlocks || s.loop == LoopKind::GpuThreads)
       throw std::logic_error("render_c: a GPU loop in a CPU kernel");
     if (s.loop == LoopKind::Unrolled) os << indent(d) << "#pragma clang loop unroll(full)\n";
+    if (s.keep_rolled && s.loop == LoopKind::Serial) os << indent(d) << "#pragma clang loop unroll(disable)\n";
     // A simd loop's iterations are independent but for its reductions
     // (simd_reductions), which the vectorizer finds itself and may
     // reassociate (the hint allows it): the pragma says what OpenMP's

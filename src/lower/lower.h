@@ -248,6 +248,11 @@ struct Stmt {
   // marked after the unroll pass.
   bool unroll = false;
   LoopKind full_kind = LoopKind::Unrolled;
+  // A Serial loop the target must not unroll (numfuse.jit's programs,
+  // lower_program: a short loop of literal trip count unrolled whole is
+  // vectorized across its points with lanes past its end, whose
+  // floating-point flags are no operation's of the program).
+  bool keep_rolled = false;
   // A GpuBlocks loop: the threads of the block each iteration runs on (0:
   // one thread per iteration; lower.h: LoopKind::GpuBlocks).
   int64_t threads = 0;

@@ -1,5 +1,8 @@
 // lower_program (lower.h): a traced program as one serial kernel.
+#include <functional>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "lower/lowerer.h"
@@ -19,10 +22,58 @@ class ProgramLowerer {
  public:
   explicit ProgramLowerer(const trace::Program& p) : p_(p) {}
 
+  // Fusion inside the program (Diffuse's producer-consumer rule): an
+  // elementwise operation whose result is a temporary that only the next
+  // operation reads, over the same points at the same positions, is
+  // computed inside that operation's loop instead of through memory --
+  // unless the consumer writes memory the producer reads elsewhere than
+  // where it writes (the producer must see the old values).
+  void plan(const std::vector<Item>& items) {
+    for (size_t k = 0; k < items.size(); ++k) {
+      if (items[k].loop) {
+        plan(items[k].body);
+        continue;
+      }
+      if (k == 0 || items[k - 1].loop) continue;
+      const Op& a = items[k - 1].op;
+      const Op& b = items[k].op;
+      if (a.task->kind != Task::Kind::Map || b.task->kind == Task::Kind::Scan) continue;
+      if (a.extents != b.extents) continue;
+      const Op::Access& out = a.views.back();
+      if (p_.slots[out.slot].kind != trace::Slot::Kind::Temp || b.views.back().slot == out.slot) continue;
+      int reads = 0;
+      bool same = true;
+      for (size_t v = 0; v + 1 < b.views.size(); ++v)
+        if (b.views[v].slot == out.slot) {
+          ++reads;
+          same &= same_access(b.views[v], out);
+        }
+      if (reads == 0 || !same || refs_[out.slot] != reads + 1) continue;
+      const Op::Access& w = b.views.back();
+      bool clash = false;
+      for_inputs(a, [&](const Op::Access& r) { clash |= r.slot == w.slot && !same_access(r, w); });
+      if (clash) continue;
+      producer_[&b] = &a;
+      fused_.insert(&a);
+    }
+  }
+
+  void count(const std::vector<Item>& items) {
+    if (&items == &p_.items)
+      for (const trace::Program::Result& r : p_.results) ++refs_[r.slot];  // read after the program
+    for (const Item& i : items) {
+      if (i.loop) {
+        count(i.body);
+        continue;
+      }
+      for (const Op::Access& v : i.op.views) ++refs_[v.slot];
+    }
+  }
+
   void items(const std::vector<Item>& items, int depth, std::vector<StmtP>& out) {
     for (const Item& i : items) {
       if (!i.loop) {
-        op(i.op, out);
+        if (!fused_.count(&i.op)) op(i.op, out);
         continue;
       }
       StmtP f = for_loop("j" + std::to_string(depth), lit(0), aff(i.trip), lit(1));
@@ -34,6 +85,23 @@ class ProgramLowerer {
  private:
   const trace::Program& p_;
   int regs_ = 0;
+  std::unordered_map<int, int> refs_;                   // accesses of each slot in the program
+  std::unordered_map<const Op*, const Op*> producer_;   // an op's fused producer
+  std::unordered_set<const Op*> fused_;                 // ops computed inside their consumer
+
+  static bool same_access(const Op::Access& x, const Op::Access& y) {
+    return x.slot == y.slot && x.offset == y.offset && x.strides == y.strides;
+  }
+  // Every access `o` reads, its fused producers' included.
+  void for_inputs(const Op& o, const std::function<void(const Op::Access&)>& f) const {
+    auto it = producer_.find(&o);
+    const Op* prod = it == producer_.end() ? nullptr : it->second;
+    for (size_t v = 0; v + 1 < o.views.size(); ++v) {
+      if (prod && o.views[v].slot == prod->views.back().slot) continue;
+      f(o.views[v]);
+    }
+    if (prod) for_inputs(*prod, f);
+  }
 
   static ExP aff(const Aff& f) {
     ExP e = lit(f.c);
@@ -66,6 +134,12 @@ class ProgramLowerer {
       switch (x.kind) {
         case ExprNode::Kind::Input: {
           const DType vt = t.inputs[x.a].dtype;
+          auto it = producer_.find(&op);
+          if (it != producer_.end() && op.views[x.a].slot == it->second->views.back().slot) {
+            // (The producer's value as it would have been stored.)
+            val[n] = cast(cast(value(*it->second, idx), it->second->task->output.dtype), x.dtype);
+            break;
+          }
           val[n] = cast(load(ptr(op.views[x.a].slot), index(op.views[x.a], idx), vt), x.dtype);
           break;
         }
@@ -107,6 +181,7 @@ class ProgramLowerer {
       std::vector<StmtP>* body = &into;
       for (int d : dims) {
         StmtP f = for_loop("t" + std::to_string(d), lit(0), aff(op.extents[d]), lit(1));
+        f->keep_rolled = true;
         body->push_back(f);
         body = &f->body;
         if (innermost) *innermost = f;
@@ -154,7 +229,10 @@ LoopNest lower_program(const trace::Program& p, const std::string& name) {
   n.num_ptrs = static_cast<int>(p.slots.size());
   for (const trace::Slot& s : p.slots) n.ptr_types.push_back(s.dtype);
   n.description = "numfuse.jit program";
-  ProgramLowerer(p).items(p.items, 0, n.body);
+  ProgramLowerer lowerer(p);
+  lowerer.count(p.items);  // (and what the call returns, below)
+  lowerer.plan(p.items);
+  lowerer.items(p.items, 0, n.body);
   const PassContext ctx;
   passes::pairwise(n, ctx);
   passes::simplify(n, ctx);
