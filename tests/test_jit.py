@@ -406,3 +406,44 @@ def test_random_loop_programs_match_numpy():
         x = rng.standard_normal((n, n))
         y = rng.standard_normal((n, n))
         run_both(prog, x, y)
+
+
+def test_products_large_enough_for_blas_run_plainly():
+    def rows(np, A, C):
+        for i in range(A.shape[0]):
+            C[i, :i + 1] = 0.5 * C[i, :i + 1] + A[:i + 1] @ A[i]
+        return C
+
+    rng = onp.random.default_rng(9)
+    j = run_both(rows, rng.random((200, 96)), rng.random((200, 200)), expect_compiled=False)
+    assert "BLAS" in j.explain()
+    j = run_both(rows, rng.random((20, 8)), rng.random((20, 20)))  # small: compiled
+
+
+def mixed_dtypes(np, a, b, c):
+    for i in range(1, a.shape[0]):
+        a[i] = a[i - 1] * 3 + a[i]          # int8: wraps as NumPy's does
+        b[i] = (b[i - 1] * (0.5 + 0.25j)) + b[i]
+        c[i] = c[i - 1] ^ (a[i] > 0)
+    return a, b, c, a[1:-1].sum(), b.sum()
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered in scalar multiply")  # (NumPy's scalars)
+def test_integer_wraparound_complex_and_bool_programs():
+    a = (onp.arange(12) - 5).astype("int8")
+    b = (onp.arange(12) * (1 - 1j)).astype("complex128")
+    c = (onp.arange(12) % 3 == 0)
+    run_both(mixed_dtypes, a, b, c)
+
+
+def empty_and_views(np, x):
+    for i in range(x.shape[0]):
+        x[i, :i] = x[i, :i] * 2  # the first row's slice is empty
+    return x[1:, ::2], x.T
+
+
+def test_empty_slices_and_returned_views():
+    j = run_both(empty_and_views, onp.arange(20.0).reshape(4, 5))
+    x = nf.asarray(onp.arange(20.0).reshape(4, 5))
+    v, t = j(x)
+    assert t.shape == (5, 4) and v.strides == (40, 16)

@@ -387,6 +387,8 @@ class JitFunction:
                 leaves = []
         del out
         program = _core._trace_end(arrays, leaves)
+        if isinstance(error, (KeyboardInterrupt, SystemExit, GeneratorExit)):
+            raise error
         if error is not None:
             # Raised while tracing (an error NumPy raises at the call): the
             # ordinary run raises it, after the same earlier effects.

@@ -604,8 +604,17 @@ std::shared_ptr<Program> build(Captured&& c, const std::vector<View>& args, cons
   // large, the ordinary path (fused kernels on every core) does better and
   // the interpreter's cost per operation is no longer what counts.
   constexpr int64_t kMaxMeanElements = 16384;
-  int64_t elements = 0;
-  for (const Task& t : p->tasks) elements += shape_size(t.domain);
+  int64_t elements = 0, contraction = 0;
+  for (const Task& t : p->tasks) {
+    elements += shape_size(t.domain);
+    if (t.solo) contraction = std::max(contraction, shape_size(t.domain));
+  }
+  // A program's contractions are plain loops: one the size of a BLAS call
+  // (NumPy's) is faster there.
+  constexpr int64_t kMaxContraction = 16384;
+  if (contraction >= kMaxContraction)
+    throw Unsupported("it multiplies matrices large enough for BLAS (" + std::to_string(contraction) +
+                      " multiply-adds in one product): the ordinary path calls BLAS");
   if (p->traced_tasks > 0 && elements / p->traced_tasks >= kMaxMeanElements)
     throw Unsupported("its operations are large (" + std::to_string(elements / p->traced_tasks) +
                       " elements on average): the ordinary path fuses them and runs them on every core");
