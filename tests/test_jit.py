@@ -447,3 +447,46 @@ def test_empty_slices_and_returned_views():
     x = nf.asarray(onp.arange(20.0).reshape(4, 5))
     v, t = j(x)
     assert t.shape == (5, 4) and v.strides == (40, 16)
+
+
+# ---------------------------------------------------------------------------
+# Random programs (the interpreter of test_random_programs: overlapping
+# in-place updates through views, reductions feeding updates, assignments,
+# explicit flushes), each the body of a jitted function over its arrays:
+# NumPy's results on the traced call and on a compiled one. (A program with
+# a flush runs the ordinary way: its results must be NumPy's all the same.)
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+import test_random_programs as rp  # noqa: E402
+
+
+class _ArgsInterp(rp.Interp):
+    def __init__(self, m, arrays):
+        self.m = m
+        self.vars = list(arrays)
+        self.trace = []
+
+
+@settings(max_examples=40, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@given(steps=st.lists(rp.step_st, min_size=1, max_size=10), seed=st.integers(0, 3),
+       main=st.integers(0, len(rp.SHAPES) - 1), loop=st.integers(1, 4))
+def test_random_programs_in_a_loop_match_numpy(steps, seed, main, loop):
+    bases = rp._bases(seed)
+
+    def body(m, *arrays):
+        out = []
+        for _ in range(loop):  # the same steps again: a loop to reroll
+            it = _ArgsInterp(m, arrays)
+            out = it.run(steps, main)
+        return tuple(out)
+
+    expected = body(onp, *[b.copy() for b in bases])
+    j = nf.jit(lambda *a: body(nf, *a))
+    for _ in range(2):
+        got = j(*[nf.asarray(b.copy()) for b in bases])
+        rp._compare(list(got), list(expected), [f"loop {loop}"] + [str(s) for s in steps])
+    flushes = any(s[0] == 5 and s[1] % 2 == 0 for s in steps)
+    if not flushes:
+        assert j.stats["traces"] == 1
