@@ -12,6 +12,25 @@ import numfuse as nf
 from conftest import assert_same
 
 
+@pytest.fixture(autouse=True)
+def _on_the_cpu():
+    """Programs are CPU kernels: the tests run them there whatever target the
+    suite runs on (test_on_a_device_target_it_runs_plainly covers the rest)."""
+    with nf.config(target="cpu"):
+        yield
+
+
+def test_on_a_device_target_it_runs_plainly_and_says_why():
+    if nf._core.target_unavailable("cuda-emulated"):
+        pytest.skip("the emulated device is not available here")
+    j = nf.jit(lambda x: heat(nf, x, 5, 0.1))
+    x0 = onp.linspace(0, 1, 12)
+    with nf.config(target="cuda-emulated"):
+        got = j(nf.asarray(x0.copy()))
+    assert_same(got, heat(onp, x0.copy(), 5, 0.1))
+    assert j.stats["compiled_runs"] == 0 and "not the CPU" in j.explain()
+
+
 def run_both(fn, *make_args, expect_compiled=True, **kw):
     """fn under NumPy, plain numfuse and jit (twice: the traced call and a
     compiled one); returns the jit function."""
