@@ -509,3 +509,14 @@ def test_random_programs_in_a_loop_match_numpy(steps, seed, main, loop):
     flushes = any(s[0] == 5 and s[1] % 2 == 0 for s in steps)
     if not flushes:
         assert j.stats["traces"] == 1
+
+
+@pytest.mark.parametrize("tier", ["lazy", "eager"])
+def test_loop_programs_on_every_tier(tier):
+    # The traced call captures the same whatever the tier; the ordinary
+    # run (run_both's plain run) and the programs' results are NumPy's.
+    with nf.config(tier=tier):
+        run_both(cholesky, spd(9))
+        run_both(gauss_seidel, onp.random.default_rng(1).random((8, 8)), onp.random.default_rng(2).random((8, 8)), 2)
+        run_both(levinson, onp.array([2.0, 0.9, 0.4, 0.1, 0.05]))
+        run_both(data_dependent, onp.random.default_rng(4).random(9), expect_compiled=False)

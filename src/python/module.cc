@@ -90,14 +90,15 @@ RecordGuard::~RecordGuard() noexcept(false) {
   Stream& s = global_stream();
   // Tier eager runs every operation at the call: one that was recorded (a
   // form tier 0 has no direct loop for) is flushed here.
-  const bool eager = pipeline::config().tier == pipeline::Tier::Eager && s.size() > 0;
+  // (A capture keeps every operation: tier eager computes nothing at the call then.)
+  const bool eager = pipeline::config().tier == pipeline::Tier::Eager && s.size() > 0 && !t_capturing;
   if (!(s.sync_requested() || eager) || std::uncaught_exceptions() != 0) return;
   if (s.take_sync_request()) flush_all("operation on memory shared with NumPy");
   else if (eager) flush_all("tier eager");
 }
 
 py::object scalar_result(View&& v) {
-  if (v.ndim() == 0 && pipeline::config().tier == pipeline::Tier::Eager &&
+  if (v.ndim() == 0 && pipeline::config().tier == pipeline::Tier::Eager && !t_capturing &&
       v.buffer->pending_write())
     flush_all("tier eager");  // (a scalar, as tier 0 gives it)
   if (v.ndim() != 0) return wrap(std::move(v));
