@@ -43,6 +43,7 @@ class TraceAbort(BaseException):
 
 
 _core._set_trace_abort(TraceAbort)
+_ndarray = _core.ndarray
 
 _ids = itertools.count(1)
 _range = _builtins.range  # (the name `range` is the marking one while a trace runs)
@@ -187,24 +188,27 @@ def _value_key(v):
 class _Guard:
     """The objects the function's globals and closure cells held at the trace."""
 
-    __slots__ = ("names", "values", "cells")
+    __slots__ = ("names", "values", "cells", "items")
 
     def __init__(self, fn):
         g = fn.__globals__
         self.names = [n for n in _global_names(fn.__code__) if n in g]
         self.values = [g[n] for n in self.names]
+        self.items = list(zip(self.names, self.values))
         self.cells = [c.cell_contents for c in (fn.__closure__ or ()) if _has_contents(c)]
 
     def broken(self, fn):
         """The first name whose object changed since the trace, or None."""
         g = fn.__globals__
-        for n, v in zip(self.names, self.values):
+        for n, v in self.items:
             w = g.get(n, _missing)
             if w is not v and not (type(w) is type(v) and type(v) in _SCALARS and w == v):
                 return f"global {n!r} changed"
-        cells = [c.cell_contents for c in (fn.__closure__ or ()) if _has_contents(c)]
-        if len(cells) != len(self.cells) or any(a is not b for a, b in zip(cells, self.cells)):
-            return "a closure variable changed"
+        closure = fn.__closure__
+        if closure or self.cells:
+            cells = [c.cell_contents for c in (closure or ()) if _has_contents(c)]
+            if len(cells) != len(self.cells) or any(a is not b for a, b in zip(cells, self.cells)):
+                return "a closure variable changed"
         return None
 
 
@@ -304,17 +308,30 @@ class JitFunction:
 
     def _key(self, args, kwargs):
         """(guard key, the array arguments in order) or (None, why)."""
-        flat = list(args)
-        names = sorted(kwargs)
-        flat.extend(kwargs[n] for n in names)
-        arrays, parts, where = [], [tuple(names)], {}
+        if kwargs:
+            names = sorted(kwargs)
+            flat = args + tuple(kwargs[n] for n in names)
+            parts = [tuple(names)]
+        else:
+            flat, parts = args, [()]
+        arrays = []
+        where = None
         for v in flat:
-            if isinstance(v, _core.ndarray):
-                buf, off = _core._jit_buffer(v)
-                first = where.setdefault(buf, (len(arrays), off))
-                parts.append(("A", v.dtype.num, v.shape, v.strides, first[0], off - first[1]))
+            if type(v) is _ndarray:
+                if arrays:  # (which arguments share memory: only with two arrays or more)
+                    if where is None:
+                        where = {}
+                        b0, o0 = _core._jit_buffer(arrays[0])
+                        where[b0] = (0, o0)
+                    buf, off = _core._jit_buffer(v)
+                    first = where.setdefault(buf, (len(arrays), off))
+                    parts.append(("A", v.dtype, v.shape, v.strides, first[0], off - first[1]))
+                else:
+                    parts.append(("A", v.dtype, v.shape, v.strides, 0, 0))
                 arrays.append(v)
                 continue
+            if isinstance(v, _core.ndarray):  # (a subclass: by its own type)
+                return None, f"an argument of type {type(v).__name__}"
             if isinstance(v, _np.ndarray):
                 return None, "a NumPy array argument (pass numfuse arrays: numfuse.asarray)"
             k = _value_key(v)
@@ -443,8 +460,10 @@ def _describe_key(key):
     parts = []
     for p in key[1:]:
         if p[0] == "A":
-            _, num, shape, strides, first, delta = p
-            s = f"array {_np.dtype(_np.sctypeDict[num]) if num in _np.sctypeDict else num}{list(shape)} strides {strides}"
+            _, dtype, shape, strides, first, delta = p
+            s = f"array {dtype}{list(shape)} strides {strides}"
+            if first != len([q for q in parts if q.startswith("array")]):
+                s += f" (the memory of array argument {first}, {delta:+d} elements)"
             parts.append(s)
         else:
             parts.append(f"{p[0].__name__} {p[1]!r}")
