@@ -12,6 +12,25 @@ import numfuse as nf
 from conftest import assert_same
 
 
+def _loop_program(name):
+    """The `run(np, ...)` of benchmarks/loops/<name>.py: the tests run the
+    benchmarked programs themselves."""
+    import importlib.util
+    import os
+
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks", "loops",
+                        name + ".py")
+    spec = importlib.util.spec_from_file_location(f"loops_{name}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.run
+
+
+cholesky = _loop_program("cholesky")
+lu = _loop_program("lu")
+levinson = _loop_program("levinson")
+
+
 @pytest.fixture(autouse=True)
 def _on_the_cpu():
     """Programs are CPU kernels: the tests run them there whatever target the
@@ -55,19 +74,6 @@ def run_both(fn, *make_args, expect_compiled=True, **kw):
     return j
 
 
-def cholesky(np, A):
-    n = A.shape[0]
-    L = np.zeros_like(A)
-    for i in range(n):
-        for j in range(i + 1):
-            s = np.dot(L[i, :j], L[j, :j])
-            if i == j:
-                L[i, i] = np.sqrt(A[i, i] - s)
-            else:
-                L[i, j] = (A[i, j] - s) / L[j, j]
-    return L
-
-
 def spd(n):
     m = onp.random.default_rng(0).random((n, n))
     return m @ m.T + n * onp.eye(n)
@@ -89,18 +95,6 @@ def test_the_program_size_does_not_grow_with_the_trip_count():
         j = run_both(cholesky, spd(n))
         sizes.append((j.programs()[0].ops, j.programs()[0].loops))
     assert sizes[0] == sizes[1]
-
-
-def lu(np, A):
-    n = A.shape[0]
-    L = np.eye(n)
-    U = np.zeros_like(A)
-    for i in range(n):
-        for k in range(i, n):
-            U[i, k] = A[i, k] - np.dot(L[i, :i], U[:i, k])
-        for k in range(i + 1, n):
-            L[k, i] = (A[k, i] - np.dot(L[k, :i], U[:i, i])) / U[i, i]
-    return L, U
 
 
 def test_lu_with_column_slices_and_two_results():
@@ -182,20 +176,6 @@ def test_state_rebound_every_step_is_carried():
     rng = onp.random.default_rng(7)
     j = run_both(nbody_like, rng.random((6, 3)), rng.random((6, 3)) * 0.1, 30, 0.01)
     assert j.programs()[0].ops * 5 < j.programs()[0].traced
-
-
-def levinson(np, r):
-    p = r.shape[0] - 1
-    a = np.zeros(p + 1)
-    a[0] = 1.0
-    e = r[0]
-    for k in range(1, p + 1):
-        acc = r[k] + np.dot(a[1:k], r[k - 1:0:-1])
-        lam = -acc / e
-        a[1:k] = a[1:k] + lam * a[k - 1:0:-1]
-        a[k] = lam
-        e = e * (1.0 - lam * lam)
-    return a, e
 
 
 def test_levinson_carries_scalars_between_iterations():

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -23,6 +24,9 @@ extern std::atomic<uint32_t> g_capture_epoch;
 // Set on the capturing thread while it captures: Buffer::data() then checks
 // the memory it hands out (capture_touch).
 [[gnu::tls_model("initial-exec")]] extern thread_local bool t_capturing;
+
+// A capture keeps at most this many tasks (each about 1 KB) before it stops.
+constexpr size_t kMaxCapturedTasks = 400000;
 
 // Records the first reason a capture stopped and throws TraceAbort.
 [[noreturn]] void capture_abort(const std::string& why);

@@ -12,21 +12,13 @@
 
 namespace nf::pipeline {
 
-namespace {
-uint64_t fnv1a(const std::string& s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
-}  // namespace
-
 std::shared_ptr<CompiledProgram> compile_program(std::shared_ptr<const trace::Program> p) {
   auto c = std::make_shared<CompiledProgram>();
   c->program = p;
   // The kernel's name is its text's hash (the text with a fixed name first).
   const std::string draft = codegen::render_c(lower::lower_program(*p, "nf_program")).code;
   char name[40];
-  std::snprintf(name, sizeof name, "nf_prog_%016llx_%zx", static_cast<unsigned long long>(fnv1a(draft)),
+  std::snprintf(name, sizeof name, "nf_prog_%016llx_%zx", static_cast<unsigned long long>(jit::hash64(draft)),
                 draft.size() & 0xfffff);
   const lower::LoopNest nest = lower::lower_program(*p, name);
   codegen::Source src = codegen::render_c(nest);

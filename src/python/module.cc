@@ -249,7 +249,8 @@ void before_record() {
   if (s.size() >= s.cut_at()) [[unlikely]] {
     // A capture keeps its whole call in the window (bounded: trace.h).
     if (t_capturing) {
-      if (s.size() > 400000) capture_abort("it runs more than 400000 operations in one call");
+      if (s.size() > kMaxCapturedTasks)
+        capture_abort("it runs more than " + std::to_string(kMaxCapturedTasks) + " operations in one call");
       return;
     }
     flush_all("window full");

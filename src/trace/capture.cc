@@ -16,8 +16,6 @@ State& state() {
   static State* s = new State();
   return *s;
 }
-// The captured window may grow this far (a task is about 1 KB).
-constexpr size_t kMaxTasks = 400000;
 }  // namespace
 
 void begin() {
@@ -44,7 +42,7 @@ void mark(MarkKind kind, int64_t loop) {
   State& s = state();
   if (!s.on || !t_capturing) return;  // (another thread's loops are not the capture's)
   const size_t n = global_stream().size();
-  if (n > kMaxTasks) abort("it runs more than " + std::to_string(kMaxTasks) + " operations in one call");
+  if (n > kMaxCapturedTasks) abort("it runs more than " + std::to_string(kMaxCapturedTasks) + " operations in one call");
   s.marks.push_back({kind, loop, static_cast<int64_t>(n)});
 }
 
