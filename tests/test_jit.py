@@ -261,6 +261,126 @@ def test_a_new_scalar_value_retraces():
     assert j.stats["traces"] == 2
 
 
+def test_a_float_that_only_feeds_arithmetic_is_a_parameter():
+    """heat's coefficient reaches only numfuse operations: a new value runs
+    the same program (no retrace) with the new value."""
+    j = nf.jit(lambda u, s, c: heat(nf, u, s, c))
+    u0 = onp.linspace(0, 1, 20)
+    for c in (0.1, 0.25, -0.3, 0.1):
+        assert_same(j(nf.asarray(u0.copy()), 4, c), heat(onp, u0.copy(), 4, c))
+    assert j.stats["traces"] == 1 and j.stats["compiled_runs"] == 4, j.explain()
+    assert "a parameter" in j.explain()
+
+
+def axpy_rows(np, alpha, x, y, beta=1.0):
+    for i in range(x.shape[0]):
+        y[i] = beta * y[i] + alpha * x[i]
+    return y
+
+
+def test_parameters_in_a_rerolled_loop_and_as_keywords():
+    rng = onp.random.default_rng(3)
+    x, y = rng.random((5, 3)), rng.random((5, 3))
+    j = nf.jit(lambda *a, **k: axpy_rows(nf, *a, **k))
+    for alpha, beta in ((2.0, 1.0), (-0.5, 0.25), (1e300, 1e-300)):
+        got = j(alpha, nf.asarray(x), nf.asarray(y.copy()), beta=beta)
+        assert_same(got, axpy_rows(onp, alpha, x, y.copy(), beta=beta))
+    assert j.stats["traces"] == 1 and j.stats["compiled_runs"] == 3, j.explain()
+    assert j.programs()[0].loops == 1
+
+
+def test_a_float_used_in_python_is_a_guard():
+    """Its value reaches the program through Python arithmetic (or math, or
+    a format): a new value must retrace, the same one must not."""
+    import math
+
+    def f(np, x, a):
+        s = a * 2.0
+        return x * s + math.sqrt(a), f"{a:.1f}"
+
+    j = nf.jit(lambda x, a: f(nf, x, a))
+    x = onp.arange(4.0)
+    for a in (1.0, 2.0, 1.0, 2.0, 3.0):
+        got, label = j(nf.asarray(x), a)
+        want, wlabel = f(onp, x, a)
+        assert_same(got, want)
+        assert label == wlabel
+    assert j.stats["traces"] == 3 and j.stats["compiled_runs"] == 5, j.explain()
+    assert "guarded by value" in j.explain()
+
+
+def test_a_float_deciding_an_operation_is_a_guard():
+    """x ** 2.0 is NumPy's square, x ** 0.5 its sqrt: the exponent's value
+    decides the operation, so it is guarded; an integer array stored from a
+    float truncates it (the value is used as an integer): guarded too."""
+    def f(np, x, e, k):
+        n = np.zeros(3, dtype=np.int64)
+        n[1] = k
+        return x ** e, n
+
+    j = nf.jit(lambda x, e, k: f(nf, x, e, k))
+    x = onp.array([0.0, -0.0, 2.0, onp.inf, 3.5])
+    for e, k in ((2.0, 1.5), (0.5, 1.5), (3.0, 2.7), (2.0, 1.5)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # (NumPy warns of nothing here: neither may the program)
+            got = j(nf.asarray(x), e, k)
+        want = f(onp, x, e, k)
+        assert_same(got[0], want[0])
+        assert_same(got[1], want[1])
+    assert j.stats["traces"] == 3 and j.stats["compiled_runs"] == 4, j.explain()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "complex128"])
+def test_parameters_take_numpy_s_weak_scalar_rules(dtype):
+    """A Python float is weakly typed: float32 * a stays float32 (the value
+    rounded to float32 first), int32 * a is float64, complex stays complex."""
+    def f(np, x, a):
+        if x.dtype.kind == "c":  # (a program does not view complex memory as its real part)
+            return x * a + 1.0, x == a
+        return x * a + 1.0, np.where(x > 1, a, x), x < a, np.maximum(x, a)
+
+    x = (onp.arange(5) * 0.7).astype(dtype)
+    j = nf.jit(lambda x, a: f(nf, x, a))
+    for a in (0.1, 1.3, -7.25):
+        got = j(nf.asarray(x), a)
+        for g, w in zip(got, f(onp, x, a)):
+            assert_same(g, w)
+    assert j.stats["compiled_runs"] == 3, j.explain()
+    if dtype != "complex128":  # (a complex operand keeps the value as a constant: a guard)
+        assert j.stats["traces"] == 1, j.explain()
+
+
+def test_a_parameter_looks_like_its_float():
+    seen = []
+
+    def f(np, x, a):
+        seen.append((isinstance(a, float), a == 0.5))
+        return x + a, a
+
+    j = nf.jit(lambda x, a: f(nf, x, a))
+    got, back = j(nf.ones(2), 0.5)
+    assert seen == [(True, True)]
+    assert back == 0.5 and type(back) is float
+    got, back = j(nf.ones(2), 0.5)  # (a == 0.5 used its value: a guard, same value)
+    assert back == 0.5 and j.stats["traces"] == 1
+    got, back = j(nf.ones(2), 0.75)
+    assert_same(got, onp.full(2, 1.75))
+    assert back == 0.75 and j.stats["traces"] == 2
+
+
+def test_a_division_by_a_zero_parameter_warns_as_numpy_does():
+    j = nf.jit(lambda x, a: x / a)
+    x = onp.array([1.0, 0.0, -1.0])
+    assert_same(j(nf.asarray(x), 2.0), x / 2.0)
+    with pytest.warns(RuntimeWarning) as got:
+        r = j(nf.asarray(x), 0.0)
+    with pytest.warns(RuntimeWarning) as want:
+        e = x / 0.0
+    assert_same(r, e)
+    assert sorted(str(w.message) for w in got) == sorted(str(w.message) for w in want)
+    assert j.stats["traces"] == 1 and j.stats["compiled_runs"] == 2
+
+
 SHIFT = nf.asarray(onp.arange(6.0))
 
 

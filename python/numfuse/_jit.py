@@ -9,12 +9,17 @@ affinely become one loop), lowers the program to one C kernel and compiles
 it. That call and later ones whose guards hold run the kernel on their
 arguments, without executing the Python body.
 
+Parameters: a Python float argument that only reaches numfuse operations
+is read by the program at each run (a new value does not retrace). While
+the trace runs it is a stand-in (_Param); any use of its value in Python,
+or by an operation that decides on it (``x ** e``), makes it a guard.
+
 Guards (a call that breaks one traces again, up to ``max_traces``
 signatures per function): each array argument's dtype, shape, strides and
 which arguments share memory; the type and value of every other argument
-(Python scalars, strings, None, tuples of those); the objects the function's
-globals and closure cells named in its code held at the trace (arrays by
-identity).
+(Python scalars that are not parameters, strings, None, tuples of those);
+the objects the function's globals and closure cells named in its code
+held at the trace (arrays by identity).
 
 A trace stops (TraceAbort) when the function needs a value in Python: an
 element read as a Python number (``float(a[i])``, ``if a[i] > 0``), printing,
@@ -164,6 +169,83 @@ def _global_names(code):
 
 
 _SCALARS = (bool, int, float, complex, str, bytes, type(None))
+_FLOAT = ("F",)  # a float argument in a guard key: a parameter, any value
+
+
+class _Param:
+    """A Python float argument while its function is traced. It stands for
+    the value of every later call: given to numfuse operations, it is a
+    parameter the compiled program reads at each run. Any other use of its
+    value in Python (arithmetic with Python numbers, a comparison, ``math``
+    functions, formatting, ``x ** 2.0``) gives the traced value and makes
+    the argument a guard: a call with another value traces again.
+    ``isinstance(x, float)`` holds, as for the float it stands for."""
+
+    __slots__ = ("_v", "_i", "_used")
+
+    def __init__(self, v, i, used):
+        self._v = v
+        self._i = i
+        self._used = used
+
+    @property
+    def __class__(self):
+        return float
+
+    def _value(self):
+        self._used.add(self._i)
+        return self._v
+
+    def __getattr__(self, name):  # real, imag, is_integer(), hex(), ...
+        return getattr(self._value(), name)
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __reduce__(self):
+        return (float, (self._value(),))
+
+    def __array__(self, dtype=None, copy=None):
+        return _np.asarray(self._value(), dtype=dtype)
+
+
+def _param_binary(name):
+    op = getattr(float, name)
+
+    def method(self, other):
+        if isinstance(other, _core.ndarray):
+            return NotImplemented  # (the array's own operator takes the parameter)
+        if type(other) is _Param:
+            other = other._value()
+        return op(self._value(), other)
+
+    method.__name__ = name
+    return method
+
+
+def _param_unary(name):
+    op = getattr(float, name)
+
+    def method(self, *args):
+        return op(self._value(), *args)
+
+    method.__name__ = name
+    return method
+
+
+for _n in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "divmod"):
+    setattr(_Param, f"__{_n}__", _param_binary(f"__{_n}__"))
+    setattr(_Param, f"__r{_n}__", _param_binary(f"__r{_n}__"))
+for _n in ("eq", "ne", "lt", "le", "gt", "ge"):
+    setattr(_Param, f"__{_n}__", _param_binary(f"__{_n}__"))
+for _n in ("neg", "pos", "abs", "float", "int", "bool", "round", "trunc", "floor", "ceil", "hash", "repr",
+           "str", "format", "getnewargs"):
+    setattr(_Param, f"__{_n}__", _param_unary(f"__{_n}__"))
+del _n
+_core._set_param_type(_Param)
 
 
 def _value_key(v):
@@ -247,6 +329,8 @@ def _flatten(out, args, leaves):
     for k, a in enumerate(args):
         if out is a and isinstance(a, _core.ndarray):
             return ("arg", k)
+    if type(out) is _Param:  # a float argument returned as it came
+        return ("arg", out._i)
     if isinstance(out, _core.ndarray):
         leaves.append(out)
         return ("scalar" if _core._is_deferred_scalar(out) else "array", len(leaves) - 1)
@@ -296,6 +380,7 @@ class JitFunction:
         self._max = max_traces
         self._traces = collections.OrderedDict()
         self._log = collections.deque(maxlen=32)
+        self._fguard = set()  # positions of float arguments guarded by value (not parameters)
         self.stats = {"calls": 0, "compiled_runs": 0, "traces": 0, "plain_runs": 0}
 
     def __get__(self, obj, objtype=None):
@@ -307,7 +392,9 @@ class JitFunction:
     # -- calls -------------------------------------------------------------
 
     def _key(self, args, kwargs):
-        """(guard key, the array arguments in order) or (None, why)."""
+        """(guard key, (the array arguments in order, the parameters by
+        position)) or (None, why). A float argument is a parameter (any
+        value) unless a trace used its value in Python (self._fguard)."""
         if kwargs:
             names = sorted(kwargs)
             flat = args + tuple(kwargs[n] for n in names)
@@ -316,7 +403,15 @@ class JitFunction:
             flat, parts = args, [()]
         arrays = []
         where = None
-        for v in flat:
+        params = None
+        for pos, v in enumerate(flat):
+            if type(v) is float:  # (the program reads every float argument it uses, guarded or not)
+                if params is None:
+                    params = [0.0] * len(flat)
+                params[pos] = v
+                if pos not in self._fguard:
+                    parts.append(_FLOAT)
+                    continue
             if type(v) is _ndarray:
                 if arrays:  # (which arguments share memory: only with two arrays or more)
                     if where is None:
@@ -338,7 +433,7 @@ class JitFunction:
             if k is None:
                 return None, f"an argument of type {type(v).__name__}"
             parts.append(k)
-        return tuple(parts), arrays
+        return tuple(parts), (arrays, params or ())
 
     def __call__(self, *args, **kwargs):
         self.stats["calls"] += 1
@@ -349,6 +444,7 @@ class JitFunction:
         key, arrays = self._key(args, kwargs)
         if key is None:
             return self._plain(args, kwargs, arrays)
+        arrays, params = arrays
         entry = self._traces.get(key)
         if entry is not None:
             broken = entry.guard.broken(self._fn)
@@ -356,7 +452,7 @@ class JitFunction:
                 self._traces.move_to_end(key)
                 if isinstance(entry, _Refused):
                     return self._plain(args, kwargs, None)
-                results = entry.program.run(arrays)
+                results = entry.program.run(arrays, params)
                 if results is not None:
                     entry.runs += 1
                     self.stats["compiled_runs"] += 1
@@ -367,7 +463,7 @@ class JitFunction:
             del self._traces[key]
         elif self._traces:
             self._log.append("traced a new signature")
-        return self._trace(key, arrays, args, kwargs)
+        return self._trace(key, arrays, params, args, kwargs)
 
     def _plain(self, args, kwargs, why):
         if why is not None:
@@ -375,10 +471,20 @@ class JitFunction:
         self.stats["plain_runs"] += 1
         return self._fn(*args, **kwargs)
 
-    def _trace(self, key, arrays, args, kwargs):
+    def _trace(self, key, arrays, params, args, kwargs):
         if len(self._traces) >= self._max:
             self._traces.popitem(last=False)
         guard = _Guard(self._fn)
+        # The float arguments that are parameters run as stand-ins (_Param).
+        used = set()
+        targs, tkwargs = args, kwargs
+        if params:
+            names = sorted(kwargs)
+            nargs = len(args)
+            tkwargs = {n: (_Param(kwargs[n], nargs + j, used) if type(kwargs[n]) is float and
+                           nargs + j not in self._fguard else kwargs[n]) for j, n in enumerate(names)}
+            targs = tuple(_Param(v, k, used) if type(v) is float and k not in self._fguard else v
+                          for k, v in enumerate(args))
         try:
             _core._trace_begin()
         except RuntimeError as e:  # another capture runs (another thread)
@@ -390,7 +496,7 @@ class JitFunction:
         saved = _builtins.range
         _builtins.range = _Range
         try:
-            out = self._fn(*args, **kwargs)
+            out = self._fn(*targs, **tkwargs)
         except TraceAbort:
             pass
         except BaseException as e:  # noqa: BLE001 (ended below, then raised by the plain run)
@@ -399,7 +505,7 @@ class JitFunction:
             _builtins.range = saved
         flat_args = args + tuple(kwargs[n] for n in sorted(kwargs))
         if error is None and not _core._trace_aborted():
-            tmpl = _flatten(out, flat_args, leaves)
+            tmpl = _flatten(out, targs + tuple(tkwargs[n] for n in sorted(tkwargs)), leaves)
             if isinstance(tmpl, str):
                 leaves = []
         del out
@@ -418,11 +524,20 @@ class JitFunction:
             self._traces[key] = _Refused(program, guard)
             self._log.append(f"not compiled: {program}")
             return self._plain(args, kwargs, None)
+        # Float arguments whose traced value the program bakes in (used in
+        # Python, or by an operation that decides on it) are guarded by value
+        # from now on: this trace is kept under a key holding their values.
+        fixed = used.union(program.fixed_params)
+        if fixed - self._fguard:
+            self._fguard |= fixed
+            self._log.append("guarded by value from now on: float argument" + ("s " if len(fixed) > 1 else " ") +
+                             ", ".join(str(k) for k in sorted(fixed)) + " (its value is used in Python or decides an operation)")
+            key, (arrays, params) = self._key(args, kwargs)
         entry = _Trace(program, tmpl, guard)
         self._traces[key] = entry
         self._log.append(f"compiled: {program.traced} operations traced, {program.ops} in the program, "
                          f"{program.loops} loops, compile {program.compile_ms:.1f} ms")
-        results = program.run(arrays)
+        results = program.run(arrays, params)
         if results is None:  # (cannot happen for the traced arguments themselves)
             return self._plain(args, kwargs, "the program refused its own arguments")
         entry.runs += 1
@@ -459,7 +574,9 @@ class JitFunction:
 def _describe_key(key):
     parts = []
     for p in key[1:]:
-        if p[0] == "A":
+        if p is _FLOAT:
+            parts.append("float (a parameter: any value)")
+        elif p[0] == "A":
             _, dtype, shape, strides, first, delta = p
             s = f"array {dtype}{list(shape)} strides {strides}"
             if first != len([q for q in parts if q.startswith("array")]):
@@ -481,7 +598,8 @@ def jit(fn=None, *, max_traces=8):
             ...
 
     The first call with a new signature (array dtypes, shapes, strides and
-    sharing; the values of other arguments) traces the function and
+    sharing; the values of other arguments, except Python floats that only
+    reach numfuse operations: those are parameters) traces the function and
     compiles its operations into one kernel, its ``range`` loops rerolled
     into loops of the kernel; later calls with the same signature run the
     kernel without running the Python body. A function whose control flow

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace nf {
 
@@ -27,6 +28,25 @@ extern std::atomic<uint32_t> g_capture_epoch;
 
 // A capture keeps at most this many tasks (each about 1 KB) before it stops.
 constexpr size_t kMaxCapturedTasks = 400000;
+
+// Parameters. A traced call's Python float arguments reach the core as
+// stand-ins (numfuse.jit's _Param); each conversion of one into an operand
+// registers here and gets a serial (from 1) that the Scalar carries
+// (Scalar::param) into the task's constants, where the program reads the
+// argument of each call instead of the traced value. A conversion whose
+// value is used any other way (cast to an integer, a value the recording
+// decides on: x ** 2.0 is squared) is dropped: that argument becomes a
+// guard instead (the call's value must equal the traced one).
+struct CaptureParam {
+  int index = 0;        // which argument (numfuse.jit's numbering)
+  double value = 0;     // its value in the traced call
+  bool dropped = false;
+};
+// Registers a conversion of parameter `index` (value `value`); returns its serial.
+uint32_t capture_param(int index, double value);
+void capture_param_dropped(uint32_t serial);
+// The conversions of the running (or last) capture, serial k at [k - 1].
+const std::vector<CaptureParam>& capture_params();
 
 // Records the first reason a capture stopped and throws TraceAbort.
 [[noreturn]] void capture_abort(const std::string& why);

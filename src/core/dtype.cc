@@ -1,5 +1,7 @@
 #include "core/dtype.h"
 
+#include "core/capture.h"
+
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -269,6 +271,10 @@ Scalar Scalar::cast(DType to) const {
   Scalar r;
   r.dtype = to;
   Kind kf = kind(dtype);
+  if (param != 0) {
+    if (kf == Kind::Float && (to == DType::Float32 || to == DType::Float64)) r.param = param;
+    else capture_param_dropped(param);
+  }
   // Complex to real takes the real part (NumPy's ComplexWarning is the
   // caller's to give).
   if (kf == Kind::Complex && kind(to) != Kind::Complex && kind(to) != Kind::Bool) {

@@ -105,6 +105,12 @@ bool uint_fits(DType t, uint64_t v);
 // (which is 0 for every other type).
 struct Scalar {
   DType dtype = DType::Float64;
+  // numfuse.jit: nonzero when the value is a traced call's float argument
+  // (a parameter, core/capture.h: the serial of its conversion). Kept by
+  // casts to float32/float64; any other cast drops it and tells the capture
+  // (capture_param_dropped), so a program never bakes in a value derived
+  // from a parameter without knowing. (In the padding after `dtype`.)
+  uint32_t param = 0;
   union {
     bool b;
     int64_t i;

@@ -32,7 +32,8 @@ std::shared_ptr<CompiledProgram> compile_program(std::shared_ptr<const trace::Pr
   return c;
 }
 
-bool run_program(const CompiledProgram& c, const std::vector<View>& args, std::vector<View>* results) {
+bool run_program(const CompiledProgram& c, const std::vector<View>& args, std::span<const double> params,
+                 std::vector<View>* results) {
   const trace::Program& p = *c.program;
   std::vector<BufferPtr> mem(p.slots.size());
   std::vector<char*> ptrs(p.slots.size());
@@ -56,6 +57,19 @@ bool run_program(const CompiledProgram& c, const std::vector<View>& args, std::v
         ptrs[k] = static_cast<char*>(mem[k]->data());
         std::memcpy(ptrs[k], s.bytes.data(), s.bytes.size());
         break;
+      case trace::Slot::Kind::Param: {
+        if (s.arg < 0 || static_cast<size_t>(s.arg) >= params.size()) return false;
+        mem[k] = Buffer::make(is);
+        ptrs[k] = static_cast<char*>(mem[k]->data());
+        const double v = params[static_cast<size_t>(s.arg)];
+        if (s.dtype == DType::Float32) {
+          const float f = static_cast<float>(v);
+          std::memcpy(ptrs[k], &f, sizeof f);
+        } else {
+          std::memcpy(ptrs[k], &v, sizeof v);
+        }
+        break;
+      }
       case trace::Slot::Kind::Temp:
         mem[k] = Buffer::make(std::max<int64_t>(s.nbytes, 1));
         ptrs[k] = static_cast<char*>(mem[k]->data());
@@ -69,7 +83,29 @@ bool run_program(const CompiledProgram& c, const std::vector<View>& args, std::v
     for (const Task& t : p.tasks)
       for (const char* o : fp_ops_of(t.expr, t.kind != Task::Kind::Map))
         if (std::find(ops.begin(), ops.end(), o) == ops.end()) ops.push_back(o);
-    if (const uint8_t real = detail::genuine(f, ops, std::span<const View* const>{})) detail::note_fp(real, std::move(ops));
+    // As a flush does: flags libmvec's lanes raise for extreme values count
+    // only without such a value among the operands (every slot's memory).
+    std::vector<View> held;
+    held.reserve(p.slots.size());
+    for (size_t k = 0; k < p.slots.size(); ++k) {
+      const trace::Slot& s = p.slots[k];
+      if (s.kind == trace::Slot::Kind::Arg) {
+        held.push_back(args.at(static_cast<size_t>(s.arg)));
+        continue;
+      }
+      View v;
+      v.buffer = mem[k];
+      v.dtype = s.dtype;
+      v.shape = {mem[k]->nbytes() / itemsize(s.dtype)};
+      v.strides = {1};
+      held.push_back(std::move(v));
+    }
+    std::vector<const View*> inputs;
+    for (const View& v : held) inputs.push_back(&v);
+    bool extreme_const = false;
+    for (const Task& t : p.tasks)
+      for (const Scalar& k : t.consts) extreme_const |= detail::extreme_scalar(k);
+    if (const uint8_t real = detail::genuine(f, ops, inputs, extreme_const)) detail::note_fp(real, std::move(ops));
   }
   results->clear();
   for (const trace::Program::Result& r : p.results) {

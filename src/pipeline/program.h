@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -27,10 +28,13 @@ std::shared_ptr<CompiledProgram> compile_program(std::shared_ptr<const trace::Pr
 
 // Runs the program on `args` (the traced call's array arguments, in the
 // same order, of the shapes, dtypes and strides the trace saw: the
-// caller's guards) and sets `results` to the views it returns. False, with
-// nothing run, when an argument's memory does not hold every element the
-// program touches (another offset into a smaller buffer). Floating-point
-// flags it raises are queued as a flush's are (take_fp_events).
-bool run_program(const CompiledProgram& c, const std::vector<View>& args, std::vector<View>* results);
+// caller's guards) and `params` (the call's float arguments by
+// numfuse.jit's numbering, read by Slot::Kind::Param) and sets `results`
+// to the views it returns. False, with nothing run, when an argument's
+// memory does not hold every element the program touches (another offset
+// into a smaller buffer) or a parameter is missing. Floating-point flags
+// it raises are queued as a flush's are (take_fp_events).
+bool run_program(const CompiledProgram& c, const std::vector<View>& args, std::span<const double> params,
+                 std::vector<View>* results);
 
 }  // namespace nf::pipeline

@@ -250,6 +250,12 @@ void bind_jit(py::module_& m);
 // numfuse._jit.TraceAbort (a BaseException: a traced function's own
 // `except Exception` does not swallow it), raised for core TraceAbort.
 extern PyObject* g_trace_abort;           // (jit.cc: numfuse.jit's capture and programs)
+// numfuse._jit._Param: a traced call's float argument (a parameter of the
+// program); nullptr until numfuse.jit is imported.
+extern PyTypeObject* g_jit_param_type;
+// `o` (of g_jit_param_type) as an operand: a Python float, marked as the
+// parameter (Scalar::param) while this thread captures.
+bool jit_param_operand(PyObject* o, Operand& out);
 
 }  // namespace nf::py_bind
 

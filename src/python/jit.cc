@@ -1,6 +1,8 @@
 // numfuse.jit's core: capture control, marks, and compiled programs
 // (trace/trace.h, pipeline/program.h). The tracing itself (guards, loop
 // marks from `range`, fallbacks) is python/numfuse/_jit.py.
+#include <pybind11/stl.h>
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -13,6 +15,17 @@
 namespace nf::py_bind {
 
 PyObject* g_trace_abort = nullptr;
+PyTypeObject* g_jit_param_type = nullptr;
+
+bool jit_param_operand(PyObject* o, Operand& out) {
+  py::handle h(o);
+  const double v = py::cast<double>(h.attr("_v"));
+  out.kind = Operand::Kind::Weak;
+  out.weak = WeakKind::Float;
+  out.value = Scalar::of_float(DType::Float64, v);
+  if (trace::capturing()) out.value.param = capture_param(py::cast<int>(h.attr("_i")), v);
+  return true;
+}
 
 namespace {
 
@@ -41,6 +54,11 @@ void bind_jit(py::module_& m) {
     if (pipeline::fp_pending()) report_fp_events();
     trace::begin();
   });
+  m.def("_set_param_type", [](py::object cls) {
+    if (!PyType_Check(cls.ptr())) throw TypeError("expected a type");
+    Py_XDECREF(reinterpret_cast<PyObject*>(g_jit_param_type));
+    g_jit_param_type = reinterpret_cast<PyTypeObject*>(cls.release().ptr());
+  });
   m.def("_trace_capturing", []() { return trace::capturing(); });
   m.def("_trace_abort", [](const std::string& why) { trace::abort(why); });
   m.def("_trace_aborted", []() { return trace::aborted(); });
@@ -54,21 +72,24 @@ void bind_jit(py::module_& m) {
 
   py::class_<PyProgram>(m, "_Program")
       .def("run",
-           [](PyProgram& p, py::list args) -> py::object {
+           [](PyProgram& p, py::list args, std::vector<double> params) -> py::object {
              std::vector<View> in = views_of(args);
              if (global_stream().size() != 0 || !pipeline::idle()) flush_all("numfuse.jit: the arguments");
              std::vector<View> out;
              bool ran;
              {
                NoGil nogil;
-               ran = pipeline::run_program(*p.compiled, in, &out);
+               ran = pipeline::run_program(*p.compiled, in, params, &out);
              }
              if (!ran) return py::none();
              if (pipeline::fp_pending()) report_fp_events();
              py::list r;
              for (View& v : out) r.append(wrap(std::move(v)));
              return std::move(r);
-           })
+           },
+           py::arg("args"), py::arg("params") = std::vector<double>{})
+      .def_property_readonly("params", [](const PyProgram& p) { return p.compiled->program->params; })
+      .def_property_readonly("fixed_params", [](const PyProgram& p) { return p.compiled->program->fixed_params; })
       .def_property_readonly("description", [](const PyProgram& p) { return p.compiled->program->describe(); })
       .def_property_readonly("source", [](const PyProgram& p) { return p.compiled->source; })
       .def_property_readonly("key", [](const PyProgram& p) { return p.compiled->key; })

@@ -199,6 +199,7 @@ bool to_operand(py::handle h, Operand& out) {
     out.value = Scalar::of_float(DType::Float64, d);
     return true;
   }
+  if (Py_TYPE(o) == g_jit_param_type) return jit_param_operand(o, out);
   if (const int r = numpy_scalar_value(o, &out.value); r != 0) {
     if (r < 0) return false;
     out.kind = Operand::Kind::Strong;

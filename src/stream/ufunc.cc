@@ -6,6 +6,7 @@
 #include <mutex>
 #include <optional>
 
+#include "core/capture.h"
 #include "core/error.h"
 #include "stream/stream.h"
 
@@ -301,6 +302,8 @@ View record_binary(BinaryOp op, const Operand& a, const Operand& b, const View* 
   // pow() for signed zeros and infinities, so do the same.
   if (op == BinaryOp::Power && is_inexact(l.in[0]) && b.kind != Operand::Kind::Array && l.in[0] == l.out &&
       b.value.im == 0) {
+    // (A jit parameter's value decides the operation: the call's must equal it.)
+    if (b.value.param != 0) capture_param_dropped(b.value.param);
     const double e = is_complex(b.value.dtype) ? b.value.f : scalar_in(b, DType::Float64).f;
     std::optional<UnaryOp> fast;
     if (e == 2.0) fast = UnaryOp::Square;

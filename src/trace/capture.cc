@@ -58,6 +58,7 @@ Captured end() {
   s.on = false;
   c.tasks = st.take();
   c.marks = std::move(s.marks);
+  c.params = capture_params();
   s.marks.clear();
   // The program (or nothing) runs these tasks, never a flush.
   Stream::retire(c.tasks);

@@ -5,6 +5,8 @@
 #include <limits>
 #include <sstream>
 #include <deque>
+#include <map>
+#include <set>
 #include <unordered_map>
 
 #include "trace/trace.h"
@@ -107,8 +109,9 @@ struct Mem {
 
 class Reroller {
  public:
-  Reroller(Program& p, uint32_t epoch, const std::vector<View>& args, const std::vector<View>& results)
-      : p_(p), epoch_(epoch) {
+  Reroller(Program& p, uint32_t epoch, const std::vector<View>& args, const std::vector<View>& results,
+           const std::unordered_map<const Buffer*, int>& params)
+      : p_(p), epoch_(epoch), params_(params) {
     for (const View& a : args) arg_buffers_.push_back(a.buffer.get());
     // Which tasks touch each buffer, and where: known for the whole trace
     // before any loop is rerolled.
@@ -139,7 +142,7 @@ class Reroller {
     m.keep = b;
     m.nbytes = b->nbytes();
     const bool is_arg = std::find(arg_buffers_.begin(), arg_buffers_.end(), b.get()) != arg_buffers_.end();
-    m.temp = !is_arg && b->capture_epoch() == epoch_ && !b->allocated();
+    m.temp = !is_arg && b->capture_epoch() == epoch_ && !b->allocated() && !params_.count(b.get());
     mems_.push_back(std::move(m));
     index_[b.get()] = static_cast<int>(mems_.size()) - 1;
     return static_cast<int>(mems_.size()) - 1;
@@ -215,6 +218,7 @@ class Reroller {
  private:
   Program& p_;
   uint32_t epoch_;
+  const std::unordered_map<const Buffer*, int>& params_;  // a parameter's memory -> its argument
   std::vector<const Buffer*> arg_buffers_;
   std::vector<Mem> mems_;
   std::unordered_map<const Buffer*, int> index_;
@@ -514,6 +518,9 @@ class Reroller {
     s.nbytes = m.nbytes;
     if (!m.buffer) {
       s.kind = Slot::Kind::Temp;
+    } else if (auto pa = params_.find(m.buffer); pa != params_.end()) {
+      s.kind = Slot::Kind::Param;
+      s.arg = pa->second;
     } else {
       int arg = -1;
       for (size_t k = 0; k < args.size() && arg < 0; ++k)
@@ -552,6 +559,64 @@ class Reroller {
  private:
   std::unordered_map<int, int> slot_index_;
 };
+
+// The constants that are parameters (Scalar::param, core/capture.h) become
+// inputs: each reads a one-element memory slot per (argument, dtype) that a
+// run fills with the call's value. Sets p.params and p.fixed_params;
+// `memory` gets the slots' buffers.
+void take_params(Program& p, const std::vector<CaptureParam>& conv, std::unordered_map<const Buffer*, int>& memory) {
+  std::vector<char> placed(conv.size(), 0), bad(conv.size(), 0);
+  std::map<std::pair<int, DType>, BufferPtr> buffers;
+  for (Task& t : p.tasks) {
+    for (size_t c = 0; c < t.consts.size(); ++c) {
+      Scalar& k = t.consts[c];
+      if (k.param == 0) continue;
+      const size_t serial = k.param - 1;
+      k.param = 0;
+      if (serial >= conv.size()) continue;
+      placed[serial] = 1;
+      // (initial= is a reduction's start, not an expression node.)
+      if (t.init_const == static_cast<int32_t>(c) || (k.dtype != DType::Float32 && k.dtype != DType::Float64)) {
+        bad[serial] = 1;
+        continue;
+      }
+      int input = -1;
+      for (ExprNode& n : t.expr.nodes) {
+        if (n.kind != ExprNode::Kind::Const || n.a != static_cast<int32_t>(c)) continue;
+        if (n.dtype != k.dtype) {
+          bad[serial] = 1;
+          continue;
+        }
+        if (input < 0) {
+          BufferPtr& b = buffers[{conv[serial].index, k.dtype}];
+          if (!b) {
+            b = Buffer::make(itemsize(k.dtype));
+            memory[b.get()] = conv[serial].index;
+          }
+          View v;
+          v.buffer = b;
+          v.dtype = k.dtype;
+          v.shape = t.domain;
+          v.strides = Dims(t.domain.size(), 0);
+          v.readonly = true;
+          input = static_cast<int>(t.inputs.size());
+          t.inputs.push_back(std::move(v));
+        }
+        n.kind = ExprNode::Kind::Input;
+        n.a = input;
+      }
+    }
+  }
+  std::set<int> read, fixed;
+  for (size_t s = 0; s < conv.size(); ++s) {
+    // A conversion that reached no expression (a value computed at the
+    // call, an integer made of it) or was dropped: the value is baked in.
+    if (!placed[s] || bad[s] || conv[s].dropped) fixed.insert(conv[s].index);
+  }
+  for (const auto& [key, b] : buffers) read.insert(key.first);
+  p.params.assign(read.begin(), read.end());
+  p.fixed_params.assign(fixed.begin(), fixed.end());
+}
 
 void count(const std::vector<Item>& items, int depth, Program& p) {
   p.depth = std::max(p.depth, depth);
@@ -623,7 +688,9 @@ std::shared_ptr<Program> build(Captured&& c, const std::vector<View>& args, cons
     top.clear();
     for (int64_t t = 0; t < p->traced_tasks; ++t) top.push_back({t, nullptr});
   }
-  Reroller r(*p, c.epoch, args, results);
+  std::unordered_map<const Buffer*, int> param_memory;
+  take_params(*p, c.params, param_memory);
+  Reroller r(*p, c.epoch, args, results, param_memory);
   p->items = r.sequence(top);
   r.assign_slots(p->items, args);
   for (const View& v : results) {

@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "core/capture.h"
 #include "stream/stream.h"
 
 namespace nf::trace {
@@ -63,6 +64,7 @@ struct Captured {
   std::vector<Mark> marks;
   uint32_t epoch = 0;  // Buffer::capture_epoch of the memory made during the capture
   std::string aborted;
+  std::vector<CaptureParam> params;  // the conversions of parameters (core/capture.h)
 };
 // Ends the capture (restoring tier 0 and the window's cut) and takes what
 // it recorded. If it was aborted, the tasks are retired unrun (their
@@ -108,6 +110,7 @@ struct Slot {
     External,  // memory made before the capture that is no argument (a global): `buffer`
     Constant,  // made and written during the capture (np.array([...])): a fresh copy of `bytes` per run
     Temp,      // made during the capture, written by the program: fresh per run
+    Param,     // one element: the value of float argument `arg` (jit's numbering) of each run, as `dtype`
   };
   Kind kind = Kind::Temp;
   int arg = -1;
@@ -133,6 +136,11 @@ struct Program {
     Dims shape, strides;
   };
   std::vector<Result> results;
+  // Parameters (numfuse.jit's numbering of the call's float arguments):
+  // those the program reads from each run's values (Param slots), and
+  // those whose traced value it used otherwise (baked in: the caller must
+  // guard them). An argument may be in both.
+  std::vector<int> params, fixed_params;
   int64_t traced_tasks = 0;  // tasks captured
   int64_t ops = 0;           // tasks in the rerolled program
   int64_t loops = 0;         // its loops
