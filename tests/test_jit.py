@@ -620,3 +620,57 @@ def test_loop_programs_on_every_tier(tier):
         run_both(gauss_seidel, onp.random.default_rng(1).random((8, 8)), onp.random.default_rng(2).random((8, 8)), 2)
         run_both(levinson, onp.array([2.0, 0.9, 0.4, 0.1, 0.05]))
         run_both(data_dependent, onp.random.default_rng(4).random(9), expect_compiled=False)
+
+
+@pytest.mark.parametrize("chunk", range(10))
+def test_fuzz_programs_under_jit_match_numpy(chunk):
+    """The differential fuzzer's random programs (tests/fuzz: creation,
+    elementwise, indexing, layouts, reductions, error probes, interop), each
+    run as one jit function twice (traced, then the compiled program where
+    the trace became one): results, raised exceptions, dtypes and layouts
+    (flags, strides) as NumPy's. Programs that need values in Python run
+    plainly; a good share must compile, or the test proves nothing."""
+    import sys
+    import os
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from fuzz import programs, runner
+
+    failing, compiled = [], 0
+    seeds = range(40 * chunk, 40 * chunk + 40)
+    for seed in seeds:
+        prog = programs.generate(seed)
+        want = runner.run_program(prog, onp)
+        got, fn = runner.run_program_jit(prog)
+        compiled += fn.stats["compiled_runs"] == 2
+        ms = runner.compare(want, got, prog)
+        if ms:
+            failing.append(f"seed {seed} ({fn.stats}):\n" + "\n".join(str(m) for m in ms[:4]) +
+                           "\nprogram:\n" + prog.text())
+    assert not failing, "\n\n".join(failing[:3])
+    assert compiled >= len(seeds) // 5, f"only {compiled} of {len(seeds)} programs compiled"
+
+
+def test_an_element_read_while_tracing_is_a_scalar():
+    """a[i] is a NumPy scalar: `s += 1` rebinds it (another name keeps the
+    old value) and item assignment raises, traced or not."""
+    def f(np, a):
+        b = a * 2
+        s = b[2]
+        t = s
+        s += 1
+        try:
+            s[...] = 7
+            err = None
+        except TypeError as e:
+            err = str(e)
+        return t, s, err
+
+    x = onp.arange(5.0)
+    want = f(onp, x)
+    j = nf.jit(lambda a: f(nf, a))
+    for _ in range(2):
+        got = j(nf.asarray(x))
+        assert got[0] == want[0] and got[1] == want[1] and got[2] == want[2]
+        assert type(got[0]) is type(want[0])
+    assert j.stats["compiled_runs"] == 2, j.explain()

@@ -24,6 +24,17 @@ std::shared_ptr<CompiledProgram> compile_program(std::shared_ptr<const trace::Pr
   codegen::Source src = codegen::render_c(nest);
   c->source = src.code;
   c->key = std::string("program|") + name + "|" + codegen::nan_rules_id();
+  // One block for the run's own memory that no result keeps.
+  std::vector<char> is_result(p->slots.size(), 0);
+  for (const trace::Program::Result& r : p->results) is_result[static_cast<size_t>(r.slot)] = 1;
+  c->arena_offset.assign(p->slots.size(), -1);
+  for (size_t k = 0; k < p->slots.size(); ++k) {
+    const trace::Slot& s = p->slots[k];
+    if (is_result[k] || s.kind == trace::Slot::Kind::Arg || s.kind == trace::Slot::Kind::External) continue;
+    const int64_t bytes = s.kind == trace::Slot::Kind::Param ? itemsize(s.dtype) : std::max<int64_t>(s.nbytes, 1);
+    c->arena_offset[k] = c->arena_bytes;
+    c->arena_bytes += (bytes + 63) / 64 * 64;
+  }
   const auto t0 = std::chrono::steady_clock::now();
   bool hit = false, disk = false;
   c->kernel = jit::KernelCache::instance().get(c->key, [&] { return src; }, jit::Opt::Full, &hit, &disk);
@@ -37,9 +48,25 @@ bool run_program(const CompiledProgram& c, const std::vector<View>& args, std::s
   const trace::Program& p = *c.program;
   std::vector<BufferPtr> mem(p.slots.size());
   std::vector<char*> ptrs(p.slots.size());
+  BufferPtr arena;
+  char* base = nullptr;
+  if (c.arena_bytes > 0) {
+    arena = Buffer::make(c.arena_bytes);
+    base = static_cast<char*>(arena->data());
+  }
   for (size_t k = 0; k < p.slots.size(); ++k) {
     const trace::Slot& s = p.slots[k];
     const int64_t is = itemsize(s.dtype);
+    // (the block's slots: their memory is ready; a result's gets its own)
+    auto own = [&](int64_t bytes) {
+      if (c.arena_offset[k] >= 0) {
+        mem[k] = arena;
+        ptrs[k] = base + c.arena_offset[k];
+      } else {
+        mem[k] = Buffer::make(bytes);
+        ptrs[k] = static_cast<char*>(mem[k]->data());
+      }
+    };
     switch (s.kind) {
       case trace::Slot::Kind::Arg: {
         const View& a = args.at(static_cast<size_t>(s.arg));
@@ -53,14 +80,12 @@ bool run_program(const CompiledProgram& c, const std::vector<View>& args, std::s
         ptrs[k] = static_cast<char*>(s.buffer->data());
         break;
       case trace::Slot::Kind::Constant:
-        mem[k] = Buffer::make(s.nbytes);
-        ptrs[k] = static_cast<char*>(mem[k]->data());
+        own(s.nbytes);
         std::memcpy(ptrs[k], s.bytes.data(), s.bytes.size());
         break;
       case trace::Slot::Kind::Param: {
         if (s.arg < 0 || static_cast<size_t>(s.arg) >= params.size()) return false;
-        mem[k] = Buffer::make(is);
-        ptrs[k] = static_cast<char*>(mem[k]->data());
+        own(is);
         const double v = params[static_cast<size_t>(s.arg)];
         if (s.dtype == DType::Float32) {
           const float f = static_cast<float>(v);
@@ -71,8 +96,7 @@ bool run_program(const CompiledProgram& c, const std::vector<View>& args, std::s
         break;
       }
       case trace::Slot::Kind::Temp:
-        mem[k] = Buffer::make(std::max<int64_t>(s.nbytes, 1));
-        ptrs[k] = static_cast<char*>(mem[k]->data());
+        own(std::max<int64_t>(s.nbytes, 1));
         break;
     }
   }
@@ -96,7 +120,13 @@ bool run_program(const CompiledProgram& c, const std::vector<View>& args, std::s
       View v;
       v.buffer = mem[k];
       v.dtype = s.dtype;
-      v.shape = {mem[k]->nbytes() / itemsize(s.dtype)};
+      const int64_t is = itemsize(s.dtype);
+      if (c.arena_offset[k] >= 0) {
+        v.offset = c.arena_offset[k] / is;
+        v.shape = {(s.kind == trace::Slot::Kind::Param ? is : s.nbytes) / is};
+      } else {
+        v.shape = {mem[k]->nbytes() / is};
+      }
       v.strides = {1};
       held.push_back(std::move(v));
     }
@@ -116,6 +146,7 @@ bool run_program(const CompiledProgram& c, const std::vector<View>& args, std::s
     v.offset = r.offset + (s.kind == trace::Slot::Kind::Arg ? args.at(static_cast<size_t>(s.arg)).offset : 0);
     v.shape = r.shape;
     v.strides = r.strides;
+    v.readonly = r.readonly;
     results->push_back(std::move(v));
   }
   return true;

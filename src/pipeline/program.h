@@ -20,6 +20,11 @@ struct CompiledProgram {
   std::string key;
   double compile_ms = 0;  // 0: found compiled (in memory or on disk)
   std::string source;
+  // The memory a run makes (Temp, Constant and Param slots that are not a
+  // result) lies in one block of arena_bytes: slot k at arena_offset[k]
+  // (64-byte aligned; -1: a slot of its own or the caller's memory).
+  std::vector<int64_t> arena_offset;
+  int64_t arena_bytes = 0;
 };
 
 // Lowers, renders and compiles `p`. Throws trace::Unsupported (a form the

@@ -149,6 +149,9 @@ py::object binary(BinaryOp op, py::handle self, py::handle other, bool reflected
 }
 
 py::object inplace(BinaryOp op, py::handle self, py::handle other) {
+  // An element read while numfuse.jit traces stands for a NumPy scalar,
+  // which `s += 1` rebinds (s = s + 1): another name for it keeps its value.
+  if (as_ndarray(self).deferred_scalar) return binary(op, self, other, false);
   Operand b;
   if (!to_operand(other, b)) {
     if (should_defer(self, other, true)) return not_implemented();
@@ -707,6 +710,9 @@ void setitem(PyObject* self, PyObject* key, PyObject* value) {
 
 int ass_subscript(PyObject* self, PyObject* key, PyObject* value) {
   PyObject* r = guarded([&]() -> PyObject* {
+    if (as_ndarray(self).deferred_scalar)  // (a NumPy scalar's, see inplace)
+      throw TypeError(std::string("'numpy.") + dtype_name(view_of(self).dtype) +
+                      "' object does not support item assignment");
     if (!value) throw ValueError("cannot delete array elements");
     setitem(self, key, value);
     Py_RETURN_NONE;

@@ -700,6 +700,7 @@ std::shared_ptr<Program> build(Captured&& c, const std::vector<View>& args, cons
     res.offset = v.offset - (p->slots[res.slot].kind == Slot::Kind::Arg ? p->slots[res.slot].arg_offset : 0);
     res.shape = v.shape;
     res.strides = v.strides;
+    res.readonly = v.readonly;
     p->results.push_back(std::move(res));
   }
   count(p->items, 0, *p);

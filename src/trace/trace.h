@@ -134,6 +134,7 @@ struct Program {
     DType dtype = DType::Float64;
     int64_t offset = 0;
     Dims shape, strides;
+    bool readonly = false;  // (broadcast_to, diagonal: as the traced result was)
   };
   std::vector<Result> results;
   // Parameters (numfuse.jit's numbering of the call's float arguments):

@@ -238,6 +238,48 @@ def run_program(program, module, config=None, trace=None, on_stmt=None):
     return out
 
 
+def run_program_jit(program, config=None, calls=2):
+    """Run `program` under numfuse as one ``numfuse.jit`` function: its
+    statements exec'd in turn (each exception recorded, as run_program does)
+    in a namespace the function makes, the namespace's variables returned.
+    The first call traces; later ones run the compiled program if the trace
+    became one. Returns (outcome of the last call, the JitFunction)."""
+    nf = numfuse()
+    cfg = resolve_config(program, config)
+    cfg["target"] = "cpu"  # (programs are CPU kernels)
+    codes = [compile(st.src, f"<fuzz stmt {i}>", "exec") for i, st in enumerate(program.stmts)]
+
+    def body():
+        ns = {"np": nf, "onp": onp, "__builtins__": builtins, "__name__": "__fuzz__"}
+        res = []
+        for code in codes:
+            try:
+                exec(code, ns)
+                res.append(("ok",))
+            except Exception as e:  # noqa: BLE001 - recorded and compared
+                res.append(_exc_summary(e))
+        return res, {n: ns[n] for n in _snap_names(ns)}
+
+    fn = nf.jit(body)
+    out = None
+    with warnings.catch_warnings(), onp.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        for _ in range(calls):
+            nf.flush()
+            out = Outcome(module="numfuse.jit")
+            t0 = time.perf_counter()
+            try:
+                with nf.config(**cfg):
+                    res, values = fn()
+                    out.stmts = list(res)
+                    for n in sorted(values, key=lambda n: _contains_nf(values[n], nf)):
+                        out.vars[n] = snapshot(values[n], nf)
+            except Exception as e:  # noqa: BLE001
+                out.exit_error = _exc_summary(e)
+            out.seconds = time.perf_counter() - t0
+    return out, fn
+
+
 # ---------------------------------------------------------------------------
 # comparison
 
