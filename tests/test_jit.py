@@ -674,3 +674,29 @@ def test_an_element_read_while_tracing_is_a_scalar():
         assert got[0] == want[0] and got[1] == want[1] and got[2] == want[2]
         assert type(got[0]) is type(want[0])
     assert j.stats["compiled_runs"] == 2, j.explain()
+
+
+def sweeps(np, d, a):
+    """Row and column recurrences (each row or column from the previous one,
+    through a temporary: the program computes it in place of the copy, the
+    rows being apart in memory), shifted in-place updates (`+=` on slices:
+    the copy back is a no-op) and an overlapping shift (x[1:] from x[:-1],
+    which must read the old values)."""
+    n = d.shape[0]
+    for i in range(1, n):
+        d[i] = (d[i] - a * d[i - 1]) * 0.5
+    for j in range(1, n):
+        d[:, j] = d[:, j] - a * d[:, j - 1]
+    for i in range(n - 2, -1, -1):
+        d[i] = d[i] - 0.25 * d[i + 1]
+    for k in range(2):
+        d[1:, :] += 0.125 * d[:-1, :]
+        t = d[0] * 1.0
+        d[0, 1:] = t[:-1] + 1.0
+    return d
+
+
+def test_recurrences_over_rows_and_columns_fused_in_place():
+    j = run_both(sweeps, onp.random.default_rng(5).random((9, 9)), 0.3)
+    src = j.programs()[0].source
+    assert src.count("for (") <= 13, src  # (18 with a loop per temporary and per no-op copy)

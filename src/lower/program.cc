@@ -1,5 +1,7 @@
 // lower_program (lower.h): a traced program as one serial kernel.
+#include <cstdlib>
 #include <functional>
+#include <numeric>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -29,13 +31,18 @@ class ProgramLowerer {
   // unless the consumer writes memory the producer reads elsewhere than
   // where it writes (the producer must see the old values).
   void plan(const std::vector<Item>& items) {
+    const Op* prev = nullptr;  // the last operation before items[k] in this sequence, if no loop came between
     for (size_t k = 0; k < items.size(); ++k) {
       if (items[k].loop) {
         plan(items[k].body);
+        prev = nullptr;
         continue;
       }
-      if (k == 0 || items[k - 1].loop) continue;
-      const Op& a = items[k - 1].op;
+      if (identity(items[k].op)) continue;
+      const Op* before = prev;
+      prev = &items[k].op;
+      if (!before) continue;
+      const Op& a = *before;
       const Op& b = items[k].op;
       if (a.task->kind != Task::Kind::Map || b.task->kind == Task::Kind::Scan) continue;
       if (a.extents != b.extents) continue;
@@ -51,7 +58,9 @@ class ProgramLowerer {
       if (reads == 0 || !same || refs_[out.slot] != reads + 1) continue;
       const Op::Access& w = b.views.back();
       bool clash = false;
-      for_inputs(a, [&](const Op::Access& r) { clash |= r.slot == w.slot && !same_access(r, w); });
+      for_inputs(a, [&](const Op::Access& r) {
+        clash |= r.slot == w.slot && !same_access(r, w) && !apart(r, w, b.extents);
+      });
       if (clash) continue;
       producer_[&b] = &a;
       fused_.insert(&a);
@@ -66,14 +75,25 @@ class ProgramLowerer {
         count(i.body);
         continue;
       }
+      if (identity(i.op)) continue;
       for (const Op::Access& v : i.op.views) ++refs_[v.slot];
     }
+  }
+
+  // x[...] = x[...] of the same memory (what `a[i:j] += b` records last,
+  // after the addition wrote a[i:j] in place): nothing to do.
+  static bool identity(const Op& op) {
+    const Task& t = *op.task;
+    if (t.kind != Task::Kind::Map) return false;
+    const ExprNode& r = t.expr.nodes[t.value()];
+    if (r.kind != ExprNode::Kind::Input || r.dtype != t.output.dtype || t.inputs[r.a].dtype != r.dtype) return false;
+    return same_access(op.views[r.a], op.views.back());
   }
 
   void items(const std::vector<Item>& items, int depth, std::vector<StmtP>& out) {
     for (const Item& i : items) {
       if (!i.loop) {
-        if (!fused_.count(&i.op)) op(i.op, out);
+        if (!fused_.count(&i.op) && !identity(i.op)) op(i.op, out);
         continue;
       }
       StmtP f = for_loop("j" + std::to_string(depth), lit(0), aff(i.trip), lit(1));
@@ -91,6 +111,25 @@ class ProgramLowerer {
 
   static bool same_access(const Op::Access& x, const Op::Access& y) {
     return x.slot == y.slot && x.offset == y.offset && x.strides == y.strides;
+  }
+  // Accesses of one slot over the same points (extents) that never touch
+  // the same element: equal constant strides, offsets a constant apart by
+  // a distance no combination of the strides within the extents makes
+  // (no common divisor, or farther than the access spans).
+  static bool apart(const Op::Access& x, const Op::Access& y, const std::vector<Aff>& extents) {
+    if (x.strides != y.strides || x.offset.k != y.offset.k || x.strides.size() != extents.size()) return false;
+    const int64_t delta = x.offset.c - y.offset.c;
+    if (delta == 0) return false;
+    int64_t g = 0, span = 0;
+    for (size_t d = 0; d < extents.size(); ++d) {
+      if (!x.strides[d].constant() || !extents[d].constant()) return false;
+      const int64_t s = std::abs(x.strides[d].c), e = extents[d].c;
+      if (e <= 0) return true;  // (no points)
+      if (e == 1 || s == 0) continue;
+      g = std::gcd(g, s);
+      span += s * (e - 1);
+    }
+    return g == 0 || delta % g != 0 || std::abs(delta) > span;
   }
   // Every access `o` reads, its fused producers' included.
   void for_inputs(const Op& o, const std::function<void(const Op::Access&)>& f) const {
