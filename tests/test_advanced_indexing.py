@@ -258,3 +258,33 @@ def test_large_keys_are_numfuses_gather_and_scatter(k):
     x[key] = vals
     a[key] = nf.asarray(vals)
     same(a, x)
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int16", "float32", "float64", "complex128"])
+@pytest.mark.parametrize("n", [0, 7, 8, 64, 1001])
+def test_mask_gather_scatter_and_nonzero_by_words(dtype, n):
+    """A contiguous mask is read 8 bytes at a time: runs of false, runs of
+    true, mixed words and a tail shorter than a word, for every item size;
+    masks made by views of other bytes (values other than 0 and 1)."""
+    rng = onp.random.default_rng(n)
+    base = (rng.random(n) * 100).astype(dtype)
+    masks = [onp.zeros(n, bool), onp.ones(n, bool), rng.random(n) < 0.5,
+             (onp.arange(n) // 16) % 2 == 0, onp.arange(n) >= n - 3]
+    raw = rng.integers(0, 4, n).astype(onp.uint8)
+    for k, m in enumerate(masks + [raw]):
+        a = base.copy()
+        x = nf.asarray(base.copy())
+        mk = nf.asarray(raw).view(bool) if k == len(masks) else nf.asarray(m)
+        m = raw.view(bool) if k == len(masks) else m
+        same(x[mk], a[m])
+        same(nf.nonzero(mk)[0], onp.nonzero(m)[0])
+        vals = a[m][::-1].copy()
+        x[mk] = nf.asarray(vals)
+        a[m] = vals
+        same(x, a)
+        x[mk] = onp.dtype(dtype).type(1)
+        a[m] = onp.dtype(dtype).type(1)
+        same(x, a)
+    m2 = (rng.random((3, n)) < 0.3)
+    for g, w in zip(nf.nonzero(nf.asarray(m2)), onp.nonzero(m2)):
+        same(g, w)

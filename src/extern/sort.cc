@@ -183,6 +183,7 @@ void searchsorted(const View& sorted, const View* sorter, const View& values, co
 
 std::vector<int64_t> nonzero_flat(const View& in) {
   std::vector<int64_t> out;
+  if (in.dtype == DType::Bool) out.reserve(static_cast<size_t>(count_true(in)));  // (one allocation)
   const int nd = static_cast<int>(in.ndim());
   const int axis = nd ? nd - 1 : 0;
   const Rows r = rows_of(in, axis);

@@ -2,6 +2,8 @@
 // sync points, configuration and diagnostics.
 #include <pybind11/stl.h>
 
+#include <cstring>
+
 #include "lower/lower.h"
 #include "codegen/codegen.h"
 #include "codegen/scalar_c.h"
@@ -432,11 +434,15 @@ void bind_functions(py::module_& m) {
     for (int d = 0; d < nd; ++d) outs.push_back(View::fresh(DType::Int64, Dims{n}));
     std::vector<int64_t*> ptr;
     for (View& o : outs) ptr.push_back(static_cast<int64_t*>(o.buffer->data()));
-    for (int64_t i = 0; i < n; ++i) {
-      int64_t f = flat[i];
-      for (int d = nd - 1; d >= 0; --d) {
-        ptr[d][i] = f % v.shape[d];
-        f /= v.shape[d];
+    if (nd == 1) {
+      if (n > 0) std::memcpy(ptr[0], flat.data(), static_cast<size_t>(n) * sizeof(int64_t));
+    } else {
+      for (int64_t i = 0; i < n; ++i) {
+        int64_t f = flat[i];
+        for (int d = nd - 1; d >= 0; --d) {
+          ptr[d][i] = f % v.shape[d];
+          f /= v.shape[d];
+        }
       }
     }
     for (int d = 0; d < nd; ++d) result[d] = wrap(std::move(outs[d]));
