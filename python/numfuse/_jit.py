@@ -306,13 +306,14 @@ def _has_contents(cell):
 
 
 class _Trace:
-    __slots__ = ("program", "template", "guard", "runs")
+    __slots__ = ("program", "template", "guard", "runs", "rebuild")
 
     def __init__(self, program, template, guard):
         self.program = program
         self.template = template
         self.guard = guard
         self.runs = 0
+        self.rebuild = _rebuilder(template)
 
 
 class _Refused:
@@ -354,6 +355,23 @@ def _flatten(out, args, leaves):
             parts.append((k, p))
         return ("dict", parts)
     return f"it returns a {t.__name__}, which a program cannot rebuild"
+
+
+def _rebuilder(tmpl):
+    """_rebuild for one template as a function of (args, results), the common
+    shapes without the walk: an array, a scalar, a tuple of those."""
+    kind = tmpl[0]
+    if kind == "array":
+        k = tmpl[1]
+        return lambda args, results: results[k]
+    if kind == "scalar":
+        k = tmpl[1]
+        return lambda args, results: _core.scalar_result(results[k])
+    if kind == "seq" and tmpl[1] is tuple and all(p[0] in ("array", "scalar") for p in tmpl[2]):
+        parts = [(p[0] == "scalar", p[1]) for p in tmpl[2]]
+        scalar = _core.scalar_result
+        return lambda args, results: tuple(scalar(results[k]) if s else results[k] for s, k in parts)
+    return lambda args, results: _rebuild(tmpl, args, results)
 
 
 def _rebuild(tmpl, args, results):
@@ -449,14 +467,15 @@ class JitFunction:
         if entry is not None:
             broken = entry.guard.broken(self._fn)
             if broken is None:
-                self._traces.move_to_end(key)
-                if isinstance(entry, _Refused):
+                if len(self._traces) > 1:
+                    self._traces.move_to_end(key)
+                if type(entry) is _Refused:
                     return self._plain(args, kwargs, None)
                 results = entry.program.run(arrays, params)
                 if results is not None:
                     entry.runs += 1
                     self.stats["compiled_runs"] += 1
-                    return _rebuild(entry.template, args + tuple(kwargs[n] for n in sorted(kwargs)), results)
+                    return entry.rebuild(args + tuple(kwargs[n] for n in sorted(kwargs)) if kwargs else args, results)
                 self._log.append("an argument's memory does not hold what the program touches: ran plainly")
                 return self._plain(args, kwargs, None)
             self._log.append(f"retraced: {broken}")
