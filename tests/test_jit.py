@@ -700,3 +700,27 @@ def test_recurrences_over_rows_and_columns_fused_in_place():
     j = run_both(sweeps, onp.random.default_rng(5).random((9, 9)), 0.3)
     src = j.programs()[0].source
     assert src.count("for (") <= 13, src  # (18 with a loop per temporary and per no-op copy)
+
+
+def scans_and_args(np, x, y):
+    rows = []
+    for i in range(x.shape[0]):
+        rows.append(np.cumsum(x[i]))
+    s = 0
+    for i in range(y.shape[0]):
+        s = s + np.argmax(y[i]) - np.argmin(y[i])
+    return (rows, np.cumprod(y, axis=0), np.cumsum(y, axis=1), np.cumsum(x.astype(np.int8), axis=0),
+            np.argmax(y, axis=0), np.argmin(y, axis=1), np.argmax(x), y.argmin(), s)
+
+
+@pytest.mark.parametrize("nan", [False, True])
+def test_cumulative_and_arg_reductions_in_programs(nan):
+    """cumsum/cumprod (each point from the one before, in the result's type)
+    and argmax/argmin (the first of equal values; a NaN wins) compile into
+    programs."""
+    rng = onp.random.default_rng(1)
+    x = rng.random((4, 7)) * 300
+    y = rng.integers(0, 3, (5, 6)).astype(float)
+    if nan:
+        y[2, 3] = y[4, 0] = onp.nan
+    run_both(scans_and_args, x, y)

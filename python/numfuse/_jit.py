@@ -336,7 +336,7 @@ def _flatten(out, args, leaves):
         leaves.append(out)
         return ("scalar" if _core._is_deferred_scalar(out) else "array", len(leaves) - 1)
     t = type(out)
-    if t in _SCALARS or isinstance(out, _np.generic):
+    if t in _SCALARS or isinstance(out, (_np.generic, _np.dtype, type)):  # (immutable: the same object)
         return ("const", out)
     if t is tuple or t is list:
         parts = []

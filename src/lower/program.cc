@@ -1,4 +1,5 @@
 // lower_program (lower.h): a traced program as one serial kernel.
+#include <cstdint>
 #include <cstdlib>
 #include <functional>
 #include <numeric>
@@ -160,14 +161,14 @@ class ProgramLowerer {
   }
 
   // The value of the task's expression at point idx.
-  ExP value(const Op& op, const std::vector<ExP>& idx) {
+  ExP value(const Op& op, const std::vector<ExP>& idx, int node = -1) {
     const Task& t = *op.task;
     std::vector<ExP> val(t.expr.nodes.size());
     // Integer constants are the op's Affs, in the order of the task's consts.
     std::vector<int> int_of(t.consts.size(), -1);
     for (size_t c = 0, k = 0; c < t.consts.size(); ++c)
       if (!is_inexact(t.consts[c].dtype)) int_of[c] = static_cast<int>(k++);
-    const int root = t.value();
+    const int root = node >= 0 ? node : t.value();
     for (int n = 0; n <= root; ++n) {
       const ExprNode& x = t.expr.nodes[n];
       switch (x.kind) {
@@ -234,6 +235,26 @@ class ProgramLowerer {
       body->push_back(assign(load(ptr(o.slot), index(o, idx), odt), cast(value(op, idx), odt)));
       return;
     }
+    if (t.kind == Task::Kind::Scan) {
+      // A prefix sum (cumsum, cumprod), as the ordinary path computes it:
+      // each point combines with the output one step back along the scan
+      // dimension (final already: the loops run in order), in the output's
+      // type; the first point of a line stores the value itself.
+      std::vector<int> all;
+      for (int d = 0; d < rank; ++d) all.push_back(d);
+      std::vector<StmtP>* body = nest(all, out, nullptr);
+      const int s = t.scan_axis;
+      const ExP here = load(ptr(o.slot), index(o, idx), odt);
+      std::vector<ExP> back = idx;
+      back[s] = sub(idx[s], lit(1));
+      const ExP prev = load(ptr(o.slot), index(o, back), odt);
+      const ExP v = cast(value(op, idx), odt);
+      StmtP split = if_else(arith('<', lit(0), idx[s]));
+      split->body.push_back(assign(here, combine(t.reduce, odt, prev, v)));
+      split->else_body.push_back(assign(here, v));
+      body->push_back(split);
+      return;
+    }
     // A reduction: the output's stride-0 dimensions are combined.
     std::vector<int> kept, reduced;
     for (int d = 0; d < rank; ++d) (t.output.strides[d] == 0 ? reduced : kept).push_back(d);
@@ -246,8 +267,19 @@ class ProgramLowerer {
                                  : scalar_lit(reduce_identity(t.reduce, at), at);
     StmtP reg = decl(at, acc, init);
     body->push_back(reg);
+    // argmax/argmin: the best value's index (the first of equals; a NaN
+    // wins) in a second register.
+    const bool arg = is_arg(t.reduce);
+    const std::string iacc = acc + "i";
+    if (arg) body->push_back(decl(DType::Int64, iacc, lit(INT64_MAX)));
     StmtP inner;
     std::vector<StmtP>* rbody = nest(reduced, *body, &inner);
+    if (arg) {
+      combine_into(*rbody, t.reduce, at, "better" + acc, var(acc, at), var(iacc), cast(value(op, idx), at),
+                   cast(value(op, idx, t.arg_node), DType::Int64));
+      body->push_back(assign(load(ptr(o.slot), index(o, idx), odt), cast(var(iacc), odt)));
+      return;
+    }
     rbody->push_back(assign(var(acc, at), combine(t.reduce, at, var(acc, at), cast(value(op, idx), at))));
     // NumPy sums floats pairwise along the innermost dimension it reduces.
     if (t.reduce == ReduceOp::Sum && is_float(at) && !t.solo && reduced.size() == 1 && reduced[0] == rank - 1 && inner) {

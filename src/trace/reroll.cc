@@ -175,10 +175,6 @@ class Reroller {
 
   Item leaf(int64_t t) {
     const Task& task = p_.tasks[t];
-    if (task.kind == Task::Kind::Scan)
-      throw Unsupported("a cumulative operation (" + std::string(task.name) + ") is not compiled into programs yet");
-    if (task.kind == Task::Kind::Reduce && (task.reduce == ReduceOp::ArgMax || task.reduce == ReduceOp::ArgMin))
-      throw Unsupported("argmax/argmin are not compiled into programs yet");
     Item it;
     Op& op = it.op;
     op.task = &task;
