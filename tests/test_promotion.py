@@ -338,3 +338,35 @@ def test_where_out_of_range_python_int(dt, s):
     with onp.errstate(all="ignore"):
         expected = onp.where(COND, a, s)
     assert_same(nf.where(A(COND), A(a), s), expected)
+
+
+SEQUENCES = [(1, 2, 0, 4), [True, False, True, True], (1.5, 2, -0.0, 7), [True, 2, 3, 4], (True, 0.5, 2, 1),
+             [2**62, -(2**62), 1, 0], (2**63, 1, 2, 3), [2**70, 1.0, 2, 3], ((1, 2), (3, 4)), (1, 2, None, 4),
+             [1 + 2j, 1, 2, 3], (onp.int8(3), 1, 2, 3), [-1, 2, -3, 4]]
+
+
+@pytest.mark.fallback  # (an int beyond 64 bits or None in the list: NumPy computes, as before)
+@pytest.mark.parametrize("seq", SEQUENCES, ids=repr)
+@pytest.mark.parametrize("dtype", ["bool", "int8", "uint8", "int64", "float32", "float64"])
+@pytest.mark.parametrize("op", ["+", "&", "<", "add", "maximum"])
+def test_list_and_tuple_operands_convert_as_numpy_s(seq, dtype, op):
+    """A short flat list or tuple of Python numbers is an array operand
+    (numfuse converts bools, ints and floats itself, NumPy's asarray
+    anything else): the same dtype, values, broadcasting and errors."""
+    import warnings
+
+    npf, nff = OPS[op]
+    x = (onp.arange(4) % 3).astype(dtype)
+    plain = all(type(v) in (bool, int, float) and abs(v) < 2**63 for v in seq)
+    if plain:  # (converted natively: no NumPy fallback)
+        warnings.simplefilter("error", nf.FallbackWarning)
+    for a, b in ((x, seq), (seq, x)):
+        try:
+            want = npf(a, b)
+        except Exception as e:  # noqa: BLE001 - the same error, then
+            with pytest.raises(type(e)):
+                with onp.errstate(all="ignore"):
+                    nff(nf.asarray(a) if a is x else a, nf.asarray(b) if b is x else b)
+            continue
+        got = nff(nf.asarray(a) if a is x else a, nf.asarray(b) if b is x else b)
+        assert_same(got, want)

@@ -160,6 +160,48 @@ std::optional<DType> to_dtype(py::handle h) {
   return t;
 }
 
+namespace {
+// A short flat list or tuple of Python bools, ints and floats as NumPy's
+// asarray makes it (bool; int64 with an int; float64 with a float), without
+// NumPy: the common `np.bitwise_and((1, 2, 0, 4), row)`. False: anything
+// else (nested, other types, an int beyond int64, empty, long).
+bool scalar_sequence(PyObject* o, View* out) {
+  const Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
+  if (n == 0 || n > 256) return false;
+  PyObject** items = PySequence_Fast_ITEMS(o);
+  bool any_int = false, any_float = false;
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject* x = items[i];
+    if (PyFloat_CheckExact(x)) any_float = true;
+    else if (PyLong_CheckExact(x)) any_int = true;
+    else if (!PyBool_Check(x)) return false;
+  }
+  const DType t = any_float ? DType::Float64 : any_int ? DType::Int64 : DType::Bool;
+  int64_t ints[256];
+  double floats[256];
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject* x = items[i];
+    if (PyFloat_CheckExact(x)) {
+      floats[i] = PyFloat_AS_DOUBLE(x);
+      continue;
+    }
+    int overflow = 0;
+    const long long v = PyBool_Check(x) ? (x == Py_True) : PyLong_AsLongLongAndOverflow(x, &overflow);
+    if (overflow) return false;  // (NumPy's uint64, object or OverflowError)
+    ints[i] = v;
+    floats[i] = static_cast<double>(v);
+  }
+  View v = View::fresh(t, Dims{static_cast<int64_t>(n)});
+  void* d = v.buffer->data();
+  if (t == DType::Float64) std::memcpy(d, floats, static_cast<size_t>(n) * sizeof(double));
+  else if (t == DType::Int64) std::memcpy(d, ints, static_cast<size_t>(n) * sizeof(int64_t));
+  else
+    for (Py_ssize_t i = 0; i < n; ++i) static_cast<uint8_t*>(d)[i] = static_cast<uint8_t>(ints[i] != 0);
+  *out = std::move(v);
+  return true;
+}
+}  // namespace
+
 bool to_operand(py::handle h, Operand& out) {
   PyObject* o = h.ptr();
   if (Py_TYPE(o) == g_ndarray_type) {
@@ -220,6 +262,10 @@ bool to_operand(py::handle h, Operand& out) {
   if (PyObject_IsInstance(o, g_np_ndarray.ptr()) == 1) {
     arr = py::reinterpret_borrow<py::object>(h);
   } else if (PyList_Check(o) || PyTuple_Check(o)) {
+    if (View v; scalar_sequence(o, &v)) {
+      out = Operand::array(v);
+      return true;
+    }
     arr = g_np_asarray(h);
   } else {
     return false;
