@@ -29,6 +29,7 @@ def _loop_program(name):
 cholesky = _loop_program("cholesky")
 lu = _loop_program("lu")
 levinson = _loop_program("levinson")
+edit_distance = _loop_program("edit_distance")
 
 
 @pytest.fixture(autouse=True)
@@ -724,3 +725,41 @@ def test_cumulative_and_arg_reductions_in_programs(nan):
     if nan:
         y[2, 3] = y[4, 0] = onp.nan
     run_both(scans_and_args, x, y)
+
+
+def test_a_dynamic_program_with_min_of_elements_compiles():
+    """min/max of element values (of one dtype) inside a traced function is
+    the select Python's builtin makes, so the table fills in the program."""
+    rng = onp.random.default_rng(4)
+    j = run_both(edit_distance, rng.integers(0, 4, 13), rng.integers(0, 4, 9))
+    assert j.programs()[0].loops == 2
+
+
+def extremes(np, x):
+    out = []
+    for i in range(x.shape[0] - 1):
+        out.append(max(x[i], x[i + 1]))
+        out.append(min(x[i + 1], x[i], x[0]))
+    return out
+
+
+@pytest.mark.parametrize("dtype", ["float64", "int32", "bool"])
+def test_builtin_max_and_min_of_elements_pick_as_python_does(dtype):
+    """NaN only where Python's comparisons keep it (max(nan, 1) is nan,
+    max(1, nan) is 1), the first of equal values (max(0.0, -0.0) is 0.0),
+    NumPy scalars of the elements' type; a Python number among the
+    arguments is the builtin's business (the trace stops: a plain run)."""
+    x = onp.array([0.0, -0.0, onp.nan, 1.0, onp.nan, -2.0, 0.0]).astype(dtype) if dtype == "float64" else \
+        onp.array([3, 1, 1, 0, 5, 5, 2]).astype(dtype)
+    j = nf.jit(lambda a: extremes(nf, a))
+    want = extremes(onp, x)
+    for _ in range(2):
+        got = j(nf.asarray(x))
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            assert type(g) is type(w)
+            assert onp.array_equal(g, w, equal_nan=True) and onp.signbit(g) == onp.signbit(w)
+    assert j.stats["compiled_runs"] == 2, j.explain()
+    k = nf.jit(lambda a: max(a[0], 1))  # (a Python int among them: the builtin, which needs the value)
+    assert k(nf.asarray(x)) == max(x[0], 1)
+    assert k.stats["plain_runs"] == 1

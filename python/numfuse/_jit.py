@@ -154,6 +154,38 @@ class _Range:
         return self._r.index(x)
 
 
+_max, _min = _builtins.max, _builtins.min
+
+
+def _traced_extreme(builtin, greater):
+    """``max`` / ``min`` as a traced function sees them: of two or more 0-d
+    numfuse values of one dtype (element reads, `a[i, j] + 1`), the value
+    Python's would pick -- the first, replaced by each later one that
+    compares greater (less) -- as a select the program computes, so a
+    dynamic program's `max(t[i, j - 1], t[i + 1, j])` does not stop the
+    trace. Anything else is the builtin's."""
+
+    def extreme(*args, **kwargs):
+        if kwargs or len(args) < 2 or not _core._is_deferred_scalar(args[0]):
+            return builtin(*args, **kwargs)
+        dt = args[0].dtype
+        if any(not _core._is_deferred_scalar(a) or a.dtype != dt for a in args[1:]):
+            return builtin(*args, **kwargs)
+        from . import _manip  # (where)
+        best = args[0]
+        for a in args[1:]:
+            best = _manip.where(a > best if greater else a < best, a, best)
+        return best[()]  # (a scalar, as the builtin's pick is)
+
+    extreme.__name__ = builtin.__name__
+    extreme.__doc__ = builtin.__doc__
+    return extreme
+
+
+_traced_max = _traced_extreme(_max, True)
+_traced_min = _traced_extreme(_min, False)
+
+
 def _codes(code):
     yield code
     for c in code.co_consts:
@@ -512,8 +544,8 @@ class JitFunction:
         out, error, leaves, tmpl = None, None, [], None
         # While it traces, `range` marks the loops it runs (in the function
         # and in everything it calls, on this thread: _MarkedIter).
-        saved = _builtins.range
-        _builtins.range = _Range
+        saved = _builtins.range, _builtins.max, _builtins.min
+        _builtins.range, _builtins.max, _builtins.min = _Range, _traced_max, _traced_min
         try:
             out = self._fn(*targs, **tkwargs)
         except TraceAbort:
@@ -521,7 +553,7 @@ class JitFunction:
         except BaseException as e:  # noqa: BLE001 (ended below, then raised by the plain run)
             error = e
         finally:
-            _builtins.range = saved
+            _builtins.range, _builtins.max, _builtins.min = saved
         flat_args = args + tuple(kwargs[n] for n in sorted(kwargs))
         if error is None and not _core._trace_aborted():
             tmpl = _flatten(out, targs + tuple(tkwargs[n] for n in sorted(tkwargs)), leaves)
