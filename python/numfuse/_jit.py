@@ -171,10 +171,9 @@ def _traced_extreme(builtin, greater):
         dt = args[0].dtype
         if any(not _core._is_deferred_scalar(a) or a.dtype != dt for a in args[1:]):
             return builtin(*args, **kwargs)
-        from . import _manip  # (where)
         best = args[0]
         for a in args[1:]:
-            best = _manip.where(a > best if greater else a < best, a, best)
+            best = _core.where(a > best if greater else a < best, a, best)
         return best[()]  # (a scalar, as the builtin's pick is)
 
     extreme.__name__ = builtin.__name__
