@@ -3,7 +3,6 @@
 #include <cstring>
 #include <stdexcept>
 #include <type_traits>
-#include <utility>
 #include <string>
 #include <vector>
 
@@ -216,28 +215,6 @@ void scatter_contiguous(char* dst, const uint8_t* m, int64_t n, const char* src,
     }
 }
 
-template <template <int> class F, typename... A>
-auto by_itemsize(int64_t is, A&&... a) {
-  switch (is) {
-    case 1: return F<1>::run(std::forward<A>(a)...);
-    case 2: return F<2>::run(std::forward<A>(a)...);
-    case 4: return F<4>::run(std::forward<A>(a)...);
-    case 16: return F<16>::run(std::forward<A>(a)...);
-    default: return F<8>::run(std::forward<A>(a)...);
-  }
-}
-template <int IS>
-struct Gather {
-  static int64_t run(const char* src, const uint8_t* m, int64_t n, char* dst) { return gather_contiguous<IS>(src, m, n, dst); }
-};
-template <int IS>
-struct Scatter {
-  static int run(char* dst, const uint8_t* m, int64_t n, const char* src, int64_t vstep) {
-    scatter_contiguous<IS>(dst, m, n, src, vstep);
-    return 0;
-  }
-};
-
 }  // namespace
 
 int64_t count_true(const View& mask) {
@@ -266,7 +243,7 @@ void mask_scatter(const View& a, const View& mask, const View& values) {
     const uint8_t* m = static_cast<const uint8_t*>(mask.buffer->data()) + mask.offset;
     const char* src = static_cast<const char*>(values.buffer->data()) + values.offset * is;
     const int64_t vstep = (values.strides.empty() ? 0 : values.strides[0]) * is;
-    by_itemsize<Scatter>(is, dst, m, a.size(), src, vstep);
+    with_dtype(a.dtype, [&](auto t) { scatter_contiguous<sizeof t>(dst, m, a.size(), src, vstep); });
     return;
   }
   const int nd = static_cast<int>(a.ndim());
@@ -289,7 +266,8 @@ void mask_gather(const View& a, const View& mask, const View& out) {
     const char* src = static_cast<const char*>(a.buffer->data()) + a.offset * is;
     const uint8_t* m = static_cast<const uint8_t*>(mask.buffer->data()) + mask.offset;
     char* dst = static_cast<char*>(out.buffer->data()) + out.offset * is;
-    const int64_t n = by_itemsize<Gather>(is, src, m, a.size(), dst);
+    int64_t n = 0;
+    with_dtype(a.dtype, [&](auto t) { n = gather_contiguous<sizeof t>(src, m, a.size(), dst); });
     if (n != out.shape[0]) throw std::logic_error("mask_gather: the output's length is not the mask's count");
     return;
   }

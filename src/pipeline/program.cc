@@ -12,6 +12,13 @@
 
 namespace nf::pipeline {
 
+namespace {
+// The memory a run makes for a slot of its own (Temp, Constant, Param).
+int64_t own_bytes(const trace::Slot& s) {
+  return s.kind == trace::Slot::Kind::Param ? itemsize(s.dtype) : std::max<int64_t>(s.nbytes, 1);
+}
+}  // namespace
+
 std::shared_ptr<CompiledProgram> compile_program(std::shared_ptr<const trace::Program> p) {
   auto c = std::make_shared<CompiledProgram>();
   c->program = p;
@@ -31,9 +38,8 @@ std::shared_ptr<CompiledProgram> compile_program(std::shared_ptr<const trace::Pr
   for (size_t k = 0; k < p->slots.size(); ++k) {
     const trace::Slot& s = p->slots[k];
     if (is_result[k] || s.kind == trace::Slot::Kind::Arg || s.kind == trace::Slot::Kind::External) continue;
-    const int64_t bytes = s.kind == trace::Slot::Kind::Param ? itemsize(s.dtype) : std::max<int64_t>(s.nbytes, 1);
     c->arena_offset[k] = c->arena_bytes;
-    c->arena_bytes += (bytes + 63) / 64 * 64;
+    c->arena_bytes += (own_bytes(s) + 63) / 64 * 64;
   }
   const auto t0 = std::chrono::steady_clock::now();
   bool hit = false, disk = false;
@@ -58,12 +64,12 @@ bool run_program(const CompiledProgram& c, const std::vector<View>& args, std::s
     const trace::Slot& s = p.slots[k];
     const int64_t is = itemsize(s.dtype);
     // (the block's slots: their memory is ready; a result's gets its own)
-    auto own = [&](int64_t bytes) {
+    auto own = [&] {
       if (c.arena_offset[k] >= 0) {
         mem[k] = arena;
         ptrs[k] = base + c.arena_offset[k];
       } else {
-        mem[k] = Buffer::make(bytes);
+        mem[k] = Buffer::make(own_bytes(s));
         ptrs[k] = static_cast<char*>(mem[k]->data());
       }
     };
@@ -80,12 +86,12 @@ bool run_program(const CompiledProgram& c, const std::vector<View>& args, std::s
         ptrs[k] = static_cast<char*>(s.buffer->data());
         break;
       case trace::Slot::Kind::Constant:
-        own(s.nbytes);
+        own();
         std::memcpy(ptrs[k], s.bytes.data(), s.bytes.size());
         break;
       case trace::Slot::Kind::Param: {
         if (s.arg < 0 || static_cast<size_t>(s.arg) >= params.size()) return false;
-        own(is);
+        own();
         const double v = params[static_cast<size_t>(s.arg)];
         if (s.dtype == DType::Float32) {
           const float f = static_cast<float>(v);
@@ -96,7 +102,7 @@ bool run_program(const CompiledProgram& c, const std::vector<View>& args, std::s
         break;
       }
       case trace::Slot::Kind::Temp:
-        own(std::max<int64_t>(s.nbytes, 1));
+        own();
         break;
     }
   }
@@ -121,12 +127,8 @@ bool run_program(const CompiledProgram& c, const std::vector<View>& args, std::s
       v.buffer = mem[k];
       v.dtype = s.dtype;
       const int64_t is = itemsize(s.dtype);
-      if (c.arena_offset[k] >= 0) {
-        v.offset = c.arena_offset[k] / is;
-        v.shape = {(s.kind == trace::Slot::Kind::Param ? is : s.nbytes) / is};
-      } else {
-        v.shape = {mem[k]->nbytes() / is};
-      }
+      if (c.arena_offset[k] >= 0) v.offset = c.arena_offset[k] / is;
+      v.shape = {own_bytes(s) / is};
       v.strides = {1};
       held.push_back(std::move(v));
     }

@@ -177,26 +177,17 @@ bool scalar_sequence(PyObject* o, View* out) {
     else if (!PyBool_Check(x)) return false;
   }
   const DType t = any_float ? DType::Float64 : any_int ? DType::Int64 : DType::Bool;
-  int64_t ints[256];
-  double floats[256];
+  View v = View::fresh(t, Dims{static_cast<int64_t>(n)});
+  char* d = static_cast<char*>(v.buffer->data());
   for (Py_ssize_t i = 0; i < n; ++i) {
     PyObject* x = items[i];
-    if (PyFloat_CheckExact(x)) {
-      floats[i] = PyFloat_AS_DOUBLE(x);
-      continue;
-    }
     int overflow = 0;
-    const long long v = PyBool_Check(x) ? (x == Py_True) : PyLong_AsLongLongAndOverflow(x, &overflow);
+    const long long k = PyFloat_CheckExact(x) ? 0 : PyBool_Check(x) ? (x == Py_True) : PyLong_AsLongLongAndOverflow(x, &overflow);
     if (overflow) return false;  // (NumPy's uint64, object or OverflowError)
-    ints[i] = v;
-    floats[i] = static_cast<double>(v);
+    const Scalar s = PyFloat_CheckExact(x) ? Scalar::of_float(DType::Float64, PyFloat_AS_DOUBLE(x))
+                                           : Scalar::of_int(DType::Int64, k);
+    s.cast(t).store(d + i * itemsize(t));
   }
-  View v = View::fresh(t, Dims{static_cast<int64_t>(n)});
-  void* d = v.buffer->data();
-  if (t == DType::Float64) std::memcpy(d, floats, static_cast<size_t>(n) * sizeof(double));
-  else if (t == DType::Int64) std::memcpy(d, ints, static_cast<size_t>(n) * sizeof(int64_t));
-  else
-    for (Py_ssize_t i = 0; i < n; ++i) static_cast<uint8_t*>(d)[i] = static_cast<uint8_t>(ints[i] != 0);
   *out = std::move(v);
   return true;
 }
