@@ -763,3 +763,150 @@ def test_builtin_max_and_min_of_elements_pick_as_python_does(dtype):
     k = nf.jit(lambda a: max(a[0], 1))  # (a Python int among them: the builtin, which needs the value)
     assert k(nf.asarray(x)) == max(x[0], 1)
     assert k.stats["plain_runs"] == 1
+
+
+# -- conditional expressions on array values ---------------------------------
+
+nussinov = _loop_program("nussinov")
+
+
+def _select_calls(j, x, fn, *more, compiled=True):
+    """j(x) against fn(numpy, x) for the traced call, a compiled one, and
+    calls with other data of the same signature (no retrace)."""
+    for data in (x,) + more:
+        want = fn(onp, data.copy())
+        got = j(nf.asarray(data.copy()))
+        assert_same(got, want)
+    if compiled:
+        assert j.stats["plain_runs"] == 0 and j.stats["compiled_runs"] == 1 + len(more), j.explain()
+    return j
+
+
+def test_nussinov_selects_on_element_values_compile():
+    """`1 if seq[i] + seq[j] == 3 else 0` needs an element's value: the
+    function (here called from the jitted one, as the benchmark does) is
+    traced again with its conditional expressions as selects, and the whole
+    dynamic program is one compiled program; other data, no retrace."""
+    rng = onp.random.default_rng(3)
+    j = nf.jit(lambda s: nussinov(nf, s))
+    code = nussinov.__code__
+    _select_calls(j, rng.integers(0, 4, 14), nussinov, rng.integers(0, 4, 14), rng.integers(0, 4, 14))
+    assert j.stats["traces"] == 2  # (the first stopped at the condition)
+    assert nussinov.__code__ is code  # (the rewritten code ran for the trace only)
+    assert "conditional expressions as selects" in j.explain()
+    assert nussinov(onp, onp.array([0, 1, 1, 3]))[0, 3] == 1  # (the plain function is unchanged: 0-3 pair)
+
+
+def pick_elements(np, x, y):
+    out = np.zeros(x.shape[0], dtype=x.dtype)
+    for i in range(x.shape[0]):
+        out[i] = x[i] if x[i] > y[i] else y[i] - x[i]
+    return out
+
+
+def weak_int(np, x):
+    t = np.zeros(x.shape[0], dtype=x.dtype)
+    for i in range(1, x.shape[0]):
+        t[i] = t[i - 1] + (2 if x[i] > x[i - 1] else 1) * 3
+    return t
+
+
+def weak_float(np, x):
+    acc = x[0] * 0
+    for i in range(x.shape[0]):
+        acc = acc + x[i] * (0.5 if x[i] < 2 else -1.5)
+    return acc
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int8", "uint8", "int64"])
+def test_selects_keep_numpy_s_types(dtype):
+    """Branches that are element values give a value of their dtype; branches
+    that are Python scalars stay Python scalars for NumPy's promotion (int8
+    + a Python int is int8, float32 * a Python float is float32)."""
+    rng = onp.random.default_rng(5)
+    x, y = (rng.integers(0, 4, 9).astype(dtype) for _ in range(2))
+    j = nf.jit(lambda a, b: pick_elements(nf, a, b))
+    for _ in range(2):
+        assert_same(j(nf.asarray(x), nf.asarray(y)), pick_elements(onp, x, y))
+    assert j.stats["plain_runs"] == 0, j.explain()
+    for fn in (weak_int, weak_float):
+        j = nf.jit(lambda a, fn=fn: fn(nf, a))
+        _select_calls(j, x, fn, rng.integers(0, 4, 9).astype(dtype))
+
+
+def out_of_range(np, x):
+    t = np.zeros(x.shape[0], dtype=np.uint8)
+    for i in range(x.shape[0]):
+        t[i] = x[i] + (-1 if x[i] > 100 else 1)  # (NumPy raises only where -1 is chosen)
+    return t
+
+
+def raises_in_a_branch(np, x):
+    t = np.zeros(x.shape[0])
+    for i in range(x.shape[0]):
+        t[i] = 1.0 if x[i] > 0 else 1 // 0
+    return t
+
+
+def value_in_python(np, x):
+    n = 0
+    for i in range(x.shape[0]):
+        n += int(1 if x[i] > 0 else 2)
+    return n
+
+
+def test_selects_that_are_not_exact_run_plainly():
+    """A branch NumPy would type or check differently, a branch that raises
+    where the other is taken, a select whose value Python needs: the call
+    runs the ordinary way, with NumPy's results and errors."""
+    x = onp.array([3, 5, 7], dtype=onp.uint8)
+    j = nf.jit(lambda a: out_of_range(nf, a))
+    assert_same(j(nf.asarray(x)), out_of_range(onp, x))
+    assert j.stats["plain_runs"] == 1 and "NumPy types differently" in j.explain()
+    x[1] = 200
+    with pytest.raises(OverflowError):
+        out_of_range(onp, x)
+    with pytest.raises(OverflowError):
+        j(nf.asarray(x))
+    k = nf.jit(lambda a: raises_in_a_branch(nf, a))
+    assert_same(k(nf.asarray(onp.ones(3))), raises_in_a_branch(onp, onp.ones(3)))
+    assert k.stats["plain_runs"] == 1 and "raised ZeroDivisionError" in k.explain()
+    with pytest.raises(ZeroDivisionError):
+        k(nf.asarray(-onp.ones(3)))
+    v = nf.jit(lambda a: value_in_python(nf, a))
+    x = onp.array([1.0, -1.0, 2.0])
+    assert v(nf.asarray(x)) == value_in_python(onp, x)
+    assert v.stats["plain_runs"] == 1 and "needs the value of a conditional expression" in v.explain()
+
+
+def test_select_stand_in_behaves_as_its_type():
+    seen = []
+
+    def f(np, x):
+        p = 3 if x[0] > 0 else 4
+        seen.append((isinstance(p, int), isinstance(p, float)))
+        q = (p + 1) * 2 - p  # (Python arithmetic: both branches)
+        return x * q
+
+    j = nf.jit(lambda a: f(nf, a))
+    for data in ([1.0, 2.0], [-1.0, 2.0]):
+        x = onp.array(data, dtype=onp.float32)
+        assert_same(j(nf.asarray(x)), f(onp, x))
+    assert j.stats["plain_runs"] == 0, j.explain()
+    assert (True, False) in seen
+
+
+def test_closures_and_python_conditions_with_selects():
+    """A rewritten function keeps its closure; a condition on Python values
+    still takes one branch only (the other may fail)."""
+    scale = 2
+
+    def f(np, x, idx):
+        out = np.zeros(x.shape[0])
+        for i in range(x.shape[0]):
+            out[i] = (x[i] * scale if x[i] > 0 else -x[i]) + (x[idx[i]] if i < 3 else 0.0)
+        return out
+
+    x = onp.array([1.0, -2.0, 3.0, -4.0])
+    j = nf.jit(lambda a: f(nf, a, [1, 2, 3, 99]))
+    _select_calls(j, x, lambda np, a: f(np, a, [1, 2, 3, 99]), -x)

@@ -702,7 +702,7 @@ std::shared_ptr<Program> build(Captured&& c, const std::vector<View>& args, cons
   count(p->items, 0, *p);
   // A program is compiled as one function: one whose loops did not reroll
   // would take clang seconds to minutes (and run no faster than tier 0).
-  constexpr int64_t kMaxOps = 256;
+  constexpr int64_t kMaxOps = 512;
   if (p->ops > kMaxOps)
     throw Unsupported("its loops do not reroll into a program of at most " + std::to_string(kMaxOps) +
                       " operations (" + std::to_string(p->traced_tasks) + " traced, " + std::to_string(p->ops) +
