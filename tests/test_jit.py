@@ -425,11 +425,11 @@ def test_arguments_sharing_memory_are_a_different_signature():
 
 
 def data_dependent(np, x):
-    total = 0
+    found = []
     for i in range(x.shape[0]):
-        if x[i] > 0.5:  # a value Python needs
-            total += 1
-    return total
+        if x[i] > 0.5:  # a value Python needs (the branch does more than assign)
+            found.append(i)
+    return len(found)
 
 
 def test_control_flow_on_values_runs_plainly_and_says_why():
@@ -793,7 +793,7 @@ def test_nussinov_selects_on_element_values_compile():
     _select_calls(j, rng.integers(0, 4, 14), nussinov, rng.integers(0, 4, 14), rng.integers(0, 4, 14))
     assert j.stats["traces"] == 2  # (the first stopped at the condition)
     assert nussinov.__code__ is code  # (the rewritten code ran for the trace only)
-    assert "conditional expressions as selects" in j.explain()
+    assert "choices on values as selects" in j.explain()
     assert nussinov(onp, onp.array([0, 1, 1, 3]))[0, 3] == 1  # (the plain function is unchanged: 0-3 pair)
 
 
@@ -876,7 +876,7 @@ def test_selects_that_are_not_exact_run_plainly():
     v = nf.jit(lambda a: value_in_python(nf, a))
     x = onp.array([1.0, -1.0, 2.0])
     assert v(nf.asarray(x)) == value_in_python(onp, x)
-    assert v.stats["plain_runs"] == 1 and "needs the value of a conditional expression" in v.explain()
+    assert v.stats["plain_runs"] == 1 and "needs the value of a choice" in v.explain()
 
 
 def test_select_stand_in_behaves_as_its_type():
@@ -910,3 +910,132 @@ def test_closures_and_python_conditions_with_selects():
     x = onp.array([1.0, -2.0, 3.0, -4.0])
     j = nf.jit(lambda a: f(nf, a, [1, 2, 3, 99]))
     _select_calls(j, x, lambda np, a: f(np, a, [1, 2, 3, 99]), -x)
+
+
+def relax(np, d):
+    n = d.shape[0]
+    for k in range(n):
+        for i in range(n):
+            for j in range(n):
+                if d[i, k] + d[k, j] < d[i, j]:
+                    d[i, j] = d[i, k] + d[k, j]
+    return d
+
+
+def bubble(np, a):
+    n = a.shape[0]
+    for i in range(n):
+        for j in range(n - 1 - i):
+            if a[j] > a[j + 1]:
+                a[j], a[j + 1] = a[j + 1], a[j]
+    return a
+
+
+def running(np, x):
+    lo = hi = x[0]
+    s = x[0] * 0
+    for i in range(1, x.shape[0]):
+        if x[i] < lo:
+            lo = x[i]
+        if x[i] > hi:
+            hi = x[i]
+        if x[i] > 0:
+            s = s + x[i]
+        else:
+            s -= x[i] * 2
+    return lo, hi, s
+
+
+def counting(np, x):
+    count = 0
+    for i in range(x.shape[0]):
+        if x[i] > 0:
+            count += 2
+        else:
+            count += 1
+    return count
+
+
+def chain(np, x):
+    out = np.zeros(x.shape[0], dtype=x.dtype)
+    for i in range(x.shape[0]):
+        if x[i] > 1:
+            out[i] = 1
+        elif x[i] < -1:  # (an `elif` on an array value: not a select yet)
+            out[i] = -1
+    return out
+
+
+@pytest.mark.parametrize("dtype", ["float64", "int32"])
+def test_if_statements_that_assign_are_selects(dtype):
+    """`if` on an element value whose branches assign names, elements or a
+    swap of elements: traced again with the `if` as selects, compiled, and
+    later data (other branches taken) without a retrace."""
+    rng = onp.random.default_rng(9)
+    mk = (lambda *s: rng.integers(0, 50, s).astype(dtype))
+    j = nf.jit(lambda d: relax(nf, d))
+    _select_calls(j, mk(7, 7), relax, mk(7, 7))
+    assert "choices on values as selects" in j.explain()
+    j = nf.jit(lambda a: bubble(nf, a))
+    _select_calls(j, mk(9), bubble, mk(9), onp.arange(9).astype(dtype))
+    x = (rng.standard_normal(12) * 10).astype(dtype)
+    j = nf.jit(lambda a: running(nf, a))
+    _select_calls(j, x, running, -x, x[::-1].copy())
+    # `count`, a Python int each `if` chooses anew from two choices: the
+    # trace stops there, and the call runs plainly; so does an `elif`.
+    j = nf.jit(lambda a: counting(nf, a))
+    _select_calls(j, x, counting, -x, compiled=False)
+    assert "between values chosen by another" in j.explain()
+    j = nf.jit(lambda a: chain(nf, a))
+    _select_calls(j, x, chain, -x, compiled=False)
+
+
+def unbound(np, x):
+    for i in range(x.shape[0]):
+        if x[i] > 0:
+            y = x[i]
+    return y
+
+
+def stores_other_dtype(np, x):
+    out = np.zeros(x.shape[0], dtype=np.int64)
+    for i in range(x.shape[0]):
+        if x[i] > 0:
+            out[i] = 2.5  # (NumPy truncates: a conversion the select does not make)
+    return out
+
+
+def in_place_array(np, x):
+    acc = np.zeros(3)
+    for i in range(x.shape[0]):
+        if x[i] > 0:
+            acc += x[i]  # (in place: acc is an array)
+    return acc
+
+
+def python_condition(np, x, flags):
+    out = x * 0
+    for i in range(x.shape[0]):
+        if flags[i]:  # (a Python value: one branch runs, the other may fail)
+            out[i] = x[i]
+        else:
+            out[i] = x[i + 100]
+    return out
+
+
+def test_if_statements_that_cannot_be_selects_run_plainly():
+    x = onp.array([1.0, -2.0, 3.0])
+    for fn in (unbound, stores_other_dtype, in_place_array):
+        j = nf.jit(lambda a, fn=fn: fn(nf, a))
+        for data in (x, -x):
+            try:
+                want = fn(onp, data.copy())
+            except UnboundLocalError:
+                with pytest.raises(UnboundLocalError):
+                    j(nf.asarray(data.copy()))
+                continue
+            assert_same(j(nf.asarray(data.copy())), want)
+        assert j.stats["compiled_runs"] == 0 and j.stats["plain_runs"] == 2, j.explain()
+    flags = [True, True, True]
+    j = nf.jit(lambda a: python_condition(nf, a, flags))
+    _select_calls(j, x, lambda np, a: python_condition(np, a, flags), -x)

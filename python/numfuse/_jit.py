@@ -27,28 +27,22 @@ element read as a Python number (``float(a[i])``, ``if a[i] > 0``), printing,
 the ordinary way -- now and for later calls with that signature -- and
 ``explain()`` says why. Its Python body has run twice on that first call
 (once traced), as with ``jax.jit``. A trace that stops in the condition of a
-conditional expression (``1 if a[i] == b[j] else 0``) is traced again with
-the function it stopped in rewritten so that the choice is a select of the
-program (the section "conditional expressions" below).
+conditional expression (``1 if a[i] == b[j] else 0``) or of an ``if`` whose
+branches only assign is traced again with the function it stopped in
+rewritten so that the choice is a select of the program (_jit_select).
 """
 
-import ast
 import builtins as _builtins
 import collections
 import functools
-import gc
-import inspect
 import itertools
-import math as _math
-import operator as _operator
-import textwrap
 import types
-import warnings
 import weakref
 
 import numpy as _np
 
 from . import _core
+from . import _jit_select
 
 
 class TraceAbort(BaseException):
@@ -430,255 +424,6 @@ def _rebuild(tmpl, args, results):
     return {k: _rebuild(p, args, results) for k, p in tmpl[1]}
 
 
-# -- conditional expressions on array values ---------------------------------
-#
-# `a if c else b` where c is an array value (`1 if s[i] + s[j] == 3 else 0`)
-# needs the value of c in Python, which a trace does not have. When a trace
-# stops there, the function whose code it stopped in is rewritten (its
-# source, through `ast`) so that each conditional expression becomes
-# `_select(c, lambda: a, lambda: b)`, and the call is traced again with that
-# code (the function object's __code__ swapped for the trace only). For a
-# Python condition _select takes one branch, as the expression would; for a
-# 0-d numfuse condition it evaluates both branches and makes the choice an
-# operation of the program (a `where`), when that is exact:
-# - both branches 0-d numfuse values of one dtype (element reads): the
-#   select is a deferred scalar of that dtype, as either branch is;
-# - both Python scalars of one type (`1` / `0`): a _Select, which stands for
-#   a Python scalar -- a weak operand: meeting an array of dtype D through an
-#   operator it becomes the select in the dtype NumPy gives the Python scalar
-#   next to D (with NumPy's range check for both values). Any use of its
-#   value in Python stops the trace.
-# Anything else (branches of different types or shapes, a branch that
-# raises, a branch that needs a value) stops the trace, and the function
-# runs the ordinary way.
-
-_SELECT = "\x00numfuse.jit: select\x00"  # (the constant the rewritten code calls, replaced by _select)
-_UNSAFE_NAMES = frozenset(("super", "locals", "vars", "dir", "eval", "exec"))
-_rewritten = weakref.WeakKeyDictionary()  # original code -> (rewritten code or None); functions are found by code
-
-
-def _lambda_safe(e):
-    """Whether expression e means the same inside a lambda."""
-    for n in ast.walk(e):
-        if isinstance(n, (ast.NamedExpr, ast.Yield, ast.YieldFrom, ast.Await)):
-            return False
-        if isinstance(n, ast.Name) and n.id in _UNSAFE_NAMES:
-            return False
-    return True
-
-
-class _IfExpToSelect(ast.NodeTransformer):
-    def __init__(self, indent):
-        self.count = 0
-        self.indent = indent
-        self.spans = []  # the conditions' source spans: (line, column, end line, end column)
-
-    def visit_ClassDef(self, node):  # (a class body's scope: lambdas would not see its names)
-        return node
-
-    def visit_IfExp(self, node):
-        self.generic_visit(node)
-        if not (_lambda_safe(node.body) and _lambda_safe(node.orelse)):
-            return node
-        self.count += 1
-        t = node.test
-        self.spans.append((t.lineno, t.col_offset + self.indent, t.end_lineno, t.end_col_offset + self.indent))
-        no_args = ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
-                                defaults=[])
-        call = ast.Call(func=ast.Constant(_SELECT),
-                        args=[node.test, ast.Lambda(no_args, node.body), ast.Lambda(no_args, node.orelse)],
-                        keywords=[])
-        return ast.copy_location(call, node)
-
-
-def _with_select(code):
-    """code with _select in place of the _SELECT constant (nested code too)."""
-    consts = tuple(_select if (type(c) is str and c == _SELECT) else
-                   _with_select(c) if isinstance(c, types.CodeType) else c for c in code.co_consts)
-    return code.replace(co_consts=consts)
-
-
-def _rewrite(code):
-    """(the code of a function whose conditional expressions are selects --
-    same arguments, free variables and line numbers --, the conditions'
-    spans), or None when it has none or its source cannot be rewritten."""
-    if code in _rewritten:
-        return _rewritten[code]
-    new = None
-    try:
-        if code.co_name != "<lambda>" and not code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE |
-                                                                  inspect.CO_ASYNC_GENERATOR):
-            lines, first = inspect.getsourcelines(code)
-            text = textwrap.dedent("".join(lines))
-            indent = len(lines[0]) - len(lines[0].lstrip()) - (len(text) - len(text.lstrip()))
-            tree = ast.parse(text)
-            ast.increment_lineno(tree, first - 1)
-            fdef = tree.body[0] if len(tree.body) == 1 else None
-            if isinstance(fdef, ast.FunctionDef) and fdef.name == code.co_name:
-                fdef.decorator_list = []
-                t = _IfExpToSelect(indent)
-                fdef = t.visit(fdef)
-                if t.count:
-                    # Free variables stay free: the function is defined in
-                    # an outer one that has them as arguments.
-                    outer = ast.FunctionDef(
-                        name="__numfuse_outer__",
-                        args=ast.arguments(posonlyargs=[], args=[ast.arg(n) for n in code.co_freevars],
-                                           vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
-                        body=[fdef, ast.Return(ast.Name(fdef.name, ast.Load()))], decorator_list=[])
-                    ast.copy_location(outer, fdef)
-                    mod = ast.fix_missing_locations(ast.Module(body=[outer], type_ignores=[]))
-                    with warnings.catch_warnings():
-                        warnings.simplefilter("ignore")  # ("'str' object is not callable")
-                        mcode = compile(mod, code.co_filename, "exec", dont_inherit=True)
-                    ocode = next(c for c in mcode.co_consts if isinstance(c, types.CodeType))
-                    fcode = next(c for c in ocode.co_consts if isinstance(c, types.CodeType) and c.co_name == code.co_name)
-                    if (fcode.co_freevars == code.co_freevars and fcode.co_argcount == code.co_argcount and
-                            fcode.co_kwonlyargcount == code.co_kwonlyargcount and
-                            fcode.co_posonlyargcount == code.co_posonlyargcount):
-                        new = _with_select(fcode).replace(co_qualname=code.co_qualname), t.spans
-    except (OSError, TypeError, SyntaxError, ValueError, StopIteration, IndexError):
-        new = None
-    _rewritten[code] = new
-    return new
-
-
-def _functions_of(code):
-    return [f for f in gc.get_referrers(code) if type(f) is types.FunctionType and f.__code__ is code]
-
-
-def _stopped_in(tb):
-    """The code of the innermost frame of a traceback outside numfuse, if it
-    stopped in the condition of a conditional expression it could rewrite."""
-    code = lasti = None
-    while tb is not None:
-        c = tb.tb_frame.f_code
-        if not c.co_filename.startswith(_PKG):
-            code, lasti = c, tb.tb_lasti
-        tb = tb.tb_next
-    r = _rewrite(code) if code is not None else None
-    if r is None:
-        return None
-    try:
-        line, _, col, _ = next(itertools.islice(code.co_positions(), lasti // 2, None))
-    except (StopIteration, ValueError):
-        return None
-    if line is None or col is None:
-        return None
-    for l0, c0, l1, c1 in r[1]:
-        if (l0, c0) <= (line, col) < (l1, c1):
-            return code
-    return None
-
-
-_PKG = __file__.rsplit("/", 1)[0] + "/"
-
-
-def _stop(why):
-    _core._trace_abort(why)  # (raises TraceAbort)
-
-
-def _select(c, x, y):
-    """`x() if c else y()`, as the rewritten code of a traced function calls it."""
-    if type(c) is not _ndarray or c.ndim != 0 or not _core._trace_capturing():
-        return x() if c else y()
-    try:
-        a = x()
-        b = y()
-    except TraceAbort:
-        raise
-    except Exception as e:  # noqa: BLE001 (the ordinary run raises it if that branch is taken)
-        _stop(f"a branch of a conditional expression on an array value raised {type(e).__name__}")
-    ta, tb = type(a), type(b)
-    if ta is _Select or tb is _Select:
-        _stop("a conditional expression on an array value nested in another")
-    if ta is tb and ta in (bool, int, float, complex):
-        if a == b and (ta is not float or _math.copysign(1.0, a) == _math.copysign(1.0, b)):
-            return a
-        return _Select(c if c.dtype == _np.bool_ else c != 0, a, b)
-    if ta is _ndarray and tb is _ndarray and _core._is_deferred_scalar(a) and _core._is_deferred_scalar(b) \
-            and a.dtype == b.dtype:
-        return _core.where(c, a, b)[()]
-    _stop("a conditional expression on an array value whose branches are not two values of one type")
-
-
-class _Select:
-    """`a if c else b` of two Python scalars of one type, c an array value
-    inside a trace: a Python scalar the program chooses (module comment
-    above). ``isinstance`` sees the branches' type."""
-
-    __slots__ = ("_c", "_a", "_b")
-    __array_ufunc__ = None  # (an array's operators defer to ours)
-
-    def __init__(self, c, a, b):
-        self._c, self._a, self._b = c, a, b
-
-    @property
-    def __class__(self):
-        return type(self._a)
-
-    def _in(self, dtype):
-        """The select as a 0-d numfuse value of the dtype NumPy gives this
-        Python scalar next to an array of `dtype` (a deferred scalar)."""
-        try:
-            t = _np.result_type(dtype, self._a)
-            if _np.result_type(dtype, self._b) != t:
-                raise TypeError
-            a, b = _np.asarray(self._a, dtype=t)[()], _np.asarray(self._b, dtype=t)[()]  # (NumPy scalars: constants)
-        except (TypeError, ValueError, OverflowError):
-            _stop("a conditional expression on an array value whose branches NumPy types differently")
-        return _core.where(self._c, a, b)[()]
-
-    def _needs_value(self, *args):
-        _stop("Python needs the value of a conditional expression on an array value")
-
-    def __array__(self, dtype=None, copy=None):
-        self._needs_value()
-
-
-_OPS = {"add": _operator.add, "sub": _operator.sub, "mul": _operator.mul, "truediv": _operator.truediv,
-        "floordiv": _operator.floordiv, "mod": _operator.mod, "pow": _operator.pow, "and": _operator.and_,
-        "or": _operator.or_, "xor": _operator.xor, "lshift": _operator.lshift, "rshift": _operator.rshift,
-        "eq": _operator.eq, "ne": _operator.ne, "lt": _operator.lt, "le": _operator.le, "gt": _operator.gt,
-        "ge": _operator.ge}
-
-
-def _select_binary(op, reflected):
-    def method(self, other):
-        if isinstance(other, _ndarray):
-            s = self._in(other.dtype)
-            return op(other, s) if reflected else op(s, other)
-        if type(other) is _Select:  # (of one condition: branch with branch)
-            if other._c is not self._c:
-                _stop("two conditional expressions on array values combined")
-            oa, ob = other._a, other._b
-        elif type(other) in (bool, int, float, complex):  # (a Python scalar: both values, in Python)
-            oa = ob = other
-        else:
-            return NotImplemented
-        try:
-            a, b = ((op(oa, self._a), op(ob, self._b)) if reflected else
-                    (op(self._a, oa), op(self._b, ob)))
-        except Exception as e:  # noqa: BLE001
-            _stop(f"a conditional expression on an array value: {type(e).__name__} in one branch")
-        if type(a) is not type(b) or type(a) not in (bool, int, float, complex):
-            _stop("a conditional expression on an array value whose branches' types part")
-        return a if a == b and type(a) is not float else _Select(self._c, a, b)
-
-    return method
-
-
-for _n, _op in _OPS.items():
-    setattr(_Select, f"__{_n}__", _select_binary(_op, False))
-    if _n not in ("eq", "ne", "lt", "le", "gt", "ge"):  # (Python reflects comparisons itself)
-        setattr(_Select, f"__r{_n}__", _select_binary(_op, True))
-for _n in ("neg", "pos", "abs", "invert", "float", "int", "index", "bool", "complex", "round", "trunc", "floor",
-           "ceil", "hash", "repr", "str", "format", "divmod", "rdivmod", "getnewargs", "reduce", "reduce_ex",
-           "copy", "deepcopy", "len", "iter", "getattr"):
-    setattr(_Select, f"__{_n}__", _Select._needs_value)
-del _n, _op
-
-
 class JitFunction:
     """A function compiled by :func:`numfuse.jit` (see its docstring)."""
 
@@ -799,9 +544,9 @@ class JitFunction:
         swapped = []  # (function, its code) while it runs rewritten (conditional expressions as selects)
         for _attempt in _range(4):
             for code in self._rewrites:
-                for f in _functions_of(code):
+                for f in _jit_select.functions_of(code):
                     swapped.append((f, f.__code__))
-                    f.__code__ = _rewritten[code][0]
+                    f.__code__ = _jit_select.rewritten(code)
             try:
                 program, tmpl, leaves, error, stopped = self._capture(arrays, targs, tkwargs)
             finally:
@@ -810,14 +555,15 @@ class JitFunction:
                 swapped.clear()
             if program is None:  # (not traced now: see _capture)
                 return self._plain(args, kwargs, tmpl)
-            # A trace that stopped on a conditional expression in a function
-            # not yet rewritten is traced again with that function rewritten.
+            # A trace that stopped on the condition of a choice (`a if c else
+            # b`, an `if` that assigns) in a function not yet rewritten is
+            # traced again with that function rewritten (_jit_select).
             if (not isinstance(program, str) or stopped is None or stopped in self._rewrites or
-                    not _functions_of(stopped)):
+                    not _jit_select.functions_of(stopped)):
                 break
             self._rewrites.append(stopped)
             self._log.append(f"traced again: {stopped.co_qualname} (line {stopped.co_firstlineno}) with its "
-                             "conditional expressions as selects")
+                             "choices on values as selects")
         if isinstance(error, (KeyboardInterrupt, SystemExit, GeneratorExit)):
             raise error
         if error is not None:
@@ -869,7 +615,7 @@ class JitFunction:
         try:
             out = self._fn(*targs, **tkwargs)
         except TraceAbort as e:
-            stopped = _stopped_in(e.__traceback__)
+            stopped = _jit_select.stopped_in(e.__traceback__)
         except BaseException as e:  # noqa: BLE001 (ended below, then raised by the plain run)
             error = e
         finally:
