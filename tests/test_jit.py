@@ -1039,3 +1039,41 @@ def test_if_statements_that_cannot_be_selects_run_plainly():
     flags = [True, True, True]
     j = nf.jit(lambda a: python_condition(nf, a, flags))
     _select_calls(j, x, lambda np, a: python_condition(np, a, flags), -x)
+
+
+def rows_and_elements(np, A, v):
+    out = []
+    for i, row in enumerate(A):
+        out.append(row.sum() * i)
+    total = v[0] * 0
+    for x in v:
+        total = total + x * 2
+    return out, total
+
+
+def test_iterating_arrays_is_a_marked_loop():
+    """`for row in A` / `for x in v` inside a trace reads rows and elements
+    (NumPy scalars) by indexing, the loop rerolled as a range loop is."""
+    rng = onp.random.default_rng(2)
+    A, v = rng.random((5, 3)), rng.integers(0, 9, 40).astype(onp.uint32)
+    j = run_both(rows_and_elements, A, v)
+    import re
+    trips = [int(t) for t in re.findall(r"in range\((\d+)\)", j.programs()[0].description)]
+    assert max(trips) >= 30, j.programs()[0].description  # (the 40 elements: one loop, not 40 copies)
+
+
+def prologue(np, v):
+    from numfuse import _jit
+    out = []
+    for x in _jit._MarkedIter(v[i] for i in range(v.shape[0])):  # (reads before each iteration's mark)
+        out.append(x + 1)
+    return out
+
+
+def test_work_an_iterator_records_before_its_first_iteration_runs_first():
+    x = onp.random.default_rng(990374).integers(0, 20, size=(16,)).astype("uint32")
+    j = nf.jit(lambda a: prologue(nf, a))
+    for _ in range(2):
+        got = j(nf.asarray(x))
+        assert [int(g) for g in got] == [int(w) for w in x + 1]
+    assert j.stats["compiled_runs"] == 2, j.explain()

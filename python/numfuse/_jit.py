@@ -101,6 +101,28 @@ class _MarkedIter:
                 pass
 
 
+class _ArrayIter(_MarkedIter):
+    """iter(a) of a numfuse array inside a trace: its elements (NumPy scalars,
+    deferred) or rows by indexing, each read after its iteration's mark (the
+    read belongs to the iteration), the loop marked for rerolling."""
+
+    __slots__ = ("_a",)
+
+    def __init__(self, a):
+        super().__init__(iter(_range(a.shape[0])))
+        self._a = a
+
+    def __next__(self):
+        return self._a[super().__next__()]
+
+
+def _trace_iter(a):
+    return _ArrayIter(a)
+
+
+_core._set_trace_iter(_trace_iter)
+
+
 class _Range:
     """``range`` as a traced function sees it: the same object in every
     respect, but iterating it marks the loop for rerolling."""

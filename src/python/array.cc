@@ -787,11 +787,14 @@ PyObject* get_owns_data(PyObject* self, void*) {
 }
 
 // iter(a): NumPy scalars for a 1-D array (a native iterator), rows (views,
-// from numfuse._array's generator) for more dimensions.
+// from numfuse._array's generator) for more dimensions. While this thread
+// captures (numfuse.jit), the elements or rows are read by indexing and the
+// loop is marked (g_trace_iter).
 PyObject* tp_iter(PyObject* self) {
   return guarded([&]() -> PyObject* {
     const View& v = view_of(self);
     if (v.ndim() == 0) throw TypeError("iteration over a 0-d array");
+    if (t_capturing && g_trace_iter) return PyObject_CallOneArg(g_trace_iter, self);
     if (v.ndim() == 1) {
       PyObject* it = make_element_iter(v);
       if (!it) throw py::error_already_set();

@@ -256,6 +256,10 @@ extern PyTypeObject* g_jit_param_type;
 // `o` (of g_jit_param_type) as an operand: a Python float, marked as the
 // parameter (Scalar::param) while this thread captures.
 bool jit_param_operand(PyObject* o, Operand& out);
+// numfuse._jit._trace_iter: iter(a) while this thread captures (the loop's
+// iterations marked for rerolling, as `range`'s are); nullptr until
+// numfuse.jit is imported.
+extern PyObject* g_trace_iter;
 
 }  // namespace nf::py_bind
 

@@ -277,16 +277,25 @@ PyObject* create_like(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObje
 }
 
 // The fast forms of three methods (self is passed first, as to the fallbacks).
+// r, the result of a method of self: where self is a deferred scalar (a
+// NumPy scalar still being computed) and r is 0-d, the scalar NumPy's
+// scalar method returns (`np.float64(1).copy()` is a float64, not an array).
+PyObject* scalar_like(PyObject* self, PyObject* r) {
+  if (!r || !as_ndarray(self).deferred_scalar || !is_ndarray(r) || as_ndarray(r).v.ndim() != 0) return r;
+  py::object o = py::reinterpret_steal<py::object>(r);
+  return guarded([&] { return scalar_result(as_ndarray(o).v).release().ptr(); });
+}
+
 PyObject* self_first(Other which, PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames,
                      PyObject* (*fast)(PyObject*, PyObject* const*, Py_ssize_t, PyObject*, bool*)) {
   bool taken = false;
   PyObject* r = guarded([&] { return fast(self, args, nargs, kwnames, &taken); });
-  if (taken || PyErr_Occurred()) return r;
+  if (taken || PyErr_Occurred()) return scalar_like(self, r);
   const Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
   std::vector<PyObject*> all(static_cast<size_t>(1 + nargs + nkw));
   all[0] = self;
   for (Py_ssize_t i = 0; i < nargs + nkw; ++i) all[1 + i] = args[i];
-  return other_fallback(which, all.data(), nargs + 1, kwnames);
+  return scalar_like(self, other_fallback(which, all.data(), nargs + 1, kwnames));
 }
 
 // a.copy(order='C')

@@ -16,6 +16,7 @@ namespace nf::py_bind {
 
 PyObject* g_trace_abort = nullptr;
 PyTypeObject* g_jit_param_type = nullptr;
+PyObject* g_trace_iter = nullptr;
 
 bool jit_param_operand(PyObject* o, Operand& out) {
   py::handle h(o);
@@ -58,6 +59,10 @@ void bind_jit(py::module_& m) {
     if (!PyType_Check(cls.ptr())) throw TypeError("expected a type");
     Py_XDECREF(reinterpret_cast<PyObject*>(g_jit_param_type));
     g_jit_param_type = reinterpret_cast<PyTypeObject*>(cls.release().ptr());
+  });
+  m.def("_set_trace_iter", [](py::object fn) {
+    Py_XDECREF(g_trace_iter);
+    g_trace_iter = fn.release().ptr();
   });
   m.def("_trace_capturing", []() { return trace::capturing(); });
   m.def("_trace_abort", [](const std::string& why) { trace::abort(why); });

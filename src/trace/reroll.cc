@@ -55,6 +55,20 @@ bool build_tree(int64_t ntasks, const std::vector<Mark>& marks, std::vector<Node
       if (stack[k].loop->id == id) return static_cast<int64_t>(k);
     return int64_t{-1};
   };
+  // What runs after a loop began and before its first iteration (an
+  // iterator's own work) runs before the loop: it goes before the loop's
+  // node in the sequence holding it.
+  auto emit = [&](Node n) -> std::vector<Node>& {
+    if (!stack.empty() && stack.back().loop->iters.empty()) {
+      std::vector<Node>& seq = *stack.back().before;
+      auto at = seq.end();
+      while (at != seq.begin() && (at - 1)->loop != stack.back().loop) --at;
+      seq.insert(at == seq.begin() ? seq.end() : at - 1, std::move(n));
+      return seq;
+    }
+    current().push_back(std::move(n));
+    return current();
+  };
   size_t m = 0;
   for (int64_t t = 0; t <= ntasks; ++t) {
     for (; m < marks.size() && marks[m].at == t; ++m) {
@@ -63,8 +77,7 @@ bool build_tree(int64_t ntasks, const std::vector<Mark>& marks, std::vector<Node
         case MarkKind::LoopBegin: {
           auto l = std::make_shared<LoopNode>();
           l->id = mk.loop;
-          std::vector<Node>& seq = current();
-          seq.push_back({-1, l});
+          std::vector<Node>& seq = emit({-1, l});
           stack.push_back({l, &seq});
           break;
         }
@@ -85,7 +98,7 @@ bool build_tree(int64_t ntasks, const std::vector<Mark>& marks, std::vector<Node
         }
       }
     }
-    if (t < ntasks) current().push_back({t, nullptr});
+    if (t < ntasks) emit({t, nullptr});
   }
   while (!stack.empty()) close_top(ntasks);
   return true;
