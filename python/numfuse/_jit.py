@@ -393,6 +393,11 @@ def _flatten(out, args, leaves):
         leaves.append(out)
         return ("scalar" if _core._is_deferred_scalar(out) else "array", len(leaves) - 1)
     t = type(out)
+    if t is _jit_select.Num:  # (a Python number the program computes)
+        if not isinstance(out._v, _core.ndarray):  # (a constant after all)
+            return ("const", out._t(out._v))
+        leaves.append(out._v)
+        return ("py", out._t, len(leaves) - 1)
     if t in _SCALARS or isinstance(out, (_np.generic, _np.dtype, type)):  # (immutable: the same object)
         return ("const", out)
     if t is tuple or t is list:
@@ -439,6 +444,8 @@ def _rebuild(tmpl, args, results):
         return _core.scalar_result(results[tmpl[1]])
     if kind == "arg":
         return args[tmpl[1]]
+    if kind == "py":
+        return tmpl[1](_core.scalar_result(results[tmpl[2]]))
     if kind == "const":
         return tmpl[1]
     if kind == "seq":

@@ -67,8 +67,8 @@ _PY_SCALARS = (bool, int, float, complex)
 
 # The rewritten code calls the helpers through constants (no name is added
 # to the function's globals): these strings, replaced in the compiled code.
-_SELECT, _COND, _PICK, _STORE, _FAIL, _IMM = ("\x00numfuse.jit: " + n + "\x00"
-                                              for n in ("select", "cond", "pick", "store", "fail", "imm"))
+_SELECT, _COND, _PICK, _STORE, _FAIL, _IMM, _VAL, _CONV, _ITEM = (
+    "\x00numfuse.jit: " + n + "\x00" for n in ("select", "cond", "pick", "store", "fail", "imm", "val", "conv", "item"))
 _UNSAFE_NAMES = frozenset(("super", "locals", "vars", "dir", "eval", "exec"))
 _rewritten = weakref.WeakKeyDictionary()  # original code -> (rewritten code, condition spans) or None
 
@@ -151,6 +151,8 @@ class _Branch:
                 continue
             if isinstance(s, ast.Assign) and len(s.targets) == 1:
                 target, value = s.targets[0], s.value
+                if isinstance(value, ast.Call) and isinstance(value.func, ast.Constant) and value.func.value == _VAL:
+                    value = value.args[1]  # (the branch's store converts the value itself: _store)
             elif isinstance(s, ast.AugAssign) and (isinstance(s.target, ast.Name) or _store_target(s.target)):
                 target = s.target
                 value = ast.BinOp(_call(_IMM, _load(target)) if isinstance(target, ast.Name) else _load(target),
@@ -186,10 +188,38 @@ class _Rewriter(ast.NodeTransformer):
         self.indent = indent
         self.spans = []  # the conditions' source spans: (line, column, end line, end column)
 
-    def _span(self, t):
-        self.spans.append((t.lineno, t.col_offset + self.indent, t.end_lineno, t.end_col_offset + self.indent))
+    def _span(self, t, start=None):
+        """Where a stop means this node: t's source span (from `start`'s
+        beginning: a jump on a condition carries the position of its test,
+        or of its whole `if` or conditional expression)."""
+        s = start or t
+        self.spans.append((s.lineno, s.col_offset + self.indent, t.end_lineno, t.end_col_offset + self.indent))
 
     def visit_ClassDef(self, node):  # (a class body's scope: lambdas would not see its names)
+        return node
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        f = node.func
+        if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
+            return node
+        if isinstance(f, ast.Name) and f.id in ("int", "float", "bool") and len(node.args) == 1:
+            self.count += 1
+            self._span(node)
+            return ast.copy_location(_call(_CONV, f, node.args[0]), node)
+        if isinstance(f, ast.Attribute) and f.attr == "item" and not node.args:
+            self.count += 1
+            self._span(node)
+            return ast.copy_location(_call(_ITEM, f.value), node)
+        return node
+
+    def visit_Assign(self, node):
+        self.generic_visit(node)
+        t = node.targets[0] if len(node.targets) == 1 else None
+        if t is not None and _store_target(t) and _lambda_safe(node.value):
+            self.count += 1
+            self._span(t)
+            node.value = _call(_VAL, ast.Name(t.value.id, ast.Load()), node.value)
         return node
 
     def visit_IfExp(self, node):
@@ -197,7 +227,7 @@ class _Rewriter(ast.NodeTransformer):
         if not (_lambda_safe(node.body) and _lambda_safe(node.orelse)):
             return node
         self.count += 1
-        self._span(node.test)
+        self._span(node.test, node)
         no_args = ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
                                 defaults=[])
         call = _call(_SELECT, node.test, ast.Lambda(no_args, node.body), ast.Lambda(no_args, node.orelse))
@@ -215,7 +245,7 @@ class _Rewriter(ast.NodeTransformer):
         if any(_names(t) & assigned for t, _ in then.stores + other.stores):
             return node  # (a store whose place a branch moves)
         self.count += 1
-        self._span(test)
+        self._span(test, node)
         c, b = f"__nf{k}c", f"__nf{k}b"
         work = then.temps + other.temps
         for name in list(then.names) + [n for n in other.names if n not in then.names]:
@@ -334,28 +364,62 @@ def stopped_in(tb):
 
 # -- the helpers the rewritten code calls --------------------------------------
 
+_I64 = (-(1 << 63), (1 << 63) - 1)
+_EXACT_FLOAT_INT = 1 << 53  # (ints within it convert to float64 exactly)
+
+
+def _deferred(x):
+    return type(x) is _ndarray and _core._is_deferred_scalar(x) and _core._trace_capturing()
+
 
 def _cond(c):
-    """c as a 0-d bool array when it is an array value inside a trace (both
-    branches run, the program chooses), else None (Python chooses)."""
+    """c as a 0-d bool array when it is a value the program computes inside a
+    trace (both branches run, the program chooses), else None (Python
+    chooses)."""
+    if type(c) is Num:
+        return c._v if c._t is bool else c._v != 0
     if type(c) is not _ndarray or c.ndim != 0 or not _core._trace_capturing():
         return None
     return c if c.dtype == _np.bool_ else c != 0
+
+
+def _num_of(x, t):
+    """x (a Python scalar of type t, or a Num of type t) as a Num."""
+    if type(x) is Num:
+        return x
+    if t is float:
+        return Num(_np.float64(x), float)
+    if t is bool:
+        return Num(_np.bool_(x), bool, int(x), int(x))
+    if not _I64[0] <= x <= _I64[1]:
+        stop("a Python int beyond int64 in a choice on an array value")
+    return Num(_np.int64(x), int, x, x)
+
+
+def _ptype(x):
+    """The Python number type x is or stands for (None: not one)."""
+    t = type(x)
+    if t is Num:
+        return x._t
+    return t if t in (bool, int, float) else None
 
 
 def _choose(b, x, y):
     """The value the program chooses: x where b, else y."""
     if x is y:
         return x
-    tx, ty = type(x), type(y)
-    if tx is Select or ty is Select:
-        stop("a choice on an array value between values chosen by another")
-    if tx is ty and tx in _PY_SCALARS:
-        if x == y and (tx is not float or math.copysign(1.0, x) == math.copysign(1.0, y)):
+    tx, ty = _ptype(x), _ptype(y)
+    if tx is not None and tx is ty:
+        if type(x) is not Num and type(y) is not Num and x == y and (
+                tx is not float or math.copysign(1.0, x) == math.copysign(1.0, y)):
             return x
-        return Select(b, x, y)
-    if tx is _ndarray and ty is _ndarray and _core._is_deferred_scalar(x) and _core._is_deferred_scalar(y) \
-            and x.dtype == y.dtype:
+        u, v = _num_of(x, tx), _num_of(y, tx)
+        r = _core.where(b, u._v, v._v)[()]
+        if tx is float:
+            return Num(r, float)
+        return Num(r, tx, min(u._lo, v._lo), max(u._hi, v._hi))
+    if type(x) is _ndarray and type(y) is _ndarray and _core._is_deferred_scalar(x) and \
+            _core._is_deferred_scalar(y) and x.dtype == y.dtype:
         return _core.where(b, x, y)[()]
     stop("a choice on an array value between values that are not two values of one type")
 
@@ -377,6 +441,24 @@ def _pick(b, x, y):
     return _choose(b, x, y)
 
 
+def _stored(t, v):
+    """v as `X[...] = v` stores it into an array of dtype t, where that is
+    exact: a value of dtype t, or a Python number (or Num) NumPy converts
+    to t without a check that depends on its value."""
+    if type(v) is Num:
+        return v.stored_as(t)
+    if type(v) in _PY_SCALARS:
+        try:
+            if _np.result_type(t, v) != t:
+                raise TypeError
+            return _np.asarray(v, dtype=t)[()]
+        except (TypeError, ValueError, OverflowError):
+            stop("a choice on an array value storing a Python number NumPy would convert otherwise")
+    if (type(v) is _ndarray or isinstance(v, _np.generic)) and v.dtype == t:
+        return v
+    stop("a choice on an array value storing a value of another type")
+
+
 def _store(b, v, old, taken):
     """The value `X[idx] = v` leaves at X[idx] when the branch storing it is
     `taken` (True: the `if` branch) as b says: v converted as NumPy stores it,
@@ -385,25 +467,37 @@ def _store(b, v, old, taken):
         return old
     if type(old) is not _ndarray:
         stop("a choice on an array value storing into something other than a numfuse array")
-    t = old.dtype
-    if type(v) is Select:
-        v = v.in_dtype(t)
-    elif type(v) in _PY_SCALARS:
-        try:
-            if _np.result_type(t, v) != t:
-                raise TypeError
-            v = _np.asarray(v, dtype=t)[()]
-        except (TypeError, ValueError, OverflowError):
-            stop("a choice on an array value storing a Python number NumPy would convert otherwise")
-    if type(v) is _ndarray:
-        if v.dtype != t:
-            stop("a choice on an array value storing a value of another dtype")
-    elif not isinstance(v, _np.generic) or v.dtype != t:
-        stop("a choice on an array value storing a value of another type")
+    v = _stored(old.dtype, v)
     r = _core.where(b, v, old) if taken else _core.where(b, old, v)
     if r.shape != old.shape:
         stop("a choice on an array value storing a value of another shape")
     return r[()] if r.ndim == 0 else r
+
+
+def _val(x, v):
+    """The value of `x[...] = v` in rewritten code: a Num stored into a
+    numfuse array as NumPy stores the Python number it stands for."""
+    if type(v) is Num and type(x) is _ndarray:
+        return v.stored_as(x.dtype)
+    return v
+
+
+def _conv(f, x):
+    """`int(x)`, `float(x)`, `bool(x)` in rewritten code: of a value the
+    program computes, a Num."""
+    if f is int or f is float or f is bool:
+        if type(x) is Num:
+            return x.as_type(f)
+        if _deferred(x):
+            return Num.of_scalar(x).as_type(f)
+    return f(x)
+
+
+def _item(x):
+    """`x.item()` in rewritten code: of an element the program computes, a Num."""
+    if _deferred(x):
+        return Num.of_scalar(x)
+    return x.item()
 
 
 def _fail(e):
@@ -413,83 +507,233 @@ def _fail(e):
 def _imm(x):
     """x, for `x op= y` in a branch: only of values that op= rebinds."""
     t = type(x)
-    if t in _PY_SCALARS or t is Select or isinstance(x, _np.generic) or (t is _ndarray and
-                                                                         _core._is_deferred_scalar(x)):
+    if t in _PY_SCALARS or t is Num or isinstance(x, _np.generic) or (t is _ndarray and
+                                                                      _core._is_deferred_scalar(x)):
         return x
     stop("an in-place update in a branch of a choice on an array value")
 
 
-_HELPERS = {_SELECT: _select, _COND: _cond, _PICK: _pick, _STORE: _store, _FAIL: _fail, _IMM: _imm}
+_HELPERS = {_SELECT: _select, _COND: _cond, _PICK: _pick, _STORE: _store, _FAIL: _fail, _IMM: _imm, _VAL: _val,
+            _CONV: _conv, _ITEM: _item}
 
 
-class Select:
-    """A Python scalar chosen by an array value inside a trace (two values of
-    one type; module docstring). ``isinstance`` sees that type."""
+# -- Python numbers the program computes ----------------------------------------
 
-    __slots__ = ("_c", "_a", "_b")
+
+def _fits(lo, hi, t):
+    if t.kind == "b":
+        return True
+    if t.kind in "iu":
+        info = _np.iinfo(t)
+        return info.min <= lo and hi <= info.max
+    return True
+
+
+class Num:
+    """A Python number (int, float or bool) the program computes: the value
+    of `int(a[i])`, of `1 if c else 0`, of `crc >> 1` after those. ``_v`` is
+    its value as a 0-d numfuse value (int64, float64 or bool), ``_t`` the
+    Python type it stands for (``isinstance`` sees it), ``_lo``/``_hi`` the
+    bounds of an int's value, kept so that every operation stays exact: a
+    Python int never overflows, so an operation whose result could leave
+    int64 (or a check NumPy makes on the value) stops the trace."""
+
+    __slots__ = ("_v", "_t", "_lo", "_hi")
     __array_ufunc__ = None  # (an array's operators defer to ours)
 
-    def __init__(self, c, a, b):
-        self._c, self._a, self._b = c, a, b
+    def __init__(self, v, t, lo=None, hi=None):
+        self._v, self._t, self._lo, self._hi = v, t, lo, hi
+        if t is not float and not (_I64[0] <= lo and hi <= _I64[1]):
+            stop("a Python int the program computes could leave int64")
 
     @property
     def __class__(self):
-        return type(self._a)
+        return self._t
+
+    @staticmethod
+    def of_scalar(x):
+        """The Python number `x.item()` gives for a deferred scalar x."""
+        k = x.dtype.kind
+        if k == "b":
+            return Num(x, bool, 0, 1)
+        if k in "iu":
+            info = _np.iinfo(x.dtype)
+            if info.max > _I64[1]:
+                stop("a uint64 element read as a Python int")
+            return Num(x.astype(_np.int64), int, int(info.min), int(info.max))
+        if k == "f":
+            return Num(x.astype(_np.float64), float)
+        stop(f"a {x.dtype} element read as a Python number")
+
+    def as_type(self, f):
+        """int(self), float(self), bool(self)."""
+        if f is self._t:
+            return self
+        if f is float:
+            return Num(self._v.astype(_np.float64), float)
+        if f is bool:
+            return Num(self._v != 0, bool, 0, 1)
+        if self._t is bool:
+            return Num(self._v.astype(_np.int64), int, 0, 1)
+        stop("int() of a Python float the program computes (its range is not known)")
 
     def in_dtype(self, dtype):
-        """The select as a 0-d numfuse value of the dtype NumPy gives this
-        Python scalar next to an array of `dtype` (a deferred scalar)."""
-        try:
-            t = _np.result_type(dtype, self._a)
-            if _np.result_type(dtype, self._b) != t:
-                raise TypeError
-            a, b = _np.asarray(self._a, dtype=t)[()], _np.asarray(self._b, dtype=t)[()]  # (NumPy scalars: constants)
-        except (TypeError, ValueError, OverflowError):
-            stop("a choice on an array value between Python numbers NumPy types differently next to an array")
-        return _core.where(self._c, a, b)[()]
+        """The value as NumPy converts this Python number next to an array of
+        `dtype` (a deferred scalar of the dtype the operation computes in)."""
+        t = _np.result_type(dtype, self._t(0))
+        if t.kind in "iu" and not _fits(self._lo, self._hi, t):
+            stop("a Python int the program computes meets an array whose dtype may not hold it")
+        return self._v if self._v.dtype == t else self._v.astype(t)
+
+    def stored_as(self, t):
+        """The value `X[...] = self` stores into an array of dtype t."""
+        t = _np.dtype(t)
+        if t.kind == "b":
+            return self._v if self._t is bool else self._v != 0
+        if t.kind in "iu":
+            if self._t is float:
+                stop("a Python float the program computes stored into an integer array")
+            if not _fits(self._lo, self._hi, t):
+                stop("a Python int the program computes stored into an array whose dtype may not hold it")
+        elif t.kind not in "fc":
+            stop(f"a Python number the program computes stored into a {t} array")
+        return self._v.astype(t)
 
     def _needs_value(self, *args):
-        stop("Python needs the value of a choice on an array value")
+        stop("Python needs the value of a number the program computes (a choice on an array value, int(a[i]))")
 
     def __array__(self, dtype=None, copy=None):
         self._needs_value()
 
 
-def _select_binary(op, reflected):
-    def method(self, other):
-        if isinstance(other, _ndarray):
-            s = self.in_dtype(other.dtype)
-            return op(other, s) if reflected else op(s, other)
-        if type(other) is Select:  # (of one condition: branch with branch)
-            if other._c is not self._c:
-                stop("two choices on array values combined")
-            oa, ob = other._a, other._b
-        elif type(other) in _PY_SCALARS:  # (a Python scalar: both values, in Python)
-            oa = ob = other
-        else:
-            return NotImplemented
-        try:
-            a, b = (op(oa, self._a), op(ob, self._b)) if reflected else (op(self._a, oa), op(self._b, ob))
-        except Exception as e:  # noqa: BLE001
-            stop(f"a choice on an array value: {type(e).__name__} in one branch")
-        if type(a) is not type(b) or type(a) not in _PY_SCALARS:
-            stop("a choice on an array value whose branches' types part")
-        return a if a == b and type(a) is not float else Select(self._c, a, b)
+def _bits(lo, hi):
+    return max(abs(lo).bit_length(), abs(hi).bit_length())
 
+
+def _int_bounds(op, a, b):
+    """Bounds of `a op b` for int intervals a, b; None when not known exactly."""
+    (l1, h1), (l2, h2) = a, b
+    if op in ("add",):
+        return l1 + l2, h1 + h2
+    if op == "sub":
+        return l1 - h2, h1 - l2
+    if op == "mul":
+        c = (l1 * l2, l1 * h2, h1 * l2, h1 * h2)
+        return min(c), max(c)
+    if op in ("floordiv", "mod"):
+        if l2 <= 0 <= h2:
+            return None  # (ZeroDivisionError for one value)
+        if op == "mod":
+            m = max(abs(l2), abs(h2))
+            return (0 if l2 > 0 else -(m - 1)), (m - 1 if h2 > 0 else 0)
+        c = (l1 // l2, l1 // h2, h1 // l2, h1 // h2)
+        return min(c), max(c)
+    if op in ("and", "or", "xor"):
+        n = max(_bits(l1, h1), _bits(l2, h2))
+        if l1 >= 0 and l2 >= 0:
+            return 0, (min(h1, h2) if op == "and" else (1 << n) - 1)
+        return -(1 << n), (1 << n) - 1
+    if op in ("lshift", "rshift"):
+        if not (0 <= l2 and h2 < 63):
+            return None  # (a shift the program would compute differently: negative, or by 63 or more)
+        c = [x << k if op == "lshift" else x >> k for x in (l1, h1) for k in (l2, h2)]
+        return min(c), max(c)
+    if op == "pow":
+        if l2 != h2 or l2 < 0 or (l2 > 64 and max(abs(l1), abs(h1)) > 1):
+            return None  # (a negative exponent is a float; a large one overflows int64)
+        c = [l1 ** l2, h1 ** l2] + ([0] if l1 <= 0 <= h1 else [])
+        return min(c), max(c)
+    return None
+
+
+_ARRAY_OPS = {"add": operator.add, "sub": operator.sub, "mul": operator.mul, "truediv": operator.truediv,
+              "floordiv": operator.floordiv, "mod": operator.mod, "pow": operator.pow, "and": operator.and_,
+              "or": operator.or_, "xor": operator.xor, "lshift": operator.lshift, "rshift": operator.rshift,
+              "eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le, "gt": operator.gt,
+              "ge": operator.ge}
+_COMPARE = ("eq", "ne", "lt", "le", "gt", "ge")
+
+
+def _num_binary(name, reflected):
+    op = _ARRAY_OPS[name]
+
+    def method(self, other):
+        if isinstance(other, _ndarray) or isinstance(other, _np.generic):
+            v = self.in_dtype(other.dtype)
+            return op(other, v) if reflected else op(v, other)
+        to = _ptype(other)
+        if to is None:
+            return NotImplemented
+        x, y = (_num_of(other, to), self) if reflected else (self, _num_of(other, to))
+        return _arith(name, x, y)
+
+    method.__name__ = f"__{'r' if reflected else ''}{name}__"
     return method
 
 
-_OPS = {"add": operator.add, "sub": operator.sub, "mul": operator.mul, "truediv": operator.truediv,
-        "floordiv": operator.floordiv, "mod": operator.mod, "pow": operator.pow, "and": operator.and_,
-        "or": operator.or_, "xor": operator.xor, "lshift": operator.lshift, "rshift": operator.rshift,
-        "eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le, "gt": operator.gt,
-        "ge": operator.ge}
-for _n, _op in _OPS.items():
-    setattr(Select, f"__{_n}__", _select_binary(_op, False))
-    if _n not in ("eq", "ne", "lt", "le", "gt", "ge"):  # (Python reflects comparisons itself)
-        setattr(Select, f"__r{_n}__", _select_binary(_op, True))
-for _n in ("neg", "pos", "abs", "invert", "float", "int", "index", "bool", "complex", "round", "trunc", "floor",
-           "ceil", "hash", "repr", "str", "format", "divmod", "rdivmod", "getnewargs", "reduce", "reduce_ex",
-           "copy", "deepcopy", "len", "iter", "getattr"):
-    setattr(Select, f"__{_n}__", Select._needs_value)
-del _n, _op
+def _arith(name, x, y):
+    """`x op y` of two Nums as Python computes it on the numbers they stand for."""
+    op = _ARRAY_OPS[name]
+    tx, ty = x._t, y._t
+    if float in (tx, ty):
+        if name in _COMPARE:
+            for n in (x, y):  # (Python compares an int with a float exactly; float64 does not above 2**53)
+                if n._t is not float and not (-_EXACT_FLOAT_INT <= n._lo and n._hi <= _EXACT_FLOAT_INT):
+                    stop("a Python int the program computes compared with a float beyond 2**53")
+            return Num(op(x.as_type(float)._v, y.as_type(float)._v), bool, 0, 1)
+        if name in ("truediv", "floordiv", "mod"):
+            if y._t is float or y._lo <= 0 <= y._hi:
+                stop("a division by a Python number the program computes that may be zero")
+        elif name not in ("add", "sub", "mul"):
+            stop(f"`{name}` of Python floats the program computes")  # (** overflows with OverflowError)
+        return Num(op(x.as_type(float)._v, y.as_type(float)._v), float)
+    if name in _COMPARE:
+        return Num(op(x._v, y._v), bool, 0, 1)
+    if name == "truediv":
+        for n in (x, y):
+            if not (-_EXACT_FLOAT_INT <= n._lo and n._hi <= _EXACT_FLOAT_INT):
+                stop("a true division of Python ints the program computes beyond 2**53")
+        if y._lo <= 0 <= y._hi:
+            stop("a division by a Python number the program computes that may be zero")
+        return Num(x.as_type(float)._v / y.as_type(float)._v, float)
+    if tx is bool and ty is bool and name in ("and", "or", "xor"):
+        return Num(op(x._v, y._v), bool, 0, 1)
+    bounds = _int_bounds(name, (x._lo, x._hi), (y._lo, y._hi))
+    if bounds is None:
+        stop(f"`{name}` of Python ints the program computes, not exact in int64")
+    xv = x._v if tx is int else x._v.astype(_np.int64)
+    yv = y._v if ty is int else y._v.astype(_np.int64)
+    return Num(op(xv, yv), int, *bounds)
+
+
+def _num_unary(name):
+    def method(self):
+        if self._t is float:
+            if name == "invert":
+                stop("~ of a Python float")
+            return Num({"neg": operator.neg, "pos": operator.pos, "abs": abs}[name](self._v), float)
+        lo, hi = self._lo, self._hi
+        v = self._v if self._t is int else self._v.astype(_np.int64)
+        if name == "neg":
+            return Num(-v, int, -hi, -lo)
+        if name == "pos":
+            return Num(v, int, lo, hi)
+        if name == "abs":
+            return Num(abs(v), int, 0 if lo <= 0 <= hi else min(abs(lo), abs(hi)), max(abs(lo), abs(hi)))
+        return Num(~v, int, -hi - 1, -lo - 1)
+
+    method.__name__ = f"__{name}__"
+    return method
+
+
+for _n in _ARRAY_OPS:
+    setattr(Num, f"__{_n}__", _num_binary(_n, False))
+    if _n not in _COMPARE:  # (Python reflects comparisons itself)
+        setattr(Num, f"__r{_n}__", _num_binary(_n, True))
+for _n in ("neg", "pos", "abs", "invert"):
+    setattr(Num, f"__{_n}__", _num_unary(_n))
+for _n in ("float", "int", "index", "bool", "complex", "round", "trunc", "floor", "ceil", "hash", "repr", "str",
+           "format", "divmod", "rdivmod", "getnewargs", "reduce", "reduce_ex", "copy", "deepcopy", "len", "iter",
+           "getattr"):
+    setattr(Num, f"__{_n}__", Num._needs_value)
+del _n
