@@ -222,6 +222,15 @@ class _Rewriter(ast.NodeTransformer):
             node.value = _call(_VAL, ast.Name(t.value.id, ast.Load()), node.value)
         return node
 
+    def visit_AugAssign(self, node):
+        self.generic_visit(node)
+        t = node.target
+        if _store_target(t) and _lambda_safe(node.value):  # (X[idx] += n: n as X's dtype takes it)
+            self.count += 1
+            self._span(t)
+            node.value = _call(_VAL, ast.Name(t.value.id, ast.Load()), node.value)
+        return node
+
     def visit_IfExp(self, node):
         self.generic_visit(node)
         if not (_lambda_safe(node.body) and _lambda_safe(node.orelse)):
@@ -262,7 +271,7 @@ class _Rewriter(ast.NodeTransformer):
         chosen += [_assign(n, ast.Name(f"__nf{k}v_{n}", ast.Load())) for n in
                    list(then.names) + [n for n in other.names if n not in then.names]]
         out = [
-            _assign(c, test),
+            _assign(c, node.test),  # (the test as rewritten: its own choices and conversions)
             _assign(b, _call(_COND, ast.Name(c, ast.Load()))),
             ast.If(test=ast.Compare(ast.Name(b, ast.Load()), [ast.IsNot()], [ast.Constant(None)]), body=chosen,
                    orelse=[ast.If(test=ast.Name(c, ast.Load()), body=node.body, orelse=node.orelse)]),
