@@ -962,7 +962,7 @@ def chain(np, x):
     for i in range(x.shape[0]):
         if x[i] > 1:
             out[i] = 1
-        elif x[i] < -1:  # (an `elif` on an array value: not a select yet)
+        elif x[i] < -1:  # (an `elif` on an array value: a nested choice)
             out[i] = -1
     return out
 
@@ -983,12 +983,12 @@ def test_if_statements_that_assign_are_selects(dtype):
     j = nf.jit(lambda a: running(nf, a))
     _select_calls(j, x, running, -x, x[::-1].copy())
     # `count`, a Python int each `if` chooses anew: a Python number the
-    # program computes (returned as a Python int); an `elif` runs plainly.
+    # program computes (returned as a Python int); an `elif` chain.
     j = nf.jit(lambda a: counting(nf, a))
     _select_calls(j, x, counting, -x)
     assert type(j(nf.asarray(x))) is int
     j = nf.jit(lambda a: chain(nf, a))
-    _select_calls(j, x, chain, -x, compiled=False)
+    _select_calls(j, x, chain, -x, x[::-1].copy())
 
 
 def unbound(np, x):
@@ -1191,6 +1191,11 @@ _STMTS = [
     "a += 7 if x[i] & 1 else 1",
     "out[i] = out[i] + (1 if y[i] > 0 else 0)",
     "b = b + a / 8",
+    "if x[i] > 2 and y[i] < 0:\n        a = a + 1\n    elif x[i] {cmp} 0:\n        b = b - 1.0",
+    "if not x[i] > 4 or y[i] > 1:\n        out[i] = x[i]",
+    "if y[i] > 0:\n        if x[i] {cmp} 3:\n            a = a + 2\n        else:\n            out[i] = 1\n"
+    "    else:\n        b = b + 1.0",
+    "a = a + (1 if x[i] > 1 and x[i] < 7 else 0)",
 ]
 
 
@@ -1255,3 +1260,34 @@ def test_most_random_choice_programs_compile(tmp_path):
         j = _check_random_body(stmts, r.choice(["uint8", "int32", "int64"]), n % 4, str(tmp_path))
         compiled += j.stats["compiled_runs"] > 0
     assert compiled >= 20, compiled
+
+
+def nested(np, x, y):
+    out = np.zeros(x.shape[0], dtype=x.dtype)
+    best = x[0]
+    for i in range(1, x.shape[0]):
+        if x[i] > 2 and not y[i] < 0:
+            if y[i] > 0.5:
+                out[i] = x[i]
+                best = best + x[i]
+            elif i % 2 == 0:   # (a Python condition inside a choice on an array value)
+                out[i - 1] = x[i - 1]
+            else:
+                best = best - 1
+        elif x[i] == 0 or y[i] < -1:
+            out[i] = 7
+        else:
+            pass
+    return out, best
+
+
+def test_nested_ifs_elif_chains_and_boolean_operators_are_choices():
+    rng = onp.random.default_rng(12)
+    for dtype in ("int64", "float32"):
+        x, y = rng.integers(0, 6, 30).astype(dtype), rng.standard_normal(30)
+        j = nf.jit(lambda a, b: nested(nf, a, b))
+        for k in range(3):
+            xx, yy = (x, y) if k == 0 else (rng.integers(0, 6, 30).astype(dtype), rng.standard_normal(30))
+            want = nested(onp, xx.copy(), yy.copy())
+            assert_same(j(nf.asarray(xx), nf.asarray(yy)), want)
+        assert j.stats["compiled_runs"] == 3 and j.stats["plain_runs"] == 0, j.explain()

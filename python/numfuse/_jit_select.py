@@ -67,8 +67,9 @@ _PY_SCALARS = (bool, int, float, complex)
 
 # The rewritten code calls the helpers through constants (no name is added
 # to the function's globals): these strings, replaced in the compiled code.
-_SELECT, _COND, _PICK, _STORE, _FAIL, _IMM, _VAL, _CONV, _ITEM = (
-    "\x00numfuse.jit: " + n + "\x00" for n in ("select", "cond", "pick", "store", "fail", "imm", "val", "conv", "item"))
+_SELECT, _COND, _PICK, _STORE, _FAIL, _IMM, _VAL, _CONV, _ITEM, _AND, _OR, _NOT, _TEST, _ANDT, _ORT = (
+    "\x00numfuse.jit: " + n + "\x00" for n in ("select", "cond", "pick", "store", "fail", "imm", "val", "conv", "item",
+                                                "and", "or", "not", "test", "and (truth)", "or (truth)"))
 _UNSAFE_NAMES = frozenset(("super", "locals", "vars", "dir", "eval", "exec"))
 _rewritten = weakref.WeakKeyDictionary()  # original code -> (rewritten code, condition spans) or None
 
@@ -138,16 +139,43 @@ def _assign(name, value):
 
 
 class _Branch:
-    """One branch of an `if` as temporaries: `names` (each name it assigns ->
-    the temporary holding its last value), `stores` ((target, temporary) in
-    order) and the statements computing them; `ok` False if it does more."""
+    """One branch of an `if` as temporaries: `names` (each name assigned so
+    far -> the temporary holding its value; it starts with the enclosing
+    branch's), `stores` ((target, temporary, conditions): the conditions of
+    the `if`s nested in this branch that lead to the store, as (temporary,
+    taken) pairs) and the statements computing them; `ok` False if the
+    branch does more than assign (an `if` inside one whose branches assign
+    is a choice too)."""
 
-    def __init__(self, stmts, prefix):
-        self.temps, self.names, self.stores, self.ok = [], {}, [], True
-        stored = set()  # arrays this branch stores into (not read after)
+    def __init__(self, stmts, prefix, names=None, stored=None):
+        self.temps, self.names, self.stores, self.ok = [], dict(names or {}), [], True
+        self.stored = set(stored or ())  # arrays stored into (not read after)
         k = itertools.count()
         for s in stmts:
             if isinstance(s, ast.Pass):
+                continue
+            if isinstance(s, ast.If):
+                if not _lambda_safe(s.test) or _binds_names(s.test) or _names(s.test) & self.stored:
+                    self.ok = False
+                    return
+                cond = f"{prefix}{next(k)}"
+                self.temps.append(_assign(cond, _call(_TEST, _truth(_Rename(self.names).visit(s.test)))))
+                sub = [_Branch(s.body, f"{prefix}{next(k)}a", self.names, self.stored),
+                       _Branch(s.orelse, f"{prefix}{next(k)}b", self.names, self.stored)]
+                if not all(x.ok for x in sub):
+                    self.ok = False
+                    return
+                for x in sub:
+                    self.temps.extend(x.temps)
+                changed = [n for x in sub for n in x.names if x.names[n] != self.names.get(n)]
+                for n in dict.fromkeys(changed):
+                    tmp = f"{prefix}{next(k)}"
+                    v = [ast.Name(x.names.get(n, self.names.get(n, n)), ast.Load()) for x in sub]
+                    self.temps.append(_assign(tmp, _call(_PICK, ast.Name(cond, ast.Load()), *v)))
+                    self.names[n] = tmp
+                for x, taken in zip(sub, (True, False)):
+                    self.stores.extend((t, tmp, ((cond, taken),) + conds) for t, tmp, conds in x.stores)
+                    self.stored |= x.stored
                 continue
             if isinstance(s, ast.Assign) and len(s.targets) == 1:
                 target, value = s.targets[0], s.value
@@ -160,10 +188,10 @@ class _Branch:
             else:
                 self.ok = False
                 return
-            if not _lambda_safe(value) or _binds_names(value) or _names(value) & stored:
+            if not _lambda_safe(value) or _binds_names(value) or _names(value) & self.stored:
                 self.ok = False
                 return
-            value = _Rename(self.names).visit(value)
+            value = _Rename(self.names).visit(copy.deepcopy(value))
             elts = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
             if not all(isinstance(t, ast.Name) or _store_target(t) for t in elts):
                 self.ok = False
@@ -178,13 +206,25 @@ class _Branch:
                 if isinstance(t, ast.Name):
                     self.names[t.id] = tmp
                 else:
-                    self.stores.append((t, tmp))
-                    stored.add(t.value.id)
+                    self.stores.append((t, tmp, ()))
+                    self.stored.add(t.value.id)
+
+
+def _truth(e):
+    """A rewritten test whose truth only counts (an `if`'s, a conditional
+    expression's): its `and`/`or` (and theirs, inside) as _ANDT/_ORT."""
+    if isinstance(e, ast.Call) and isinstance(e.func, ast.Constant) and e.func.value in (_AND, _OR):
+        e.func = ast.Constant(_ANDT if e.func.value == _AND else _ORT)
+        e.args[0] = _truth(e.args[0])
+        for lam in e.args[1:]:
+            lam.body = _truth(lam.body)
+    return e
 
 
 class _Rewriter(ast.NodeTransformer):
     def __init__(self, indent):
         self.count = 0
+        self.inner = 0  # (> 0: inside a copy whose `if`s stay statements)
         self.indent = indent
         self.spans = []  # the conditions' source spans: (line, column, end line, end column)
 
@@ -222,6 +262,25 @@ class _Rewriter(ast.NodeTransformer):
             node.value = _call(_VAL, ast.Name(t.value.id, ast.Load()), node.value)
         return node
 
+    def visit_BoolOp(self, node):
+        self.generic_visit(node)
+        if not all(_lambda_safe(v) for v in node.values[1:]):
+            return node
+        self.count += 1
+        self._span(node)
+        no_args = ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
+                                defaults=[])
+        rest = [ast.Lambda(no_args, v) for v in node.values[1:]]
+        return ast.copy_location(_call(_AND if isinstance(node.op, ast.And) else _OR, node.values[0], *rest), node)
+
+    def visit_UnaryOp(self, node):
+        self.generic_visit(node)
+        if not isinstance(node.op, ast.Not):
+            return node
+        self.count += 1
+        self._span(node)
+        return ast.copy_location(_call(_NOT, node.operand), node)
+
     def visit_AugAssign(self, node):
         self.generic_visit(node)
         t = node.target
@@ -233,6 +292,7 @@ class _Rewriter(ast.NodeTransformer):
 
     def visit_IfExp(self, node):
         self.generic_visit(node)
+        node.test = _truth(node.test)
         if not (_lambda_safe(node.body) and _lambda_safe(node.orelse)):
             return node
         self.count += 1
@@ -243,18 +303,30 @@ class _Rewriter(ast.NodeTransformer):
         return ast.copy_location(call, node)
 
     def visit_If(self, node):
-        test = node.test
-        self.generic_visit(node)
+        # The code Python runs with a Python condition: this `if` with its
+        # own choices rewritten (inner `if`s too, bottom up).
+        py = copy.deepcopy(node)
+        self.generic_visit(py)
+        if self.inner:
+            return py
+        # With an array condition: both branches as temporaries, inner `if`s
+        # (an `elif`) as nested choices -- from a copy whose inner `if`s are
+        # kept as statements.
+        arr = copy.deepcopy(node)
+        self.inner += 1
+        try:
+            self.generic_visit(arr)
+        finally:
+            self.inner -= 1
         k = self.count
-        then, other = (_Branch(copy.deepcopy(node.body), f"__nf{k}t"),
-                       _Branch(copy.deepcopy(node.orelse), f"__nf{k}e"))
+        then, other = _Branch(arr.body, f"__nf{k}t"), _Branch(arr.orelse, f"__nf{k}e")
         if not (then.ok and other.ok) or not (then.names or then.stores or other.names or other.stores):
-            return node
+            return py
         assigned = set(then.names) | set(other.names)
-        if any(_names(t) & assigned for t, _ in then.stores + other.stores):
-            return node  # (a store whose place a branch moves)
+        if any(_names(t) & assigned for t, _, _ in then.stores + other.stores):
+            return py  # (a store whose place a branch moves)
         self.count += 1
-        self._span(test, node)
+        self._span(node.test, node)
         c, b = f"__nf{k}c", f"__nf{k}b"
         work = then.temps + other.temps
         for name in list(then.names) + [n for n in other.names if n not in then.names]:
@@ -262,19 +334,22 @@ class _Rewriter(ast.NodeTransformer):
             work.append(_assign(f"__nf{k}v_{name}", _call(_PICK, ast.Name(b, ast.Load()), ast.Name(tv, ast.Load()),
                                                           ast.Name(ev, ast.Load()))))
         for branch, taken in ((then, True), (other, False)):
-            for target, tmp in branch.stores:
+            for target, tmp, conds in branch.stores:
+                nested = ast.Tuple([ast.Tuple([ast.Name(cn, ast.Load()), ast.Constant(t)], ast.Load())
+                                    for cn, t in conds], ast.Load())
                 work.append(ast.Assign(targets=[target], value=_call(
-                    _STORE, ast.Name(b, ast.Load()), ast.Name(tmp, ast.Load()), _load(target), ast.Constant(taken))))
+                    _STORE, ast.Name(b, ast.Load()), ast.Name(tmp, ast.Load()), _load(target), ast.Constant(taken),
+                    nested)))
         fail = ast.ExceptHandler(type=ast.Name("Exception", ast.Load()), name=f"__nf{k}x",
                                  body=[ast.Expr(_call(_FAIL, ast.Name(f"__nf{k}x", ast.Load())))])
         chosen = [ast.Try(body=work, handlers=[fail], orelse=[], finalbody=[])]
         chosen += [_assign(n, ast.Name(f"__nf{k}v_{n}", ast.Load())) for n in
                    list(then.names) + [n for n in other.names if n not in then.names]]
         out = [
-            _assign(c, node.test),  # (the test as rewritten: its own choices and conversions)
+            _assign(c, _truth(py.test)),  # (the test as rewritten: its own choices and conversions)
             _assign(b, _call(_COND, ast.Name(c, ast.Load()))),
             ast.If(test=ast.Compare(ast.Name(b, ast.Load()), [ast.IsNot()], [ast.Constant(None)]), body=chosen,
-                   orelse=[ast.If(test=ast.Name(c, ast.Load()), body=node.body, orelse=node.orelse)]),
+                   orelse=[ast.If(test=ast.Name(c, ast.Load()), body=py.body, orelse=py.orelse)]),
         ]
         for s in out:
             ast.copy_location(s, node)
@@ -447,7 +522,16 @@ def _select(c, x, y):
 
 
 def _pick(b, x, y):
+    if type(b) is bool:  # (an inner `if` on a Python value: Python's choice)
+        return x if b else y
     return _choose(b, x, y)
+
+
+def _test(c):
+    """The condition of an `if` inside a branch: a 0-d bool array (an array
+    value) or a Python bool (the condition's truth, taken once)."""
+    b = _cond(c)
+    return bool(c) if b is None else b
 
 
 def _stored(t, v):
@@ -468,16 +552,24 @@ def _stored(t, v):
     stop("a choice on an array value storing a value of another type")
 
 
-def _store(b, v, old, taken):
+def _store(b, v, old, taken, nested=()):
     """The value `X[idx] = v` leaves at X[idx] when the branch storing it is
-    `taken` (True: the `if` branch) as b says: v converted as NumPy stores it,
+    `taken` (True: the `if` branch) as b says, and the `if`s nested in it as
+    `nested` ((condition, taken) pairs) say: v converted as NumPy stores it,
     or old."""
     if v is old:
         return old
     if type(old) is not _ndarray:
         stop("a choice on an array value storing into something other than a numfuse array")
+    mask = b if taken else ~b
+    for c, t in nested:
+        if type(c) is bool:
+            if c != t:
+                return old  # (a Python condition that leads elsewhere)
+            continue
+        mask = mask & (c if t else ~c)
     v = _stored(old.dtype, v)
-    r = _core.where(b, v, old) if taken else _core.where(b, old, v)
+    r = _core.where(mask, v, old)
     if r.shape != old.shape:
         stop("a choice on an array value storing a value of another shape")
     return r[()] if r.ndim == 0 else r
@@ -522,8 +614,85 @@ def _imm(x):
     stop("an in-place update in a branch of a choice on an array value")
 
 
+def _is_bool(x):
+    """Whether x is a bool the program computes: a deferred np.bool_ (True),
+    a Python bool (Num of bool: False), else None."""
+    if type(x) is bool:
+        return False
+    if type(x) is Num:
+        return False if x._t is bool else None
+    if type(x) is _ndarray and x.dtype == _np.bool_ and _core._is_deferred_scalar(x):
+        return True
+    return None
+
+
+def _logic(x, rest, is_and):
+    """`x and f()...` / `x or f()...` (rest: the later operands' lambdas)."""
+    for f in rest:
+        if _cond(x) is None:  # (a Python value: Python decides, and stops here or goes on)
+            if bool(x) != is_and:
+                return x
+            x = f()
+            continue
+        try:
+            y = f()
+        except Exception as e:  # noqa: BLE001 (the ordinary run raises it if it gets there)
+            stop(f"an operand of `and`/`or` after an array value raised {type(e).__name__}")
+        kx, ky = _is_bool(x), _is_bool(y)
+        if kx is None or kx != ky:
+            stop("`and`/`or` of an array value with a value of another type (Python returns one of them)")
+        x = (x & y) if is_and else (x | y)
+    return x
+
+
+def _logic_truth(x, rest, is_and):
+    """`x and f()...` / `x or f()...` whose truth only counts (an `if` test):
+    with array values, the truth as a 0-d bool array."""
+    for f in rest:
+        b = _cond(x)
+        if b is None:  # (a Python value: Python decides, and stops here or goes on)
+            if bool(x) != is_and:
+                return x
+            x = f()
+            continue
+        try:
+            y = f()
+        except Exception as e:  # noqa: BLE001 (the ordinary run raises it if it gets there)
+            stop(f"an operand of `and`/`or` after an array value raised {type(e).__name__}")
+        c = _cond(y)
+        if c is None:
+            c = _np.bool_(bool(y))
+        x = (b & c) if is_and else (b | c)
+    return x
+
+
+def _and_truth(x, *rest):
+    return _logic_truth(x, rest, True)
+
+
+def _or_truth(x, *rest):
+    return _logic_truth(x, rest, False)
+
+
+def _and(x, *rest):
+    return _logic(x, rest, True)
+
+
+def _or(x, *rest):
+    return _logic(x, rest, False)
+
+
+def _not(x):
+    """`not x`: of a value the program computes, a Python bool it computes."""
+    b = _cond(x)
+    if b is None:
+        return not x
+    return Num(b == False, bool, 0, 1)  # noqa: E712 (an array comparison)
+
+
 _HELPERS = {_SELECT: _select, _COND: _cond, _PICK: _pick, _STORE: _store, _FAIL: _fail, _IMM: _imm, _VAL: _val,
-            _CONV: _conv, _ITEM: _item}
+            _CONV: _conv, _ITEM: _item, _AND: _and, _OR: _or, _NOT: _not, _TEST: _test, _ANDT: _and_truth,
+            _ORT: _or_truth}
 
 
 # -- Python numbers the program computes ----------------------------------------
