@@ -626,28 +626,11 @@ def _is_bool(x):
     return None
 
 
-def _logic(x, rest, is_and):
-    """`x and f()...` / `x or f()...` (rest: the later operands' lambdas)."""
-    for f in rest:
-        if _cond(x) is None:  # (a Python value: Python decides, and stops here or goes on)
-            if bool(x) != is_and:
-                return x
-            x = f()
-            continue
-        try:
-            y = f()
-        except Exception as e:  # noqa: BLE001 (the ordinary run raises it if it gets there)
-            stop(f"an operand of `and`/`or` after an array value raised {type(e).__name__}")
-        kx, ky = _is_bool(x), _is_bool(y)
-        if kx is None or kx != ky:
-            stop("`and`/`or` of an array value with a value of another type (Python returns one of them)")
-        x = (x & y) if is_and else (x | y)
-    return x
-
-
-def _logic_truth(x, rest, is_and):
-    """`x and f()...` / `x or f()...` whose truth only counts (an `if` test):
-    with array values, the truth as a 0-d bool array."""
+def _logic(x, rest, is_and, truth):
+    """`x and f()...` / `x or f()...` (rest: the later operands' lambdas).
+    As a value (truth False) both operands must be bools of one kind (Python
+    returns one of them); where only its truth counts (an `if` test), it is
+    the truth as a 0-d bool array."""
     for f in rest:
         b = _cond(x)
         if b is None:  # (a Python value: Python decides, and stops here or goes on)
@@ -659,27 +642,31 @@ def _logic_truth(x, rest, is_and):
             y = f()
         except Exception as e:  # noqa: BLE001 (the ordinary run raises it if it gets there)
             stop(f"an operand of `and`/`or` after an array value raised {type(e).__name__}")
-        c = _cond(y)
-        if c is None:
-            c = _np.bool_(bool(y))
-        x = (b & c) if is_and else (b | c)
+        if truth:
+            c = _cond(y)
+            x, y = b, (_np.bool_(bool(y)) if c is None else c)
+        else:
+            kx, ky = _is_bool(x), _is_bool(y)
+            if kx is None or kx != ky:
+                stop("`and`/`or` of an array value with a value of another type (Python returns one of them)")
+        x = (x & y) if is_and else (x | y)
     return x
 
 
-def _and_truth(x, *rest):
-    return _logic_truth(x, rest, True)
-
-
-def _or_truth(x, *rest):
-    return _logic_truth(x, rest, False)
-
-
 def _and(x, *rest):
-    return _logic(x, rest, True)
+    return _logic(x, rest, True, False)
 
 
 def _or(x, *rest):
-    return _logic(x, rest, False)
+    return _logic(x, rest, False, False)
+
+
+def _and_truth(x, *rest):
+    return _logic(x, rest, True, True)
+
+
+def _or_truth(x, *rest):
+    return _logic(x, rest, False, True)
 
 
 def _not(x):
