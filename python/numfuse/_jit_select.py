@@ -134,6 +134,12 @@ def _call(const, *args):
     return ast.Call(func=ast.Constant(const), args=list(args), keywords=[])
 
 
+def _thunk(e):
+    """`lambda: e`."""
+    return ast.Lambda(ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
+                                    defaults=[]), e)
+
+
 def _assign(name, value):
     return ast.Assign(targets=[ast.Name(name, ast.Store())], value=value)
 
@@ -253,14 +259,20 @@ class _Rewriter(ast.NodeTransformer):
             return ast.copy_location(_call(_ITEM, f.value), node)
         return node
 
-    def visit_Assign(self, node):
+    def _stored_value(self, node, t):
+        """`X[idx] = v` / `X[idx] op= v`: v as X's dtype takes it (_val)."""
         self.generic_visit(node)
-        t = node.targets[0] if len(node.targets) == 1 else None
         if t is not None and _store_target(t) and _lambda_safe(node.value):
             self.count += 1
             self._span(t)
             node.value = _call(_VAL, ast.Name(t.value.id, ast.Load()), node.value)
         return node
+
+    def visit_Assign(self, node):
+        return self._stored_value(node, node.targets[0] if len(node.targets) == 1 else None)
+
+    def visit_AugAssign(self, node):
+        return self._stored_value(node, node.target)
 
     def visit_BoolOp(self, node):
         self.generic_visit(node)
@@ -268,9 +280,7 @@ class _Rewriter(ast.NodeTransformer):
             return node
         self.count += 1
         self._span(node)
-        no_args = ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
-                                defaults=[])
-        rest = [ast.Lambda(no_args, v) for v in node.values[1:]]
+        rest = [_thunk(v) for v in node.values[1:]]
         return ast.copy_location(_call(_AND if isinstance(node.op, ast.And) else _OR, node.values[0], *rest), node)
 
     def visit_UnaryOp(self, node):
@@ -281,15 +291,6 @@ class _Rewriter(ast.NodeTransformer):
         self._span(node)
         return ast.copy_location(_call(_NOT, node.operand), node)
 
-    def visit_AugAssign(self, node):
-        self.generic_visit(node)
-        t = node.target
-        if _store_target(t) and _lambda_safe(node.value):  # (X[idx] += n: n as X's dtype takes it)
-            self.count += 1
-            self._span(t)
-            node.value = _call(_VAL, ast.Name(t.value.id, ast.Load()), node.value)
-        return node
-
     def visit_IfExp(self, node):
         self.generic_visit(node)
         node.test = _truth(node.test)
@@ -297,9 +298,7 @@ class _Rewriter(ast.NodeTransformer):
             return node
         self.count += 1
         self._span(node.test, node)
-        no_args = ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
-                                defaults=[])
-        call = _call(_SELECT, node.test, ast.Lambda(no_args, node.body), ast.Lambda(no_args, node.orelse))
+        call = _call(_SELECT, node.test, _thunk(node.body), _thunk(node.orelse))
         return ast.copy_location(call, node)
 
     def visit_If(self, node):
