@@ -485,9 +485,14 @@ class JitFunction:
         else:
             flat, parts = args, [()]
         arrays = []
-        where = None
         params = None
+        keys = _core._jit_array_keys(flat)  # (dtype, shape, strides and shared memory of the arrays)
         for pos, v in enumerate(flat):
+            k = keys[pos]
+            if k is not None:
+                parts.append(k)
+                arrays.append(v)
+                continue
             if type(v) is float:  # (the program reads every float argument it uses, guarded or not)
                 if params is None:
                     params = [0.0] * len(flat)
@@ -495,19 +500,6 @@ class JitFunction:
                 if pos not in self._fguard:
                     parts.append(_FLOAT)
                     continue
-            if type(v) is _ndarray:
-                if arrays:  # (which arguments share memory: only with two arrays or more)
-                    if where is None:
-                        where = {}
-                        b0, o0 = _core._jit_buffer(arrays[0])
-                        where[b0] = (0, o0)
-                    buf, off = _core._jit_buffer(v)
-                    first = where.setdefault(buf, (len(arrays), off))
-                    parts.append(("A", v.dtype, v.shape, v.strides, first[0], off - first[1]))
-                else:
-                    parts.append(("A", v.dtype, v.shape, v.strides, 0, 0))
-                arrays.append(v)
-                continue
             if isinstance(v, _core.ndarray):  # (a subclass: by its own type)
                 return None, f"an argument of type {type(v).__name__}"
             if isinstance(v, _np.ndarray):
@@ -519,7 +511,8 @@ class JitFunction:
         return tuple(parts), (arrays, params or ())
 
     def __call__(self, *args, **kwargs):
-        self.stats["calls"] += 1
+        stats = self.stats
+        stats["calls"] += 1
         if _core._trace_capturing():  # called from a function being traced: part of its trace
             return self._fn(*args, **kwargs)
         if _core.get_target() != "cpu":
@@ -528,18 +521,19 @@ class JitFunction:
         if key is None:
             return self._plain(args, kwargs, arrays)
         arrays, params = arrays
-        entry = self._traces.get(key)
+        traces = self._traces
+        entry = traces.get(key)
         if entry is not None:
             broken = entry.guard.broken(self._fn)
             if broken is None:
-                if len(self._traces) > 1:
-                    self._traces.move_to_end(key)
+                if len(traces) > 1:
+                    traces.move_to_end(key)
                 if type(entry) is _Refused:
                     return self._plain(args, kwargs, None)
                 results = entry.program.run(arrays, params)
                 if results is not None:
                     entry.runs += 1
-                    self.stats["compiled_runs"] += 1
+                    stats["compiled_runs"] += 1
                     return entry.rebuild(args + tuple(kwargs[n] for n in sorted(kwargs)) if kwargs else args, results)
                 self._log.append("an argument's memory does not hold what the program touches: ran plainly")
                 return self._plain(args, kwargs, None)

@@ -73,6 +73,38 @@ void bind_jit(py::module_& m) {
     const View& v = as_ndarray(x).v;
     return py::make_tuple(v.buffer->id(), v.offset);
   });
+  // numfuse.jit's guard key of each array among `args` (a tuple): ("A",
+  // dtype, shape, strides, k, delta) -- k the first array argument on the
+  // same memory (its own position among the arrays if none), delta its
+  // offset from that one's, in elements --, None for the other arguments.
+  m.def("_jit_array_keys", [](py::tuple args) {
+    const Py_ssize_t n = PyTuple_GET_SIZE(args.ptr());
+    py::list out(n);
+    std::vector<std::pair<const Buffer*, std::pair<int64_t, int64_t>>> seen;  // buffer -> (array index, offset)
+    int64_t arrays = 0;
+    static py::str kA("A");
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      PyObject* o = PyTuple_GET_ITEM(args.ptr(), i);
+      if (!is_ndarray(py::handle(o))) {
+        out[i] = py::none();
+        continue;
+      }
+      const View& v = as_ndarray(o).v;
+      int64_t first = arrays, delta = 0;
+      for (const auto& [b, at] : seen) {
+        if (b == v.buffer.get()) {
+          first = at.first;
+          delta = v.offset - at.second;
+          break;
+        }
+      }
+      if (first == arrays) seen.push_back({v.buffer.get(), {arrays, v.offset}});
+      ++arrays;
+      out[i] = py::make_tuple(kA, dtype_object(v.dtype), tuple_of(v.shape), tuple_of(v.strides, itemsize(v.dtype)),
+                              first, delta);
+    }
+    return out;
+  });
   m.def("_is_deferred_scalar", [](py::handle x) { return is_ndarray(x) && as_ndarray(x).deferred_scalar; });
 
   py::class_<PyProgram>(m, "_Program")
