@@ -68,11 +68,6 @@ void bind_jit(py::module_& m) {
   m.def("_trace_abort", [](const std::string& why) { trace::abort(why); });
   m.def("_trace_aborted", []() { return trace::aborted(); });
   m.def("_trace_mark", [](int kind, int64_t loop) { trace::mark(static_cast<trace::MarkKind>(kind), loop); });
-  // An array's memory, for the guards' aliasing key: (buffer id, offset in elements).
-  m.def("_jit_buffer", [](py::handle x) {
-    const View& v = as_ndarray(x).v;
-    return py::make_tuple(v.buffer->id(), v.offset);
-  });
   // numfuse.jit's guard key of each array among `args` (a tuple): ("A",
   // dtype, shape, strides, k, delta) -- k the first array argument on the
   // same memory (its own position among the arrays if none), delta its
