@@ -1,5 +1,6 @@
 // Rerolling a capture into a Program (trace.h).
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -251,13 +252,21 @@ class Reroller {
     Shape s;
     s.a = a;
     s.b = b;
-    std::ostringstream key;
+    std::string& key = s.key;  // (appended to: a shape is computed for every iteration of every loop)
+    key.reserve(512);
+    auto num = [&](int64_t x) {
+      char buf[24];
+      key.append(buf, std::to_chars(buf, buf + sizeof buf, x).ptr);
+    };
     std::unordered_map<int, int> ordinal;
     auto aff = [&](const Aff& f) {
       s.nums.push_back(f.c);
-      key << '[';
-      for (int64_t x : f.k) key << x << ',';
-      key << ']';
+      key += '[';
+      for (int64_t x : f.k) {
+        num(x);
+        key += ',';
+      }
+      key += ']';
     };
     auto ref = [&](int mem) {
       const int r = find(mem);
@@ -265,7 +274,9 @@ class Reroller {
       if (m.temp && m.first >= a && m.first < b) {
         auto [it, fresh] = ordinal.try_emplace(r, static_cast<int>(s.locals.size()));
         if (fresh) s.locals.push_back(r);
-        key << 'L' << it->second << ';';
+        key += 'L';
+        num(it->second);
+        key += ';';
         return;
       }
       if (prev && m.temp && m.first >= prev->a && m.first < prev->b) {
@@ -274,24 +285,30 @@ class Reroller {
           const int q = static_cast<int>(at - prev->locals.begin());
           if (std::find(s.carried.begin(), s.carried.end(), std::make_pair(q, r)) == s.carried.end())
             s.carried.push_back({q, r});
-          key << 'P' << q << ';';
+          key += 'P';
+          num(q);
+          key += ';';
           return;
         }
       }
-      key << 'E' << r << ';';
+      key += 'E';
+      num(r);
+      key += ';';
     };
     std::function<void(const std::vector<Item>&)> walk = [&](const std::vector<Item>& items) {
       for (const Item& i : items) {
         if (i.loop) {
-          key << "loop{";
+          key += "loop{";
           aff(i.trip);
           walk(i.body);
-          key << '}';
+          key += '}';
           continue;
         }
         const Op& op = i.op;
         const Task& t = *op.task;
-        key << "op(" << structure(t) << ')';
+        key += "op(";
+        structure(t, key);
+        key += ')';
         for (const Aff& e : op.extents) aff(e);
         for (const Op::Access& v : op.views) {
           ref(v.slot);
@@ -307,7 +324,6 @@ class Reroller {
     };
     walk(items);
     std::sort(s.carried.begin(), s.carried.end());
-    s.key = key.str();
     return s;
   }
 
@@ -333,9 +349,9 @@ class Reroller {
     }
   }
 
-  static std::string structure(const Task& t) {
-    // The task's fields rerolling must see equal (its numbers aside).
-    std::string s(static_cast<const char*>(t.head_bytes()), Task::kHeadBytes);
+  // Appends to s the task's fields rerolling must see equal (its numbers aside).
+  static void structure(const Task& t, std::string& s) {
+    s.append(static_cast<const char*>(t.head_bytes()), Task::kHeadBytes);
     s += t.name;
     s += '|';
     auto put = [&](const void* p, size_t n) { s.append(static_cast<const char*>(p), n); };
@@ -356,7 +372,6 @@ class Reroller {
     put(&t.output.dtype, sizeof t.output.dtype);
     const int nidx = static_cast<int>(t.indices.size());
     put(&nidx, sizeof nidx);
-    return s;
   }
 
   // A marked loop as runs: blocks of p consecutive iterations (p = 1, or up
