@@ -183,6 +183,9 @@ class _Range:
 _max, _min = _builtins.max, _builtins.min
 
 
+_is_deferred, _where, _scalar_of = _core._is_deferred_scalar, _core.where, _core._scalar_of
+
+
 def _traced_extreme(builtin, greater):
     """``max`` / ``min`` as a traced function sees them: of two or more 0-d
     numfuse values of one dtype (element reads, `a[i, j] + 1`), the value
@@ -192,15 +195,19 @@ def _traced_extreme(builtin, greater):
     trace. Anything else is the builtin's."""
 
     def extreme(*args, **kwargs):
-        if kwargs or len(args) < 2 or not _core._is_deferred_scalar(args[0]):
+        if kwargs or len(args) < 2:
             return builtin(*args, **kwargs)
-        dt = args[0].dtype
-        if any(not _core._is_deferred_scalar(a) or a.dtype != dt for a in args[1:]):
+        a = args[0]
+        if not _is_deferred(a):
             return builtin(*args, **kwargs)
-        best = args[0]
-        for a in args[1:]:
-            best = _core.where(a > best if greater else a < best, a, best)
-        return best[()]  # (a scalar, as the builtin's pick is)
+        dt = a.dtype
+        for b in args[1:]:
+            if not _is_deferred(b) or b.dtype != dt:
+                return builtin(*args, **kwargs)
+        best = a
+        for b in args[1:]:
+            best = _where(b > best if greater else b < best, b, best)
+        return _scalar_of(best)  # (a scalar, as the builtin's pick is)
 
     extreme.__name__ = builtin.__name__
     extreme.__doc__ = builtin.__doc__

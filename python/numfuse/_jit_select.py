@@ -497,13 +497,13 @@ def _choose(b, x, y):
                 tx is not float or math.copysign(1.0, x) == math.copysign(1.0, y)):
             return x
         u, v = _num_of(x, tx), _num_of(y, tx)
-        r = _core.where(b, u._v, v._v)[()]
+        r = _core._scalar_of(_core.where(b, u._v, v._v))
         if tx is float:
             return Num(r, float)
         return Num(r, tx, min(u._lo, v._lo), max(u._hi, v._hi))
     if type(x) is _ndarray and type(y) is _ndarray and _core._is_deferred_scalar(x) and \
             _core._is_deferred_scalar(y) and x.dtype == y.dtype:
-        return _core.where(b, x, y)[()]
+        return _core._scalar_of(_core.where(b, x, y))
     stop("a choice on an array value between values that are not two values of one type")
 
 
@@ -571,7 +571,7 @@ def _store(b, v, old, taken, nested=()):
     r = _core.where(mask, v, old)
     if r.shape != old.shape:
         stop("a choice on an array value storing a value of another shape")
-    return r[()] if r.ndim == 0 else r
+    return _core._scalar_of(r) if r.ndim == 0 else r
 
 
 def _val(x, v):

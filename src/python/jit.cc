@@ -100,6 +100,12 @@ void bind_jit(py::module_& m) {
     }
     return out;
   });
+  // A fresh 0-d result (a select the tracer made) as the NumPy scalar it
+  // stands for, without a copy: a deferred scalar on its memory.
+  m.def("_scalar_of", [](py::handle x) -> py::object {
+    if (!is_ndarray(x) || as_ndarray(x).v.ndim() != 0) throw TypeError("_scalar_of: expected a 0-d numfuse array");
+    return scalar_result(as_ndarray(x).v);
+  });
   m.def("_is_deferred_scalar", [](py::handle x) { return is_ndarray(x) && as_ndarray(x).deferred_scalar; });
 
   py::class_<PyProgram>(m, "_Program")
