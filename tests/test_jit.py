@@ -1291,3 +1291,24 @@ def test_nested_ifs_elif_chains_and_boolean_operators_are_choices():
             want = nested(onp, xx.copy(), yy.copy())
             assert_same(j(nf.asarray(xx), nf.asarray(yy)), want)
         assert j.stats["compiled_runs"] == 3 and j.stats["plain_runs"] == 0, j.explain()
+
+
+def test_a_function_whose_source_changed_is_not_rewritten(tmp_path):
+    """The rewrite compiles the function's source: where the file no longer
+    holds the function's code (edited since the import, a notebook cell run
+    again), the function runs the ordinary way, as it is."""
+    import importlib.util
+    import linecache
+    path = tmp_path / "edited.py"
+    path.write_text("def f(np, x):\n    t = 0\n    for i in range(x.shape[0]):\n"
+                    "        t = t + (1 if x[i] > 0 else 0)\n    return t\n")
+    spec = importlib.util.spec_from_file_location("edited_mod", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    path.write_text("def f(np, x):\n    t = 0\n    for i in range(x.shape[0]):\n"
+                    "        t = t + (5 if x[i] > 0 else 0)\n    return t\n")
+    linecache.checkcache(str(path))
+    x = onp.array([1.0, -1.0, 2.0])
+    j = nf.jit(lambda a: mod.f(nf, a))
+    assert j(nf.asarray(x)) == mod.f(onp, x) == 2
+    assert j.stats["plain_runs"] == 1 and j.stats["traces"] == 1, j.explain()

@@ -362,6 +362,38 @@ def _with_helpers(code):
     return code.replace(co_consts=consts)
 
 
+def _same_code(a, b):
+    """Whether code objects a and b are the same program (bytecode, names,
+    constants; nested code too), whatever their line numbers."""
+    if a.co_code != b.co_code or a.co_names != b.co_names or a.co_varnames != b.co_varnames or \
+            len(a.co_consts) != len(b.co_consts):
+        return False
+    for x, y in zip(a.co_consts, b.co_consts):
+        if isinstance(x, types.CodeType) or isinstance(y, types.CodeType):
+            if not (isinstance(x, types.CodeType) and isinstance(y, types.CodeType) and _same_code(x, y)):
+                return False
+        elif type(x) is not type(y) or repr(x) != repr(y):
+            return False
+    return True
+
+
+def _compiled(code, fdef):
+    """fdef compiled as the function of `code` (its free variables kept free:
+    defined in an outer function that has them as arguments)."""
+    outer = ast.FunctionDef(
+        name="__numfuse_outer__",
+        args=ast.arguments(posonlyargs=[], args=[ast.arg(n) for n in code.co_freevars], vararg=None, kwonlyargs=[],
+                           kw_defaults=[], kwarg=None, defaults=[]),
+        body=[fdef, ast.Return(ast.Name(fdef.name, ast.Load()))], decorator_list=[])
+    ast.copy_location(outer, fdef)
+    mod = ast.fix_missing_locations(ast.Module(body=[outer], type_ignores=[]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # ("'str' object is not callable")
+        mcode = compile(mod, code.co_filename, "exec", dont_inherit=True)
+    ocode = next(c for c in mcode.co_consts if isinstance(c, types.CodeType))
+    return next((c for c in ocode.co_consts if isinstance(c, types.CodeType) and c.co_name == code.co_name), None)
+
+
 def rewrite(code):
     """(the code of a function whose choices on values are selects -- same
     arguments, free variables and line numbers --, the conditions' source
@@ -385,24 +417,17 @@ def rewrite(code):
                           for n in ast.walk(tree))
             if isinstance(fdef, ast.FunctionDef) and fdef.name == code.co_name and not private:
                 fdef.decorator_list = []
-                r = _Rewriter(indent)
-                fdef = r.visit(fdef)
-                if r.count:
-                    # Free variables stay free: the function is defined in
-                    # an outer one that has them as arguments.
-                    outer = ast.FunctionDef(
-                        name="__numfuse_outer__",
-                        args=ast.arguments(posonlyargs=[], args=[ast.arg(n) for n in code.co_freevars],
-                                           vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
-                        body=[fdef, ast.Return(ast.Name(fdef.name, ast.Load()))], decorator_list=[])
-                    ast.copy_location(outer, fdef)
-                    mod = ast.fix_missing_locations(ast.Module(body=[outer], type_ignores=[]))
-                    with warnings.catch_warnings():
-                        warnings.simplefilter("ignore")  # ("'str' object is not callable")
-                        mcode = compile(mod, code.co_filename, "exec", dont_inherit=True)
-                    ocode = next(c for c in mcode.co_consts if isinstance(c, types.CodeType))
-                    fcode = next(c for c in ocode.co_consts if isinstance(c, types.CodeType) and c.co_name == code.co_name)
-                    if (fcode.co_freevars == code.co_freevars and fcode.co_argcount == code.co_argcount and
+                # The source must be the code's (a file edited since the
+                # function was made, a notebook cell run again: linecache
+                # holds the new text): compiled unchanged, it gives the
+                # same bytecode.
+                same = _compiled(code, copy.deepcopy(fdef))
+                if same is not None and _same_code(same, code):
+                    r = _Rewriter(indent)
+                    fdef = r.visit(fdef)
+                    fcode = _compiled(code, fdef) if r.count else None
+                    if (fcode is not None and fcode.co_freevars == code.co_freevars and
+                            fcode.co_argcount == code.co_argcount and
                             fcode.co_kwonlyargcount == code.co_kwonlyargcount and
                             fcode.co_posonlyargcount == code.co_posonlyargcount):
                         new = _with_helpers(fcode).replace(co_qualname=code.co_qualname), r.spans
