@@ -64,6 +64,9 @@ from . import _core
 _ndarray = _core.ndarray
 _PKG = __file__.rsplit("/", 1)[0] + "/"
 _PY_SCALARS = (bool, int, float, complex)
+# Where in its source a trace stopped: instruction positions (Python 3.11;
+# on 3.10 nothing is rewritten and such choices run the ordinary way).
+_POSITIONS = hasattr(types.CodeType, "co_positions")
 
 # The rewritten code calls the helpers through constants (no name is added
 # to the function's globals): these strings, replaced in the compiled code.
@@ -400,6 +403,8 @@ def rewrite(code):
     spans), or None when it has none or its source cannot be rewritten."""
     if code in _rewritten:
         return _rewritten[code]
+    if not _POSITIONS:
+        return None
     new = None
     try:
         if code.co_name != "<lambda>" and not code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE |
