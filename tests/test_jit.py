@@ -622,6 +622,12 @@ def test_loop_programs_on_every_tier(tier):
         run_both(gauss_seidel, onp.random.default_rng(1).random((8, 8)), onp.random.default_rng(2).random((8, 8)), 2)
         run_both(levinson, onp.array([2.0, 0.9, 0.4, 0.1, 0.05]))
         run_both(data_dependent, onp.random.default_rng(4).random(9), expect_compiled=False)
+        # Choices on array values and Python numbers (traced again rewritten).
+        rng = onp.random.default_rng(5)
+        for fn, make in ((nussinov, lambda: rng.integers(0, 4, 9)),
+                         (crc16, lambda: rng.integers(0, 256, 12, dtype=onp.uint8)),
+                         (relax, lambda: rng.integers(0, 30, (5, 5)).astype(onp.float64))):
+            _select_calls(nf.jit(lambda a, fn=fn: fn(nf, a)), make(), fn, make())
 
 
 @pytest.mark.parametrize("chunk", range(10))
