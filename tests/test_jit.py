@@ -1318,3 +1318,50 @@ def test_a_function_whose_source_changed_is_not_rewritten(tmp_path):
     j = nf.jit(lambda a: mod.f(nf, a))
     assert j(nf.asarray(x)) == mod.f(onp, x) == 2
     assert j.stats["plain_runs"] == 1 and j.stats["traces"] == 1, j.explain()
+
+
+class _Scaler:
+    def __init__(self, k):
+        self.k = k
+
+    def pick(self, np, x, i):
+        return x[i] * self.k if x[i] > 0 else -x[i]
+
+
+_scaler = _Scaler(3.0)
+
+
+@nf.jit
+def _decorated(x):
+    out = x * 0
+    counter = [0]
+
+    def bump(v):
+        nonlocal counter
+        return v + 1.0 if v > 1 else v  # (a closure of the traced function: rewritten too)
+
+    for i in range(x.shape[0]):
+        out[i] = bump(_scaler.pick(nf, x, i))
+    counter[0] += 1
+    return out
+
+
+def test_choices_in_methods_closures_and_decorated_functions():
+    """The rewrite compiles the function it stopped in from its source with
+    its free variables kept free: a method (self read from the call), a
+    closure defined in the traced function (made again by the rewritten
+    code), a function decorated with numfuse.jit."""
+    rng = onp.random.default_rng(4)
+
+    def expected(x):
+        out = x * 0
+        for i in range(x.shape[0]):
+            v = x[i] * 3.0 if x[i] > 0 else -x[i]
+            out[i] = v + 1.0 if v > 1 else v
+        return out
+
+    for _ in range(3):
+        x = rng.standard_normal(8)
+        assert_same(_decorated(nf.asarray(x)), expected(x))
+    assert _decorated.stats["compiled_runs"] == 3, _decorated.explain()
+    assert _Scaler.pick.__code__.co_qualname == "_Scaler.pick"  # (restored)

@@ -451,27 +451,40 @@ def functions_of(code):
     return [f for f in gc.get_referrers(code) if type(f) is types.FunctionType and f.__code__ is code]
 
 
+def _contains(outer, code):
+    return any(c is code or (isinstance(c, types.CodeType) and _contains(c, code)) for c in outer.co_consts)
+
+
 def stopped_in(tb):
-    """The code of the innermost frame of a traceback outside numfuse, if it
-    stopped in the condition of a choice its rewrite makes a select."""
-    code = lasti = None
+    """The code of the function to rewrite for a traceback's stop in a
+    choice the rewrite makes a select: the innermost frame outside numfuse
+    -- or, where that function is defined inside another (a closure made
+    anew by each call), the outermost frame's function that defines it,
+    whose rewrite rewrites the closure's definition."""
+    frames = []
     while tb is not None:
         c = tb.tb_frame.f_code
         if not c.co_filename.startswith(_PKG):
-            code, lasti = c, tb.tb_lasti
+            frames.append((c, tb.tb_lasti))
         tb = tb.tb_next
-    r = rewrite(code) if code is not None else None
-    if r is None:
+    if not frames:
         return None
+    code, lasti = frames[-1]
     try:
         line, _, col, _ = next(itertools.islice(code.co_positions(), lasti // 2, None))
-    except (StopIteration, ValueError):
+    except (StopIteration, ValueError, AttributeError):
         return None
     if line is None or col is None:
         return None
-    for l0, c0, l1, c1 in r[1]:
-        if (l0, c0) <= (line, col) < (l1, c1):
-            return code
+    # The outermost frame whose function defines this code (itself, or
+    # an enclosing function that makes it anew on each call).
+    for c, _ in frames:
+        if c is code or _contains(c, code):
+            r = rewrite(c)
+            if r is not None and c.co_filename == code.co_filename and any(
+                    (l0, c0) <= (line, col) < (l1, c1) for l0, c0, l1, c1 in r[1]):
+                return c
+            return None
     return None
 
 
