@@ -1,43 +1,56 @@
-"""numfuse.jit: choices on array values inside a trace, as selects.
+"""numfuse.jit: choices on array values inside a trace, as selects, and the
+Python numbers computed from array values.
 
-``a if c else b`` and ``if c: ... else: ...`` where ``c`` is an array value
-(``1 if s[i] + s[j] == 3 else 0``, ``if d[i, k] + d[k, j] < d[i, j]:
-d[i, j] = d[i, k] + d[k, j]``) need the value of ``c`` in Python, which a
-trace does not have: the trace stops there. Then the function it stopped in
-is rewritten from its source (``ast``) and the call traced again with that
-code (the function object's ``__code__`` swapped in for the trace only):
+``a if c else b``, ``if c: ... elif ...: ... else: ...``, ``c and d``,
+``not c`` where ``c`` is an array value (``1 if s[i] + s[j] == 3 else 0``,
+``if d[i, k] + d[k, j] < d[i, j]: d[i, j] = d[i, k] + d[k, j]``), and
+``int(a[i])``, ``float(a[i])``, ``a[i].item()``, need a value in Python,
+which a trace does not have: the trace stops there (TraceAbort). Then the
+function it stopped in (``stopped_in``: the innermost user frame, or the
+function that defines it if it is a closure made by each call) is rewritten
+from its source (``rewrite``: ``ast``, only where the source compiles to the
+function's own code) and the call traced again with that code, swapped into
+the function object for the trace only:
 
 - ``a if c else b`` becomes ``_select(c, lambda: a, lambda: b)``;
 - an ``if`` statement whose branches only assign (names, elements or slices
   ``X[idx]`` of arrays named by a name, with an index made of names and
-  constants; ``x += ...``; tuple assignments such as a swap) becomes::
+  constants; ``x += ...``; tuple assignments such as a swap; ``if``s nested
+  in them, an ``elif``) becomes::
 
       c_ = c
       b_ = _cond(c_)             # not None: a 0-d array inside a trace
       if b_ is not None:
-          (both branches, each into its own temporaries; then for every
-           name either assigns: name = _pick(b_, then value, else value);
-           for every element or slice either stores: X[idx] =
-           _store(b_, value, X[idx], branch))
+          (both branches, each into its own temporaries, nested ``if``s
+           as picks; then for every name either assigns: name =
+           _pick(b_, then value, else value); for every element or slice
+           either stores: X[idx] = _store(b_, value, X[idx], branch,
+           nested conditions))
       elif c_:
           (the branch as written)
       else:
           (the other branch as written)
 
-Outside a trace, or with a Python condition, the code does what the
-original does (the condition evaluated and tested once, one branch run).
+- ``and``/``or``/``not`` become _and/_or/_not (_and_truth/_or_truth where
+  only the truth counts: a test); ``int``/``float``/``bool`` calls and
+  ``.item()`` become _conv/_item; ``X[idx] = v`` becomes ``X[idx] = _val(X,
+  v)``.
+
+Outside a trace, or with Python values, the rewritten code does what the
+original does (a condition evaluated and tested once, one branch run).
 With an array condition both branches run and the program chooses, where
 that is exact:
 
 - two 0-d numfuse values (element reads) of one dtype: a deferred scalar
   of that dtype, as either is;
-- two Python scalars of one type (``1`` / ``0``): a _Select, which stands for
-  a Python scalar -- a weak operand: meeting an array of dtype D through an
-  operator it becomes the select in the dtype NumPy gives the Python scalar
-  next to D (with NumPy's range check for both values). A use of its value
-  in Python stops the trace;
+- two Python numbers of one type (``1`` / ``0``): a Num, which stands for a
+  Python number the program computes (so do ``int(a[i])`` and the
+  arithmetic on such numbers, with bounds that keep a Python int exact in
+  int64) -- a weak operand: meeting an array of dtype D it is the value in
+  the dtype NumPy gives that Python scalar next to D. A use of its value in
+  Python (an index, ``range``, a format) stops the trace;
 - a store: the value in the array's dtype exactly as NumPy would store it
-  (the same dtype, or a Python scalar that converts exactly), else stop.
+  (the same dtype, or a Python number that converts exactly), else stop.
 
 Anything else (values of different types or shapes, a branch that raises,
 a name one branch leaves unbound, an in-place update of an array, a branch
