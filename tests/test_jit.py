@@ -1202,6 +1202,8 @@ _STMTS = [
     "if y[i] > 0:\n        if x[i] {cmp} 3:\n            a = a + 2\n        else:\n            out[i] = 1\n"
     "    else:\n        b = b + 1.0",
     "a = a + (1 if x[i] > 1 and x[i] < 7 else 0)",
+    "a = max(a, int(x[i]) * 2 - 5)",
+    "a = min(a + 3, int(x[i]), 6)",
 ]
 
 
@@ -1365,3 +1367,23 @@ def test_choices_in_methods_closures_and_decorated_functions():
         assert_same(_decorated(nf.asarray(x)), expected(x))
     assert _decorated.stats["compiled_runs"] == 3, _decorated.explain()
     assert _Scaler.pick.__code__.co_qualname == "_Scaler.pick"  # (restored)
+
+
+def extremes_of_numbers(np, x):
+    best, worst, acc = 0, 10**6, 0.0
+    for i in range(x.shape[0]):
+        k = int(x[i])
+        best = max(best, k * 2 - 3)
+        worst = min(k, worst, 7)
+        acc = max(acc, float(x[i]) / 2)
+    return best, worst, acc
+
+
+def test_builtin_max_and_min_of_python_numbers_the_program_computes():
+    rng = onp.random.default_rng(7)
+    j = nf.jit(lambda a: extremes_of_numbers(nf, a))
+    for _ in range(3):
+        x = rng.integers(0, 50, 20).astype(onp.int32)
+        got, want = j(nf.asarray(x)), extremes_of_numbers(onp, x)
+        assert got == want and [type(g) for g in got] == [type(w) for w in want]
+    assert j.stats["compiled_runs"] == 3, j.explain()

@@ -188,7 +188,8 @@ _is_deferred, _where, _scalar_of = _core._is_deferred_scalar, _core.where, _core
 
 def _traced_extreme(builtin, greater):
     """``max`` / ``min`` as a traced function sees them: of two or more 0-d
-    numfuse values of one dtype (element reads, `a[i, j] + 1`), the value
+    numfuse values of one dtype (element reads, `a[i, j] + 1`), or of Python
+    numbers of one type the program computes (_jit_select.Num), the value
     Python's would pick -- the first, replaced by each later one that
     compares greater (less) -- as a select the program computes, so a
     dynamic program's `max(t[i, j - 1], t[i + 1, j])` does not stop the
@@ -199,6 +200,8 @@ def _traced_extreme(builtin, greater):
             return builtin(*args, **kwargs)
         a = args[0]
         if not _is_deferred(a):
+            if any(type(x) is _jit_select.Num for x in args):  # (Python numbers the program computes)
+                return _jit_select.extreme(args, greater)
             return builtin(*args, **kwargs)
         dt = a.dtype
         for b in args[1:]:

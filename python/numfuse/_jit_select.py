@@ -656,6 +656,20 @@ def _item(x):
     return x.item()
 
 
+def extreme(args, greater):
+    """Builtin max/min (`greater`) of Python numbers of one type, some of
+    them Nums: Python's pick (the first, replaced by each later one that
+    compares greater or less) as the program's choice."""
+    t = _ptype(args[0])
+    if t is None or any(_ptype(x) is not t for x in args[1:]):
+        stop("max/min of a number the program computes with values of another type")
+    best = args[0]
+    for x in args[1:]:
+        better = _num_of(x, t) > _num_of(best, t) if greater else _num_of(x, t) < _num_of(best, t)
+        best = _choose(_cond(better), x, best)
+    return best
+
+
 def _fail(e):
     stop(f"a branch of a choice on an array value raised {type(e).__name__}")
 
