@@ -116,11 +116,7 @@ class _ArrayIter(_MarkedIter):
         return self._a[super().__next__()]
 
 
-def _trace_iter(a):
-    return _ArrayIter(a)
-
-
-_core._set_trace_iter(_trace_iter)
+_core._set_trace_iter(_ArrayIter)
 
 
 class _Range:

@@ -276,7 +276,6 @@ PyObject* create_like(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObje
   return other_fallback(which, args, nargs, kwnames);
 }
 
-// The fast forms of three methods (self is passed first, as to the fallbacks).
 // r, the result of a method of self: where self is a deferred scalar (a
 // NumPy scalar still being computed) and r is 0-d, the scalar NumPy's
 // scalar method returns (`np.float64(1).copy()` is a float64, not an array).
@@ -286,6 +285,7 @@ PyObject* scalar_like(PyObject* self, PyObject* r) {
   return guarded([&] { return scalar_result(as_ndarray(o).v).release().ptr(); });
 }
 
+// The fast forms of three methods (self is passed first, as to the fallbacks).
 PyObject* self_first(Other which, PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames,
                      PyObject* (*fast)(PyObject*, PyObject* const*, Py_ssize_t, PyObject*, bool*)) {
   bool taken = false;
