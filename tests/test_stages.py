@@ -34,6 +34,16 @@ from conftest import to_np
 N = 300
 
 
+@pytest.fixture(autouse=True)
+def _compiled_tier():
+    # A multi-stage kernel seen for the first time runs its stages on tier 0
+    # when that is cheaper than its compile (flush.cc, choose_chain_tier; its
+    # own tests are in test_first_calls.py): these tests are about the
+    # kernels, so they run on the compiled tier.
+    with nf.config(tier="lazy"):
+        yield
+
+
 def blur(lib, a):
     bx = (a[:, :-2] + a[:, 1:-1] + a[:, 2:]) / 3
     return (bx[:-2, :] + bx[1:-1, :] + bx[2:, :]) / 3

@@ -305,8 +305,13 @@ class Explanation:
                 how += (f"; reads {g['reads']} array{'s' if g['reads'] != 1 else ''}, "
                         f"writes {g['writes']}")
             if g["tier0"]:
-                how += (" (run by the interpreter while its kernel compiles in the background)"
-                        if g.get("compiling") else " (run by the interpreter: its kernel is not worth compiling yet)")
+                how += (" (run by the interpreter while its kernel compiles in the background"
+                        if g.get("compiling") else " (run by the interpreter: its kernel is not worth compiling yet")
+                live = len(g["ops"]) - g.get("dead", 0)
+                passes = g.get("tier0_passes", live)
+                if 0 < passes < live:
+                    how += f"; {live} operations in {passes} pass{'es' if passes != 1 else ''}, intermediates spliced"
+                how += ")"
         if g.get("stages"):
             how += f" (stage {g['stage']} of {g['stages']} of one multi-stage kernel)"
         if g.get("target") and g["target"] != "cpu":

@@ -1,7 +1,7 @@
-// Compiling kernels in the background: a group that tier 0 interprets while
-// its fused kernel is not worth compiling at once (cost model, flush.cc) is
-// compiled here once its window recurs; later flushes pick the kernel up
-// from the kernel cache.
+// Compiling kernels in the background: a group (or the stages of a
+// multi-stage kernel) that tier 0 interprets while its fused kernel is not
+// worth compiling at once (cost model, flush.cc) is compiled here; later
+// flushes pick the kernel up from the kernel cache.
 #include "pipeline/tiers.h"
 #include "pipeline/tuning.h"
 #include "pipeline/worker.h"
@@ -14,14 +14,22 @@ struct CompileJob {
   std::shared_ptr<const mdh::MdHom> hom;
   tune::Schedule schedule;
   jit::KernelRef upgrade;  // set: recompile this Quick kernel Full instead
+  std::shared_ptr<const ChainCompile> chain;  // set: compile this multi-stage kernel instead
   const Target* target = &cpu_target();
 };
 
 // A compile is not interrupted (abort is ignored): pause() waits for it.
 // Nobody waits for a background compile: it compiles Full.
 void compile_job(CompileJob& job, const std::atomic<bool>&) {
-  if (job.upgrade) jit::KernelCache::instance().upgrade(job.upgrade);
-  else compile_kernel(*job.hom, job.schedule, jit::Opt::Full, nullptr, nullptr, *job.target);
+  if (job.upgrade) {
+    jit::KernelCache::instance().upgrade(job.upgrade);
+  } else if (job.chain) {
+    const ChainCompile& c = *job.chain;
+    std::vector<const mdh::MdHom*> homs;
+    for (const auto& b : c.stages) homs.push_back(&b->hom);
+    compile_chain(homs, c.schedules, c.shape, jit::Opt::Full, nullptr, nullptr, *c.target);
+  } else { compile_kernel(*job.hom, job.schedule, jit::Opt::Full, nullptr, nullptr, *job.target);
+  }
 }
 
 Worker<CompileJob>& queue() {
@@ -29,18 +37,55 @@ Worker<CompileJob>& queue() {
   return *q;
 }
 
+// The jobs a flush queues while it runs (CompileHold): they start when it
+// ends, so that a compile does not take the machine from the tier-0 work
+// it queued them next to (on a two-core machine a background compile
+// running beside tier 0 measured the group's tier-0 run 2x slower).
+thread_local std::vector<std::pair<std::string, CompileJob>>* t_held = nullptr;  // (Held)
+
+void enqueue(std::string key, CompileJob job) {
+  if (t_held) t_held->emplace_back(std::move(key), std::move(job));
+  else queue().enqueue(std::move(key), std::move(job));
+}
+
 }  // namespace
 
 void compile_in_background(std::shared_ptr<const mdh::MdHom> hom, const tune::Schedule& s, const Target& t) {
   std::string key = kernel_key(*hom, s, t);
-  queue().enqueue(std::move(key), CompileJob{std::move(hom), s, nullptr, &t});
+  enqueue(std::move(key), CompileJob{std::move(hom), s, nullptr, nullptr, &t});
 }
-bool compile_pending(const std::string& key) { return queue().pending(key); }
+void compile_chain_in_background(std::string key, std::shared_ptr<const ChainCompile> chain) {
+  enqueue(std::move(key), CompileJob{nullptr, {}, nullptr, std::move(chain)});
+}
+bool compile_pending(const std::string& key) {
+  if (t_held)
+    for (const auto& [k, job] : *t_held)
+      if (k == key) return true;
+  return queue().pending(key);
+}
 void upgrade_in_background(jit::KernelRef k) {
   if (!k) return;
   std::string key = "upgrade|" + std::to_string(reinterpret_cast<uintptr_t>(k.get())) + "|" + k->key;
   queue().enqueue(std::move(key), CompileJob{nullptr, {}, std::move(k)});
 }
+using Held = std::vector<std::pair<std::string, CompileJob>>;
+
+CompileHold::CompileHold() {
+  if (t_held) return;  // (an outer hold queues them)
+  t_held = new Held();
+  held_ = t_held;
+}
+CompileHold::~CompileHold() {
+  if (!held_) return;
+  auto* held = static_cast<Held*>(held_);
+  t_held = nullptr;
+  try {
+    for (auto& [key, job] : *held) queue().enqueue(std::move(key), std::move(job));
+  } catch (...) {  // (out of memory: a compile the caches will ask for again)
+  }
+  delete held;
+}
+
 void compile_queue_wait() { queue().wait(); }
 void compile_queue_pause() { queue().pause(); }
 void compile_queue_resume() { queue().resume(); }

@@ -96,6 +96,18 @@ struct PlanGroup {
   mutable bool bound_once = false;
 };
 
+// What a memoized multi-stage kernel learns as its plan is reused: its
+// kernel, when tier 0 ran its stages at first sight and the kernel was
+// compiled in the background (ChainCompile: what that compile needs).
+struct ChainState {
+  std::atomic<jit::Kernel*> fn{nullptr};  // kept alive by `kernel`
+  std::mutex mu;
+  jit::KernelRef kernel;  // set once, under mu
+  std::atomic<int> interpreted{0};
+  std::atomic<bool> queued{false};
+  std::shared_ptr<const detail::ChainCompile> compile;
+};
+
 // A multi-stage kernel of the plan (fusion::Chain): plan groups
 // [first, last] run together when all their kernels are ready.
 struct PlanChain {
@@ -108,7 +120,8 @@ struct PlanChain {
   // The composed kernel (lower::lower of its stages with the shape) and its structure.
   lower::ChainShape shape;
   std::string key;
-  jit::KernelRef fn;
+  jit::KernelRef fn;  // (none: tier 0 runs the stages until `state` has the kernel)
+  std::shared_ptr<ChainState> state = std::make_shared<ChainState>();
   // With tuning on (Config::tune_seconds): the measurement of the launch's
   // choices (tuning.h), found on its first tuned launch.
   mutable std::shared_ptr<detail::LaunchTuning> tuning;  // (written under g_exec_mu, like PlanGroup::bound)
@@ -359,9 +372,15 @@ constexpr double kRepetitionShare = 1.0 / 16;
 // this very flush: compiled at once when one repetition is costly, else in
 // the background while tier 0 runs the first repetitions (kernel_of takes the
 // kernel up for the rest), so that no repetition waits for the compiler.
+std::atomic<bool> g_interpret_groups{false};  // (tests: interpret_groups)
+
 void choose_tier(const std::vector<Task>& window, Prepared& p, const Config& cfg,
                  const std::unordered_map<std::string, Tier0Estimate>& tier0) {
   if (!p.built || p.built->tasks.empty() || p.schedule.routine != tune::Routine::None) return;
+  if (g_interpret_groups.load(std::memory_order_relaxed) && !p.group.stage && detail::interpretable(window, p.group)) {
+    p.interpret = true;
+    return;
+  }
   bool disk = false;
   if (jit::KernelRef f = p.target->compiler().try_get(p.key, &disk)) {
     p.fn = std::move(f);
@@ -384,7 +403,11 @@ void choose_tier(const std::vector<Task>& window, Prepared& p, const Config& cfg
   const bool repeated = !cheap && est.groups > 1 && est.most_ms <= kRepetitionShare * compile;
   if (!cheap && !repeated) return;  // compiled at once
   p.interpret = true;
-  if (repeated || (!eager && wanted_again(p.key)))
+  // Compiled in the background at once when it repeats, was wanted before,
+  // or takes tier 0 a fair share of a compile (the next call takes the
+  // kernel); else when its plan runs again (kernel_of).
+  const bool again = !eager && wanted_again(p.key);
+  if (repeated || again || (!eager && est.ms >= kRepetitionShare * compile))
     detail::compile_in_background(std::shared_ptr<const mdh::MdHom>(p.built, &p.built->hom), p.schedule, *p.target);
 }
 
@@ -441,6 +464,9 @@ struct PreparedChain {
   jit::KernelRef fn;
   bool hit = false, disk_hit = false;
   std::string error;
+  // Not in the caches and cheaper on tier 0 than its compile: tier 0 runs
+  // the stages, the kernel compiles in the background (at once when `queue`).
+  bool on_tier0 = false, queue = false;
 };
 
 // Whether the chain's launch can be planned on this window's bindings;
@@ -475,6 +501,52 @@ void compile_chain(PreparedChain& c, const Target& t) {
   } catch (const std::exception& e) {
     c.error = e.what();
   }
+}
+
+// Whether a multi-stage kernel runs its stages on tier 0 at first sight,
+// as choose_tier decides for a group: its kernel in neither cache, every
+// stage interpretable, and tier 0's estimate for all of them below a
+// compile. Then its stages are interpreted (and never compiled alone) and
+// the kernel compiles in the background: at once when tier 0's time is a
+// fair share of a compile or the kernel was wanted before, else when the
+// plan runs again.
+void choose_chain_tier(const std::vector<Task>& window, std::vector<Prepared>& prepared, PreparedChain& c,
+                       const Config& cfg) {
+  const bool forced = g_interpret_groups.load(std::memory_order_relaxed);
+  if (!forced && (cfg.tier == Tier::Lazy || cfg.random_schedule_seed >= 0 || cfg.tune_seconds > 0)) return;
+  double ms = 0;
+  for (int g = c.chain.first; g <= c.chain.last; ++g) {
+    const Prepared& p = prepared[g];
+    if ((!forced && (p.tuned || p.fn)) || !detail::interpretable(window, p.group)) return;
+    ms += detail::interpret_estimate_ms(window, p.group);
+  }
+  const double compile = detail::compile_estimate_ms();
+  if (!forced && cfg.tier != Tier::Eager && ms >= compile) return;
+  const Target& t = *prepared[c.chain.first].target;
+  if (!forced && t.compiler().try_get(c.key)) return;  // (compile_chain takes it from there)
+  c.on_tier0 = true;
+  c.queue = !forced && cfg.tier != Tier::Eager && (ms >= kRepetitionShare * compile || wanted_again(c.key));
+  for (int g = c.chain.first; g <= c.chain.last; ++g) prepared[g].interpret = true;
+}
+
+// The kernel of a multi-stage kernel whose stages tier 0 has been running
+// (choose_chain_tier): compiled in the background since (nullptr: not yet;
+// queued the second time the plan runs, if not queued already).
+jit::Kernel* chain_kernel(const PlanChain& c, const Target& t) {
+  ChainState& st = *c.state;
+  if (jit::Kernel* f = st.fn.load(std::memory_order_acquire)) return f;
+  if (!st.compile || g_interpret_groups.load(std::memory_order_relaxed)) return nullptr;
+  if (jit::KernelRef f = t.compiler().try_get(c.key)) {
+    std::lock_guard<std::mutex> lock(st.mu);
+    if (!st.kernel) {
+      st.kernel = std::move(f);
+      st.fn.store(st.kernel.get(), std::memory_order_release);
+    }
+    return st.kernel.get();
+  }
+  if (config().tier != Tier::Eager && st.interpreted.fetch_add(1) >= 1 && !st.queued.exchange(true))
+    detail::compile_chain_in_background(c.key, st.compile);
+  return nullptr;
 }
 
 PlanGroup to_plan_group(const std::vector<Task>& window, const Prepared& p) {
@@ -536,6 +608,7 @@ jit::Kernel* kernel_of(const PlanGroup& g) {
     return adopt(detail::compile_kernel(g.tmpl->hom, g.schedule,
                                         config().quick_compile ? jit::Opt::Quick : jit::Opt::Full, nullptr, nullptr,
                                         *g.target));
+  if (g_interpret_groups.load(std::memory_order_relaxed)) return nullptr;
   if (jit::KernelRef f = g.target->compiler().try_get(g.key)) return adopt(std::move(f));
   if (config().tier != Tier::Eager && g.state->interpreted.fetch_add(1) >= 1 && !g.state->queued.exchange(true))
     detail::compile_in_background(std::shared_ptr<const mdh::MdHom>(g.tmpl, &g.tmpl->hom), g.schedule, *g.target);
@@ -599,7 +672,7 @@ void run_group(WindowForm& form, const std::shared_ptr<const Plan>& plan, size_t
     } else {
       form.rewrite();  // (tier 0 runs the tasks)
       fpe::take();
-      detail::interpret(window, g.begin, g.end, g.dead);
+      gr.tier0_passes = detail::interpret(window, g.begin, g.end, g.dead);
       if (const uint8_t f = fpe::take()) note_group_fp(f, window, g);
       gr.tier0 = true;
       gr.compiling = detail::compile_pending(g.key);
@@ -635,7 +708,8 @@ bool run_chain(WindowForm& form, const std::shared_ptr<const Plan>& plan, const 
                const std::vector<const mdh::Bindings*>& given, const Config& cfg, uint64_t& clock,
                std::vector<GroupReport>& reports) {
   const std::vector<Task>& window = *form.window;
-  if (!c.fn) return false;
+  jit::Kernel* const kernel = c.fn ? c.fn.get() : chain_kernel(c, *plan->groups[c.first].target);
+  if (!kernel) return false;
   if (g_refuse_chains.load(std::memory_order_relaxed) > 0 && g_refuse_chains.fetch_sub(1) > 0) return false;
   std::vector<runtime::ChainStage> stages;
   for (int g = c.first; g <= c.last; ++g) {
@@ -694,7 +768,7 @@ bool run_chain(WindowForm& form, const std::shared_ptr<const Plan>& plan, const 
   if (!cp.why_not.empty() || runtime::chain_shape(stages, cp) != c.shape) return false;
   fpe::take();
   const uint64_t t0 = ticks();
-  runtime::run_chain(c.fn->fn.load(std::memory_order_acquire), c.shape, stages, cp);
+  runtime::run_chain(kernel->fn.load(std::memory_order_acquire), c.shape, stages, cp);
   const uint64_t t1 = ticks();
   if (const uint8_t f = fpe::take()) {
     form.rewrite();  // (the flags' analysis reads the tasks)
@@ -706,7 +780,7 @@ bool run_chain(WindowForm& form, const std::shared_ptr<const Plan>& plan, const 
     if (const uint8_t real = detail::genuine(f, ops, window, a.begin, b.end)) detail::note_fp(real, std::move(ops));
   }
   const int64_t ns = static_cast<int64_t>(ticks_to_ms(t1 - t0) * 1e6);
-  detail::credit_quick(c.fn.get(), ns);
+  detail::credit_quick(kernel, ns);
   if (candidate >= 0) c.tuning->record(candidate, ticks_to_ms(t1 - t0));
   for (int g = c.first; g <= c.last; ++g) {
     const PlanGroup& pg = plan->groups[g];
@@ -825,6 +899,11 @@ Config& config() {
 }
 
 void refuse_chain_launches(int n) { g_refuse_chains.store(n); }
+void interpret_groups(bool on) {
+  std::lock_guard<std::recursive_mutex> exec(g_exec_mu);
+  g_interpret_groups.store(on);
+  g_memo.clear();  // (plans made the other way)
+}
 
 void clear_memo() {
   std::lock_guard<std::recursive_mutex> exec(g_exec_mu);
@@ -952,6 +1031,7 @@ std::vector<Task> flush(FlushReport* report, Releaser* releaser) {
   WindowForm form;
   form.window = &window;
   Buffer::next_epoch();  // (device copies of memory NumPy sees are brought again)
+  detail::CompileHold hold;  // (background compiles start once the flush has run)
   try {
     flush_window(form, structure, report, ran, releaser);
   } catch (...) {
@@ -1195,6 +1275,7 @@ void flush_window(WindowForm& form, const Structure& structure, FlushReport* rep
         e.most_ms = std::max(e.most_ms, ms);
         ++e.groups;
       }
+    for (PreparedChain& pc : pchains) choose_chain_tier(window, prepared, pc, cfg);
     for (Prepared& p : prepared) choose_tier(window, p, cfg, tier0);
     rep.analyse_ms = ms_since(t0);
 
@@ -1207,16 +1288,20 @@ void flush_window(WindowForm& form, const Structure& structure, FlushReport* rep
     // (TBB's workers do not exist in a forked child: compile there in turn.)
     // The multi-stage kernels compile with them; their stages' own kernels
     // only if a chain's fails (or, later, when a stage runs alone).
-    for (const PreparedChain& pc : pchains)
+    std::vector<PreparedChain*> chain_todo;
+    for (PreparedChain& pc : pchains) {
+      if (pc.on_tier0) continue;
+      chain_todo.push_back(&pc);
       for (int g = pc.chain.first; g <= pc.chain.last; ++g) prepared[g].deferred = !prepared[g].fn;
+    }
     std::vector<Prepared*> todo;
     for (Prepared& p : prepared)
       if (needs_kernel(p)) todo.push_back(&p);
     auto job = [&](size_t i) {
       if (i < todo.size()) compile_one(*todo[i]);
-      else compile_chain(pchains[i - todo.size()], *prepared[pchains[i - todo.size()].chain.first].target);
+      else compile_chain(*chain_todo[i - todo.size()], *prepared[chain_todo[i - todo.size()]->chain.first].target);
     };
-    const size_t jobs = todo.size() + pchains.size();
+    const size_t jobs = todo.size() + chain_todo.size();
     if (jobs <= 1 || forked_child())
       for (size_t i = 0; i < jobs; ++i) job(i);
     else
@@ -1274,9 +1359,30 @@ void flush_window(WindowForm& form, const Structure& structure, FlushReport* rep
         pc.shape = std::move(prc.shape);
         pc.key = std::move(prc.key);
         pc.fn = std::move(prc.fn);
-        if (prc.hit) rep.memory_hits++;
-        else if (prc.disk_hit) rep.disk_hits++;
-        else rep.kernels_compiled++;
+        if (prc.on_tier0) {
+          // Tier 0 runs the stages (never compiled alone) until the
+          // kernel, compiled in the background, is ready.
+          auto cc = std::make_shared<detail::ChainCompile>();
+          for (int g = c.first; g <= c.last; ++g) {
+            PlanGroup& pg = plan_new->groups[g];
+            pg.state->queued = true;
+            cc->stages.push_back(pg.tmpl);
+            cc->schedules.push_back(pg.schedule);
+          }
+          cc->shape = pc.shape;
+          cc->target = plan_new->groups[c.first].target;
+          pc.state->compile = cc;
+          if (prc.queue) {
+            pc.state->queued = true;
+            detail::compile_chain_in_background(pc.key, std::move(cc));
+          }
+        } else if (prc.hit) {
+          rep.memory_hits++;
+        } else if (prc.disk_hit) {
+          rep.disk_hits++;
+        } else {
+          rep.kernels_compiled++;
+        }
         for (const fusion::Chain::Link& l : c.links)
           for (int k = part.groups[c.first].begin; k < part.groups[c.last].end; ++k)
             if (window[k].output.buffer == l.buffer) {

@@ -94,6 +94,7 @@ struct GroupReport {
   const std::string* stop_ptr = nullptr;
   bool tuned = false;      // the schedule came from the schedule store
   bool tier0 = false;      // run by tier 0 (its kernel not compiled, or not yet)
+  int tier0_passes = 0;    // tier 0: the passes it made (fewer than the operations: some spliced, tier0.cc)
   bool compiling = false;  // tier 0, while the background compiler has its kernel queued or
                            // compiling (later runs, or a loop's later repetitions, take it)
   bool cache_hit = false;  // found in the in-memory kernel cache
@@ -241,6 +242,9 @@ void clear_kernels();
 // Testing: the next `n` multi-stage launches are refused as if the bound
 // views did not fit the chain; their stages run as kernels of their own.
 void refuse_chain_launches(int n);
+// (Tests.) While set, every recorded group tier 0 can run is run there,
+// whatever the caches hold (nothing is compiled for it).
+void interpret_groups(bool on);
 size_t memo_size();
 size_t memo_bytes();  // its estimated memory (bounded)
 Profile profile();

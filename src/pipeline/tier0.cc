@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "core/fpe.h"
@@ -404,16 +405,173 @@ double interpret_estimate_ms(const std::vector<Task>& window, const fusion::Grou
   return ns * 1e-6;
 }
 
-void interpret(const std::vector<Task>& window, int begin, int end, const std::vector<int>& dead) {
+namespace {
+
+// Tier 0 over a group of large operations computes an elementwise
+// operation whose result only one later operation of the group reads, at
+// the same points, inside that reader (numexpr's way): its expression is
+// spliced into the reader's, evaluated block by block along the lines with
+// the reader's, and its result never exists in memory. A chain of such
+// operations (a stencil's sums, `(x - m) ** 2` summed) becomes one pass
+// over its inputs, as the compiled kernel would be, with no compile. The
+// values are the same, operation by operation (the same loops on the same
+// operands; a result whose stored type differs from its computed type is
+// not spliced). Below this many points in the group the splicing is not
+// worth its analysis.
+constexpr int64_t kSplicePoints = 1 << 14;
+
+// The window task that alone reads task p's result, if p can be computed
+// inside it: p is an elementwise map (no contraction) of the group, its
+// stored type is its value's type, its buffer is seen by no Python array
+// and written by no other pending task, its one reader (`cur`: the reader
+// as spliced so far) is a map or reduction of the group over the same
+// domain reading exactly p's output view, and between p and the reader
+// nothing writes what `pt` (p as spliced so far) reads, nor does the
+// reader write it. -1: it cannot.
+int splice_target(const std::vector<Task>& window, int p, const Task& pt, int end, const std::vector<int>& dead,
+                  const std::vector<std::unique_ptr<Task>>& cur, int begin) {
+  if (pt.kind != Task::Kind::Map || pt.solo) return -1;
+  const Buffer* buf = pt.output.buffer.get();
+  if (buf->py_live || pt.expr.nodes[pt.value()].dtype != pt.output.dtype) return -1;
+  int reader = -1;
+  for (int k = p + 1; k < static_cast<int>(window.size()); ++k) {
+    if (k < end && is_dead(dead, k)) continue;
+    const Task& t = window[k];
+    if (t.output.buffer.get() == buf) return -1;
+    for (const View& v : t.inputs)
+      if (v.buffer.get() == buf) {
+        if (reader >= 0 && reader != k) return -1;
+        reader = k;
+      }
+  }
+  if (reader < 0 || reader >= end) return -1;
+  const Task& c = cur[reader - begin] ? *cur[reader - begin] : window[reader];
+  if (c.kind == Task::Kind::Scan || c.solo || c.domain != pt.domain) return -1;
+  for (const View& v : c.inputs)
+    if (v.buffer.get() == buf && !v.same_as(pt.output)) return -1;
+  auto reads = [&](const Buffer* b) {
+    for (const View& v : pt.inputs)
+      if (v.buffer.get() == b) return true;
+    return false;
+  };
+  if (reads(c.output.buffer.get())) return -1;
+  for (int k = p + 1; k < reader; ++k)
+    if (!is_dead(dead, k) && reads(window[k].output.buffer.get())) return -1;
+  return reader;
+}
+
+// Reader `c` with producer `p`'s expression in place of its reads of p's
+// buffer: p's inputs, constants and index functions after c's, p's nodes
+// first (operands precede their users).
+Task splice(const Task& p, const Task& c) {
+  const Buffer* buf = p.output.buffer.get();
+  Task m;
+  m.kind = c.kind;
+  m.reduce = c.reduce;
+  m.acc_dtype = c.acc_dtype;
+  m.solo = c.solo;
+  m.scan_axis = c.scan_axis;
+  m.init_const = c.init_const;
+  m.name = c.name;
+  m.domain = c.domain;
+  m.output = c.output;
+  m.seq = c.seq;
+  SmallVector<int, 8> slot(c.inputs.size(), -1);
+  for (size_t i = 0; i < c.inputs.size(); ++i)
+    if (c.inputs[i].buffer.get() != buf) {
+      slot[i] = static_cast<int>(m.inputs.size());
+      m.inputs.push_back(c.inputs[i]);
+    }
+  const int in0 = static_cast<int>(m.inputs.size());
+  for (const View& v : p.inputs) m.inputs.push_back(v);
+  for (const Scalar& x : c.consts) m.consts.push_back(x);
+  const int c0 = static_cast<int>(m.consts.size());
+  for (const Scalar& x : p.consts) m.consts.push_back(x);
+  for (const IndexFn& f : c.indices) m.indices.push_back(f);
+  const int i0 = static_cast<int>(m.indices.size());
+  for (const IndexFn& f : p.indices) m.indices.push_back(f);
+  for (const ExprNode& x : p.expr.nodes) {
+    ExprNode& n = m.expr.nodes.emplace_back();
+    n = x;
+    if (x.kind == ExprNode::Kind::Input) n.a += in0;
+    else if (x.kind == ExprNode::Kind::Const) n.a += c0;
+    else if (x.kind == ExprNode::Kind::Index) n.a += i0;
+  }
+  const int pv = p.value();
+  SmallVector<int, 16> at(c.expr.nodes.size(), -1);  // c's node -> m's
+  for (size_t k = 0; k < c.expr.nodes.size(); ++k) {
+    const ExprNode& x = c.expr.nodes[k];
+    if (x.kind == ExprNode::Kind::Input && slot[x.a] < 0) {
+      at[k] = pv;
+      continue;
+    }
+    ExprNode& n = m.expr.nodes.emplace_back();
+    n = x;
+    switch (x.kind) {
+      case ExprNode::Kind::Input: n.a = slot[x.a]; break;
+      case ExprNode::Kind::Const: case ExprNode::Kind::Index: break;
+      default:
+        for (int32_t* o : {&n.a, &n.b, &n.c})
+          if (*o >= 0) *o = at[*o];
+    }
+    at[k] = static_cast<int>(m.expr.nodes.size()) - 1;
+  }
+  m.value_node = at[c.value()];
+  m.arg_node = c.arg_node >= 0 ? at[c.arg_node] : -1;
+  return m;
+}
+
+}  // namespace
+
+int interpret(const std::vector<Task>& window, int begin, int end, const std::vector<int>& dead) {
+  int64_t points = 0;
+  for (int k = begin; k < end; ++k)
+    if (!is_dead(dead, k)) points += shape_size(window[k].domain);
+  if (points >= kSplicePoints && end - begin > 1) {
+    // cur[k]: task k as spliced so far; spliced[k]: computed inside its reader.
+    std::vector<std::unique_ptr<Task>> cur(static_cast<size_t>(end - begin));
+    std::vector<bool> spliced(static_cast<size_t>(end - begin), false);
+    bool any = false;
+    for (int k = begin; k < end; ++k) {
+      if (is_dead(dead, k)) continue;
+      const Task& pt = cur[k - begin] ? *cur[k - begin] : window[k];
+      const int r = splice_target(window, k, pt, end, dead, cur, begin);
+      if (r < 0) continue;
+      const Task& c = cur[r - begin] ? *cur[r - begin] : window[r];
+      auto m = std::make_unique<Task>(splice(pt, c));
+      cur[r - begin] = std::move(m);
+      cur[k - begin].reset();
+      spliced[k - begin] = true;
+      any = true;
+    }
+    if (any) {
+      auto task = [&](int k) -> const Task& { return cur[k - begin] ? *cur[k - begin] : window[k]; };
+      for (int k = begin; k < end; ++k) {
+        if (is_dead(dead, k) || spliced[k - begin]) continue;
+        task(k).output.buffer->data();
+        for (const View& v : task(k).inputs) v.buffer->data();
+      }
+      int passes = 0;
+      for (int k = begin; k < end; ++k) {
+        if (is_dead(dead, k) || spliced[k - begin]) continue;
+        if (!run_matmul_blas(task(k))) runtime::tier0_run(task(k));
+        ++passes;
+      }
+      return passes;
+    }
+  }
   for (int k = begin; k < end; ++k) {
     if (is_dead(dead, k)) continue;
     window[k].output.buffer->data();
     for (const View& v : window[k].inputs) v.buffer->data();
   }
+  int passes = 0;
   for (int k = begin; k < end; ++k) {
     if (is_dead(dead, k)) continue;
     if (!run_matmul_blas(window[k])) runtime::tier0_run(window[k]);
+    ++passes;
   }
+  return passes;
 }
 
 double compile_estimate_ms() { return g_compile_ms.load(std::memory_order_relaxed); }
@@ -434,5 +592,6 @@ void install_tier0() {
 }
 
 int64_t tier0_tasks() { return g_tier0_tasks.load(std::memory_order_relaxed); }
+
 
 }  // namespace nf::pipeline

@@ -9,7 +9,10 @@
 // repeated in its window (a loop body) whose repetitions together cost more
 // than the compile, but each one little (flush.cc: kRepetitionShare), is
 // queued for the background compiler at once: tier 0 runs the repetitions
-// until it is ready, and the later ones take it. The tier is
+// until it is ready, and the later ones take it. A multi-stage kernel
+// (fusion::Chain) is decided the same way for all its stages together: at
+// first sight, when tier 0 runs them for less than a compile, they are
+// interpreted and the kernel compiles in the background. The tier is
 // forced by Config::tier: Lazy always compiles (the compiled tier, as tests
 // and benchmarks of it need), Eager interprets whenever it can.
 #pragma once
@@ -33,8 +36,10 @@ bool interpretable(const std::vector<Task>& window, const fusion::Group& g);
 double interpret_estimate_ms(const std::vector<Task>& window, const fusion::Group& g);
 // Runs the tasks [begin, end) of the window on tier 0, skipping `dead`
 // ones. Every output is allocated before the first task runs, so the group
-// runs whole or (on an allocation failure) not at all.
-void interpret(const std::vector<Task>& window, int begin, int end, const std::vector<int>& dead);
+// runs whole or (on an allocation failure) not at all. Large groups splice
+// an elementwise task into its one reader (tier0.cc): returns the passes
+// made (the tasks run, spliced ones counted in their readers).
+int interpret(const std::vector<Task>& window, int begin, int end, const std::vector<int>& dead);
 // A floating-point matrix product task run with BLAS (false: not one).
 bool run_matmul_blas(const Task& t);
 
@@ -45,10 +50,31 @@ void note_compile_ms(double ms);
 // The background compiler.
 void compile_in_background(std::shared_ptr<const mdh::MdHom> hom, const tune::Schedule& s,
                            const Target& t = cpu_target());
+// A multi-stage kernel (fusion::Chain) for the background compiler: its
+// stages (templates: the homs), their schedules and the launch's shape.
+struct ChainCompile {
+  std::vector<std::shared_ptr<const mdh::Built>> stages;
+  std::vector<tune::Schedule> schedules;
+  lower::ChainShape shape;
+  const Target* target = &cpu_target();
+};
+void compile_chain_in_background(std::string key, std::shared_ptr<const ChainCompile> chain);
 // Whether the background compiler has the kernel of `key` queued or compiling.
 bool compile_pending(const std::string& key);
 // Recompiles a Quick kernel Full on the background compiler (once per kernel).
 void upgrade_in_background(jit::KernelRef k);
+// While one lives on a thread (a flush), the compiles it asks for are held
+// and queued when it ends (the outermost one).
+class CompileHold {
+ public:
+  CompileHold();
+  ~CompileHold();
+  CompileHold(const CompileHold&) = delete;
+  CompileHold& operator=(const CompileHold&) = delete;
+
+ private:
+  void* held_ = nullptr;
+};
 void compile_queue_wait();
 void compile_queue_pause();
 void compile_queue_resume();

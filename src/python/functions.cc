@@ -62,6 +62,7 @@ py::dict report_dict(const pipeline::FlushReport& r) {
     d["cache_hit"] = g.cache_hit;
     d["tier0"] = g.tier0;
     d["compiling"] = g.compiling;
+    d["tier0_passes"] = g.tier0_passes;
     d["tuned"] = g.tuned;
     d["disk_hit"] = g.disk_hit;
     d["source"] = g.source;
@@ -656,6 +657,7 @@ void bind_functions(py::module_& m) {
   m.def("trim_memory", []() { Buffer::trim_cache(); });
   m.def("_inject_allocation_failure", [](int64_t after) { Buffer::inject_allocation_failure(after); });
   m.def("_refuse_chain_launches", [](int n) { pipeline::refuse_chain_launches(n); });
+  m.def("_interpret_groups", [](bool on) { pipeline::interpret_groups(on); });
   m.def("reset_peak_memory", []() { Buffer::reset_peak(); });
 
   // Compile a hand-written C function with the kernels' compiler and flags

@@ -1,0 +1,287 @@
+"""First calls: a recorded group seen for the first time runs on tier 0 when
+that is cheaper than compiling its kernel (pipeline/tiers.h), the
+multi-stage kernels included (flush.cc, choose_chain_tier), and tier 0
+computes a large group's chains of elementwise operations in one pass,
+each intermediate spliced into its one reader (pipeline/tier0.cc).
+
+The splice is checked bit for bit against tier 0 without it (the eager
+tier runs every operation at its call, one pass each) and against NumPy,
+and each test checks from explain() that the splice (or its refusal) really
+happened."""
+
+import os
+import subprocess
+import sys
+import textwrap
+import warnings
+
+import numpy as onp
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import numfuse as nf
+from numfuse import _core
+
+from conftest import to_np
+
+# Splicing starts at 2**14 points in a group.
+N = 40_000
+
+
+@pytest.fixture
+def tier0_groups():
+    """Every recorded group tier 0 can run runs there, whatever the kernel
+    caches hold (a test hook of the flush)."""
+    _core._interpret_groups(True)
+    try:
+        with nf.config(tier="auto", eager_max_elements=0):
+            yield
+    finally:
+        _core._interpret_groups(False)
+
+
+def eager(fn, *args):
+    """The reference: the same program on tier 0, one operation per pass."""
+    with nf.config(tier="eager"):
+        return to_np(fn(nf, *[nf.asarray(a) for a in args]))
+
+
+def spliced(fn, *args):
+    """fn on tier 0 as a recorded group; (result, the groups' reports)."""
+    r = fn(nf, *[nf.asarray(a) for a in args])
+    nf.flush()
+    groups = nf.explain().groups
+    return to_np(r), groups
+
+
+def same(got, want):
+    assert got.dtype == want.dtype and got.shape == want.shape
+    onp.testing.assert_array_equal(got, want)
+
+
+def passes(groups):
+    """(operations, passes) over the tier-0 groups of the last flush."""
+    ops = sum(len(g["ops"]) - g["dead"] for g in groups if g["tier0"])
+    return ops, sum(g["tier0_passes"] for g in groups if g["tier0"])
+
+
+def stencil(lib, u):
+    return 0.25 * (u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:]) - u[1:-1, 1:-1]
+
+
+def test_a_stencil_is_one_pass(tier0_groups):
+    u = onp.random.default_rng(0).random((300, 300))
+    got, groups = spliced(stencil, u)
+    assert passes(groups) == (5, 1), nf.explain()
+    assert "5 operations in 1 pass, intermediates spliced" in str(nf.explain())
+    same(got, eager(stencil, u))
+    same(got, stencil(onp, u))
+
+
+def test_a_reduction_reads_its_spliced_values(tier0_groups):
+    x = onp.random.default_rng(1).random((400, 300))
+
+    def f(lib, x):
+        m = x.mean(axis=1, keepdims=True)
+        return ((x - m) * (x - m)).sum(axis=1)
+
+    got, groups = spliced(f, x)
+    ops, n = passes(groups)
+    assert n < ops, nf.explain()
+    same(got, eager(f, x))
+    onp.testing.assert_allclose(got, f(onp, x), rtol=1e-13)
+
+
+def test_arg_reductions_and_index_expressions(tier0_groups):
+    a = onp.random.default_rng(2).random(N)
+    b = onp.random.default_rng(3).random(N)
+
+    def f(lib, a, b):
+        return ((a - b) * (a + b)).argmax(), lib.abs(a - 0.5 * b).argmin()
+
+    r = f(nf, nf.asarray(a), nf.asarray(b))
+    nf.flush()
+    ops, n = passes(nf.explain().groups)
+    assert n < ops
+    assert [int(x) for x in r] == [int(x) for x in f(onp, a, b)]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "int32", "uint8"])
+def test_dtypes_and_casts(tier0_groups, dtype):
+    rng = onp.random.default_rng(4)
+    a = (rng.random(N) * 100).astype(dtype)
+    b = (rng.random(N) * 100 + 1).astype(dtype)
+
+    def f(lib, a, b):
+        t = a * 3 + b          # the array's own type
+        u = t.astype("float64") / 7.0  # a cast, then float
+        return lib.maximum(u - b, 2) + (a > b)
+
+    got, groups = spliced(f, a, b)
+    ops, n = passes(groups)
+    assert n < ops, nf.explain()
+    same(got, eager(f, a, b))
+    same(got, f(onp, a, b))
+
+
+def test_a_write_between_producer_and_reader_is_not_crossed(tier0_groups):
+    # t reads a; a is written before t's reader runs: t is computed first.
+    a = onp.random.default_rng(5).random(N)
+
+    def f(lib, a):
+        a = a.copy()
+        t = a * 2.0
+        a *= 10.0
+        return t + a
+
+    got, _ = spliced(f, a)
+    same(got, f(onp, a))
+
+
+def test_a_reader_that_writes_what_the_producer_reads(tier0_groups):
+    # NumPy computes a[:-1] * 2 before writing a[1:]: not spliced into the store.
+    a = onp.random.default_rng(6).random(N)
+
+    def f(lib, a):
+        a = a.copy()
+        t = a[:-1] * 2.0
+        a[1:] = t + 1.0
+        return a
+
+    got, _ = spliced(f, a)
+    same(got, f(onp, a))
+
+
+def test_two_readers_or_a_live_result_keep_the_intermediate(tier0_groups):
+    a = onp.random.default_rng(7).random(N)
+
+    def two(lib, a):
+        t = a * 2.0
+        return (t + 1.0) * (t - 1.0) + lib.sqrt(t)
+
+    got, _ = spliced(two, a)
+    same(got, eager(two, a))
+    x = nf.asarray(a)
+    t = x * 2.0
+    r = (t + 1.0).sum()
+    nf.flush()
+    same(to_np(t), a * 2.0)  # (t is seen by Python: stored, not spliced)
+    assert float(r) == pytest.approx(float((a * 2.0 + 1.0).sum()), rel=1e-13)
+
+
+def test_broadcast_readers_are_not_spliced_but_same_domain_ones_are(tier0_groups):
+    x = onp.random.default_rng(8).random(300)
+    y = onp.random.default_rng(9).random(200)
+
+    def f(lib, x, y):
+        d = x[:, None] - y[None, :]
+        return lib.exp(-(d * d) / 0.1)
+
+    got, groups = spliced(f, x, y)
+    ops, n = passes(groups)
+    assert n < ops
+    same(got, eager(f, x, y))
+
+
+def test_floating_point_warnings_as_numpy(tier0_groups):
+    a = onp.random.default_rng(10).random(N)
+    b = a.copy()
+    b[::7] = 0.0
+
+    def f(lib, a, b):
+        return (a / b) * 2.0 - 1.0
+
+    with pytest.warns(RuntimeWarning, match="divide by zero"):
+        got, groups = spliced(f, a, b)
+    ops, n = passes(groups)
+    assert n < ops
+    with onp.errstate(divide="ignore"):
+        same(got, f(onp, a, b))
+    with nf.errstate(divide="raise"):
+        with pytest.raises(FloatingPointError):
+            spliced(f, a, b)
+
+
+OPS = [
+    lambda lib, x, y: x + y, lambda lib, x, y: x - y, lambda lib, x, y: x * y,
+    lambda lib, x, y: x / (lib.abs(y) + 1), lambda lib, x, y: lib.maximum(x, y), lambda lib, x, y: lib.minimum(x, y),
+    lambda lib, x, y: lib.where(x > y, x, y * 2), lambda lib, x, y: lib.sqrt(lib.abs(x)),
+    lambda lib, x, y: -x, lambda lib, x, y: x * 3.0 + 1.0,
+]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, len(OPS) - 1), st.integers(0, 20), st.integers(0, 20)), min_size=1, max_size=8),
+       st.sampled_from(["float64", "float32", "int64"]),
+       st.sampled_from(["none", "sum", "sum0", "max", "mean1"]),
+       st.booleans())
+def test_random_chains_equal_tier0_and_numpy(prog, dtype, tail, strided):
+    rng = onp.random.default_rng(len(prog))
+    shape = (160, 130)
+    base = (rng.random((2 * shape[0], shape[1])) * 10 - 5).astype(dtype)
+    b = (rng.random(shape) * 10 - 5).astype(dtype)
+
+    def f(lib, a, b):
+        a = a[::2] if strided else a[:shape[0]]
+        vals = [a, b]
+        for op, i, j in prog:
+            r = OPS[op](lib, vals[i % len(vals)], vals[j % len(vals)])
+            vals.append(r)
+        r = vals[-1]
+        if tail == "sum":
+            r = r.sum(axis=1)
+        elif tail == "sum0":
+            r = r.sum(axis=0)
+        elif tail == "max":
+            r = r.max(axis=1)
+        elif tail == "mean1":
+            r = r.mean(axis=-1)
+        return r
+
+    _core._interpret_groups(True)
+    try:
+        with nf.config(tier="auto", eager_max_elements=0), onp.errstate(all="ignore"), nf.errstate(all="ignore"):
+            got, groups = spliced(f, base, b)
+            want = eager(f, base, b)
+    finally:
+        _core._interpret_groups(False)
+    assert all(g["tier0"] or g["dead"] == len(g["ops"]) for g in groups), groups
+    same(got, want)
+    with onp.errstate(all="ignore"):
+        ref = onp.asarray(f(onp, base, b))
+    assert got.dtype == ref.dtype
+    onp.testing.assert_allclose(got, ref, rtol=1e-5 if dtype == "float32" else 1e-12)
+
+
+def test_first_calls_do_not_compile_and_later_calls_take_the_kernels(tmp_path):
+    # In a fresh process with an empty kernel cache: the first call of a
+    # variance (a multi-stage kernel: mean, then the squared deviations
+    # summed) and of a stencil run on tier 0 with nothing compiled at the
+    # call; their kernels compile in the background and later calls run them.
+    program = textwrap.dedent("""
+        import numpy, numfuse as np
+        x = np.asarray(numpy.random.default_rng(0).random((600, 600)))
+        u = np.asarray(numpy.random.default_rng(1).random((700, 700)))
+        def f(x, u):
+            v = x.var(axis=1, ddof=1)
+            s = 0.25 * (u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:]) - u[1:-1, 1:-1]
+            return v, s
+        with np.profile() as p:
+            v, s = f(x, u)
+            np.flush()
+        e = np.explain()
+        first = (p["kernels_compiled"], all(g["tier0"] for g in e.groups),
+                 any(g["tier0_passes"] < len(g["ops"]) for g in e.groups))
+        ok = numpy.allclose(numpy.asarray(v), numpy.asarray(x).var(axis=1, ddof=1), rtol=1e-12)
+        np.wait_background()
+        v, s = f(x, u)
+        np.flush()
+        e = np.explain()
+        later = (any(g["stages"] for g in e.groups), not any(g["tier0"] for g in e.groups))
+        ok = ok and numpy.allclose(numpy.asarray(v), numpy.asarray(x).var(axis=1, ddof=1), rtol=1e-12)
+        print(first, later, ok)
+    """)
+    env = dict(os.environ, NUMFUSE_CACHE_DIR=str(tmp_path), NUMFUSE_TIER="auto")
+    r = subprocess.run([sys.executable, "-c", program], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.split("\n")[0] == "(0, True, True) (True, True) True", r.stdout
