@@ -62,7 +62,11 @@ from ._manip import (  # noqa: E402,F401
     broadcast_arrays, atleast_1d, atleast_2d, atleast_3d, where, concatenate, stack, vstack, hstack, dstack,
     column_stack, row_stack, flip, fliplr, flipud, split, array_split, diagonal, diff, shape, ndim, size,
 )
-from . import linalg, random, testing, fft, lib  # noqa: E402,F401
+from . import linalg, fft, lib  # noqa: E402,F401
+
+# numfuse.random and numfuse.testing load on first use (as numpy.random
+# and numpy.testing do: together they were a third of `import numfuse`).
+_LAZY_SUBMODULES = ("random", "testing")
 from .linalg import matmul, dot, vdot, inner, outer, tensordot  # noqa: E402,F401
 from . import _array, _creation as _cr0, _reductions as _red0, _ufuncs as _uf0  # noqa: E402
 
@@ -363,4 +367,16 @@ from . import _docs  # noqa: E402
 
 _docs.install(globals(), ndarray)
 
-__getattr__ = _fallback.module_getattr(_np, "numfuse", globals())
+_numpy_attribute = _fallback.module_getattr(_np, "numfuse", globals())
+
+
+def __getattr__(name):
+    if name in _LAZY_SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")  # (sets the module's attribute)
+    return _numpy_attribute(name)
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY_SUBMODULES))

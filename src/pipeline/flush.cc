@@ -403,11 +403,12 @@ void choose_tier(const std::vector<Task>& window, Prepared& p, const Config& cfg
   const bool repeated = !cheap && est.groups > 1 && est.most_ms <= kRepetitionShare * compile;
   if (!cheap && !repeated) return;  // compiled at once
   p.interpret = true;
-  // Compiled in the background at once when it repeats, was wanted before,
-  // or takes tier 0 a fair share of a compile (the next call takes the
-  // kernel); else when its plan runs again (kernel_of).
-  const bool again = !eager && wanted_again(p.key);
-  if (repeated || again || (!eager && est.ms >= kRepetitionShare * compile))
+  // Compiled in the background at once when it repeats in this window or
+  // was wanted before; else when its plan runs again (kernel_of). (Not at
+  // first sight: a compile running beside the program's next operations
+  // measured them up to 3x slower on a two-core machine, a loss for a
+  // program that never comes back, and the flush that queues it has run.)
+  if (repeated || (!eager && wanted_again(p.key)))
     detail::compile_in_background(std::shared_ptr<const mdh::MdHom>(p.built, &p.built->hom), p.schedule, *p.target);
 }
 
@@ -507,9 +508,8 @@ void compile_chain(PreparedChain& c, const Target& t) {
 // as choose_tier decides for a group: its kernel in neither cache, every
 // stage interpretable, and tier 0's estimate for all of them below a
 // compile. Then its stages are interpreted (and never compiled alone) and
-// the kernel compiles in the background: at once when tier 0's time is a
-// fair share of a compile or the kernel was wanted before, else when the
-// plan runs again.
+// the kernel compiles in the background, as choose_tier's kernels do: at
+// once when it was wanted before, else when the plan runs again.
 void choose_chain_tier(const std::vector<Task>& window, std::vector<Prepared>& prepared, PreparedChain& c,
                        const Config& cfg) {
   const bool forced = g_interpret_groups.load(std::memory_order_relaxed);
@@ -525,7 +525,7 @@ void choose_chain_tier(const std::vector<Task>& window, std::vector<Prepared>& p
   const Target& t = *prepared[c.chain.first].target;
   if (!forced && t.compiler().try_get(c.key)) return;  // (compile_chain takes it from there)
   c.on_tier0 = true;
-  c.queue = !forced && cfg.tier != Tier::Eager && (ms >= kRepetitionShare * compile || wanted_again(c.key));
+  c.queue = !forced && cfg.tier != Tier::Eager && wanted_again(c.key);
   for (int g = c.chain.first; g <= c.chain.last; ++g) prepared[g].interpret = true;
 }
 
