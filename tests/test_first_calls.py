@@ -290,3 +290,24 @@ def test_first_calls_do_not_compile_and_later_calls_take_the_kernels(tmp_path):
     r = subprocess.run([sys.executable, "-c", program], env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stdout.split("\n")[0] == "(0, True, True) (0, True) (True, True) True", r.stdout
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("n", [7, 128, 129, 1000, 100_003, 1_000_001])
+def test_sums_of_computed_values_are_numpys_pairwise_sums(tier0_groups, dtype, n):
+    # Tier 0 sums a line of computed values as they are computed, leaf by
+    # leaf of NumPy's pairwise tree (never storing the line): bit for bit
+    # NumPy's sum of the stored values, at the call and in a group.
+    x = onp.random.default_rng(n).standard_normal(n).astype(dtype)
+
+    def f(lib, x):
+        return (x * 1.5 + 0.25).sum(), (x * x).sum(axis=-1, keepdims=True)
+
+    want = [onp.asarray(v) for v in f(onp, x)]
+    got = [to_np(v) for v in f(nf, nf.asarray(x))]
+    nf.flush()
+    for g, w in zip(got, want):
+        same(g, w)
+    with nf.config(tier="eager"):
+        for g, w in zip(f(nf, nf.asarray(x)), want):
+            same(to_np(g), w)

@@ -41,10 +41,12 @@ Worker<CompileJob>& queue() {
 // ends, so that a compile does not take the machine from the tier-0 work
 // it queued them next to (on a two-core machine a background compile
 // running beside tier 0 measured the group's tier-0 run 2x slower).
-thread_local std::vector<std::pair<std::string, CompileJob>>* t_held = nullptr;  // (Held)
+using Held = std::vector<std::pair<std::string, CompileJob>>;
+thread_local bool t_holding = false;
+thread_local Held t_held;
 
 void enqueue(std::string key, CompileJob job) {
-  if (t_held) t_held->emplace_back(std::move(key), std::move(job));
+  if (t_holding) t_held.emplace_back(std::move(key), std::move(job));
   else queue().enqueue(std::move(key), std::move(job));
 }
 
@@ -58,9 +60,8 @@ void compile_chain_in_background(std::string key, std::shared_ptr<const ChainCom
   enqueue(std::move(key), CompileJob{nullptr, {}, nullptr, std::move(chain)});
 }
 bool compile_pending(const std::string& key) {
-  if (t_held)
-    for (const auto& [k, job] : *t_held)
-      if (k == key) return true;
+  for (const auto& [k, job] : t_held)
+    if (k == key) return true;
   return queue().pending(key);
 }
 void upgrade_in_background(jit::KernelRef k) {
@@ -68,22 +69,21 @@ void upgrade_in_background(jit::KernelRef k) {
   std::string key = "upgrade|" + std::to_string(reinterpret_cast<uintptr_t>(k.get())) + "|" + k->key;
   queue().enqueue(std::move(key), CompileJob{nullptr, {}, std::move(k)});
 }
-using Held = std::vector<std::pair<std::string, CompileJob>>;
-
 CompileHold::CompileHold() {
-  if (t_held) return;  // (an outer hold queues them)
-  t_held = new Held();
-  held_ = t_held;
+  if (t_holding) return;  // (an outer hold queues them)
+  t_holding = true;
+  mine_ = true;
 }
 CompileHold::~CompileHold() {
-  if (!held_) return;
-  auto* held = static_cast<Held*>(held_);
-  t_held = nullptr;
+  if (!mine_) return;
+  t_holding = false;
+  if (t_held.empty()) return;
+  Held held;
+  held.swap(t_held);
   try {
-    for (auto& [key, job] : *held) queue().enqueue(std::move(key), std::move(job));
+    for (auto& [key, job] : held) queue().enqueue(std::move(key), std::move(job));
   } catch (...) {  // (out of memory: a compile the caches will ask for again)
   }
-  delete held;
 }
 
 void compile_queue_wait() { queue().wait(); }

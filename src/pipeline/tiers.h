@@ -73,7 +73,7 @@ class CompileHold {
   CompileHold& operator=(const CompileHold&) = delete;
 
  private:
-  void* held_ = nullptr;
+  bool mine_ = false;
 };
 void compile_queue_wait();
 void compile_queue_pause();
