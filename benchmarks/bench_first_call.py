@@ -281,13 +281,13 @@ def main():
         for i in others:
             x = ratio(n, i, "first_s")
             cols[(i, "first_s")].append(x)
-            cells.append(f"{x:.2f}x" if x else ("n/a" if (n, i) in skips else "-"))
+            cells.append((f"{x:.2f}x" if x >= 0.1 else f"{x:.3f}x") if x else ("n/a" if (n, i) in skips else "-"))
         x = ratio(n, "numfuse", "second_s") if "numfuse" in others else None
         if "numfuse" in others:
             cols[("numfuse", "second_s")].append(x)
             cells.append(f"{x:.2f}x" if x else "-")
         lines.append("| " + " | ".join(cells) + " |")
-    gm = ["**geometric mean**", ""] + [f"**{geomean(cols[(i, 'first_s')]):.2f}x**" if geomean(cols[(i, 'first_s')])
+    gm = ["**geometric mean**", ""] + [f"**{geomean(cols[(i, 'first_s')]):.3g}x**" if geomean(cols[(i, 'first_s')])
                                        else "-" for i in others]
     if "numfuse" in others:
         gm.append(f"**{geomean(cols[('numfuse', 'second_s')]):.2f}x**")

@@ -152,21 +152,37 @@ def test_a_reader_that_writes_what_the_producer_reads(tier0_groups):
     same(got, f(onp, a))
 
 
-def test_two_readers_or_a_live_result_keep_the_intermediate(tier0_groups):
+def test_a_small_result_read_twice_is_computed_in_each_reader_a_live_one_is_stored(tier0_groups):
     a = onp.random.default_rng(7).random(N)
 
     def two(lib, a):
         t = a * 2.0
         return (t + 1.0) * (t - 1.0) + lib.sqrt(t)
 
-    got, _ = spliced(two, a)
+    got, groups = spliced(two, a)
+    assert passes(groups) == (6, 1), nf.explain()
     same(got, eager(two, a))
+    same(got, two(onp, a))
     x = nf.asarray(a)
     t = x * 2.0
     r = (t + 1.0).sum()
     nf.flush()
-    same(to_np(t), a * 2.0)  # (t is seen by Python: stored, not spliced)
+    assert passes(nf.explain().groups) == (3, 2), nf.explain()
+    same(to_np(t), a * 2.0)  # (t is seen by Python: stored, and spliced into nothing)
     assert float(r) == pytest.approx(float((a * 2.0 + 1.0).sum()), rel=1e-13)
+
+
+def test_a_result_read_by_many_is_stored(tier0_groups):
+    a = onp.random.default_rng(11).random(N)
+
+    def many(lib, a):
+        t = a * 2.0
+        return (t + 1.0) * (t - 1.0) * (t + 3.0) * (t - 3.0)
+
+    got, groups = spliced(many, a)
+    ops, n = passes(groups)
+    assert 1 < n < ops, nf.explain()
+    same(got, eager(many, a))
 
 
 def test_broadcast_readers_are_not_spliced_but_same_domain_ones_are(tier0_groups):

@@ -408,9 +408,9 @@ double interpret_estimate_ms(const std::vector<Task>& window, const fusion::Grou
 namespace {
 
 // Tier 0 over a group of large operations computes an elementwise
-// operation whose result only one later operation of the group reads, at
-// the same points, inside that reader (numexpr's way): its expression is
-// spliced into the reader's, evaluated block by block along the lines with
+// operation whose result only one later operation of the group reads (or a
+// few, when it is small), at the same points, inside that reader (numexpr's
+// way): its expression is spliced into the reader's, evaluated block by block along the lines with
 // the reader's, and its result never exists in memory. A chain of such
 // operations (a stencil's sums, `(x - m) ** 2` summed) becomes one pass
 // over its inputs, as the compiled kernel would be, with no compile. The
@@ -420,44 +420,53 @@ namespace {
 // worth its analysis.
 constexpr int64_t kSplicePoints = 1 << 14;
 
-// The window task that alone reads task p's result, if p can be computed
-// inside it: p is an elementwise map (no contraction) of the group, its
+// A result read by several operations is computed again in each (no pass
+// over memory for it) when its expression has at most this many nodes.
+constexpr size_t kRecomputeNodes = 16;
+constexpr size_t kMaxReaders = 3;
+
+// The window tasks that read task p's result, if p can be computed inside
+// each of them: p is an elementwise map (no contraction) of the group, its
 // stored type is its value's type, its buffer is seen by no Python array
-// and written by no other pending task, its one reader (`cur`: the reader
-// as spliced so far) is a map or reduction of the group over the same
-// domain reading exactly p's output view, and between p and the reader
-// nothing writes what `pt` (p as spliced so far) reads, nor does the
-// reader write it. -1: it cannot.
-int splice_target(const std::vector<Task>& window, int p, const Task& pt, int end, const std::vector<int>& dead,
-                  const std::vector<std::unique_ptr<Task>>& cur, int begin) {
-  if (pt.kind != Task::Kind::Map || pt.solo) return -1;
+// and written by no other pending task, its readers (`cur`: as spliced so
+// far) are maps or reductions of the group over the same domain reading
+// exactly p's output view -- one, or a few when `pt` (p as spliced so far)
+// is small enough to compute in each -- and between p and its last reader
+// nothing writes what `pt` reads, nor does a reader write it. Empty: it
+// cannot.
+SmallVector<int, 4> splice_targets(const std::vector<Task>& window, int p, const Task& pt, int end,
+                                   const std::vector<int>& dead, const std::vector<std::unique_ptr<Task>>& cur,
+                                   int begin) {
+  SmallVector<int, 4> readers;
+  if (pt.kind != Task::Kind::Map || pt.solo) return readers;
   const Buffer* buf = pt.output.buffer.get();
-  if (buf->py_live || pt.expr.nodes[pt.value()].dtype != pt.output.dtype) return -1;
-  int reader = -1;
+  if (buf->py_live || pt.expr.nodes[pt.value()].dtype != pt.output.dtype) return readers;
+  const size_t most = pt.expr.nodes.size() <= kRecomputeNodes ? kMaxReaders : 1;
   for (int k = p + 1; k < static_cast<int>(window.size()); ++k) {
     if (k < end && is_dead(dead, k)) continue;
     const Task& t = window[k];
-    if (t.output.buffer.get() == buf) return -1;
+    if (t.output.buffer.get() == buf) return {};
     for (const View& v : t.inputs)
       if (v.buffer.get() == buf) {
-        if (reader >= 0 && reader != k) return -1;
-        reader = k;
+        if (k >= end || (readers.size() == most && readers.back() != k)) return {};
+        if (readers.empty() || readers.back() != k) readers.push_back(k);
       }
   }
-  if (reader < 0 || reader >= end) return -1;
-  const Task& c = cur[reader - begin] ? *cur[reader - begin] : window[reader];
-  if (c.kind == Task::Kind::Scan || c.solo || c.domain != pt.domain) return -1;
-  for (const View& v : c.inputs)
-    if (v.buffer.get() == buf && !v.same_as(pt.output)) return -1;
   auto reads = [&](const Buffer* b) {
     for (const View& v : pt.inputs)
       if (v.buffer.get() == b) return true;
     return false;
   };
-  if (reads(c.output.buffer.get())) return -1;
-  for (int k = p + 1; k < reader; ++k)
-    if (!is_dead(dead, k) && reads(window[k].output.buffer.get())) return -1;
-  return reader;
+  for (int r : readers) {
+    const Task& c = cur[r - begin] ? *cur[r - begin] : window[r];
+    if (c.kind == Task::Kind::Scan || c.solo || c.domain != pt.domain || reads(c.output.buffer.get())) return {};
+    for (const View& v : c.inputs)
+      if (v.buffer.get() == buf && !v.same_as(pt.output)) return {};
+  }
+  if (!readers.empty())
+    for (int k = p + 1; k < readers.back(); ++k)
+      if (!is_dead(dead, k) && reads(window[k].output.buffer.get())) return {};
+  return readers;
 }
 
 // Reader `c` with producer `p`'s expression in place of its reads of p's
@@ -535,11 +544,13 @@ int interpret(const std::vector<Task>& window, int begin, int end, const std::ve
     for (int k = begin; k < end; ++k) {
       if (is_dead(dead, k)) continue;
       const Task& pt = cur[k - begin] ? *cur[k - begin] : window[k];
-      const int r = splice_target(window, k, pt, end, dead, cur, begin);
-      if (r < 0) continue;
-      const Task& c = cur[r - begin] ? *cur[r - begin] : window[r];
-      auto m = std::make_unique<Task>(splice(pt, c));
-      cur[r - begin] = std::move(m);
+      const SmallVector<int, 4> readers = splice_targets(window, k, pt, end, dead, cur, begin);
+      if (readers.empty()) continue;
+      for (int r : readers) {
+        const Task& c = cur[r - begin] ? *cur[r - begin] : window[r];
+        auto m = std::make_unique<Task>(splice(pt, c));
+        cur[r - begin] = std::move(m);
+      }
       cur[k - begin].reset();
       spliced[k - begin] = true;
       any = true;
