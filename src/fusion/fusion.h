@@ -212,6 +212,13 @@ struct Recomputed {
 };
 
 int recompute_producers(std::vector<Task>& window, int budget = kRecomputeBudget, Recomputed* record = nullptr);
+// Reader `c` with every read of producer p's result (p's output buffer,
+// each read a point map of p's output view) replaced by p's expression at
+// the points it reads, as recompute_producers substitutes a cone. False,
+// `c` untouched, where a read is no point map of p's output or the result
+// would break a task invariant or the size limits. (Tier 0 splices a
+// group's intermediates into their readers with it: pipeline/tier0.cc.)
+bool substitute_producer(Task& c, const Task& p);
 
 // Rewrites `window` as recompute_producers rewrote the window `r` was
 // recorded on, without deciding anything again: for a window with that

@@ -581,4 +581,19 @@ bool replay_recompute(std::vector<Task>& window, const Recomputed& r) {
   return true;
 }
 
+bool substitute_producer(Task& c, const Task& p) {
+  const Buffer* b = p.output.buffer.get();
+  std::vector<int> slots;
+  std::vector<PointMap> maps;
+  for (size_t k = 0; k < c.inputs.size(); ++k)
+    if (c.inputs[k].buffer.get() == b) {
+      PointMap m;
+      if (!point_map(p.output, c.inputs[k], m)) return false;
+      slots.push_back(static_cast<int>(k));
+      maps.push_back(std::move(m));
+    }
+  if (slots.empty()) return false;
+  return substitute(c, p, std::vector<char>(p.expr.nodes.size(), 1), slots, maps);
+}
+
 }  // namespace nf::fusion

@@ -427,8 +427,9 @@ constexpr size_t kMaxReaders = 3;
 
 // The window tasks that read task p's result, if p can be computed inside
 // each of them: p is an elementwise map (no contraction) of the group, its
-// stored type is its value's type, its buffer is seen by no Python array
-// and written by no other pending task, its readers (`cur`: as spliced so
+// stored type is its value's type, its buffer is seen by no Python array,
+// read by p itself (an update in place) or written by another pending
+// task, its readers (`cur`: as spliced so
 // far) are maps or reductions of the group over the same domain reading
 // exactly p's output view -- one, or a few when `pt` (p as spliced so far)
 // is small enough to compute in each -- and between p and its last reader
@@ -457,6 +458,7 @@ SmallVector<int, 4> splice_targets(const std::vector<Task>& window, int p, const
       if (v.buffer.get() == b) return true;
     return false;
   };
+  if (reads(buf)) return {};  // (an update in place: its buffer is what it reads)
   for (int r : readers) {
     const Task& c = cur[r - begin] ? *cur[r - begin] : window[r];
     if (c.kind == Task::Kind::Scan || c.solo || c.domain != pt.domain || reads(c.output.buffer.get())) return {};
@@ -467,67 +469,6 @@ SmallVector<int, 4> splice_targets(const std::vector<Task>& window, int p, const
     for (int k = p + 1; k < readers.back(); ++k)
       if (!is_dead(dead, k) && reads(window[k].output.buffer.get())) return {};
   return readers;
-}
-
-// Reader `c` with producer `p`'s expression in place of its reads of p's
-// buffer: p's inputs, constants and index functions after c's, p's nodes
-// first (operands precede their users).
-Task splice(const Task& p, const Task& c) {
-  const Buffer* buf = p.output.buffer.get();
-  Task m;
-  m.kind = c.kind;
-  m.reduce = c.reduce;
-  m.acc_dtype = c.acc_dtype;
-  m.solo = c.solo;
-  m.scan_axis = c.scan_axis;
-  m.init_const = c.init_const;
-  m.name = c.name;
-  m.domain = c.domain;
-  m.output = c.output;
-  m.seq = c.seq;
-  SmallVector<int, 8> slot(c.inputs.size(), -1);
-  for (size_t i = 0; i < c.inputs.size(); ++i)
-    if (c.inputs[i].buffer.get() != buf) {
-      slot[i] = static_cast<int>(m.inputs.size());
-      m.inputs.push_back(c.inputs[i]);
-    }
-  const int in0 = static_cast<int>(m.inputs.size());
-  for (const View& v : p.inputs) m.inputs.push_back(v);
-  for (const Scalar& x : c.consts) m.consts.push_back(x);
-  const int c0 = static_cast<int>(m.consts.size());
-  for (const Scalar& x : p.consts) m.consts.push_back(x);
-  for (const IndexFn& f : c.indices) m.indices.push_back(f);
-  const int i0 = static_cast<int>(m.indices.size());
-  for (const IndexFn& f : p.indices) m.indices.push_back(f);
-  for (const ExprNode& x : p.expr.nodes) {
-    ExprNode& n = m.expr.nodes.emplace_back();
-    n = x;
-    if (x.kind == ExprNode::Kind::Input) n.a += in0;
-    else if (x.kind == ExprNode::Kind::Const) n.a += c0;
-    else if (x.kind == ExprNode::Kind::Index) n.a += i0;
-  }
-  const int pv = p.value();
-  SmallVector<int, 16> at(c.expr.nodes.size(), -1);  // c's node -> m's
-  for (size_t k = 0; k < c.expr.nodes.size(); ++k) {
-    const ExprNode& x = c.expr.nodes[k];
-    if (x.kind == ExprNode::Kind::Input && slot[x.a] < 0) {
-      at[k] = pv;
-      continue;
-    }
-    ExprNode& n = m.expr.nodes.emplace_back();
-    n = x;
-    switch (x.kind) {
-      case ExprNode::Kind::Input: n.a = slot[x.a]; break;
-      case ExprNode::Kind::Const: case ExprNode::Kind::Index: break;
-      default:
-        for (int32_t* o : {&n.a, &n.b, &n.c})
-          if (*o >= 0) *o = at[*o];
-    }
-    at[k] = static_cast<int>(m.expr.nodes.size()) - 1;
-  }
-  m.value_node = at[c.value()];
-  m.arg_node = c.arg_node >= 0 ? at[c.arg_node] : -1;
-  return m;
 }
 
 }  // namespace
@@ -546,11 +487,15 @@ int interpret(const std::vector<Task>& window, int begin, int end, const std::ve
       const Task& pt = cur[k - begin] ? *cur[k - begin] : window[k];
       const SmallVector<int, 4> readers = splice_targets(window, k, pt, end, dead, cur, begin);
       if (readers.empty()) continue;
+      // (All readers or none: a reader refused keeps p's result stored.)
+      std::vector<std::unique_ptr<Task>> spliced_readers;
       for (int r : readers) {
-        const Task& c = cur[r - begin] ? *cur[r - begin] : window[r];
-        auto m = std::make_unique<Task>(splice(pt, c));
-        cur[r - begin] = std::move(m);
+        auto m = std::make_unique<Task>(cur[r - begin] ? *cur[r - begin] : window[r]);
+        if (!fusion::substitute_producer(*m, pt)) break;
+        spliced_readers.push_back(std::move(m));
       }
+      if (spliced_readers.size() != readers.size()) continue;
+      for (size_t q = 0; q < readers.size(); ++q) cur[readers[q] - begin] = std::move(spliced_readers[q]);
       cur[k - begin].reset();
       spliced[k - begin] = true;
       any = true;
