@@ -73,7 +73,11 @@ def test_a_stencil_is_one_pass(tier0_groups):
     u = onp.random.default_rng(0).random((300, 300))
     got, groups = spliced(stencil, u)
     assert passes(groups) == (5, 1), nf.explain()
-    assert "5 operations in 1 pass, intermediates spliced" in str(nf.explain())
+    text = str(nf.explain())
+    assert "5 operations in 1 pass, intermediates spliced" in text
+    assert "ms on tier 0 against a" in text and "ms compile, took" in text  # (the tier decision's figures)
+    g = [g for g in groups if g["tier0"]][0]
+    assert g["tier0_estimate_ms"] > 0 and g["compile_estimate_ms"] > 0
     same(got, eager(stencil, u))
     same(got, stencil(onp, u))
 

@@ -311,6 +311,9 @@ class Explanation:
                 passes = g.get("tier0_passes", live)
                 if 0 < passes < live:
                     how += f"; {live} operations in {passes} pass{'es' if passes != 1 else ''}, intermediates spliced"
+                if g.get("compile_estimate_ms"):
+                    how += (f"; estimated {g['tier0_estimate_ms']:.3g} ms on tier 0 against a "
+                            f"{g['compile_estimate_ms']:.3g} ms compile, took {g['run_ms']:.3g} ms")
                 how += ")"
         if g.get("stages"):
             how += f" (stage {g['stage']} of {g['stages']} of one multi-stage kernel)"

@@ -675,6 +675,9 @@ void run_group(WindowForm& form, const std::shared_ptr<const Plan>& plan, size_t
       gr.tier0_passes = detail::interpret(window, g.begin, g.end, g.dead);
       if (const uint8_t f = fpe::take()) note_group_fp(f, window, g);
       gr.tier0 = true;
+      // (The tier decision's figures, for explain() to set beside the time taken.)
+      gr.tier0_estimate_ms = detail::interpret_estimate_ms(window, g.begin, g.end, g.dead);
+      gr.compile_estimate_ms = detail::compile_estimate_ms();
       gr.compiling = detail::compile_pending(g.key);
     }
     gr.hom = &g.tmpl->hom;

@@ -392,11 +392,15 @@ bool interpretable(const std::vector<Task>& window, const fusion::Group& g) {
 }
 
 double interpret_estimate_ms(const std::vector<Task>& window, const fusion::Group& g) {
+  return interpret_estimate_ms(window, g.begin, g.end, g.dead);
+}
+
+double interpret_estimate_ms(const std::vector<Task>& window, int begin, int end, const std::vector<int>& dead) {
   // Per task: a fixed cost, and per point its nodes (transcendental ones
   // cost some tens of cycles) and memory traffic.
   double ns = 0;
-  for (int k = g.begin; k < g.end; ++k) {
-    if (is_dead(g.dead, k)) continue;
+  for (int k = begin; k < end; ++k) {
+    if (is_dead(dead, k)) continue;
     const Task& t = window[k];
     double per_point = 1.0;
     for (const ExprNode& n : t.expr.nodes) per_point += is_transcendental(n) ? 4.0 : 0.4;

@@ -34,6 +34,7 @@ namespace nf::pipeline::detail {
 bool interpretable(const std::vector<Task>& window, const fusion::Group& g);
 // Estimated milliseconds for tier 0 to run the live tasks of `g`.
 double interpret_estimate_ms(const std::vector<Task>& window, const fusion::Group& g);
+double interpret_estimate_ms(const std::vector<Task>& window, int begin, int end, const std::vector<int>& dead);
 // Runs the tasks [begin, end) of the window on tier 0, skipping `dead`
 // ones. Every output is allocated before the first task runs, so the group
 // runs whole or (on an allocation failure) not at all. Large groups splice

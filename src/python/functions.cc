@@ -63,6 +63,8 @@ py::dict report_dict(const pipeline::FlushReport& r) {
     d["tier0"] = g.tier0;
     d["compiling"] = g.compiling;
     d["tier0_passes"] = g.tier0_passes;
+    d["tier0_estimate_ms"] = g.tier0_estimate_ms;
+    d["compile_estimate_ms"] = g.compile_estimate_ms;
     d["tuned"] = g.tuned;
     d["disk_hit"] = g.disk_hit;
     d["source"] = g.source;
