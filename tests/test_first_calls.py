@@ -265,7 +265,9 @@ def test_random_chains_equal_tier0_and_numpy(prog, dtype, tail, strided):
             want = eager(f, base, b)
     finally:
         _core._interpret_groups(False)
-    assert all(g["tier0"] or g["dead"] == len(g["ops"]) for g in groups), groups
+    # (every group on tier 0, but a library routine -- `(x * y).sum(axis=1)`
+    # is a row-wise dot product -- and a group whose operations are all dead)
+    assert all(g["tier0"] or g["routine"] or g["dead"] == len(g["ops"]) for g in groups), groups
     same(got, want)
     with onp.errstate(all="ignore"):
         ref = onp.asarray(f(onp, base, b))

@@ -96,17 +96,22 @@ struct PlanGroup {
   mutable bool bound_once = false;
 };
 
-// What a memoized multi-stage kernel learns as its plan is reused: its
-// kernel, when tier 0 ran its stages at first sight and the kernel was
-// compiled in the background (ChainCompile: what that compile needs).
-struct ChainState {
-  std::atomic<jit::Kernel*> fn{nullptr};  // kept alive by `kernel`
-  std::mutex mu;
-  jit::KernelRef kernel;  // set once, under mu
-  std::atomic<int> interpreted{0};
-  std::atomic<bool> queued{false};
+// A multi-stage kernel's GroupState: its kernel, when tier 0 ran its stages
+// at first sight and the kernel was compiled in the background (`compile`:
+// what that compile needs).
+struct ChainState : GroupState {
   std::shared_ptr<const detail::ChainCompile> compile;
 };
+
+// The kernel of a state from now on (the first one stored wins).
+jit::Kernel* adopt(GroupState& st, jit::KernelRef k) {
+  std::lock_guard<std::mutex> lock(st.mu);
+  if (!st.kernel) {
+    st.kernel = std::move(k);
+    st.fn.store(st.kernel.get(), std::memory_order_release);
+  }
+  return st.kernel.get();
+}
 
 // A multi-stage kernel of the plan (fusion::Chain): plan groups
 // [first, last] run together when all their kernels are ready.
@@ -365,6 +370,8 @@ struct Tier0Estimate {
 // little, and the repetitions after the compile take the kernel.
 constexpr double kRepetitionShare = 1.0 / 16;
 
+std::atomic<bool> g_interpret_groups{false};  // (tests: interpret_groups)
+
 // The tier of a new group: its kernel from the caches if it is there (in
 // memory, or on disk), else compiled at once or run on tier 0 (tiers.h).
 // `tier0[key]`: tier 0's estimate for all the window's groups that share the
@@ -372,8 +379,6 @@ constexpr double kRepetitionShare = 1.0 / 16;
 // this very flush: compiled at once when one repetition is costly, else in
 // the background while tier 0 runs the first repetitions (kernel_of takes the
 // kernel up for the rest), so that no repetition waits for the compiler.
-std::atomic<bool> g_interpret_groups{false};  // (tests: interpret_groups)
-
 void choose_tier(const std::vector<Task>& window, Prepared& p, const Config& cfg,
                  const std::unordered_map<std::string, Tier0Estimate>& tier0) {
   if (!p.built || p.built->tasks.empty() || p.schedule.routine != tune::Routine::None) return;
@@ -536,14 +541,7 @@ jit::Kernel* chain_kernel(const PlanChain& c, const Target& t) {
   ChainState& st = *c.state;
   if (jit::Kernel* f = st.fn.load(std::memory_order_acquire)) return f;
   if (!st.compile || g_interpret_groups.load(std::memory_order_relaxed)) return nullptr;
-  if (jit::KernelRef f = t.compiler().try_get(c.key)) {
-    std::lock_guard<std::mutex> lock(st.mu);
-    if (!st.kernel) {
-      st.kernel = std::move(f);
-      st.fn.store(st.kernel.get(), std::memory_order_release);
-    }
-    return st.kernel.get();
-  }
+  if (jit::KernelRef f = t.compiler().try_get(c.key)) return adopt(st, std::move(f));
   if (config().tier != Tier::Eager && st.interpreted.fetch_add(1) >= 1 && !st.queued.exchange(true))
     detail::compile_chain_in_background(c.key, st.compile);
   return nullptr;
@@ -594,22 +592,13 @@ jit::Kernel* kernel_of(const PlanGroup& g) {
   if (g.fn) return g.fn.get();
   if (!g.interpret && !g.deferred) return nullptr;
   if (jit::Kernel* f = g.state->fn.load(std::memory_order_acquire)) return f;
-  // The group's kernel from now on (the first one stored wins).
-  auto adopt = [&g](jit::KernelRef k) {
-    std::lock_guard<std::mutex> lock(g.state->mu);
-    if (!g.state->kernel) {
-      g.state->kernel = std::move(k);
-      g.state->fn.store(g.state->kernel.get(), std::memory_order_release);
-    }
-    return g.state->kernel.get();
-  };
   // A stage running alone: its kernel now.
   if (g.deferred)
-    return adopt(detail::compile_kernel(g.tmpl->hom, g.schedule,
-                                        config().quick_compile ? jit::Opt::Quick : jit::Opt::Full, nullptr, nullptr,
-                                        *g.target));
+    return adopt(*g.state, detail::compile_kernel(g.tmpl->hom, g.schedule,
+                                                config().quick_compile ? jit::Opt::Quick : jit::Opt::Full, nullptr, nullptr,
+                                                *g.target));
   if (g_interpret_groups.load(std::memory_order_relaxed)) return nullptr;
-  if (jit::KernelRef f = g.target->compiler().try_get(g.key)) return adopt(std::move(f));
+  if (jit::KernelRef f = g.target->compiler().try_get(g.key)) return adopt(*g.state, std::move(f));
   if (config().tier != Tier::Eager && g.state->interpreted.fetch_add(1) >= 1 && !g.state->queued.exchange(true))
     detail::compile_in_background(std::shared_ptr<const mdh::MdHom>(g.tmpl, &g.tmpl->hom), g.schedule, *g.target);
   return nullptr;

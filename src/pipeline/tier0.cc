@@ -478,14 +478,16 @@ SmallVector<int, 4> splice_targets(const std::vector<Task>& window, int p, const
 }  // namespace
 
 int interpret(const std::vector<Task>& window, int begin, int end, const std::vector<int>& dead) {
+  // cur[k]: task k as spliced so far (none: as recorded); spliced[k]:
+  // computed inside its readers.
+  std::vector<std::unique_ptr<Task>> cur;
+  std::vector<bool> spliced;
   int64_t points = 0;
   for (int k = begin; k < end; ++k)
     if (!is_dead(dead, k)) points += shape_size(window[k].domain);
   if (points >= kSplicePoints && end - begin > 1) {
-    // cur[k]: task k as spliced so far; spliced[k]: computed inside its reader.
-    std::vector<std::unique_ptr<Task>> cur(static_cast<size_t>(end - begin));
-    std::vector<bool> spliced(static_cast<size_t>(end - begin), false);
-    bool any = false;
+    cur.resize(static_cast<size_t>(end - begin));
+    spliced.assign(static_cast<size_t>(end - begin), false);
     for (int k = begin; k < end; ++k) {
       if (is_dead(dead, k)) continue;
       const Task& pt = cur[k - begin] ? *cur[k - begin] : window[k];
@@ -502,33 +504,19 @@ int interpret(const std::vector<Task>& window, int begin, int end, const std::ve
       for (size_t q = 0; q < readers.size(); ++q) cur[readers[q] - begin] = std::move(spliced_readers[q]);
       cur[k - begin].reset();
       spliced[k - begin] = true;
-      any = true;
-    }
-    if (any) {
-      auto task = [&](int k) -> const Task& { return cur[k - begin] ? *cur[k - begin] : window[k]; };
-      for (int k = begin; k < end; ++k) {
-        if (is_dead(dead, k) || spliced[k - begin]) continue;
-        task(k).output.buffer->data();
-        for (const View& v : task(k).inputs) v.buffer->data();
-      }
-      int passes = 0;
-      for (int k = begin; k < end; ++k) {
-        if (is_dead(dead, k) || spliced[k - begin]) continue;
-        if (!run_matmul_blas(task(k))) runtime::tier0_run(task(k));
-        ++passes;
-      }
-      return passes;
     }
   }
+  auto runs = [&](int k) { return !is_dead(dead, k) && (spliced.empty() || !spliced[k - begin]); };
+  auto task = [&](int k) -> const Task& { return !cur.empty() && cur[k - begin] ? *cur[k - begin] : window[k]; };
   for (int k = begin; k < end; ++k) {
-    if (is_dead(dead, k)) continue;
-    window[k].output.buffer->data();
-    for (const View& v : window[k].inputs) v.buffer->data();
+    if (!runs(k)) continue;
+    task(k).output.buffer->data();
+    for (const View& v : task(k).inputs) v.buffer->data();
   }
   int passes = 0;
   for (int k = begin; k < end; ++k) {
-    if (is_dead(dead, k)) continue;
-    if (!run_matmul_blas(window[k])) runtime::tier0_run(window[k]);
+    if (!runs(k)) continue;
+    if (!run_matmul_blas(task(k))) runtime::tier0_run(task(k));
     ++passes;
   }
   return passes;
