@@ -543,6 +543,19 @@ llvm::orc::JITDylib& CpuCompiler::new_dylib(const std::string& symbol, bool open
 void CpuCompiler::warm_up_async() {
   if (impl_->warm.joinable()) return;
   impl_->warm = std::thread([this] {
+    // The threads' pool first: a large first call that tier 0 cuts across
+    // the cores must not wait for worker threads to be created.
+    // (Each body waits, up to 2 ms, for the others to start: the workers
+    // are started and have joined the arena once, not merely requested.)
+    std::atomic<int64_t> started{0};
+    nf_parallel(
+        [](void* c, int64_t, int64_t nt) {
+          auto& n = *static_cast<std::atomic<int64_t>*>(c);
+          n.fetch_add(1);
+          const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(2);
+          while (n.load() < nt && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+        },
+        &started);
     codegen::Source src;
     src.entry = "warm";
     src.code =
@@ -584,8 +597,18 @@ KernelFn CpuCompiler::compile_openmp_c(const std::string& source, const std::str
   return compile_with(codegen::Source{source, symbol}, symbol + "_ref", nullptr, true, Opt::Full);
 }
 
+namespace {
+std::atomic<int> g_compiling{0};
+}  // namespace
+
+int compiles_running() { return g_compiling.load(std::memory_order_relaxed); }
+
 KernelFn CpuCompiler::compile_with(const codegen::Source& src, const std::string& symbol, std::string* object,
                                    bool openmp, Opt opt) {
+  struct Running {
+    Running() { g_compiling.fetch_add(1, std::memory_order_relaxed); }
+    ~Running() { g_compiling.fetch_sub(1, std::memory_order_relaxed); }
+  } running;
   const std::string file = symbol + ".c";
   std::vector<const char*> argv;
   // Reference loops (openmp) are compiled as clang compiles C for this CPU

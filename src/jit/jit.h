@@ -37,6 +37,10 @@ extern "C" int64_t nf_max_threads();
 // may use. set_threads throws std::invalid_argument below 1.
 void set_threads(int n);
 int threads();
+// CPU compiles running now (on any thread: the import's warm-up, background
+// compiles). Tier 0 runs on one thread meanwhile: a worker thread competing
+// with a compile for a core stalls a parallel region by a time slice.
+int compiles_running();
 // The file of the libomp this module is linked against, as loaded (a wheel
 // carries its own copy under another name; the system's may be absent).
 std::string libomp_path();

@@ -659,6 +659,9 @@ void run_group(WindowForm& form, const std::shared_ptr<const Plan>& plan, size_t
       }
       if (dump && fn) gr.source = g.target->compiler().source_of(g.key);
     } else {
+      // (The bindings are not needed to run, but the report's domain is
+      // their extents: explain() of a memoized tier-0 run.)
+      bind = bindings_of(form, g, index, bind);
       form.rewrite();  // (tier 0 runs the tasks)
       fpe::take();
       gr.tier0_passes = detail::interpret(window, g.begin, g.end, g.dead);

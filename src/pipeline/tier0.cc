@@ -404,7 +404,10 @@ double interpret_estimate_ms(const std::vector<Task>& window, int begin, int end
     const Task& t = window[k];
     double per_point = 1.0;
     for (const ExprNode& n : t.expr.nodes) per_point += is_transcendental(n) ? 4.0 : 0.4;
-    ns += 300.0 + per_point * static_cast<double>(shape_size(t.domain));
+    const int64_t points = shape_size(t.domain);
+    // (A large task runs on every thread: runtime::tier0_splits.)
+    const double ways = runtime::tier0_ways(points);
+    ns += 300.0 + per_point * static_cast<double>(points) / ways;
   }
   return ns * 1e-6;
 }

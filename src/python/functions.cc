@@ -472,6 +472,8 @@ void bind_functions(py::module_& m) {
   m.add_object("flush_now", py::reinterpret_steal<py::object>(PyCFunction_NewEx(&flush_def, nullptr, py::str("numfuse").ptr())));
   m.def("pending", []() { return global_stream().size(); });
   m.def("tier0_isa", []() { return std::string(runtime::tier0_isa()); });
+  m.def("_tier0_splits", []() { return runtime::tier0_splits(); });
+  m.def("_tier0_fused_selects", []() { return runtime::tier0_fused_selects(); });
   m.def("last_report", []() { return report_dict(pipeline::last_report()); });
   m.def("profile", []() {
     pipeline::Profile p = pipeline::profile();

@@ -28,6 +28,7 @@
 
 #include "codegen/codegen.h"
 #include "core/coalesce.h"
+#include "jit/jit.h"
 #include "runtime/tier0_abi.h"
 
 namespace nf::runtime {
@@ -76,6 +77,7 @@ struct Tables {
   int unary_out[kNU][kN] = {};
   Loop binary[kNB][kN][kN] = {};
   Loop select[kN] = {};
+  Loop select_cmp[kNB][kN] = {};  // where(a op b, c, d), all of one type
   Tables() {
     const Level& l = level();
     for (int i = 0; i < l.size; ++i) {
@@ -88,6 +90,7 @@ struct Tables {
           break;
         case 2: binary[e.op][e.t0][e.t1] = e.fn; break;
         case 3: select[e.t0] = e.fn; break;
+        case 4: select_cmp[e.op][e.t0] = e.fn; break;
         default: break;
       }
     }
@@ -303,13 +306,18 @@ T pairwise(const char* a, int64_t n, int64_t stride) {
   return static_cast<T>(left + pairwise<T>(a + half * stride, n - half, stride));
 }
 
-// pairwise() of n computed values, produced leaf by leaf: leaf(j0, m)
-// computes values [j0, j0 + m) (m <= 128) and returns (pointer, byte
-// step). The same leaves and the same order of additions as pairwise() over
-// the values stored (the line is never stored whole).
+// pairwise() of n computed values, produced span by span: leaf(j0, m)
+// computes values [j0, j0 + m) (m <= kLeafSpan) and returns (pointer, byte
+// step), summed by pairwise() (its own subtree over them). The same leaves
+// and the same order of additions as pairwise() over the values stored (the
+// line is never stored whole). Spans of several of the tree's 128-point
+// leaves: the loops computing a span run mostly in whole vectors (a 122-point
+// leaf ran half its points in the loops' scalar remainders).
+constexpr int64_t kLeafSpan = kBlock;
+
 template <typename T, typename Leaf>
 T pairwise_of(Leaf& leaf, int64_t j0, int64_t n) {
-  if (n <= 128) {
+  if (n <= kLeafSpan) {
     const auto [p, step] = leaf(j0, n);
     return pairwise<T>(p, n, step);
   }
@@ -647,6 +655,8 @@ void for_each_line(const Plan& p, const bool* collapse, F&& f) {
 // (complex128).
 constexpr int64_t kSlot = 16;
 
+std::atomic<int64_t> g_fused_selects{0};
+
 class Evaluator {
  public:
   Evaluator(const Task& t, const Plan& p) : t_(t), p_(p), n_(static_cast<int>(t.expr.nodes.size())) {
@@ -659,12 +669,42 @@ class Evaluator {
     step_.resize(static_cast<size_t>(n_), 0);
     loops_.resize(static_cast<size_t>(n_), nullptr);
     rules_.resize(static_cast<size_t>(n_), nullptr);
+    fused_.resize(static_cast<size_t>(n_), false);
     for (int k = 0; k < n_; ++k) {
       const ExprNode& x = t.expr.nodes[k];
       if (x.kind == ExprNode::Kind::Const) t.consts[x.a].cast(x.dtype).store(consts_ + kSlot * k);
       if (is_leaf(x)) continue;
       loops_[k] = loop_of(t.expr, x);
       rules_[k] = rule_of(x);
+    }
+    fuse_select_compares(t);
+  }
+
+  // where(a op b, c, d) whose comparison nothing else reads: one loop of
+  // the library computes it (kind 4), the comparison's bytes never stored.
+  void fuse_select_compares(const Task& t) {
+    const Expr& e = t.expr;
+    SmallVector<int, 16> uses(static_cast<size_t>(n_), 0);
+    for (const ExprNode& x : e.nodes) {
+      if (is_leaf(x)) continue;
+      for (int32_t a : {x.a, x.b, x.c})
+        if (a >= 0) ++uses[a];
+    }
+    for (int32_t r : {t.value(), t.arg_node, e.root()})
+      if (r >= 0) ++uses[r];
+    const Tables& T = tables();
+    for (int k = 0; k < n_; ++k) {
+      const ExprNode& x = e.nodes[k];
+      if (x.kind != ExprNode::Kind::Select || x.a < 0 || uses[x.a] != 1) continue;
+      const ExprNode& c = e.nodes[x.a];
+      if (c.kind != ExprNode::Kind::Binary || !is_comparison(static_cast<BinaryOp>(c.op))) continue;
+      if (e.nodes[c.a].dtype != x.dtype || e.nodes[c.b].dtype != x.dtype) continue;
+      Loop f = T.select_cmp[c.op][ti(x.dtype)];
+      if (!f) continue;
+      loops_[k] = f;
+      fused_[k] = true;
+      g_fused_selects.fetch_add(1, std::memory_order_relaxed);
+      loops_[x.a] = nullptr;  // (not computed)
     }
   }
 
@@ -701,13 +741,22 @@ class Evaluator {
           break;
         }
         default: {
-          char* args[4];
-          long long steps[4];
+          if (!loops_[k]) break;  // (a comparison its select computes)
+          char* args[5];
+          long long steps[5];
           int na = 0;
-          for (int32_t a : {x.a, x.b, x.c}) {
-            if (a < 0) break;
-            args[na] = ptr_[a];
-            steps[na++] = step_[a];
+          if (fused_[k]) {
+            const ExprNode& c = t_.expr.nodes[x.a];
+            for (int32_t a : {c.a, c.b, x.b, x.c}) {
+              args[na] = ptr_[a];
+              steps[na++] = step_[a];
+            }
+          } else {
+            for (int32_t a : {x.a, x.b, x.c}) {
+              if (a < 0) break;
+              args[na] = ptr_[a];
+              steps[na++] = step_[a];
+            }
           }
           char* r = temp_ + static_cast<size_t>(k) * kBlock * kSlot;
           long long rs = itemsize(x.dtype);
@@ -736,6 +785,7 @@ class Evaluator {
   SmallVector<long long, 16> step_;
   SmallVector<Loop, 16> loops_;
   SmallVector<const char*, 16> rules_;
+  SmallVector<bool, 16> fused_;  // a select computing its comparison
 };
 
 // Copies (casting) n values from (src, ss) of type from into (dst, ds) of type to.
@@ -885,6 +935,128 @@ void reduce_combine(ReduceOp op, DType t, Loop f, char* acc, int64_t sa, const c
 
 // ---------------------------------------------------------------------------
 
+// ---------------------------------------------------------------------------
+// Both cores (all the process's threads, jit::threads()) for a large task:
+// the plan is cut along one dimension whose points are independent (not
+// reduced, not scanned along) into pieces that run the serial walk, one per
+// thread; values and their order of combination are the same as one walk's
+// (every output element is computed by one piece, from the same points in
+// the same order). NumPy runs on one core: a first call that the
+// interpreter runs on two can beat it on large arrays without a compile.
+
+// Points below which one thread runs the task (a parallel region costs a
+// few microseconds; NumPy takes ~30 us for this many points).
+constexpr int64_t kParallelPoints = 1 << 16;
+
+std::atomic<int64_t> g_splits{0};
+
+// Ways to cut a task of `points` points: 1 (serial) or the thread count
+// (1 while a compile runs: jit::compiles_running).
+int split_ways(int64_t points) {
+  if (points < kParallelPoints || jit::compiles_running() > 0) return 1;
+  return std::max(1, jit::threads());
+}
+
+// Piece `k` of `ways` along dimension d: the plan over [lo, hi) there,
+// the bounds a multiple of `align` points (a cache line of output).
+Plan piece(const Plan& p, int d, int64_t lo, int64_t hi) {
+  Plan q = p;
+  q.ext[d] = hi - lo;
+  for (Operand& o : q.ops) o.base += lo * o.step[d];
+  for (Affine& a : q.idx) a.offset += lo * a.step[d];
+  return q;
+}
+
+// Runs run(plan) on pieces of p cut along the outermost dimension that
+// `cuttable` allows and that has at least `ways` points, in parallel; false
+// (nothing run) when the task is small or no dimension can be cut.
+template <typename Run>
+bool run_split(const Plan& p, const bool* cuttable, Run&& run) {
+  int64_t points = 1;
+  for (int d = 0; d < p.D; ++d) points *= p.ext[d];
+  const int ways = split_ways(points);
+  if (ways <= 1) return false;
+  int d = 0;
+  while (d < p.D && !(cuttable[d] && p.ext[d] >= ways * (d == p.D - 1 ? 64 : 1))) ++d;
+  if (d == p.D) return false;
+  const int64_t align = d == p.D - 1 ? 64 : 1;
+  const int64_t ext = p.ext[d];
+  struct Ctx {
+    const Plan* p;
+    int d;
+    int64_t ext, align;
+    Run* run;
+  } ctx{&p, d, ext, align, &run};
+  g_splits.fetch_add(1, std::memory_order_relaxed);
+  jit::nf_parallel(
+      [](void* c, int64_t tid, int64_t nt) {
+        const Ctx& x = *static_cast<Ctx*>(c);
+        auto bound = [&](int64_t k) {
+          if (k >= nt) return x.ext;
+          return std::min(x.ext, (x.ext * k / nt) / x.align * x.align);
+        };
+        const int64_t lo = bound(tid), hi = bound(tid + 1);
+        if (hi > lo) (*x.run)(piece(*x.p, x.d, lo, hi));
+      },
+      &ctx);
+  return true;
+}
+
+// *acc += the pairwise sum of n computed values: the tree's top subtrees
+// (2, 4, ... of them, as many as threads allow) summed on the threads by
+// sub(j0, m, out) (out: the subtree's sum, in type t), then combined as the
+// tree combines them. The same additions in the same order as
+// pairwise_of() over the whole line.
+template <typename Sub>
+void add_pairwise_split(DType t, char* acc, int64_t n, Sub&& sub) {
+  const int ways = split_ways(n);
+  int depth = 0;
+  while (depth < 4 && (2 << depth) <= ways && (n >> (depth + 1)) > 1024) ++depth;
+  // The subtrees at `depth`, in order (pairwise_of's split: half = n/2/8*8).
+  struct Span {
+    int64_t j0, m;
+  };
+  SmallVector<Span, 16> spans;
+  spans.push_back({0, n});
+  for (int k = 0; k < depth; ++k) {
+    SmallVector<Span, 16> next;
+    for (const Span& x : spans) {
+      const int64_t half = x.m / 2 / 8 * 8;
+      next.push_back({x.j0, half});
+      next.push_back({x.j0 + half, x.m - half});
+    }
+    spans = next;
+  }
+  alignas(16) char sums[16][16];
+  struct Ctx {
+    const SmallVector<Span, 16>* spans;
+    char (*sums)[16];
+    Sub* sub;
+  } ctx{&spans, sums, &sub};
+  g_splits.fetch_add(1, std::memory_order_relaxed);
+  jit::nf_parallel(
+      [](void* c, int64_t tid, int64_t nt) {
+        const Ctx& x = *static_cast<Ctx*>(c);
+        for (int64_t k = tid; k < static_cast<int64_t>(x.spans->size()); k += nt)
+          (*x.sub)((*x.spans)[k].j0, (*x.spans)[k].m, x.sums[k]);
+      },
+      &ctx);
+  auto combine = [&](auto zero) {
+    using T = decltype(zero);
+    SmallVector<T, 16> r;
+    for (size_t k = 0; k < spans.size(); ++k) r.push_back(load<T>(sums[k]));
+    while (r.size() > 1) {
+      SmallVector<T, 16> up;
+      for (size_t k = 0; k < r.size(); k += 2) up.push_back(static_cast<T>(r[k] + r[k + 1]));
+      r = up;
+    }
+    const T s = static_cast<T>(load<T>(acc) + r[0]);
+    std::memcpy(acc, &s, sizeof s);
+  };
+  if (t == DType::Float32) combine(0.0f);
+  else combine(0.0);
+}
+
 void run_map(const Task& t, const Plan& p) {
   Evaluator ev(t, p);
   const int v = t.value();
@@ -952,6 +1124,7 @@ void run_reduce(const Task& t, Plan& p) {
   const Loop comb = arg ? nullptr : combine_loop(t.reduce, acc_t);
   const bool pairwise_sum = reduced[in] && t.reduce == ReduceOp::Sum && is_float(acc_t);
   const ExprNode& vn = t.expr.nodes[v];
+  const bool split_sum = pairwise_sum && p.D == 1 && split_ways(p.ext[0]) > 1;
   thread_local std::vector<uint64_t> line;  // a whole line's values, for pairwise sums of computed values
   for_each_line(p, nullptr, [&](const int64_t* off, const int64_t* ioff, const int64_t*) {
     const int64_t len = p.ext[in];
@@ -959,7 +1132,40 @@ void run_reduce(const Task& t, Plan& p) {
     char* acc_line = a.base + off[acc];
     if (pairwise_sum && vn.kind == ExprNode::Kind::Input && vn.dtype == acc_t) {
       const Operand& src = p.ops[vn.a];
-      add_pairwise(acc_t, acc_line, src.base + off[vn.a], len, src.step[in]);
+      const char* a = src.base + off[vn.a];
+      const int64_t step = src.step[in];
+      if (!split_sum) {
+        add_pairwise(acc_t, acc_line, a, len, step);
+        return;
+      }
+      add_pairwise_split(acc_t, acc_line, len, [&](int64_t j0, int64_t n, char* part) {
+        if (acc_t == DType::Float32) {
+          const float r = pairwise<float>(a + j0 * step, n, step);
+          std::memcpy(part, &r, sizeof r);
+        } else {
+          const double r = pairwise<double>(a + j0 * step, n, step);
+          std::memcpy(part, &r, sizeof r);
+        }
+      });
+      return;
+    }
+    if (pairwise_sum && vn.dtype == acc_t && split_sum) {
+      // One long line (a whole array's sum): the top subtrees of the
+      // pairwise tree on the cores, each with its own evaluator.
+      add_pairwise_split(acc_t, acc_line, len, [&](int64_t j0, int64_t n, char* part) {
+        Evaluator e(t, p);
+        auto leaf = [&](int64_t b, int64_t m) {
+          e.block(off, ioff, b, m);
+          return std::pair<const char*, int64_t>(e.ptr(v), e.step(v));
+        };
+        if (acc_t == DType::Float32) {
+          const float r = pairwise_of<float>(leaf, j0, n);
+          std::memcpy(part, &r, sizeof r);
+        } else {
+          const double r = pairwise_of<double>(leaf, j0, n);
+          std::memcpy(part, &r, sizeof r);
+        }
+      });
       return;
     }
     if (pairwise_sum && vn.dtype == acc_t) {
@@ -1051,6 +1257,12 @@ void run_scan(const Task& t, const Plan& p) {
 
 const char* tier0_isa() { return level().name; }
 
+int64_t tier0_splits() { return g_splits.load(std::memory_order_relaxed); }
+
+int tier0_ways(int64_t points) { return split_ways(points); }
+
+int64_t tier0_fused_selects() { return g_fused_selects.load(std::memory_order_relaxed); }
+
 bool tier0_supports(const Task& t) {
   if (t.domain.size() > static_cast<size_t>(kMaxDims)) return false;
   for (const ExprNode& x : t.expr.nodes)
@@ -1073,10 +1285,26 @@ bool tier0_supports(const Task& t) {
 
 void tier0_run(const Task& t) {
   Plan p = make_plan(t);
+  bool cuttable[kMaxDims];
   switch (t.kind) {
-    case Task::Kind::Map: return run_map(t, p);
-    case Task::Kind::Reduce: return run_reduce(t, p);
-    case Task::Kind::Scan: return run_scan(t, p);
+    case Task::Kind::Map:
+      for (int d = 0; d < p.D; ++d) cuttable[d] = true;
+      if (!run_split(p, cuttable, [&](const Plan& q) { run_map(t, q); })) run_map(t, p);
+      return;
+    case Task::Kind::Reduce:
+      // (Arg-reductions keep the first index of equal values: any cut of
+      // the kept dimensions keeps that too.)
+      for (int d = 0; d < p.D; ++d) cuttable[d] = !(p.ops[p.out].step[d] == 0 && p.ext[d] != 1);
+      if (!run_split(p, cuttable, [&](const Plan& q) {
+            Plan r = q;
+            run_reduce(t, r);
+          }))
+        run_reduce(t, p);
+      return;
+    case Task::Kind::Scan:
+      for (int d = 0; d < p.D; ++d) cuttable[d] = d != p.scan_dim;
+      if (!run_split(p, cuttable, [&](const Plan& q) { run_scan(t, q); })) run_scan(t, p);
+      return;
   }
 }
 

@@ -22,6 +22,15 @@ namespace nf::runtime {
 // "x86-64-v3" or "base" (the best the CPU has; NUMFUSE_TIER0_ISA=base|v3|v4
 // caps it, read once).
 const char* tier0_isa();
+// Tasks tier 0 has cut into pieces run on several threads (large tasks;
+// see tier0.cc, run_split), since the process started.
+int64_t tier0_splits();
+// The pieces a task of `points` points is cut into now: the threads when
+// it is large (2^16 points or more) and no compile runs, else 1.
+int tier0_ways(int64_t points);
+// where(a op b, c, d) nodes tier 0 has computed with one loop (the
+// comparison not stored), counted per evaluation set up.
+int64_t tier0_fused_selects();
 
 // One loop of the library (NumPy's inner-loop ABI: operands then the
 // result, steps in bytes).

@@ -11,6 +11,7 @@
 // that runtime/tier0.cc indexes at startup.
 // Loop ABI (NumPy's): void f(char** args, const int64_t* steps, int64_t n),
 // args = operands then the result, steps in bytes.
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -109,14 +110,25 @@ class Generator {
     for (int k = 0; k < nin; ++k) cond += " && " + contiguous(k);
     o << "  if (" << cond << ") {\n    for (int64_t i = 0; i < n; ++i) {\n" << body(cont_idx, rcont) << "    }\n";
     o << "    return;\n  }\n";
-    if (nin == 2) {
-      for (int b = 0; b < 2; ++b) {  // operand b broadcast
-        const int a = 1 - b;
-        std::vector<std::string> idx = cont_idx;
-        idx[b] = "0";
-        o << "  if (" << rc << " && " << contiguous(a) << " && s" << b << " == 0) {\n";
-        o << "    for (int64_t i = 0; i < n; ++i) {\n" << body(idx, rcont) << "    }\n    return;\n  }\n";
+    // Broadcast operands (scalars: a constant, a 0-d array): for two
+    // operands either one; for a select (condition, a, b) either value or
+    // both (where(c, 1.0, 0.0)), the condition contiguous.
+    std::vector<std::vector<int>> broadcasts;
+    if (nin == 2) broadcasts = {{0}, {1}};
+    if (nin == 3) broadcasts = {{1}, {2}, {1, 2}};
+    // where(a OP b, c, d): compared with a scalar, choosing between arrays
+    // or scalars (where(x > 0, x, 0), clip's where(x < lo, lo, x)).
+    if (nin == 4) broadcasts = {{1}, {1, 2}, {1, 3}, {2, 3}, {1, 2, 3}};
+    for (const std::vector<int>& bs : broadcasts) {
+      std::vector<std::string> idx = cont_idx;
+      std::string c = rc;
+      for (int k = 0; k < nin; ++k) {
+        const bool b = std::find(bs.begin(), bs.end(), k) != bs.end();
+        if (b) idx[k] = "0";
+        c += " && " + (b ? "s" + std::to_string(k) + " == 0" : contiguous(k));
       }
+      o << "  if (" << c << ") {\n";
+      o << "    for (int64_t i = 0; i < n; ++i) {\n" << body(idx, rcont) << "    }\n    return;\n  }\n";
     }
     o << "  for (int64_t i = 0; i < n; ++i) {\n" << body(strided_idx, "i * sr") << "  }\n}\n";
     loops_.push_back(o.str());
@@ -135,6 +147,53 @@ class Generator {
     const std::string name = "NF_T0(" + std::to_string(entries_.size()) + ")";
     loop(name, ts, tr, expr);
     entries_.push_back({kind, op, static_cast<int>(t0), static_cast<int>(t1), static_cast<int>(tr), name});
+  }
+
+  // where(c, a, b) on values of type t: on their bits through a mask where
+  // the type is 1-8 bytes wide (a branch per element, as `c ? a : b` spells
+  // it in the loops' scalar remainders, costs a misprediction per random
+  // condition: 6x slower on a 122-point block); complex values as spelled.
+  void select(DType t) {
+    const ExprNode node{ExprNode::Kind::Select, t, 0, 0, 1, 2};
+    DType bits = DType::Bool;
+    switch (itemsize(t)) {
+      case 1: bits = DType::UInt8; break;
+      case 2: bits = DType::UInt16; break;
+      case 4: bits = DType::UInt32; break;
+      case 8: bits = DType::UInt64; break;
+      default: add(3, 0, t, t, t, {DType::Bool, t, t}, node); return;
+    }
+    const std::string u = c_type(bits);
+    const std::string m = "(-(" + u + ")v0)";
+    const std::string name = "NF_T0(" + std::to_string(entries_.size()) + ")";
+    loop(name, {DType::Bool, bits, bits}, bits, "((v1 & " + m + ") | (v2 & ~" + m + "))");
+    entries_.push_back({3, 0, static_cast<int>(t), static_cast<int>(t), static_cast<int>(t), name});
+  }
+
+  // where(a OP b, c, d) for a comparison OP, all four operands of type t
+  // (kind 4): the comparison's result never stored as bytes between two
+  // loops (a compare mask chooses between c's and d's bits).
+  void select_compare(int op, DType t) {
+    DType bits = DType::Bool;
+    switch (itemsize(t)) {
+      case 1: bits = DType::UInt8; break;
+      case 2: bits = DType::UInt16; break;
+      case 4: bits = DType::UInt32; break;
+      case 8: bits = DType::UInt64; break;
+      default: return;
+    }
+    const ExprNode cmp{ExprNode::Kind::Binary, DType::Bool, static_cast<uint8_t>(op), 0, 1};
+    std::string c;
+    try {
+      c = codegen::spell_scalar(cmp, {"v0", "v1"}, {t, t}, helpers_);
+    } catch (const std::exception&) {
+      return;
+    }
+    const std::string u = c_type(bits);
+    const std::string m = "(-(" + u + ")(_Bool)" + c + ")";
+    const std::string name = "NF_T0(" + std::to_string(entries_.size()) + ")";
+    loop(name, {t, t, bits, bits}, bits, "((v2 & " + m + ") | (v3 & ~" + m + "))");
+    entries_.push_back({4, op, static_cast<int>(t), static_cast<int>(t), static_cast<int>(t), name});
   }
 
   // The loops in `parts` files (compiled in parallel) and the table.
@@ -233,7 +292,14 @@ int main(int argc, char** argv) {
   }
   for (int i = 0; i < kNumDTypes; ++i) {
     const DType t = static_cast<DType>(i);
-    g.add(3, 0, t, t, t, {DType::Bool, t, t}, ExprNode{ExprNode::Kind::Select, t, 0, 0, 1, 2});
+    g.select(t);
+  }
+  for (int op = 0; op < static_cast<int>(BinaryOp::Count); ++op) {
+    if (!is_comparison(static_cast<BinaryOp>(op))) continue;
+    for (int i = 0; i < kNumDTypes; ++i) {
+      const DType t = static_cast<DType>(i);
+      if (t != DType::Bool && !is_complex(t)) g.select_compare(op, t);
+    }
   }
   const std::vector<std::string> files = g.files(argc - 2);
   for (int i = 1; i < argc; ++i) {
