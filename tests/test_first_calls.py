@@ -361,7 +361,7 @@ SPLIT_PROGRAMS = {
 
 
 @pytest.mark.parametrize("name", list(SPLIT_PROGRAMS))
-@pytest.mark.parametrize("shape", [(300, 700), (3, 70_001)])
+@pytest.mark.parametrize("shape", [(800, 700), (3, 200_001)])
 def test_large_tasks_are_cut_across_threads_with_numpys_values(tier0_groups, name, shape):
     f = SPLIT_PROGRAMS[name]
     x = onp.random.default_rng(3).standard_normal(shape)
@@ -376,7 +376,7 @@ def test_large_tasks_are_cut_across_threads_with_numpys_values(tier0_groups, nam
             assert all(g["tier0"] for g in nf.explain().groups)
         same(got, want)
     assert splits[1] == 0
-    assert splits[2] >= 1, "a task of 2**16 points or more ran on one thread"
+    assert splits[2] >= 1, "a task of 2**19 points or more ran on one thread"
 
 
 # where(a OP b, c, d) runs as one loop of tier 0's library (kind 4: the

@@ -15,12 +15,27 @@ import operator as _operator
 
 import numpy as _np
 
+# The OpenBLAS numfuse links (a fallback: numfuse shares NumPy's BLAS, see
+# _hooks.share_numpy_blas) would start a pool of threads of its own when
+# _core loads, which spin for a tenth of a second -- beside the program's
+# first calls, on a machine with few cores. It loads with one thread (NumPy's
+# BLAS, loaded above, has read the environment already).
+import os as _os
+
+_blas_env = _os.environ.get("OPENBLAS_NUM_THREADS")
+_os.environ["OPENBLAS_NUM_THREADS"] = "1"
 try:
     from . import _core
 except ImportError as _e:  # a shared library missing: name the package that has it
     from ._install_help import explain as _explain
 
     raise ImportError(_explain(_e)) from _e
+finally:
+    if _blas_env is None:
+        del _os.environ["OPENBLAS_NUM_THREADS"]
+    else:
+        _os.environ["OPENBLAS_NUM_THREADS"] = _blas_env
+    del _blas_env
 from ._hooks import NumfuseWarning
 from ._fallback import FallbackWarning
 from ._errstate import errstate, seterr, geterr, seterrcall, geterrcall  # noqa: F401

@@ -78,6 +78,9 @@ def share_numpy_blas():
     for path in sorted(glob.glob(os.path.join(root, "numpy.libs", "libscipy_openblas64_*.so*"))):
         if _core._use_blas(path, "scipy_", "64_"):
             return path
+    # The linked OpenBLAS serves: with the threads it would have had (it was
+    # loaded with one, numfuse/__init__.py).
+    _core._linked_blas_threads(int(os.environ.get("OPENBLAS_NUM_THREADS") or os.cpu_count() or 1))
     return None
 
 

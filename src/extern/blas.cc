@@ -28,6 +28,7 @@ void cblas_sgemv(int order, int trans, int m, int n, float alpha, const float* a
                  int incx, float beta, float* y, int incy);
 double cblas_ddot(int n, const double* x, int incx, const double* y, int incy);
 float cblas_sdot(int n, const float* x, int incx, const float* y, int incy);
+void openblas_set_num_threads(int n);
 }
 
 namespace {
@@ -333,6 +334,8 @@ bool dot_like_numpy(DType t, const char* a, int64_t as, const char* b, int64_t b
   }
   return true;
 }
+
+void set_linked_blas_threads(int n) { openblas_set_num_threads(n); }
 
 bool use_blas_library(const std::string& path, const std::string& prefix, const std::string& suffix) {
   void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);

@@ -63,5 +63,9 @@ std::string routine_pattern(const mdh::MdHom& h);
 // false (keeping the current BLAS) if any routine is missing.
 bool use_blas_library(const std::string& path, const std::string& prefix, const std::string& suffix);
 std::string blas_name();
+// The linked OpenBLAS's threads (numfuse/__init__.py loads it with one, so
+// that it starts no thread pool of its own beside NumPy's; when NumPy's BLAS
+// cannot be shared, the fallback gets the cores back here).
+void set_linked_blas_threads(int n);
 
 }  // namespace nf::ext

@@ -676,6 +676,7 @@ void bind_functions(py::module_& m) {
     return ext::use_blas_library(path, prefix, suffix);
   });
   m.def("blas_name", []() { return ext::blas_name(); });
+  m.def("_linked_blas_threads", [](int n) { ext::set_linked_blas_threads(n); });
 
   // Configuration.
   m.def("set_fusion", [](bool on) {

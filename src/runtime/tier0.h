@@ -26,7 +26,7 @@ const char* tier0_isa();
 // see tier0.cc, run_split), since the process started.
 int64_t tier0_splits();
 // The pieces a task of `points` points is cut into now: the threads when
-// it is large (2^16 points or more) and no compile runs, else 1.
+// it is large (2^19 points or more) and no compile runs, else 1.
 int tier0_ways(int64_t points);
 // where(a op b, c, d) nodes tier 0 has computed with one loop (the
 // comparison not stored), counted per evaluation set up.
