@@ -9,6 +9,7 @@
 #include <iterator>
 #include <map>
 #include <mutex>
+#include <stdexcept>
 #include <new>
 #include <vector>
 
@@ -427,6 +428,13 @@ void Buffer::release_memory() {
   pool().put(data_, size_class(static_cast<size_t>(std::max<int64_t>(nbytes_, 1))));
   data_ = nullptr;
   g_live.fetch_sub(nbytes_);
+}
+
+void Buffer::borrow(Buffer& owner) {
+  if (has_memory() || size_class(static_cast<size_t>(std::max<int64_t>(owner.nbytes_, 1))) < static_cast<size_t>(nbytes_))
+    throw std::logic_error("Buffer::borrow: the buffer has memory, or the owner's block is smaller");
+  data_ = owner.data();
+  owned_ = false;
 }
 
 bool Buffer::can_allocate(int64_t nbytes) {

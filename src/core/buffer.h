@@ -37,6 +37,8 @@ class Buffer {
   static std::shared_ptr<Buffer> adopt(void* data, int64_t nbytes, std::function<void()> release);
 
   int64_t nbytes() const { return nbytes_; }
+  // Whether it has memory on the host or a device (borrow() needs none).
+  bool has_memory() const { return data_ != nullptr || device_ != nullptr; }
   uint64_t id() const { return id_; }
   bool allocated() const { return data_ != nullptr || dptr_ != nullptr; }
   bool adopted() const { return !owned_; }  // memory from adopt()
@@ -85,6 +87,11 @@ class Buffer {
   // no longer be read: used by the executor after the last group that uses a
   // buffer no Python array can see. Adopted memory is left alone.
   void release_memory();
+  // Uses `owner`'s memory (same size class or larger, allocated here if it
+  // was not) instead of memory of its own: tier 0 gives a group's
+  // temporaries that are never alive at once one block (pipeline/tier0.cc).
+  // The buffer must not have memory yet; the owner's outlives every use.
+  void borrow(Buffer& owner);
 
   std::atomic<int32_t> py_refs{0};
   // NumPy arrays (or other libraries) currently viewing this memory. While

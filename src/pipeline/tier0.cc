@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstring>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "core/fpe.h"
@@ -478,6 +479,57 @@ SmallVector<int, 4> splice_targets(const std::vector<Task>& window, int p, const
   return readers;
 }
 
+// The group's temporaries -- results no Python array can see, written by
+// one task of the group and read only by later ones in it -- that are never
+// alive at once share memory (interval colouring in program order: a
+// result takes the block of one whose last reader ran before it is
+// computed). A loop body of many passes (a Mandelbrot iteration's zr, zi)
+// then touches a few blocks instead of one fresh block per pass: fresh
+// memory costs a page fault per 4 KiB, about what the pass itself costs.
+// The blocks are still all allocated before anything runs (the group runs
+// whole or not at all).
+template <typename Runs, typename TaskOf>
+void share_temporaries(const std::vector<Task>& window, int begin, int end, Runs&& runs, TaskOf&& task) {
+  struct Use {
+    int writer = -1, writes = 0, last_read = -1;
+  };
+  std::unordered_map<const Buffer*, Use> use;
+  for (int k = begin; k < static_cast<int>(window.size()); ++k) {
+    const bool in_group = k < end;
+    if (in_group && !runs(k)) continue;
+    const Task& t = in_group ? task(k) : window[k];
+    Use& o = use[t.output.buffer.get()];
+    o.writer = k;
+    ++o.writes;
+    if (!in_group) o.writes = 2;  // (written after the group: not a temporary)
+    for (const View& v : t.inputs) {
+      Use& u = use[v.buffer.get()];
+      u.last_read = in_group ? std::max(u.last_read, k) : end;  // (read after the group: not one)
+    }
+  }
+  struct Block {
+    Buffer* owner;
+    int free_after;  // the last reader of the temporary using it now
+  };
+  std::vector<Block> blocks;
+  for (int k = begin; k < end; ++k) {
+    if (!runs(k)) continue;
+    Buffer* b = task(k).output.buffer.get();
+    const Use& u = use[b];
+    if (b->py_live || u.writes != 1 || u.writer != k || u.last_read >= end || u.last_read <= k || b->has_memory())
+      continue;
+    bool shared = false;
+    for (Block& x : blocks)
+      if (x.free_after < k && Buffer::size_class(x.owner->nbytes()) == Buffer::size_class(b->nbytes())) {
+        b->borrow(*x.owner);
+        x.free_after = u.last_read;
+        shared = true;
+        break;
+      }
+    if (!shared) blocks.push_back({b, u.last_read});
+  }
+}
+
 }  // namespace
 
 int interpret(const std::vector<Task>& window, int begin, int end, const std::vector<int>& dead) {
@@ -511,6 +563,7 @@ int interpret(const std::vector<Task>& window, int begin, int end, const std::ve
   }
   auto runs = [&](int k) { return !is_dead(dead, k) && (spliced.empty() || !spliced[k - begin]); };
   auto task = [&](int k) -> const Task& { return !cur.empty() && cur[k - begin] ? *cur[k - begin] : window[k]; };
+  if (points >= kSplicePoints) share_temporaries(window, begin, end, runs, task);
   for (int k = begin; k < end; ++k) {
     if (!runs(k)) continue;
     task(k).output.buffer->data();
