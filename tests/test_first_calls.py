@@ -421,3 +421,35 @@ def test_a_select_of_a_comparison_is_one_loop_with_numpys_values(tier0_groups, d
         same(g, w)
         if g.dtype.kind == "f":
             onp.testing.assert_array_equal(onp.signbit(g), onp.signbit(w))
+
+
+def test_explain_says_why_a_kernel_compiled_on_the_critical_path(tmp_path):
+    # A group whose tier-0 estimate is above a compile's is compiled before
+    # it runs, and explain() says so with both figures; tier="lazy" says
+    # that it compiles everything; a group tier 0 ran says nothing of it.
+    program = textwrap.dedent("""
+        import numpy, numfuse as np
+        x = np.asarray(numpy.random.default_rng(0).random(8_000_000))
+        r = np.sin(np.exp(x) * np.cos(x)) + np.log1p(x)
+        np.flush()
+        big = np.explain()
+        with np.config(tier="lazy"):
+            y = np.asarray(numpy.ones(7)) * 3.0 - 1.0
+            np.flush()
+            lazy = np.explain()
+        z = np.asarray(numpy.ones(50_000)) * 2.0 + 1.0
+        np.flush()
+        small = np.explain()
+        print(repr(big.groups[0]["why_compiled"]), big.groups[0]["tier0_estimate_ms"] > big.groups[0]["compile_estimate_ms"] > 0)
+        print(repr(lazy.groups[0]["why_compiled"]))
+        print(small.groups[0]["tier0"], repr(small.groups[0]["why_compiled"]))
+        print(str(big).splitlines()[0])
+    """)
+    env = dict(os.environ, NUMFUSE_CACHE_DIR=str(tmp_path), NUMFUSE_TIER="auto")
+    r = subprocess.run([sys.executable, "-c", program], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    lines = r.stdout.splitlines()
+    assert lines[0] == "\"its estimate on tier 0 is above the compile's\" True", r.stdout
+    assert lines[1] == "'tier=\"lazy\" compiles every kernel'", r.stdout
+    assert lines[2] == "True None", r.stdout
+    assert "compiled on the critical path: its estimate on tier 0 is above the compile's" in lines[3], r.stdout

@@ -315,6 +315,11 @@ class Explanation:
                     how += (f"; estimated {g['tier0_estimate_ms']:.3g} ms on tier 0 against a "
                             f"{g['compile_estimate_ms']:.3g} ms compile, took {g['run_ms']:.3g} ms")
                 how += ")"
+            elif g.get("why_compiled") and not g["cache_hit"] and not g["disk_hit"]:
+                how += f" (compiled on the critical path: {g['why_compiled']}"
+                if g.get("compile_estimate_ms"):
+                    how += (f", {g['tier0_estimate_ms']:.3g} ms against a {g['compile_estimate_ms']:.3g} ms compile")
+                how += ")"
         if g.get("stages"):
             how += f" (stage {g['stage']} of {g['stages']} of one multi-stage kernel)"
         if g.get("target") and g["target"] != "cpu":

@@ -74,6 +74,10 @@ struct PlanGroup {
   // A stage of a multi-stage kernel: its own kernel is compiled (into
   // state) only if it ever runs alone (the launch refused the views).
   bool deferred = false;
+  // Why its kernel was compiled before it ran, when it was (explain():
+  // "compiled on the critical path: ..."), with the estimates compared.
+  const char* why = nullptr;
+  double why_tier0_ms = 0, why_compile_ms = 0;
   std::shared_ptr<GroupState> state = std::make_shared<GroupState>();
   std::vector<int> dead;
   std::vector<int> temp_tasks;  // tasks whose output buffer is a temporary
@@ -343,6 +347,10 @@ struct Prepared {
   bool hit = false, disk_hit = false;
   bool deferred = false;  // a stage whose chain's kernel is compiled instead (PlanGroup::deferred)
   std::string error;
+  // Why its kernel compiles before it runs (not on tier 0; PlanGroup::why):
+  // a static string, and the tier decision's figures where they decided.
+  const char* why = nullptr;
+  double why_tier0_ms = 0, why_compile_ms = 0;
 };
 
 // How often each kernel (by key) was wanted while not compiled: a kernel
@@ -395,9 +403,20 @@ void choose_tier(const std::vector<Task>& window, Prepared& p, const Config& cfg
   }
   // Compiled at once: tier lazy, random schedules, tuning on, or a schedule
   // from the store (someone tuned this kernel: it is wanted compiled).
-  if (cfg.tier == Tier::Lazy || cfg.random_schedule_seed >= 0 || cfg.tune_seconds > 0 || p.tuned) return;
-  if (!detail::interpretable(window, p.group)) return;
-  if (p.group.stage) return;  // a stage of a multi-stage kernel: compiled now
+  if (cfg.tier == Tier::Lazy || cfg.random_schedule_seed >= 0 || cfg.tune_seconds > 0 || p.tuned) {
+    p.why = cfg.tier == Tier::Lazy ? "tier=\"lazy\" compiles every kernel"
+            : p.tuned              ? "a tuned schedule is stored for it"
+                                   : "tuning or random schedules are on";
+    return;
+  }
+  if (!detail::interpretable(window, p.group)) {
+    p.why = "tier 0 has no loop for one of its operations";
+    return;
+  }
+  if (p.group.stage) {  // a stage of a multi-stage kernel: compiled now
+    p.why = "a stage of a multi-stage kernel whose tier-0 estimate is above its compile";
+    return;
+  }
   auto it = tier0.find(p.key);
   const Tier0Estimate est = it == tier0.end() ? Tier0Estimate{} : it->second;
   const double compile = detail::compile_estimate_ms();
@@ -406,7 +425,12 @@ void choose_tier(const std::vector<Task>& window, Prepared& p, const Config& cfg
   // kernel is wanted again), or a repetition cheap next to a compile.
   const bool cheap = eager || est.ms < compile;
   const bool repeated = !cheap && est.groups > 1 && est.most_ms <= kRepetitionShare * compile;
-  if (!cheap && !repeated) return;  // compiled at once
+  if (!cheap && !repeated) {  // compiled at once
+    p.why = "its estimate on tier 0 is above the compile's";
+    p.why_tier0_ms = est.ms;
+    p.why_compile_ms = compile;
+    return;
+  }
   p.interpret = true;
   // Compiled in the background at once when it repeats in this window or
   // was wanted before; else when its plan runs again (kernel_of). (Not at
@@ -576,6 +600,9 @@ PlanGroup to_plan_group(const std::vector<Task>& window, const Prepared& p) {
   g.fn = p.fn;
   g.interpret = p.interpret;
   g.deferred = p.deferred;
+  g.why = p.interpret ? nullptr : p.why;
+  g.why_tier0_ms = p.why_tier0_ms;
+  g.why_compile_ms = p.why_compile_ms;
   return g;
 }
 
@@ -673,6 +700,11 @@ void run_group(WindowForm& form, const std::shared_ptr<const Plan>& plan, size_t
       gr.compiling = detail::compile_pending(g.key);
     }
     gr.hom = &g.tmpl->hom;
+    if (!gr.tier0 && g.why) {
+      gr.why_compiled = g.why;
+      gr.tier0_estimate_ms = g.why_tier0_ms;
+      gr.compile_estimate_ms = g.why_compile_ms;
+    }
     if (!gr.tier0) gr.target = g.target->name;
     if (!gr.tier0 && g.target->device) gr.device_kernel = kernel_of(g);
     if (!g.target_note.empty()) gr.target_note = &g.target_note;

@@ -97,6 +97,9 @@ struct GroupReport {
   int tier0_passes = 0;    // tier 0: the passes it made (fewer than the operations: some spliced, tier0.cc)
   double tier0_estimate_ms = 0;   // tier 0: the time the tier decision expected it to take,
   double compile_estimate_ms = 0;  // against this compile (tiers.h)
+  // A kernel of its plan's first run, compiled before it ran: why (a static
+  // string; the estimates above where they decided). Null otherwise.
+  const char* why_compiled = nullptr;
   bool compiling = false;  // tier 0, while the background compiler has its kernel queued or
                            // compiling (later runs, or a loop's later repetitions, take it)
   bool cache_hit = false;  // found in the in-memory kernel cache

@@ -65,6 +65,7 @@ py::dict report_dict(const pipeline::FlushReport& r) {
     d["tier0_passes"] = g.tier0_passes;
     d["tier0_estimate_ms"] = g.tier0_estimate_ms;
     d["compile_estimate_ms"] = g.compile_estimate_ms;
+    d["why_compiled"] = g.why_compiled ? py::object(py::str(g.why_compiled)) : py::object(py::none());
     d["tuned"] = g.tuned;
     d["disk_hit"] = g.disk_hit;
     d["source"] = g.source;
