@@ -149,19 +149,28 @@ class Generator {
     entries_.push_back({kind, op, static_cast<int>(t0), static_cast<int>(t1), static_cast<int>(tr), name});
   }
 
+  // The unsigned type as wide as t, whose bits a select copies (Bool: none,
+  // a complex type).
+  static DType bits_of(DType t) {
+    switch (itemsize(t)) {
+      case 1: return DType::UInt8;
+      case 2: return DType::UInt16;
+      case 4: return DType::UInt32;
+      case 8: return DType::UInt64;
+      default: return DType::Bool;
+    }
+  }
+
   // where(c, a, b) on values of type t: on their bits through a mask where
   // the type is 1-8 bytes wide (a branch per element, as `c ? a : b` spells
   // it in the loops' scalar remainders, costs a misprediction per random
   // condition: 6x slower on a 122-point block); complex values as spelled.
   void select(DType t) {
     const ExprNode node{ExprNode::Kind::Select, t, 0, 0, 1, 2};
-    DType bits = DType::Bool;
-    switch (itemsize(t)) {
-      case 1: bits = DType::UInt8; break;
-      case 2: bits = DType::UInt16; break;
-      case 4: bits = DType::UInt32; break;
-      case 8: bits = DType::UInt64; break;
-      default: add(3, 0, t, t, t, {DType::Bool, t, t}, node); return;
+    const DType bits = bits_of(t);
+    if (bits == DType::Bool) {
+      add(3, 0, t, t, t, {DType::Bool, t, t}, node);
+      return;
     }
     const std::string u = c_type(bits);
     const std::string m = "(-(" + u + ")v0)";
@@ -174,14 +183,8 @@ class Generator {
   // (kind 4): the comparison's result never stored as bytes between two
   // loops (a compare mask chooses between c's and d's bits).
   void select_compare(int op, DType t) {
-    DType bits = DType::Bool;
-    switch (itemsize(t)) {
-      case 1: bits = DType::UInt8; break;
-      case 2: bits = DType::UInt16; break;
-      case 4: bits = DType::UInt32; break;
-      case 8: bits = DType::UInt64; break;
-      default: return;
-    }
+    const DType bits = bits_of(t);
+    if (bits == DType::Bool) return;
     const ExprNode cmp{ExprNode::Kind::Binary, DType::Bool, static_cast<uint8_t>(op), 0, 1};
     std::string c;
     try {
