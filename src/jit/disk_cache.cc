@@ -2,6 +2,7 @@
 //
 // Entry file  <dir>/<hash64(key) in hex>.nfk :
 //   "NFK1" | u64 key length | key | u64 object length | u64 FNV-1a(object) | object
+#include <atomic>
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -63,6 +64,7 @@ struct DiskCache::Impl {
   std::string warning;
   bool on = false;
   bool read_only = false;
+  std::atomic<uint64_t> generation{0};
 };
 
 DiskCache::DiskCache() : impl_(new Impl) { configure(""); }
@@ -72,8 +74,11 @@ DiskCache& DiskCache::instance() {
   return *c;
 }
 
+uint64_t DiskCache::generation() const { return impl_->generation.load(std::memory_order_acquire); }
+
 void DiskCache::configure(const std::string& requested) {
   std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->generation.fetch_add(1, std::memory_order_acq_rel);
   impl_->on = false;
   impl_->dir = requested.empty() ? default_dir() : requested;
   if (impl_->dir.empty()) {
@@ -165,6 +170,7 @@ void DiskCache::store(const std::string& key, const std::string& object) {
 }
 
 size_t DiskCache::clear() {
+  impl_->generation.fetch_add(1, std::memory_order_acq_rel);
   std::string dir = directory();
   size_t n = 0;
   DIR* d = opendir(dir.c_str());

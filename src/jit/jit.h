@@ -199,6 +199,9 @@ class DiskCache {
   bool load(const std::string& key, std::string* object);
   void store(const std::string& key, const std::string& object);
   size_t clear();  // removes the user's entries; returns how many
+  // Changes when the directory is configured again or cleared (what a
+  // remembered miss was a miss in).
+  uint64_t generation() const;
 
  private:
   DiskCache();

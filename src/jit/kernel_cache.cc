@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <unordered_set>
 
 #include <tbb/concurrent_hash_map.h>
 
@@ -36,6 +37,31 @@ struct KernelCache::Impl {
   Compiler& compiler;
   tbb::concurrent_hash_map<std::string, std::shared_ptr<Entry>> map;
   CompileStats stats;
+  // Keys try_get found neither here nor on disk (in the disk cache's
+  // `absent_generation`): a loop body's groups share one kernel, and each
+  // asked the disk again (two file opens, about 8 us, per group of a
+  // program's first window) until its compile was queued. A key compiled
+  // since is in `map`, which try_get reads first; a kernel another process
+  // stores meanwhile is still found by get(), which reads the disk before
+  // it compiles. Bounded: forgotten at kMaxAbsent keys.
+  std::mutex absent_mu;
+  std::unordered_set<std::string> absent;
+  uint64_t absent_generation = 0;
+  static constexpr size_t kMaxAbsent = 4096;
+  bool known_absent(const std::string& key) {
+    const uint64_t gen = DiskCache::instance().generation();
+    std::lock_guard<std::mutex> lock(absent_mu);
+    if (gen != absent_generation) {
+      absent.clear();
+      absent_generation = gen;
+    }
+    return absent.count(key) != 0;
+  }
+  void note_absent(const std::string& key) {
+    std::lock_guard<std::mutex> lock(absent_mu);
+    if (absent.size() >= kMaxAbsent) absent.clear();
+    absent.insert(key);
+  }
 };
 
 KernelCache::KernelCache(Compiler& compiler) : impl_(new Impl(compiler)) {}
@@ -51,7 +77,11 @@ CompileStats& KernelCache::stats() { return impl_->stats; }
 
 size_t KernelCache::size() const { return impl_->map.size(); }
 
-void KernelCache::clear() { impl_->map.clear(); }
+void KernelCache::clear() {
+  impl_->map.clear();
+  std::lock_guard<std::mutex> lock(impl_->absent_mu);
+  impl_->absent.clear();  // (what was compiled since is on disk now)
+}
 
 std::string KernelCache::source_of(const std::string& key) const {
   decltype(impl_->map)::const_accessor acc;
@@ -110,10 +140,14 @@ KernelRef KernelCache::try_get(const std::string& key, bool* disk_hit) {
     if (impl_->map.find(acc, key)) e = acc->second;
   }
   if (e) return ready(*e->k) ? e->k : nullptr;  // (not while it compiles)
+  if (impl_->known_absent(key)) return nullptr;
   auto t0 = std::chrono::steady_clock::now();
   auto k = std::make_shared<Kernel>();
   k->key = key;
-  if (!load_from_disk(impl_->compiler, full_key_of(impl_->compiler, key), *k)) return nullptr;
+  if (!load_from_disk(impl_->compiler, full_key_of(impl_->compiler, key), *k)) {
+    impl_->note_absent(key);
+    return nullptr;
+  }
   {
     decltype(impl_->map)::accessor acc;
     if (impl_->map.insert(acc, key)) acc->second = std::make_shared<Entry>();

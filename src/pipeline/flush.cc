@@ -98,6 +98,9 @@ struct PlanGroup {
   // written under g_exec_mu, like everything a flush does with a plan).
   mutable mdh::Bindings bound;
   mutable bool bound_once = false;
+  // What tier 0 decided on its first run of the group (splices, shared
+  // blocks), replayed on the next ones (written under g_exec_mu, like `bound`).
+  mutable detail::Tier0Memo tier0_memo;
 };
 
 // A multi-stage kernel's GroupState: its kernel, when tier 0 ran its stages
@@ -460,7 +463,18 @@ void compile_one(Prepared& p) {
   }
 }
 
-Prepared prepare(const std::vector<Task>& window, const fusion::Group& g, const Config& cfg) {
+// A window's schedule choices by group structure: a loop body repeated in
+// one window has many groups with one structure and the same sizes, whose
+// schedule (choose_schedule depends on the structure, the sizes and the
+// configuration only) and kernel key are found once.
+struct Choice {
+  tune::Schedule schedule;
+  bool tuned = false;
+  std::string tuning, key;
+};
+using Choices = std::unordered_map<std::string, Choice>;
+
+Prepared prepare(const std::vector<Task>& window, const fusion::Group& g, const Config& cfg, Choices* seen = nullptr) {
   Prepared p;
   p.group = g;
   p.built = std::make_shared<mdh::Built>(mdh::build(window, g));
@@ -472,6 +486,20 @@ Prepared prepare(const std::vector<Task>& window, const fusion::Group& g, const 
     p.target_note = want.refuses(p.built->hom);
     if (p.target_note.empty()) p.target = &want;
   }
+  std::string structure;
+  if (seen) {
+    structure = p.built->hom.key();
+    structure += g.stage ? "|s|" : "|g|";
+    structure += p.target->name;
+    for (int64_t v : p.built->bind.ints) structure += "|" + std::to_string(v);
+    if (auto it = seen->find(structure); it != seen->end()) {
+      p.schedule = it->second.schedule;
+      p.tuned = it->second.tuned;
+      p.tuning = it->second.tuning;
+      p.key = it->second.key;
+      return p;
+    }
+  }
   p.schedule = detail::choose_schedule(p.built->hom, p.built->bind, cfg, &p.tuned, &p.tuning, *p.target);
   // A stage runs on one thread per tile: the launcher parallelizes the tiles.
   if (g.stage) {
@@ -481,6 +509,7 @@ Prepared prepare(const std::vector<Task>& window, const fusion::Group& g, const 
     p.schedule.block_threads = 0;
   }
   p.key = detail::kernel_key(p.built->hom, p.schedule, *p.target);
+  if (seen) seen->emplace(std::move(structure), Choice{p.schedule, p.tuned, p.tuning, p.key});
   return p;
 }
 
@@ -686,12 +715,13 @@ void run_group(WindowForm& form, const std::shared_ptr<const Plan>& plan, size_t
       }
       if (dump && fn) gr.source = g.target->compiler().source_of(g.key);
     } else {
-      // (The bindings are not needed to run, but the report's domain is
-      // their extents: explain() of a memoized tier-0 run.)
-      bind = bindings_of(form, g, index, bind);
-      form.rewrite();  // (tier 0 runs the tasks)
+      // (Tier 0 runs the tasks, not the template: a memo hit's group is not
+      // rebound. The report's domain is the template's extents, the same in
+      // every window of the plan.)
+      if (!bind) bind = &g.tmpl->bind;
+      form.rewrite();
       fpe::take();
-      gr.tier0_passes = detail::interpret(window, g.begin, g.end, g.dead);
+      gr.tier0_passes = detail::interpret(window, g.begin, g.end, g.dead, &g.tier0_memo);
       if (const uint8_t f = fpe::take()) note_group_fp(f, window, g);
       gr.tier0 = true;
       // (The tier decision's figures, for explain() to set beside the time taken.)
@@ -1275,7 +1305,8 @@ void flush_window(WindowForm& form, const Structure& structure, FlushReport* rep
       chains = fusion::chains(window, part, cfg.stage_min_bytes);
     std::vector<Prepared> prepared;
     prepared.reserve(part.groups.size());
-    for (const fusion::Group& g : part.groups) prepared.push_back(prepare(window, g, cfg));
+    Choices choices;
+    for (const fusion::Group& g : part.groups) prepared.push_back(prepare(window, g, cfg, &choices));
     // A chain whose launch the bound views refuse (a stage whose outer
     // dimension is not the rows its links are laid out by, ...) is dropped
     // here, its groups prepared again as kernels of their own (parallel).
@@ -1289,7 +1320,7 @@ void flush_window(WindowForm& form, const Structure& structure, FlushReport* rep
       }
       for (int g = c->first; g <= c->last; ++g) {
         part.groups[g].stage = false;
-        prepared[g] = prepare(window, part.groups[g], cfg);
+        prepared[g] = prepare(window, part.groups[g], cfg, &choices);
       }
       c = chains.erase(c);
     }

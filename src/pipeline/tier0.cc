@@ -489,7 +489,8 @@ SmallVector<int, 4> splice_targets(const std::vector<Task>& window, int p, const
 // The blocks are still all allocated before anything runs (the group runs
 // whole or not at all).
 template <typename Runs, typename TaskOf>
-void share_temporaries(const std::vector<Task>& window, int begin, int end, Runs&& runs, TaskOf&& task) {
+void share_temporaries(const std::vector<Task>& window, int begin, int end, Runs&& runs, TaskOf&& task,
+                       std::vector<std::pair<int, int>>& shares) {
   struct Use {
     int writer = -1, writes = 0, last_read = -1;
   };
@@ -508,7 +509,7 @@ void share_temporaries(const std::vector<Task>& window, int begin, int end, Runs
     }
   }
   struct Block {
-    Buffer* owner;
+    int owner;       // the task whose output owns it
     int free_after;  // the last reader of the temporary using it now
   };
   std::vector<Block> blocks;
@@ -520,50 +521,79 @@ void share_temporaries(const std::vector<Task>& window, int begin, int end, Runs
       continue;
     bool shared = false;
     for (Block& x : blocks)
-      if (x.free_after < k && Buffer::size_class(x.owner->nbytes()) == Buffer::size_class(b->nbytes())) {
-        b->borrow(*x.owner);
+      if (x.free_after < k &&
+          Buffer::size_class(task(x.owner).output.buffer->nbytes()) == Buffer::size_class(b->nbytes())) {
+        shares.emplace_back(k, x.owner);
         x.free_after = u.last_read;
         shared = true;
         break;
       }
-    if (!shared) blocks.push_back({b, u.last_read});
+    if (!shared) blocks.push_back({k, u.last_read});
   }
 }
 
 }  // namespace
 
-int interpret(const std::vector<Task>& window, int begin, int end, const std::vector<int>& dead) {
+int interpret(const std::vector<Task>& window, int begin, int end, const std::vector<int>& dead, Tier0Memo* memo) {
   // cur[k]: task k as spliced so far (none: as recorded); spliced[k]:
   // computed inside its readers.
   std::vector<std::unique_ptr<Task>> cur;
   std::vector<bool> spliced;
+  auto current = [&](int k) -> const Task& { return cur[k - begin] ? *cur[k - begin] : window[k]; };
+  // Splices p into its readers (all or none: a reader refused keeps p's
+  // result stored).
+  auto splice = [&](int p, const std::vector<int>& readers) {
+    const Task& pt = current(p);
+    std::vector<std::unique_ptr<Task>> spliced_readers;
+    for (int r : readers) {
+      auto m = std::make_unique<Task>(current(r));
+      if (!fusion::substitute_producer(*m, pt)) return false;
+      spliced_readers.push_back(std::move(m));
+    }
+    for (size_t q = 0; q < readers.size(); ++q) cur[readers[q] - begin] = std::move(spliced_readers[q]);
+    cur[p - begin].reset();
+    spliced[p - begin] = true;
+    return true;
+  };
   int64_t points = 0;
   for (int k = begin; k < end; ++k)
     if (!is_dead(dead, k)) points += shape_size(window[k].domain);
+  // (The plan's windows have one structure: what the analysis decided on
+  // the first holds on each. Should a splice not replay, the group is
+  // analysed again.)
+  bool replayed = memo && memo->analysed;
+  Tier0Memo fresh;
   if (points >= kSplicePoints && end - begin > 1) {
     cur.resize(static_cast<size_t>(end - begin));
     spliced.assign(static_cast<size_t>(end - begin), false);
-    for (int k = begin; k < end; ++k) {
-      if (is_dead(dead, k)) continue;
-      const Task& pt = cur[k - begin] ? *cur[k - begin] : window[k];
-      const SmallVector<int, 4> readers = splice_targets(window, k, pt, end, dead, cur, begin);
-      if (readers.empty()) continue;
-      // (All readers or none: a reader refused keeps p's result stored.)
-      std::vector<std::unique_ptr<Task>> spliced_readers;
-      for (int r : readers) {
-        auto m = std::make_unique<Task>(cur[r - begin] ? *cur[r - begin] : window[r]);
-        if (!fusion::substitute_producer(*m, pt)) break;
-        spliced_readers.push_back(std::move(m));
+    if (replayed)
+      for (const auto& [p, readers] : memo->splices)
+        if (!splice(p, readers)) {
+          replayed = false;
+          for (auto& c : cur) c.reset();
+          spliced.assign(spliced.size(), false);
+          break;
+        }
+    if (!replayed)
+      for (int k = begin; k < end; ++k) {
+        if (is_dead(dead, k)) continue;
+        const SmallVector<int, 4> found = splice_targets(window, k, current(k), end, dead, cur, begin);
+        if (found.empty()) continue;
+        std::vector<int> readers(found.begin(), found.end());
+        if (splice(k, readers)) fresh.splices.emplace_back(k, std::move(readers));
       }
-      if (spliced_readers.size() != readers.size()) continue;
-      for (size_t q = 0; q < readers.size(); ++q) cur[readers[q] - begin] = std::move(spliced_readers[q]);
-      cur[k - begin].reset();
-      spliced[k - begin] = true;
-    }
   }
   auto runs = [&](int k) { return !is_dead(dead, k) && (spliced.empty() || !spliced[k - begin]); };
   auto task = [&](int k) -> const Task& { return !cur.empty() && cur[k - begin] ? *cur[k - begin] : window[k]; };
-  if (points >= kSplicePoints) share_temporaries(window, begin, end, runs, task);
+  if (points >= kSplicePoints && !replayed) share_temporaries(window, begin, end, runs, task, fresh.shares);
+  if (memo && !replayed) {
+    fresh.analysed = true;
+    *memo = std::move(fresh);
+  }
+  for (const auto& [k, owner] : (memo ? *memo : fresh).shares) {
+    Buffer* b = task(k).output.buffer.get();
+    if (!b->has_memory() && !b->py_live) b->borrow(*task(owner).output.buffer);
+  }
   for (int k = begin; k < end; ++k) {
     if (!runs(k)) continue;
     task(k).output.buffer->data();

@@ -20,6 +20,7 @@
 #include "pipeline/target.h"
 
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "fusion/fusion.h"
@@ -40,7 +41,17 @@ double interpret_estimate_ms(const std::vector<Task>& window, int begin, int end
 // runs whole or (on an allocation failure) not at all. Large groups splice
 // an elementwise task into its one reader (tier0.cc): returns the passes
 // made (the tasks run, spliced ones counted in their readers).
-int interpret(const std::vector<Task>& window, int begin, int end, const std::vector<int>& dead);
+// `memo` (a plan group's, for every window of its plan): what the first run
+// decided -- which tasks were spliced into which readers, which temporaries
+// share a block -- so that later runs replay it without the analysis (a
+// scan from each task to the window's end).
+struct Tier0Memo {
+  bool analysed = false;
+  std::vector<std::pair<int, std::vector<int>>> splices;  // (producer, its readers), in the order applied
+  std::vector<std::pair<int, int>> shares;                // (task, task whose block its output takes)
+};
+int interpret(const std::vector<Task>& window, int begin, int end, const std::vector<int>& dead,
+              Tier0Memo* memo = nullptr);
 // A floating-point matrix product task run with BLAS (false: not one).
 bool run_matmul_blas(const Task& t);
 
