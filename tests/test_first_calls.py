@@ -430,7 +430,7 @@ def test_explain_says_why_a_kernel_compiled_on_the_critical_path(tmp_path):
     program = textwrap.dedent("""
         import numpy, numfuse as np
         x = np.asarray(numpy.random.default_rng(0).random(8_000_000))
-        r = np.sin(np.exp(x) * np.cos(x)) + np.log1p(x)
+        r = np.sin(np.exp(x) * np.cos(x)) + np.log1p(x) * np.arctan2(x, 1.5 - x) + x ** 1.7
         np.flush()
         big = np.explain()
         with np.config(tier="lazy"):
