@@ -463,18 +463,7 @@ void compile_one(Prepared& p) {
   }
 }
 
-// A window's schedule choices by group structure: a loop body repeated in
-// one window has many groups with one structure and the same sizes, whose
-// schedule (choose_schedule depends on the structure, the sizes and the
-// configuration only) and kernel key are found once.
-struct Choice {
-  tune::Schedule schedule;
-  bool tuned = false;
-  std::string tuning, key;
-};
-using Choices = std::unordered_map<std::string, Choice>;
-
-Prepared prepare(const std::vector<Task>& window, const fusion::Group& g, const Config& cfg, Choices* seen = nullptr) {
+Prepared prepare(const std::vector<Task>& window, const fusion::Group& g, const Config& cfg) {
   Prepared p;
   p.group = g;
   p.built = std::make_shared<mdh::Built>(mdh::build(window, g));
@@ -486,20 +475,6 @@ Prepared prepare(const std::vector<Task>& window, const fusion::Group& g, const 
     p.target_note = want.refuses(p.built->hom);
     if (p.target_note.empty()) p.target = &want;
   }
-  std::string structure;
-  if (seen) {
-    structure = p.built->hom.key();
-    structure += g.stage ? "|s|" : "|g|";
-    structure += p.target->name;
-    for (int64_t v : p.built->bind.ints) structure += "|" + std::to_string(v);
-    if (auto it = seen->find(structure); it != seen->end()) {
-      p.schedule = it->second.schedule;
-      p.tuned = it->second.tuned;
-      p.tuning = it->second.tuning;
-      p.key = it->second.key;
-      return p;
-    }
-  }
   p.schedule = detail::choose_schedule(p.built->hom, p.built->bind, cfg, &p.tuned, &p.tuning, *p.target);
   // A stage runs on one thread per tile: the launcher parallelizes the tiles.
   if (g.stage) {
@@ -509,7 +484,6 @@ Prepared prepare(const std::vector<Task>& window, const fusion::Group& g, const 
     p.schedule.block_threads = 0;
   }
   p.key = detail::kernel_key(p.built->hom, p.schedule, *p.target);
-  if (seen) seen->emplace(std::move(structure), Choice{p.schedule, p.tuned, p.tuning, p.key});
   return p;
 }
 
@@ -1305,8 +1279,7 @@ void flush_window(WindowForm& form, const Structure& structure, FlushReport* rep
       chains = fusion::chains(window, part, cfg.stage_min_bytes);
     std::vector<Prepared> prepared;
     prepared.reserve(part.groups.size());
-    Choices choices;
-    for (const fusion::Group& g : part.groups) prepared.push_back(prepare(window, g, cfg, &choices));
+    for (const fusion::Group& g : part.groups) prepared.push_back(prepare(window, g, cfg));
     // A chain whose launch the bound views refuse (a stage whose outer
     // dimension is not the rows its links are laid out by, ...) is dropped
     // here, its groups prepared again as kernels of their own (parallel).
@@ -1320,7 +1293,7 @@ void flush_window(WindowForm& form, const Structure& structure, FlushReport* rep
       }
       for (int g = c->first; g <= c->last; ++g) {
         part.groups[g].stage = false;
-        prepared[g] = prepare(window, part.groups[g], cfg, &choices);
+        prepared[g] = prepare(window, part.groups[g], cfg);
       }
       c = chains.erase(c);
     }
