@@ -98,6 +98,16 @@ struct Pool {
   static constexpr size_t kSmallClasses = kCacheMin / 64;
   static constexpr size_t kSmallPerClass = 64;
   std::vector<void*> small[kSmallClasses + 1];
+  // Fresh memory whose pages were touched in the background at import
+  // (Buffer::prefault): a program's first mid-size blocks (64 KiB to 4 MiB)
+  // are carved from it, so its first operations do not pay a page fault
+  // and the kernel's zeroing per 4 KiB (1.6 us a page here: a 200 x 200
+  // float64 temporary costs 0.13 ms fresh). Its blocks stay in the pool.
+  char* reserve = nullptr;
+  size_t reserve_size = 0, reserve_used = 0;
+  bool in_reserve(const void* p) const {
+    return reserve && p >= reserve && static_cast<const char*>(p) < reserve + reserve_size;
+  }
 
   Pool() {
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
@@ -129,6 +139,11 @@ struct Pool {
         void* p = it->second;
         free_blocks.erase(it);
         cached -= cls;
+        return p;
+      }
+      if (cls < kHuge && reserve_used + cls <= reserve_size) {
+        void* p = reserve + reserve_used;
+        reserve_used += cls;
         return p;
       }
     }
@@ -169,7 +184,7 @@ struct Pool {
           list.push_back(p);
           return;
         }
-      } else if (cached + cls <= limit) {
+      } else if (cached + cls <= limit || in_reserve(p)) {
         free_blocks.emplace(cls, p);
         cached += cls;
         return;
@@ -180,9 +195,15 @@ struct Pool {
 
   void trim() {
     std::lock_guard<std::mutex> lock(mu);
-    for (auto& [cls, p] : free_blocks) std::free(p);
-    free_blocks.clear();
-    cached = 0;
+    for (auto it = free_blocks.begin(); it != free_blocks.end();) {
+      if (in_reserve(it->second)) {
+        ++it;  // (the reserve's blocks are not malloc's: they stay)
+        continue;
+      }
+      std::free(it->second);
+      cached -= it->first;
+      it = free_blocks.erase(it);
+    }
     for (std::vector<void*>& list : small) {
       for (void* p : list) std::free(p);
       list.clear();
@@ -451,6 +472,31 @@ bool Buffer::can_allocate(int64_t nbytes) {
   }
   munmap(p, static_cast<size_t>(nbytes));
   return true;
+}
+
+void Buffer::prefault(size_t bytes) {
+  {
+    std::lock_guard<std::mutex> lock(pool().mu);
+    if (pool().reserve) return;
+  }
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return;
+  bool populated = false;
+#ifdef MADV_POPULATE_WRITE
+  populated = madvise(p, bytes, MADV_POPULATE_WRITE) == 0;
+#endif
+  if (!populated) {
+    const long page = sysconf(_SC_PAGESIZE);
+    for (size_t i = 0; i < bytes; i += static_cast<size_t>(page > 0 ? page : 4096))
+      static_cast<volatile char*>(p)[i] = 0;
+  }
+  std::lock_guard<std::mutex> lock(pool().mu);
+  if (pool().reserve) {
+    munmap(p, bytes);
+    return;
+  }
+  pool().reserve = static_cast<char*>(p);
+  pool().reserve_size = bytes;
 }
 
 int64_t Buffer::live_bytes() { return g_live.load(); }

@@ -167,6 +167,10 @@ class Buffer {
   static size_t size_class(size_t bytes);
   // Freed blocks kept for reuse, and releasing them to the system.
   static int64_t cached_bytes();
+  // Maps `bytes` of fresh memory and touches its pages (the import's
+  // background thread): the pool's first mid-size blocks come from it,
+  // without page faults on the caller's path. Once per process.
+  static void prefault(size_t bytes);
   static void trim_cache();
 
   // The capture (core/capture.h) this buffer was made in (0: none).

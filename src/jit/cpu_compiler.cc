@@ -63,6 +63,7 @@
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/TargetParser/Host.h>
 
+#include "core/buffer.h"
 #include "core/fpe.h"
 #include "jit/exact_division.h"
 #include "jit/jit.h"
@@ -543,7 +544,9 @@ llvm::orc::JITDylib& CpuCompiler::new_dylib(const std::string& symbol, bool open
 void CpuCompiler::warm_up_async() {
   if (impl_->warm.joinable()) return;
   impl_->warm = std::thread([this] {
-    // The threads' pool first: a large first call that tier 0 cuts across
+    // Memory first: 8 MiB of blocks with their pages touched (Buffer::prefault).
+    Buffer::prefault(size_t{8} << 20);
+    // The threads' pool next: a large first call that tier 0 cuts across
     // the cores must not wait for worker threads to be created. (Each body
     // waits, up to 2 ms, for the others to start: the workers are started
     // and have joined the arena once, not merely requested.) Measured
