@@ -475,9 +475,7 @@ Prepared prepare(const std::vector<Task>& window, const fusion::Group& g, const 
     p.target_note = want.refuses(p.built->hom);
     if (p.target_note.empty()) p.target = &want;
   }
-  bool contraction = false;
-  for (int k = g.begin; k < g.end; ++k) contraction |= window[k].solo;
-  p.schedule = detail::choose_schedule(p.built->hom, p.built->bind, cfg, &p.tuned, &p.tuning, *p.target, contraction);
+  p.schedule = detail::choose_schedule(p.built->hom, p.built->bind, cfg, &p.tuned, &p.tuning, *p.target);
   // A stage runs on one thread per tile: the launcher parallelizes the tiles.
   if (g.stage) {
     p.schedule.parallel = false;

@@ -433,12 +433,12 @@ constexpr int64_t kMaxSynthBytes = int64_t(2) << 30;
 }  // namespace
 
 tune::Schedule choose_schedule(const mdh::MdHom& h, const mdh::Bindings& b, const Config& cfg, bool* tuned,
-                               std::string* tuning, const Target& t, bool contraction) {
+                               std::string* tuning, const Target& t) {
   *tuned = false;
   const tune::Asm& target = t.machine();
   // (No library routine on a device: the host's BLAS would take the
   // operands off it, where a contraction runs in tiles, gpu_tiles.)
-  const bool routines = cfg.routines && !t.device && contraction;
+  const bool routines = cfg.routines && !t.device;
   const std::string cls = tune::size_class(h, b);
   if (cfg.random_schedule_seed >= 0)
     return tune::random_schedule(h, b, target,

@@ -46,13 +46,8 @@ void credit_quick(jit::Kernel* k, int64_t ns);
 // schedules with device parameters, tune/gpu_model.cc) and stored per
 // machine; a device's are tuned by numfuse.tune (tune_captured), not in the
 // background (its launches would contend with the program's).
-// `contraction`: the group is a contraction the program asked for (a solo
-// task: matmul, dot, einsum, tensordot), the only kind a library routine
-// may compute -- NumPy sums `(a * b).sum(axis=1)` pairwise, where BLAS's dot
-// sums in its own order (ulps apart, more under cancellation).
 tune::Schedule choose_schedule(const mdh::MdHom& h, const mdh::Bindings& b, const Config& cfg, bool* tuned,
-                               std::string* tuning = nullptr, const Target& t = cpu_target(),
-                               bool contraction = true);
+                               std::string* tuning = nullptr, const Target& t = cpu_target());
 // Whether the background tuning job of `key` (choose_schedule's `tuning`;
 // empty: none) is queued or running: its kernel's schedule may still change.
 bool being_tuned(const std::string& key);
