@@ -176,6 +176,24 @@ def test_a_small_result_read_twice_is_computed_in_each_reader_a_live_one_is_stor
     assert float(r) == pytest.approx(float((a * 2.0 + 1.0).sum()), rel=1e-13)
 
 
+def test_a_costly_result_read_twice_is_stored_not_computed_twice(tier0_groups):
+    # Computed again in each of two readers only while the copy's nodes
+    # stay within what a store and a load cost (tier0.cc, kRecomputeBudget):
+    # a longer expression read twice is stored once, in its own pass (a
+    # Mandelbrot iteration's zr and zi, copied into copies, took twice the
+    # time of storing them).
+    a = onp.random.default_rng(13).random(N)
+
+    def costly(lib, a):
+        t = ((a * 2.0 + 1.0) * a - 3.0) * a
+        return t * t + lib.sqrt(lib.abs(t))
+
+    got, groups = spliced(costly, a)
+    assert passes(groups) == (9, 2), nf.explain()
+    same(got, eager(costly, a))
+    same(got, costly(onp, a))
+
+
 def test_a_result_read_by_many_is_stored(tier0_groups):
     a = onp.random.default_rng(11).random(N)
 
