@@ -699,7 +699,10 @@ void run_group(WindowForm& form, const std::shared_ptr<const Plan>& plan, size_t
       if (const uint8_t f = fpe::take()) note_group_fp(f, window, g);
       gr.tier0 = true;
       // (The tier decision's figures, for explain() to set beside the time taken.)
-      gr.tier0_estimate_ms = detail::interpret_estimate_ms(window, g.begin, g.end, g.dead);
+      // (the same for every window of the plan: found once)
+      if (g.tier0_memo.estimate_ms < 0)
+        g.tier0_memo.estimate_ms = detail::interpret_estimate_ms(window, g.begin, g.end, g.dead);
+      gr.tier0_estimate_ms = g.tier0_memo.estimate_ms;
       gr.compile_estimate_ms = detail::compile_estimate_ms();
       gr.compiling = detail::compile_pending(g.key);
     }

@@ -572,14 +572,15 @@ int interpret(const std::vector<Task>& window, int begin, int end, const std::ve
   // computed inside its readers.
   std::vector<std::unique_ptr<Task>> cur;
   std::vector<bool> spliced;
-  auto current = [&](int k) -> const Task& { return cur[k - begin] ? *cur[k - begin] : window[k]; };
+  // Task k as it runs: spliced so far, or as recorded.
+  auto task = [&](int k) -> const Task& { return !cur.empty() && cur[k - begin] ? *cur[k - begin] : window[k]; };
   // Splices p into its readers (all or none: a reader refused keeps p's
   // result stored).
   auto splice = [&](int p, const std::vector<int>& readers) {
-    const Task& pt = current(p);
+    const Task& pt = task(p);
     std::vector<std::unique_ptr<Task>> spliced_readers;
     for (int r : readers) {
-      auto m = std::make_unique<Task>(current(r));
+      auto m = std::make_unique<Task>(task(r));
       if (!fusion::substitute_producer(*m, pt)) return false;
       spliced_readers.push_back(std::move(m));
     }
@@ -610,14 +611,13 @@ int interpret(const std::vector<Task>& window, int begin, int end, const std::ve
     if (!replayed)
       for (int k = begin; k < end; ++k) {
         if (is_dead(dead, k)) continue;
-        const SmallVector<int, 4> found = splice_targets(window, k, current(k), end, dead, cur, begin);
+        const SmallVector<int, 4> found = splice_targets(window, k, task(k), end, dead, cur, begin);
         if (found.empty()) continue;
         std::vector<int> readers(found.begin(), found.end());
         if (splice(k, readers)) fresh.splices.emplace_back(k, std::move(readers));
       }
   }
   auto runs = [&](int k) { return !is_dead(dead, k) && (spliced.empty() || !spliced[k - begin]); };
-  auto task = [&](int k) -> const Task& { return !cur.empty() && cur[k - begin] ? *cur[k - begin] : window[k]; };
   if (points >= kSplicePoints && !replayed) share_temporaries(window, begin, end, runs, task, fresh.shares);
   if (memo && !replayed) {
     fresh.analysed = true;

@@ -49,6 +49,7 @@ struct Tier0Memo {
   bool analysed = false;
   std::vector<std::pair<int, std::vector<int>>> splices;  // (producer, its readers), in the order applied
   std::vector<std::pair<int, int>> shares;                // (task, task whose block its output takes)
+  double estimate_ms = -1;  // interpret_estimate_ms of the group (explain()), once found
 };
 int interpret(const std::vector<Task>& window, int begin, int end, const std::vector<int>& dead,
               Tier0Memo* memo = nullptr);
