@@ -11,32 +11,58 @@ namespace nf::fusion {
 
 namespace {
 
+// A group's buffers and its views of each: a group touches a handful of
+// buffers, so a flat list searched in order (a hash map per group was most
+// of this file's time in a window of a loop's many small groups).
+class ByBuffer {
+ public:
+  using Entry = std::pair<const Buffer*, std::vector<const View*>>;
+  std::vector<const View*>& operator[](const Buffer* b) {
+    for (Entry& e : entries_)
+      if (e.first == b) return e.second;
+    return entries_.emplace_back(b, std::vector<const View*>{}).second;
+  }
+  const Entry* find(const Buffer* b) const {
+    for (const Entry& e : entries_)
+      if (e.first == b) return &e;
+    return nullptr;
+  }
+  bool count(const Buffer* b) const { return find(b) != nullptr; }
+  auto begin() const { return entries_.begin(); }
+  auto end() const { return entries_.end(); }
+
+ private:
+  std::vector<Entry> entries_;
+};
+
 // What one group does to memory (its live tasks).
 struct GroupUse {
   bool ok = false;  // may be a stage at all
-  std::unordered_map<const Buffer*, std::vector<const View*>> writes;
-  std::unordered_map<const Buffer*, std::vector<const View*>> reads;
+  ByBuffer writes, reads;
   // What its scalar prologue alone writes (0-d results that are no
   // temporaries, in buffers no other task of the group writes).
-  std::unordered_set<const Buffer*> once;
+  std::vector<const Buffer*> once;
+  bool is_once(const Buffer* b) const { return std::find(once.begin(), once.end(), b) != once.end(); }
 };
 
 GroupUse use_of(const std::vector<Task>& window, const Group& g) {
   GroupUse u;
-  std::unordered_set<int> dead(g.dead.begin(), g.dead.end());
-  std::unordered_set<const Buffer*> temporary;
-  for (const BufferPtr& b : g.temporaries) temporary.insert(b.get());
+  auto is_dead = [&](int k) { return std::find(g.dead.begin(), g.dead.end(), k) != g.dead.end(); };
+  auto temporary = [&](const Buffer* b) {
+    return std::any_of(g.temporaries.begin(), g.temporaries.end(), [&](const BufferPtr& t) { return t.get() == b; });
+  };
   int points = 0;  // live tasks over more than one point
   bool solo = false;
   for (int k = g.begin; k < g.end; ++k) {
-    if (dead.count(k)) continue;
+    if (is_dead(k)) continue;
     const Task& t = window[k];
     solo |= t.solo;
     // (A 0-d task is the group's scalar prologue, which a stage computes
     // at every tile; what it stores is stored once, before the tiles:
     // MdHom::once_guard.)
     if (squeezed_domain(t).empty()) {
-      if (!temporary.count(t.output.buffer.get())) u.once.insert(t.output.buffer.get());
+      if (!temporary(t.output.buffer.get()) && !u.is_once(t.output.buffer.get()))
+        u.once.push_back(t.output.buffer.get());
     } else {
       ++points;
     }
@@ -53,7 +79,8 @@ GroupUse use_of(const std::vector<Task>& window, const Group& g) {
   // (Only buffers the prologue alone writes: rows a later task writes
   // into the same buffer are written by the tiles.)
   for (int k = g.begin; k < g.end; ++k)
-    if (!dead.count(k) && !squeezed_domain(window[k]).empty()) u.once.erase(window[k].output.buffer.get());
+    if (!is_dead(k) && !squeezed_domain(window[k]).empty())
+      u.once.erase(std::remove(u.once.begin(), u.once.end(), window[k].output.buffer.get()), u.once.end());
   u.ok = points > 0 && !solo;
   return u;
 }
@@ -112,7 +139,7 @@ bool links_of(const std::vector<GroupUse>& use, int first, int last,
       if (!read_later) continue;
       // A prologue's result is stored before the tiles (passes.h, compose):
       // later stages read it from memory, no link.
-      if (use[p].once.count(b)) continue;
+      if (use[p].is_once(b)) continue;
       if (!all_same(wviews)) return false;
       const View& w = *wviews.front();
       const auto span = groups_of.at(b);
@@ -121,8 +148,8 @@ bool links_of(const std::vector<GroupUse>& use, int first, int last,
       const bool hidden = !b->py_live && !b->allocated() && span.first >= first && span.second <= last;
       bool same_view = true;  // every later read is through the writer's view
       for (int c = p + 1; c <= last; ++c) {
-        auto it = use[c].reads.find(b);
-        if (it == use[c].reads.end()) continue;
+        const auto* it = use[c].reads.find(b);
+        if (!it) continue;
         for (const View* r : it->second) same_view &= r->same_as(w);
       }
       if (hidden && whole(w)) {

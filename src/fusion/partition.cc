@@ -8,16 +8,23 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/inline_vector.h"
 #include "fusion/fusion.h"
 
 namespace nf::fusion {
 
 namespace {
 
+// v without its extent-1 dimensions. The copy's buffer pointer does not own
+// the buffer (an aliasing shared_ptr without a control block: copying it
+// counts no references); the partition's views live no longer than the
+// window's tasks, which own the buffers.
 View squeeze(const View& v) {
-  View r = v;
-  r.shape.clear();
-  r.strides.clear();
+  View r;
+  r.buffer = BufferPtr(BufferPtr(), v.buffer.get());
+  r.dtype = v.dtype;
+  r.offset = v.offset;
+  r.readonly = v.readonly;
   for (int k = 0; k < v.ndim(); ++k) {
     if (v.shape[k] == 1) continue;
     r.shape.push_back(v.shape[k]);
@@ -35,8 +42,11 @@ struct Access {
   bool reduce;
 };
 
-std::vector<Access> accesses_of(const Task& t) {
-  std::vector<Access> out;
+using Accesses = InlineVector<Access, 4>;
+
+Accesses accesses_of(const Task& t) {
+  Accesses out;
+  out.reserve(t.inputs.size() + 1);
   for (const View& v : t.inputs) out.push_back({squeeze(v), false, false});
   out.push_back({squeeze(t.output), true, t.combines()});
   return out;
@@ -86,14 +96,14 @@ std::string prologue_conflict(const Task& t, const Access& a, const Prologue& pr
 }
 
 // Returns an empty string if task t may join the group, else the reason.
-std::string violates(const Task& t, const Dims& domain,
+std::string violates(const Task& t, const Accesses& accesses, const Dims& domain,
                      std::unordered_map<const Buffer*, BufferState>& state, const Prologue& pro) {
   if (t.solo) return "contraction " + std::string(t.name) + " runs on its own";
   Dims dom = squeezed_domain(t);
   if (dom != domain)
     return "constraint 1 (domain): " + std::string(t.name) + " iterates over " + shape_str(dom) +
            ", the group over " + shape_str(domain);
-  for (const Access& a : accesses_of(t)) {
+  for (const Access& a : accesses) {
     if (pro.touched.count(a.view.buffer.get())) {
       std::string why = prologue_conflict(t, a, pro);
       if (!why.empty()) return why;
@@ -152,13 +162,16 @@ int hoistable(const std::vector<Task>& window, const std::vector<bool>& dead, in
   return j;
 }
 
-void add_to_state(const Task& t, std::unordered_map<const Buffer*, BufferState>& state) {
-  for (const Access& a : accesses_of(t)) {
+void add_to_state(const Accesses& accesses, std::unordered_map<const Buffer*, BufferState>& state) {
+  for (const Access& a : accesses) {
     BufferState& s = state[a.view.buffer.get()];
     if (a.reduce) s.reduced = true;
     else if (a.write) s.writes.push_back(a.view);
     else s.reads.push_back(a.view);
   }
+}
+void add_to_state(const Task& t, std::unordered_map<const Buffer*, BufferState>& state) {
+  add_to_state(accesses_of(t), state);
 }
 
 }  // namespace
@@ -178,9 +191,21 @@ class VisibleViews {
  public:
   // How many views of `t` are not counted yet.
   int added_by(const Task& t) const {
-    VisibleViews with = *this;  // at most a few dozen pointers
-    with.add(t);
-    return with.size() - size();
+    int n = 0;
+    auto counts = [&](const View& v, const View* const* earlier, size_t k) {
+      if (!v.buffer->py_live || seen(v)) return false;
+      for (size_t e = 0; e < k; ++e)
+        if (earlier[e]->same_as(v)) return false;
+      return true;
+    };
+    // (t's own views, each counted once: at most its inputs and output.)
+    InlineVector<const View*, 4> mine;
+    for (const View& v : t.inputs) {
+      if (counts(v, mine.data(), mine.size())) ++n;
+      mine.push_back(&v);
+    }
+    if (counts(t.output, mine.data(), mine.size())) ++n;
+    return n;
   }
   void add(const Task& t) {
     auto put = [&](const View& v) {
@@ -195,6 +220,11 @@ class VisibleViews {
   int size() const { return static_cast<int>(views_.size()); }
 
  private:
+  bool seen(const View& v) const {
+    for (const View* u : views_)
+      if (u->same_as(v)) return true;
+    return false;
+  }
   std::vector<const View*> views_;
 };
 }  // namespace
@@ -289,12 +319,13 @@ Partition partition(const std::vector<Task>& window, Policy policy, int max_acce
           }
         }
         pro.open &= scalar_map(t);
-        std::string why = violates(t, domain, state, pro);
+        const Accesses accesses = accesses_of(t);
+        std::string why = violates(t, accesses, domain, state, pro);
         if (!why.empty()) {
           g.stop_reason = why;
           break;
         }
-        add_to_state(window[j], state);
+        add_to_state(accesses, state);
         ++live;
         visible.add(window[j]);
       }

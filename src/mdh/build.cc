@@ -271,10 +271,13 @@ Built build(const std::vector<Task>& window, const fusion::Group& group) {
   Built out;
   MdHom& h = out.hom;
   Bindings& b = out.bind;
-  std::unordered_set<int> dead(group.dead.begin(), group.dead.end());
+  // (A group's dead tasks and temporaries are a few: searched in place. This
+  // runs for every group of every analysed window; hash sets here, and the
+  // maps by access below, were a fifth of it.)
+  auto dead = [&](int k) { return std::find(group.dead.begin(), group.dead.end(), k) != group.dead.end(); };
   std::vector<const Task*> tasks;
   for (int k = group.begin; k < group.end; ++k)
-    if (!dead.count(k)) {
+    if (!dead(k)) {
       tasks.push_back(&window[k]);
       out.tasks.push_back(k);
     }
@@ -309,14 +312,20 @@ Built build(const std::vector<Task>& window, const fusion::Group& group) {
   };
   for (int64_t e : norm.extents) h.extent.push_back(new_int(e));
 
-  std::unordered_set<const Buffer*> temporaries;
-  for (const BufferPtr& t : group.temporaries) temporaries.insert(t.get());
+  auto temporary = [&](const Buffer* buf) {
+    return std::any_of(group.temporaries.begin(), group.temporaries.end(),
+                       [&](const BufferPtr& t) { return t.get() == buf; });
+  };
 
   // Distinct views -> accesses.
   std::vector<Lin> lins;
   int cur_task = -1;  // window index of the task being expressed
+  // Per access: the node holding its current value, its Input node (valid
+  // until written), its index in h.outputs; -1: none.
+  std::vector<int> latest, input_node, output_of;
   auto access_of = [&](const Task& t, const View& v, int slot) {
-    Lin l{v.buffer, v.dtype, v.offset, norm.map(t.domain, v.strides)};
+    // (The buffer pointer does not own it: the window's tasks do.)
+    Lin l{BufferPtr(BufferPtr(), v.buffer.get()), v.dtype, v.offset, norm.map(t.domain, v.strides)};
     for (size_t i = 0; i < lins.size(); ++i)
       if (lins[i].buf == l.buf && lins[i].dtype == l.dtype && lins[i].offset == l.offset && lins[i].strides == l.strides)
         return static_cast<int>(i);
@@ -331,13 +340,12 @@ Built build(const std::vector<Task>& window, const fusion::Group& group) {
     }
     h.accesses.push_back(a);
     lins.push_back(l);
+    latest.push_back(-1);
+    input_node.push_back(-1);
+    output_of.push_back(-1);
     out.recipe.access.push_back({cur_task, slot});
     return static_cast<int>(lins.size()) - 1;
   };
-
-  std::unordered_map<int, int> latest;      // access -> node holding its current value
-  std::unordered_map<int, int> input_node;  // access -> Input node (valid until written)
-  std::unordered_map<int, int> output_of;   // access -> index in h.outputs
 
   size_t prologue_tasks = 0;  // the leading 0-d tasks (fusion.h: scalar prologue)
   for (size_t ti = 0; ti < tasks.size(); ++ti) {
@@ -372,9 +380,9 @@ Built build(const std::vector<Task>& window, const fusion::Group& group) {
         case ExprNode::Kind::Input: {
           if (in_node[x.a] < 0) {
             int aid = access_of(t, t.inputs[x.a], x.a);
-            if (latest.count(aid)) {
+            if (latest[aid] >= 0) {
               in_node[x.a] = latest[aid];
-            } else if (input_node.count(aid)) {
+            } else if (input_node[aid] >= 0) {
               in_node[x.a] = input_node[aid];
             } else {
               h.accesses[aid].read = true;
@@ -431,10 +439,9 @@ Built build(const std::vector<Task>& window, const fusion::Group& group) {
     } else {
       acc.written = true;
       latest[aid] = value;
-      input_node.erase(aid);
-      auto it = output_of.find(aid);
-      if (it != output_of.end()) {
-        h.outputs[it->second].value = value;
+      input_node[aid] = -1;
+      if (output_of[aid] >= 0) {
+        h.outputs[output_of[aid]].value = value;
       } else {
         Output o;
         o.access = aid;
@@ -448,7 +455,7 @@ Built build(const std::vector<Task>& window, const fusion::Group& group) {
   std::vector<Output> kept;
   for (const Output& o : h.outputs) {
     const Buffer* buf = lins[o.access].buf.get();
-    if (!o.reduces && temporaries.count(buf)) {
+    if (!o.reduces && temporary(buf)) {
       h.accesses[o.access].written = false;
       continue;
     }

@@ -574,7 +574,11 @@ jit::Kernel* chain_kernel(const PlanChain& c, const Target& t) {
   return nullptr;
 }
 
-PlanGroup to_plan_group(const std::vector<Task>& window, const Prepared& p) {
+// The plan's group for p. Its template is p's expression itself (not a
+// copy: copying every analysed group's MdHom, bindings and recipe was a
+// tenth of an unmemoized flush), without the window's buffers and offsets
+// -- the caller keeps a copy of those bindings for this window's run first.
+PlanGroup to_plan_group(const std::vector<Task>& window, Prepared& p) {
   PlanGroup g;
   g.begin = p.group.begin;
   g.end = p.group.end;
@@ -589,10 +593,9 @@ PlanGroup to_plan_group(const std::vector<Task>& window, const Prepared& p) {
         break;
       }
   if (p.built) {
-    auto tmpl = std::make_shared<mdh::Built>(*p.built);
-    tmpl->bind.buffers.clear();  // (borrowed from this window: they die with it)
-    tmpl->bind.offsets.clear();
-    g.tmpl = tmpl;
+    p.built->bind.buffers.clear();  // (borrowed from this window: they die with it)
+    p.built->bind.offsets.clear();
+    g.tmpl = p.built;
   }
   g.schedule = p.schedule;
   g.tuned = p.tuned;
@@ -1376,7 +1379,11 @@ void flush_window(WindowForm& form, const Structure& structure, FlushReport* rep
 
     auto plan_new = std::make_shared<Plan>();
     rep.plan = plan_new;
-    for (const Prepared& p : runnable) plan_new->groups.push_back(to_plan_group(window, p));
+    // This window's bindings, for its run (the plan's templates drop the buffers).
+    std::vector<mdh::Bindings> live(runnable.size());
+    for (size_t k = 0; k < runnable.size(); ++k)
+      if (runnable[k].built) live[k] = runnable[k].built->bind;
+    for (Prepared& p : runnable) plan_new->groups.push_back(to_plan_group(window, p));
     // (A compile failure split groups: the chains' group numbers are gone.)
     if (!failed)
       for (PreparedChain& prc : pchains) {
@@ -1430,7 +1437,7 @@ void flush_window(WindowForm& form, const Structure& structure, FlushReport* rep
     const uint64_t t2 = ticks();
     uint64_t clock = t2;
     std::vector<const mdh::Bindings*> given;
-    for (const Prepared& p : runnable) given.push_back(p.built ? &p.built->bind : nullptr);
+    for (size_t k = 0; k < runnable.size(); ++k) given.push_back(runnable[k].built ? &live[k] : nullptr);
     for (size_t i = 0; i < runnable.size();) {
       const size_t n = run_groups_at(form, plan_new, i, given, run_cfg, clock, rep.groups);
       for (size_t k = i; k < i + n; ++k) {

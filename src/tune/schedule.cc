@@ -238,43 +238,72 @@ std::string Schedule::why_unsafe(const mdh::MdHom& h, const mdh::Bindings& b, co
 //   w                                                wide vectors (Schedule::wide)
 std::string Schedule::key() const {
   if (routine == Routine::Blas) return "blas";
-  std::ostringstream os;
+  // (Appended, not streamed: every analysed group makes this key, and an
+  // ostringstream's construction alone was a third of its cost.)
+  std::string os;
+  os.reserve(64);
+  auto num = [&](int64_t v) { os += std::to_string(v); };
   auto list = [&](const auto& v) {
-    for (size_t k = 0; k < v.size(); ++k) os << (k ? "," : "") << v[k];
+    for (size_t k = 0; k < v.size(); ++k) {
+      if (k) os += ',';
+      num(v[k]);
+    }
   };
-  os << "t";
+  os += 't';
   for (size_t d = 0; d < tiles.size(); ++d) {
-    if (d) os << ";";
+    if (d) os += ';';
     list(tiles[d]);
   }
-  os << "|o";
-  for (size_t k = 0; k < order.size(); ++k) os << (k ? "," : "") << order[k].dim << "." << order[k].level;
-  if (parallel) os << "|p" << parallel_min_work;
-  else os << "|s";
-  if (grid) os << "|g" << grid;
-  if (block_tiles) os << "|b" << tile.key();
-  if (block_threads) os << "|B" << block_threads;
-  if (grid_threads) os << "|T" << grid_threads;
-  os << (vectorize ? "|v" : "|n");
+  os += "|o";
+  for (size_t k = 0; k < order.size(); ++k) {
+    if (k) os += ',';
+    num(order[k].dim);
+    os += '.';
+    num(order[k].level);
+  }
+  if (parallel) {
+    os += "|p";
+    num(parallel_min_work);
+  } else {
+    os += "|s";
+  }
+  if (grid) {
+    os += "|g";
+    num(grid);
+  }
+  if (block_tiles) os += "|b" + tile.key();
+  if (block_threads) {
+    os += "|B";
+    num(block_threads);
+  }
+  if (grid_threads) {
+    os += "|T";
+    num(grid_threads);
+  }
+  os += vectorize ? "|v" : "|n";
   if (!caches.empty()) {
-    os << "|c";
+    os += "|c";
     for (size_t k = 0; k < caches.size(); ++k) {
       const Cache& c = caches[k];
-      os << (k ? ";" : "") << c.access << "@" << c.pos << ":";
+      if (k) os += ';';
+      num(c.access);
+      os += '@';
+      num(c.pos);
+      os += ':';
       list(c.layout);
       if (!c.pack.empty()) {
-        os << "/";
+        os += '/';
         list(c.pack);
       }
     }
   }
   if (!unroll.empty()) {
-    os << "|u";
+    os += "|u";
     list(unroll);
   }
-  if (contract) os << "|f";
-  if (wide) os << "|w";
-  return os.str();
+  if (contract) os += "|f";
+  if (wide) os += "|w";
+  return os;
 }
 
 namespace {

@@ -167,6 +167,7 @@ bool ScheduleStore::find(const std::string& device, const mdh::MdHom& h, const m
                          const std::string& cls, StoreEntry* out, const Asm& target) {
   std::lock_guard<std::mutex> lock(mu_);
   reload_if_changed();
+  if (entries_.empty()) return false;  // (nothing tuned: no key to make, for every group analysed)
   const std::string key = entry_key(device, h, cls);
   auto it = entries_.find(key);
   if (it == entries_.end()) return false;
