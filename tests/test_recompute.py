@@ -72,7 +72,7 @@ def test_diffusion_fluxes_are_recomputed_at_the_update():
     rep = check(diffusion, U, recomputed=2, stage_min_bytes=0)
     got, _ = run(diffusion, U, stage_min_bytes=0)
     assert stages_ran() == [2], str(nf.explain())
-    assert "2 intermediates read through shifted slices recomputed" in str(nf.explain())
+    assert "2 intermediates (read through shifted slices, or after a matrix product) recomputed" in str(nf.explain())
     _, _ = run(diffusion, U, stage_min_bytes=0, recompute=False)
     assert stages_ran() == [4]
     # memoized: the same rewrite, the same plan
@@ -291,6 +291,71 @@ def test_reader_writing_the_producers_input():
         return u
 
     check(assigned, U, recomputed=1)
+
+
+A64 = RNG.standard_normal((40, 16))
+C40 = RNG.standard_normal((40, 40))
+B16 = RNG.standard_normal((16, 40))
+
+
+def syrk_rows(lib, A, C0):
+    C = C0.copy()
+    for i in range(A.shape[0]):
+        C[i, :i + 1] = 1.2 * C[i, :i + 1] + 1.5 * (A[:i + 1] @ A[i])
+    return C
+
+
+def test_a_map_before_a_matrix_product_is_computed_by_its_reader():
+    # beta * C[i, :i + 1] is recorded before the product it is added to;
+    # the product runs on its own, so stored it would be a kernel of its
+    # own per row. Substituted, each row is two: the product and the
+    # update that computes beta * C itself.
+    rep = check(syrk_rows, A64, C40, recomputed=40, rtol=1e-12)
+    ops = [[o for o in g["ops"] if not o.endswith("(dead)")] for g in rep["groups"]]
+    assert sum(o == ["matmul"] for o in ops) == 40, str(nf.explain())
+    # (beside the copy of C0) every multiply is in a row's update
+    updates = [o for o in ops if "multiply" in o]
+    assert len(updates) == 40 and all("__setitem__" in o and "add" in o for o in updates), str(nf.explain())
+
+    def gemm_epilogue(lib, A, B, C):
+        return 0.5 * C + 2.0 * (A @ B)
+
+    check(gemm_epilogue, A64, B16, C40, recomputed=1, rtol=1e-12)
+
+    # A chain of maps read only after the product: both move.
+    def two_maps(lib, A, B, C):
+        t = 2.0 * C
+        u = t + 1.0
+        return u * (A @ B) + t
+
+    check(two_maps, A64, B16, C40, recomputed=2, rtol=1e-12)
+
+
+def test_a_map_before_a_matrix_product_stays_stored_where_it_must():
+    # The product overwrites what the map read: computed after it, the map
+    # would read the new values.
+    def overwritten(lib, A, B, C):
+        C = C.copy()
+        t = 2.0 * C
+        lib.matmul(A, B, out=C)
+        return t + C
+
+    check(overwritten, A64, B16, C40, recomputed=0, rtol=1e-12)
+
+    # Read before the product too: it is computed there, once.
+    def read_before(lib, A, B, C):
+        t = 2.0 * C
+        u = t + 1.0
+        return u, t * (A @ B)
+
+    check(read_before, A64, B16, C40, recomputed=0, rtol=1e-12)
+
+    # Seen by Python: stored, and the same values.
+    def visible(lib, A, B, C):
+        t = 2.0 * C
+        return t, t + A @ B
+
+    check(visible, A64, B16, C40, recomputed=0, rtol=1e-12)
 
 
 def test_jacobi_write_back_through_a_recomputed_flux():

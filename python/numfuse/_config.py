@@ -218,8 +218,9 @@ def config(**opts):
     many bytes of intermediates and repeated reads out of memory; default
     256 KiB, 0 makes every chain one kernel -- for testing),
     recompute (True: a cheap intermediate read through shifted slices --
-    a stencil's fluxes, `f[:, 1:] - f[:, :-1]` -- is computed again where
-    each reader needs it instead of stored, where that costs at most 8
+    a stencil's fluxes, `f[:, 1:] - f[:, :-1]` -- or only after a matrix
+    product (`beta * C + alpha * (A @ B)`: beta * C is computed before the
+    product) is computed again where each reader needs it instead of stored, where that costs at most 8
     additions more per point; a positive int sets that budget, False or 0
     never; NUMFUSE_RECOMPUTE. With tune on, a window where that happens is
     run both ways on its first runs and keeps the faster: explain() says
@@ -353,8 +354,9 @@ class Explanation:
                  + (" [analysis memoized]" if r.get("memo_hit") else "")]
         if r.get("recomputed"):
             n = r["recomputed"]
-            lines.append(f"  {n} intermediate{'s' if n != 1 else ''} read through shifted slices "
-                         f"recomputed where {'they are' if n != 1 else 'it is'} read, never stored"
+            lines.append(f"  {n} intermediate{'s' if n != 1 else ''} (read through shifted slices, or "
+                         f"after a matrix product) recomputed where {'they are' if n != 1 else 'it is'} read, "
+                         f"never stored"
                          + (" (the memoized rewrite: the plan bound to the operations as recorded"
                             + ("; replayed for tier 0 or the floating-point flags)" if r.get("rewrite_replayed") else ")")
                             if r.get("memo_recorded") else ""))

@@ -150,7 +150,9 @@ std::vector<Chain> chains(const std::vector<Task>& window, Partition& p, int64_t
 // hidden (no Python array sees it, nothing computed it yet), written by P
 // alone, whole and C-contiguous, and read only by later tasks, at least one
 // of them through a shifted view (a stencil: flux[:, 1:] - flux[:, :-1]),
-// is substituted into every reader: each read of b through a view R becomes
+// or with a contraction between P and its first reader (which would end
+// P's group: `beta * C[i, :i + 1] + alpha * (A[:i + 1] @ A[i])` computes
+// the product of beta after P), is substituted into every reader: each read of b through a view R becomes
 // P's expression over P's inputs moved to where R reads -- reader point p
 // reads what P computed at point q = s + A p (R's offset and strides
 // decomposed over b's layout, q inside P's domain for every p; never a

@@ -435,8 +435,11 @@ int recompute_producers(std::vector<Task>& window, int budget, Recomputed* recor
   if (budget < 0) return 0;
   // Most windows have no shifted read of an intermediate: one look at each
   // input decides that, without building anything.
-  bool any = false;
+  // (Or a contraction after some task: a map before it may be read after it.)
+  const bool solo_seen = n > 1 && std::any_of(window.begin() + 1, window.end(), [](const Task& t) { return t.solo; });
+  bool any = solo_seen;
   for (const Task& t : window) {
+    if (any) break;
     for (const View& v : t.inputs) {
       const Buffer* b = v.buffer.get();
       if (hidden(b) && (v.offset != 0 || v.size() * itemsize(v.dtype) != b->nbytes()) && !broadcasts(v)) {
@@ -491,9 +494,15 @@ int recompute_producers(std::vector<Task>& window, int budget, Recomputed* recor
     std::sort(readers.begin(), readers.end());
     if (readers.front() <= i) continue;
     // Every read is a point map; at least one is shifted (same-view reads
-    // are forwarded inside a kernel anyway); each distinct view costs an
-    // evaluation.
-    bool ok = true, shifted = false;
+    // are forwarded inside a kernel anyway), or a contraction lies between
+    // the producer and its first reader (`beta * C[i, :i + 1]` before
+    // `A[:i + 1] @ A[i]`, read after it: the contraction runs on its own
+    // and ends the producer's group, whose kernel would store the result
+    // for the reader's kernel to load -- substituted, the reader computes
+    // it); each distinct view costs an evaluation.
+    bool separated = false;
+    for (int k = i + 1; solo_seen && !separated && k < readers.front(); ++k) separated = window[k].solo;
+    bool ok = true, shifted = separated;
     std::vector<const View*> distinct;
     for (int j : readers) {
       const Task& c = window[j];
