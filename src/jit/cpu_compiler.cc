@@ -82,14 +82,15 @@ std::string libomp_path() {
   return "";
 }
 
-uint64_t hash64(const std::string& s) {
-  uint64_t h = 1469598103934665603ull;
+uint64_t hash64_more(uint64_t h, std::string_view s) {
   for (unsigned char c : s) {
     h ^= c;
     h *= 1099511628211ull;
   }
   return h;
 }
+
+uint64_t hash64(const std::string& s) { return hash64_more(1469598103934665603ull, s); }
 
 // Receives every object file the JIT produces, by module name, so a fresh
 // compile can be written to the disk cache.

@@ -128,16 +128,21 @@ std::string DiskCache::status() const {
 }
 
 bool DiskCache::load(const std::string& key, std::string* object) {
+  return load(hash64(key), [&] { return key; }, object);
+}
+
+bool DiskCache::load(uint64_t key_hash, const std::function<std::string()>& make_key, std::string* object) {
   std::string dir;
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
     if (!impl_->on) return false;
     dir = impl_->dir;
   }
-  const std::string path = dir + "/" + hex(hash64(key)) + ".nfk";
+  const std::string path = dir + "/" + hex(key_hash) + ".nfk";
   std::string data, why;
   if (!files::read_private(path, kMaxEntryBytes, &data, &why)) return false;
   if (data.size() < 4 || std::memcmp(data.data(), kMagic, 4) != 0) return false;
+  const std::string key = make_key();
   size_t pos = 4;
   uint64_t klen, olen, sum;
   if (!get_u64(data, pos, &klen) || klen > data.size() - pos) return false;

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "codegen/codegen.h"
@@ -197,6 +198,9 @@ class DiskCache {
   // by others): the Python layer shows it as a warning once.
   std::string take_warning();
   bool load(const std::string& key, std::string* object);
+  // The same for the key whose hash64 is key_hash; `key()` makes the key,
+  // called only where an entry is there to be checked against it.
+  bool load(uint64_t key_hash, const std::function<std::string()>& key, std::string* object);
   void store(const std::string& key, const std::string& object);
   size_t clear();  // removes the user's entries; returns how many
   // Changes when the directory is configured again or cleared (what a
@@ -325,5 +329,8 @@ void mark_check_stats();
 
 // Stable 64-bit hash (FNV-1a) for symbol names and file names.
 uint64_t hash64(const std::string& s);
+// hash64 of a string continued by s, from the hash h of its beginning:
+// hash64(a + b) == hash64_more(hash64(a), b).
+uint64_t hash64_more(uint64_t h, std::string_view s);
 
 }  // namespace nf::jit

@@ -90,9 +90,26 @@ std::string KernelCache::source_of(const std::string& key) const {
 }
 
 namespace {
-std::string full_key_of(const Compiler& c, const std::string& key) {
-  // Everything that changes the machine code is part of the persistent key.
-  return std::string(kCacheVersion) + "|" + c.id() + "|" + codegen::nan_rules_id() + "|" + key;
+// Everything that changes the machine code is part of the persistent key:
+// this prefix, then the kernel's key.
+std::string key_prefix_of(const Compiler& c) {
+  return std::string(kCacheVersion) + "|" + c.id() + "|" + codegen::nan_rules_id() + "|";
+}
+std::string full_key_of(const Compiler& c, const std::string& key) { return key_prefix_of(c) + key; }
+
+// hash64 of the persistent key of `key`: the prefix's hash is the same for
+// every kernel of a compiler (a few kilobytes of flags, hashed byte by byte,
+// were most of a disk probe's work), so it is kept, per thread, with the
+// prefix it hashed.
+uint64_t full_key_hash(const Compiler& c, const std::string& key) {
+  thread_local std::string prefix;
+  thread_local uint64_t prefix_hash = 0;
+  std::string now = key_prefix_of(c);
+  if (now != prefix || prefix.empty()) {
+    prefix_hash = hash64(now);
+    prefix = std::move(now);
+  }
+  return hash64_more(prefix_hash, key);
 }
 
 // Publishes loaded code in k (its entry point last: a reader that sees it
@@ -110,19 +127,26 @@ bool ready(const Kernel& k) { return k.fn.load(std::memory_order_acquire) || !k.
 // The disk cache's names for a kernel: its Full object, its Quick object
 // (kept until a Full one exists), and its source (so a Quick kernel loaded
 // from disk can still be upgraded).
-std::string quick_key_of(const std::string& full_key) { return full_key + "|quick"; }
+constexpr std::string_view kQuickSuffix = "|quick";
+std::string quick_key_of(const std::string& full_key) { return full_key + std::string(kQuickSuffix); }
 std::string source_key_of(const std::string& full_key) { return full_key + "|source"; }
 std::string symbol_of(const std::string& disk_key) { return "nf_k" + std::to_string(hash64(disk_key)); }
 
-// Loads the best object the disk cache has for `full_key` into `k`.
-bool load_from_disk(Compiler& c, const std::string& full_key, Kernel& k) {
+// Loads the best object the disk cache has for `key` into `k` (the full
+// key's string is made only where an entry is there to check it against).
+bool load_from_disk(Compiler& c, const std::string& key, Kernel& k) {
   std::string object;
+  const uint64_t full_hash = full_key_hash(c, key);
   for (bool quick : {false, true}) {
     if (quick && !c.has_quick()) break;
-    const std::string disk_key = quick ? quick_key_of(full_key) : full_key;
-    if (!DiskCache::instance().load(disk_key, &object)) continue;
+    const uint64_t h = quick ? hash64_more(full_hash, kQuickSuffix) : full_hash;
+    auto disk_key = [&] {
+      const std::string full = full_key_of(c, key);
+      return quick ? quick_key_of(full) : full;
+    };
+    if (!DiskCache::instance().load(h, disk_key, &object)) continue;
     try {
-      install(k, c.load(object, symbol_of(disk_key)), quick);
+      install(k, c.load(object, "nf_k" + std::to_string(h)), quick);  // (symbol_of the disk key)
       return true;
     } catch (const CompileError&) {
       // An entry that verifies but does not link (e.g. from another libm).
@@ -144,7 +168,7 @@ KernelRef KernelCache::try_get(const std::string& key, bool* disk_hit) {
   auto t0 = std::chrono::steady_clock::now();
   auto k = std::make_shared<Kernel>();
   k->key = key;
-  if (!load_from_disk(impl_->compiler, full_key_of(impl_->compiler, key), *k)) {
+  if (!load_from_disk(impl_->compiler, key, *k)) {
     impl_->note_absent(key);
     return nullptr;
   }
@@ -183,7 +207,7 @@ KernelRef KernelCache::get(const std::string& key, const std::function<codegen::
       Compiler& c = impl_->compiler;
       const std::string full_key = full_key_of(c, key);
       auto t0 = std::chrono::steady_clock::now();
-      if (load_from_disk(c, full_key, k)) {
+      if (load_from_disk(c, key, k)) {
         loaded = true;
         impl_->stats.disk_hits++;
         impl_->stats.disk_load_ns += elapsed_ns(t0);

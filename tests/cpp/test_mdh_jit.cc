@@ -253,6 +253,17 @@ TEST(Codegen, PairwiseSumLanesRunAsWholeVectorsOfTheTarget) {
   }
 }
 
+TEST(Jit, Hash64ContinuesFromThePrefixHash) {
+  // The disk cache hashes a kernel's persistent key from the kept hash of
+  // its prefix (kernel_cache.cc): the file names must stay those of hash64
+  // of the whole key.
+  const std::string prefix = "v|" + std::string(3000, 'x') + "|flags|", key = "D2|ad00r;|f0d1,2,3;";
+  EXPECT_EQ(jit::hash64(prefix + key), jit::hash64_more(jit::hash64(prefix), key));
+  EXPECT_EQ(jit::hash64(prefix + key + "|quick"), jit::hash64_more(jit::hash64_more(jit::hash64(prefix), key), "|quick"));
+  EXPECT_EQ(jit::hash64(""), jit::hash64_more(jit::hash64(""), ""));
+  EXPECT_NE(jit::hash64(prefix + key), jit::hash64(prefix + key + "x"));
+}
+
 TEST(Jit, HostParallelRegionRunsEveryThreadBodyOnce) {
   runtime::set_num_threads(2);
   std::atomic<int> mask{0}, calls{0};
