@@ -5,6 +5,7 @@ slices, NumPy ufuncs called on numfuse arrays, and the sync site that
 recorded natively (a fallback to NumPy would warn)."""
 
 import inspect
+import os
 import warnings
 
 import numpy as onp
@@ -333,3 +334,32 @@ def test_a_repeated_kernel_compiles_in_the_background_while_tier0_runs_its_windo
     first, second = r.stdout.split("\n")[:2]
     assert first == "200 True True True", r.stdout
     assert second == "200 0 True", r.stdout
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="per-thread nice values are read from Linux's /proc")
+def test_background_compiles_run_below_the_programs_threads(tmp_path):
+    # The compile thread runs at nice 10 (worker.h): on a machine whose
+    # cores the program uses, a compile must not take a core's time from the
+    # calls it compiles for. The program's own thread keeps its priority.
+    import subprocess
+    import sys
+    import textwrap
+    program = textwrap.dedent("""
+        import os, numpy, numfuse as np
+        from numfuse import _core
+        def nice(tid):
+            with open(f"/proc/self/task/{tid}/stat") as f:
+                return int(f.read().rsplit(")", 1)[1].split()[16])
+        d = np.asarray(numpy.random.default_rng(3).uniform(1.0, 10.0, (200, 200)))
+        for k in range(200):  # (a kernel tier 0 runs while it compiles: test_loops above)
+            d = np.minimum(d, d[:, k, None] + d[None, k, :])
+        np.flush()
+        np.wait_background()
+        values = {int(t): nice(t) for t in os.listdir("/proc/self/task")}
+        print(values[os.getpid()], sorted(set(values.values())))
+    """)
+    env = dict(os.environ, NUMFUSE_CACHE_DIR=str(tmp_path), NUMFUSE_TIER="auto")
+    r = subprocess.run([sys.executable, "-c", program], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    main, values = r.stdout.split(" ", 1)
+    assert main == "0" and "10" in values, r.stdout
