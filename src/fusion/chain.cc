@@ -5,6 +5,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/inline_vector.h"
 #include "fusion/fusion.h"
 
 namespace nf::fusion {
@@ -16,11 +17,13 @@ namespace {
 // of this file's time in a window of a loop's many small groups).
 class ByBuffer {
  public:
-  using Entry = std::pair<const Buffer*, std::vector<const View*>>;
-  std::vector<const View*>& operator[](const Buffer* b) {
+  using Views = InlineVector<const View*, 2>;
+  using Entry = std::pair<const Buffer*, Views>;
+  ByBuffer() { entries_.reserve(4); }
+  Views& operator[](const Buffer* b) {
     for (Entry& e : entries_)
       if (e.first == b) return e.second;
-    return entries_.emplace_back(b, std::vector<const View*>{}).second;
+    return entries_.emplace_back(b, Views{}).second;
   }
   const Entry* find(const Buffer* b) const {
     for (const Entry& e : entries_)
@@ -98,7 +101,8 @@ bool whole(const View& v) {
   return expect * itemsize(v.dtype) == v.buffer->nbytes();
 }
 
-bool all_same(const std::vector<const View*>& vs) {
+template <typename Views>
+bool all_same(const Views& vs) {
   for (const View* v : vs)
     if (!v->same_as(*vs.front())) return false;
   return true;
@@ -195,15 +199,20 @@ std::vector<Chain> chains(const std::vector<Task>& window, Partition& p, int64_t
   std::vector<GroupUse> use;
   use.reserve(G);
   for (const Group& g : p.groups) use.push_back(use_of(window, g));
+  // (Made when a chain is first tried: most windows have no candidate.)
   std::unordered_map<const Buffer*, std::pair<int, int>> groups_of;
-  for (int g = 0; g < G; ++g) {
-    auto note = [&](const Buffer* b) {
-      auto [it, fresh] = groups_of.emplace(b, std::make_pair(g, g));
-      if (!fresh) it->second.second = g;
-    };
-    for (const auto& [b, _] : use[g].reads) note(b);
-    for (const auto& [b, _] : use[g].writes) note(b);
-  }
+  auto spans = [&]() -> const std::unordered_map<const Buffer*, std::pair<int, int>>& {
+    if (!groups_of.empty()) return groups_of;
+    for (int g = 0; g < G; ++g) {
+      auto note = [&](const Buffer* b) {
+        auto [it, fresh] = groups_of.emplace(b, std::make_pair(g, g));
+        if (!fresh) it->second.second = g;
+      };
+      for (const auto& [b, _] : use[g].reads) note(b);
+      for (const auto& [b, _] : use[g].writes) note(b);
+    }
+    return groups_of;
+  };
   int i = 0;
   while (i < G) {
     if (!use[i].ok) {
@@ -217,7 +226,7 @@ std::vector<Chain> chains(const std::vector<Task>& window, Partition& p, int64_t
     for (int last = j; last > i && !made; --last) {
       std::vector<Chain::Link> links;
       int64_t bytes = 0;
-      if (!links_of(use, i, last, groups_of, links, bytes) || bytes < min_bytes) continue;
+      if (!links_of(use, i, last, spans(), links, bytes) || bytes < min_bytes) continue;
       Chain c;
       c.first = i;
       c.last = last;

@@ -54,8 +54,33 @@ Accesses accesses_of(const Task& t) {
 
 // What the running group has done to each buffer.
 struct BufferState {
-  std::vector<View> reads, writes;
+  InlineVector<View, 2> reads, writes;
   bool reduced = false;
+};
+
+// The running group's state per buffer: a group touches a handful of
+// buffers, so a flat list searched in order (a hash map's nodes were a
+// group's most frequent allocations).
+class States {
+ public:
+  States() { v_.reserve(8); }
+  BufferState* find(const Buffer* b) {
+    for (auto& e : v_)
+      if (e.first == b) return &e.second;
+    return nullptr;
+  }
+  const BufferState* find(const Buffer* b) const {
+    for (const auto& e : v_)
+      if (e.first == b) return &e.second;
+    return nullptr;
+  }
+  BufferState& operator[](const Buffer* b) {
+    if (BufferState* s = find(b)) return *s;
+    return v_.emplace_back(b, BufferState{}).second;
+  }
+
+ private:
+  std::vector<std::pair<const Buffer*, BufferState>> v_;
 };
 
 std::string describe(const View& v) {
@@ -97,7 +122,7 @@ std::string prologue_conflict(const Task& t, const Access& a, const Prologue& pr
 
 // Returns an empty string if task t may join the group, else the reason.
 std::string violates(const Task& t, const Accesses& accesses, const Dims& domain,
-                     std::unordered_map<const Buffer*, BufferState>& state, const Prologue& pro) {
+                     States& state, const Prologue& pro) {
   if (t.solo) return "contraction " + std::string(t.name) + " runs on its own";
   Dims dom = squeezed_domain(t);
   if (dom != domain)
@@ -109,9 +134,9 @@ std::string violates(const Task& t, const Accesses& accesses, const Dims& domain
       if (!why.empty()) return why;
       continue;
     }
-    auto it = state.find(a.view.buffer.get());
-    if (it == state.end()) continue;
-    const BufferState& s = it->second;
+    const BufferState* found = state.find(a.view.buffer.get());
+    if (!found) continue;
+    const BufferState& s = *found;
     if (s.reduced)
       return "constraint 4 (reduction): " + std::string(t.name) + " touches " + describe(a.view) +
              ", which the group reduces into";
@@ -142,7 +167,7 @@ bool scalar_map(const Task& t) { return !t.combines() && squeezed_domain(t).empt
 // Returns the end of the run of such maps starting at task j, or j if the
 // run may not join.
 int hoistable(const std::vector<Task>& window, const std::vector<bool>& dead, int j, const Dims& domain,
-              const std::unordered_map<const Buffer*, BufferState>& state) {
+              const States& state) {
   const int n = static_cast<int>(window.size());
   std::unordered_set<const Buffer*> results;
   int k = j;
@@ -150,9 +175,9 @@ int hoistable(const std::vector<Task>& window, const std::vector<bool>& dead, in
     if (dead[k]) continue;
     if (window[k].solo) return j;
     for (const Access& a : accesses_of(window[k])) {
-      auto it = state.find(a.view.buffer.get());
-      if (it == state.end()) continue;
-      if (a.write || it->second.reduced || !it->second.writes.empty()) return j;
+      const BufferState* it = state.find(a.view.buffer.get());
+      if (!it) continue;
+      if (a.write || it->reduced || !it->writes.empty()) return j;
     }
     results.insert(window[k].output.buffer.get());
   }
@@ -162,7 +187,7 @@ int hoistable(const std::vector<Task>& window, const std::vector<bool>& dead, in
   return j;
 }
 
-void add_to_state(const Accesses& accesses, std::unordered_map<const Buffer*, BufferState>& state) {
+void add_to_state(const Accesses& accesses, States& state) {
   for (const Access& a : accesses) {
     BufferState& s = state[a.view.buffer.get()];
     if (a.reduce) s.reduced = true;
@@ -170,7 +195,7 @@ void add_to_state(const Accesses& accesses, std::unordered_map<const Buffer*, Bu
     else s.reads.push_back(a.view);
   }
 }
-void add_to_state(const Task& t, std::unordered_map<const Buffer*, BufferState>& state) {
+void add_to_state(const Task& t, States& state) {
   add_to_state(accesses_of(t), state);
 }
 
@@ -262,7 +287,7 @@ Partition partition(const std::vector<Task>& window, Policy policy, int max_acce
       g.end = i + 1;
       g.stop_reason = first.solo ? "contraction runs on its own" : "fusion disabled";
     } else {
-      std::unordered_map<const Buffer*, BufferState> state;
+      States state;
       Dims domain = squeezed_domain(first);
       Prologue pro;
       // A 0-d map (a scalar of the program: CG's alpha = rr / pAp) may open

@@ -69,6 +69,9 @@ Normalizer normalize(const std::vector<const Task*>& tasks, bool keep_outer) {
   const int D = static_cast<int>(ext.size());
   // All squeezed strides of all views, per dimension.
   std::vector<Dims> views;
+  size_t nviews = 1;
+  for (const Task* t : tasks) nviews += t->inputs.size() + t->indices.size() + 2;
+  views.reserve(nviews);
   for (const Task* t : tasks) {
     if (D > 0 && fusion::squeezed_domain(*t).empty()) continue;  // the prologue: no strides
     auto sq = [&](const Dims& s) {
@@ -95,12 +98,13 @@ Normalizer normalize(const std::vector<const Task*>& tasks, bool keep_outer) {
   }
   // Order and merge dimensions as every walk of a domain does (core/coalesce.h).
   std::vector<const int64_t*> ptrs;
+  ptrs.reserve(views.size());
   for (const Dims& s : views) ptrs.push_back(s.data());
   const Coalesced c = coalesce(ext.data(), D, ptrs.data(), static_cast<int>(ptrs.size()));
-  std::vector<std::vector<int>> runs;
-  for (int d = 0; d < c.ndim(); ++d) runs.emplace_back(c.order.begin() + c.run_begin(d), c.order.begin() + c.run_end[d]);
-  n.merged = runs;
-  for (const auto& r : runs) {
+  n.merged.reserve(c.ndim());
+  for (int d = 0; d < c.ndim(); ++d)
+    n.merged.emplace_back(c.order.begin() + c.run_begin(d), c.order.begin() + c.run_end[d]);
+  for (const auto& r : n.merged) {
     int64_t e = 1;
     for (int x : r) e *= ext[x];
     n.extents.push_back(e);
@@ -123,6 +127,13 @@ StrideKind kind_of(int64_t s) {
 void compact(Built& out) {
   MdHom& h = out.hom;
   Bindings& b = out.bind;
+  // (Most groups use every access, each at its own pointer slot: nothing to do.)
+  bool all = true;
+  for (size_t i = 0; i < h.accesses.size() && all; ++i) {
+    const Access& a = h.accesses[i];
+    all = (a.read || a.written || a.reduced) && a.ptr == static_cast<int>(i);
+  }
+  if (all && b.buffers.size() == h.accesses.size()) return;
   std::vector<int> id(h.accesses.size(), -1);
   std::vector<Access> kept;
   std::vector<Buffer*> buffers;
@@ -302,6 +313,22 @@ Built build(const std::vector<Task>& window, const fusion::Group& group) {
     tasks = std::move(t2);
     out.tasks = std::move(k2);
   }
+  // Room for everything at once: growing these one element at a time was
+  // most of this function's allocations (every analysed group builds one).
+  size_t nviews = 0, nconsts = 0, nindex = 0;
+  for (const Task* t : tasks) {
+    nviews += t->inputs.size() + 1;
+    nconsts += t->consts.size();
+    nindex += t->indices.size();
+  }
+  h.accesses.reserve(nviews);
+  b.buffers.reserve(nviews);
+  b.offsets.reserve(nviews);
+  out.recipe.access.reserve(nviews);
+  out.recipe.params.reserve(2 * nconsts + nindex);
+  h.outputs.reserve(tasks.size());
+  b.ints.reserve(norm.extents.size() * (1 + nviews + nindex) + nconsts + nindex + 1);
+  b.floats.reserve(2 * nconsts);
   auto new_int = [&](int64_t v) {
     b.ints.push_back(v);
     return h.num_ints++;
@@ -323,6 +350,10 @@ Built build(const std::vector<Task>& window, const fusion::Group& group) {
   // Per access: the node holding its current value, its Input node (valid
   // until written), its index in h.outputs; -1: none.
   std::vector<int> latest, input_node, output_of;
+  lins.reserve(nviews);
+  latest.reserve(nviews);
+  input_node.reserve(nviews);
+  output_of.reserve(nviews);
   auto access_of = [&](const Task& t, const View& v, int slot) {
     // (The buffer pointer does not own it: the window's tasks do.)
     Lin l{BufferPtr(BufferPtr(), v.buffer.get()), v.dtype, v.offset, norm.map(t.domain, v.strides)};
@@ -338,8 +369,8 @@ Built build(const std::vector<Task>& window, const fusion::Group& group) {
       a.kind.push_back(kind_of(s));
       a.stride.push_back(kind_of(s) == StrideKind::Param ? new_int(s) : -1);
     }
-    h.accesses.push_back(a);
-    lins.push_back(l);
+    h.accesses.push_back(std::move(a));
+    lins.push_back(std::move(l));
     latest.push_back(-1);
     input_node.push_back(-1);
     output_of.push_back(-1);

@@ -583,7 +583,8 @@ PlanGroup to_plan_group(const std::vector<Task>& window, Prepared& p) {
   g.begin = p.group.begin;
   g.end = p.group.end;
   g.dead = p.group.dead;
-  g.stop_reason = p.group.stop_reason;
+  g.stop_reason = std::move(p.group.stop_reason);  // (p's strings are not read after this)
+  g.op_names.reserve(g.end - g.begin);
   for (int k = g.begin; k < g.end; ++k) g.op_names.push_back(window[k].name);
   for (int d : g.dead) g.dead_ops.push_back(d - g.begin);
   for (const BufferPtr& b : p.group.temporaries)
@@ -599,10 +600,10 @@ PlanGroup to_plan_group(const std::vector<Task>& window, Prepared& p) {
   }
   g.schedule = p.schedule;
   g.tuned = p.tuned;
-  g.tuning = p.tuning;
+  g.tuning = std::move(p.tuning);
   g.target = p.target;
-  g.target_note = p.target_note;
-  g.key = p.key;
+  g.target_note = std::move(p.target_note);
+  g.key = std::move(p.key);
   g.fn = p.fn;
   g.interpret = p.interpret;
   g.deferred = p.deferred;
