@@ -14,9 +14,11 @@
 // thread runs: owners call shutdown() at exit.
 #pragma once
 
+#ifdef __linux__
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#endif
 
 #include <atomic>
 #include <condition_variable>
@@ -124,7 +126,9 @@ class Worker {
     // made them up to twice as slow while it ran (Cholesky by rows, 2 cores:
     // 4.8 -> 9 ms a call for the ~100 ms its two kernels took). Measured
     // in the commit that set this. (Linux: the nice value is per thread.)
+#ifdef __linux__
     setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), kNice);
+#endif
     for (;;) {
       std::pair<std::string, Item> job;
       {
