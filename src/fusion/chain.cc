@@ -5,6 +5,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/flat_map.h"
 #include "core/inline_vector.h"
 #include "fusion/fusion.h"
 
@@ -12,31 +13,8 @@ namespace nf::fusion {
 
 namespace {
 
-// A group's buffers and its views of each: a group touches a handful of
-// buffers, so a flat list searched in order (a hash map per group was most
-// of this file's time in a window of a loop's many small groups).
-class ByBuffer {
- public:
-  using Views = InlineVector<const View*, 2>;
-  using Entry = std::pair<const Buffer*, Views>;
-  ByBuffer() { entries_.reserve(4); }
-  Views& operator[](const Buffer* b) {
-    for (Entry& e : entries_)
-      if (e.first == b) return e.second;
-    return entries_.emplace_back(b, Views{}).second;
-  }
-  const Entry* find(const Buffer* b) const {
-    for (const Entry& e : entries_)
-      if (e.first == b) return &e;
-    return nullptr;
-  }
-  bool count(const Buffer* b) const { return find(b) != nullptr; }
-  auto begin() const { return entries_.begin(); }
-  auto end() const { return entries_.end(); }
-
- private:
-  std::vector<Entry> entries_;
-};
+// A group's buffers and its views of each.
+using ByBuffer = FlatMap<const Buffer*, InlineVector<const View*, 2>>;
 
 // What one group does to memory (its live tasks).
 struct GroupUse {
@@ -50,21 +28,17 @@ struct GroupUse {
 
 GroupUse use_of(const std::vector<Task>& window, const Group& g) {
   GroupUse u;
-  auto is_dead = [&](int k) { return std::find(g.dead.begin(), g.dead.end(), k) != g.dead.end(); };
-  auto temporary = [&](const Buffer* b) {
-    return std::any_of(g.temporaries.begin(), g.temporaries.end(), [&](const BufferPtr& t) { return t.get() == b; });
-  };
   int points = 0;  // live tasks over more than one point
   bool solo = false;
   for (int k = g.begin; k < g.end; ++k) {
-    if (is_dead(k)) continue;
+    if (g.is_dead(k)) continue;
     const Task& t = window[k];
     solo |= t.solo;
     // (A 0-d task is the group's scalar prologue, which a stage computes
     // at every tile; what it stores is stored once, before the tiles:
     // MdHom::once_guard.)
     if (squeezed_domain(t).empty()) {
-      if (!temporary(t.output.buffer.get()) && !u.is_once(t.output.buffer.get()))
+      if (!g.is_temporary(t.output.buffer.get()) && !u.is_once(t.output.buffer.get()))
         u.once.push_back(t.output.buffer.get());
     } else {
       ++points;
@@ -82,7 +56,7 @@ GroupUse use_of(const std::vector<Task>& window, const Group& g) {
   // (Only buffers the prologue alone writes: rows a later task writes
   // into the same buffer are written by the tiles.)
   for (int k = g.begin; k < g.end; ++k)
-    if (!is_dead(k) && !squeezed_domain(window[k]).empty())
+    if (!g.is_dead(k) && !squeezed_domain(window[k]).empty())
       u.once.erase(std::remove(u.once.begin(), u.once.end(), window[k].output.buffer.get()), u.once.end());
   u.ok = points > 0 && !solo;
   return u;
@@ -152,9 +126,9 @@ bool links_of(const std::vector<GroupUse>& use, int first, int last,
       const bool hidden = !b->py_live && !b->allocated() && span.first >= first && span.second <= last;
       bool same_view = true;  // every later read is through the writer's view
       for (int c = p + 1; c <= last; ++c) {
-        const auto* it = use[c].reads.find(b);
-        if (!it) continue;
-        for (const View* r : it->second) same_view &= r->same_as(w);
+        const auto* views = use[c].reads.find(b);
+        if (!views) continue;
+        for (const View* r : *views) same_view &= r->same_as(w);
       }
       if (hidden && whole(w)) {
         l.tile = true;

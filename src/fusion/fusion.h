@@ -46,6 +46,7 @@
 // satisfies. Within a task the recorder guarantees the same (stream.h).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -73,6 +74,11 @@ struct Group {
   // domain apart (never merged with the next), the dimension the chain tiles.
   bool stage = false;
   int size() const { return end - begin; }
+  // (A group's dead tasks and temporaries are a few: searched in place.)
+  bool is_dead(int k) const { return std::find(dead.begin(), dead.end(), k) != dead.end(); }
+  bool is_temporary(const Buffer* b) const {
+    return std::any_of(temporaries.begin(), temporaries.end(), [&](const BufferPtr& t) { return t.get() == b; });
+  }
 };
 
 struct Partition {

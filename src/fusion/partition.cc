@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/flat_map.h"
 #include "core/inline_vector.h"
 #include "fusion/fusion.h"
 
@@ -58,30 +59,8 @@ struct BufferState {
   bool reduced = false;
 };
 
-// The running group's state per buffer: a group touches a handful of
-// buffers, so a flat list searched in order (a hash map's nodes were a
-// group's most frequent allocations).
-class States {
- public:
-  States() { v_.reserve(8); }
-  BufferState* find(const Buffer* b) {
-    for (auto& e : v_)
-      if (e.first == b) return &e.second;
-    return nullptr;
-  }
-  const BufferState* find(const Buffer* b) const {
-    for (const auto& e : v_)
-      if (e.first == b) return &e.second;
-    return nullptr;
-  }
-  BufferState& operator[](const Buffer* b) {
-    if (BufferState* s = find(b)) return *s;
-    return v_.emplace_back(b, BufferState{}).second;
-  }
-
- private:
-  std::vector<std::pair<const Buffer*, BufferState>> v_;
-};
+// The running group's state per buffer.
+using States = FlatMap<const Buffer*, BufferState>;
 
 std::string describe(const View& v) {
   return "buffer #" + std::to_string(v.buffer->id()) + " offset " + std::to_string(v.offset) + " shape " +

@@ -282,13 +282,9 @@ Built build(const std::vector<Task>& window, const fusion::Group& group) {
   Built out;
   MdHom& h = out.hom;
   Bindings& b = out.bind;
-  // (A group's dead tasks and temporaries are a few: searched in place. This
-  // runs for every group of every analysed window; hash sets here, and the
-  // maps by access below, were a fifth of it.)
-  auto dead = [&](int k) { return std::find(group.dead.begin(), group.dead.end(), k) != group.dead.end(); };
   std::vector<const Task*> tasks;
   for (int k = group.begin; k < group.end; ++k)
-    if (!dead(k)) {
+    if (!group.is_dead(k)) {
       tasks.push_back(&window[k]);
       out.tasks.push_back(k);
     }
@@ -339,10 +335,6 @@ Built build(const std::vector<Task>& window, const fusion::Group& group) {
   };
   for (int64_t e : norm.extents) h.extent.push_back(new_int(e));
 
-  auto temporary = [&](const Buffer* buf) {
-    return std::any_of(group.temporaries.begin(), group.temporaries.end(),
-                       [&](const BufferPtr& t) { return t.get() == buf; });
-  };
 
   // Distinct views -> accesses.
   std::vector<Lin> lins;
@@ -486,7 +478,7 @@ Built build(const std::vector<Task>& window, const fusion::Group& group) {
   std::vector<Output> kept;
   for (const Output& o : h.outputs) {
     const Buffer* buf = lins[o.access].buf.get();
-    if (!o.reduces && temporary(buf)) {
+    if (!o.reduces && group.is_temporary(buf)) {
       h.accesses[o.access].written = false;
       continue;
     }
