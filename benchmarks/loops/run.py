@@ -46,7 +46,7 @@ RESULTS = os.path.join(BENCH, "results")
 
 BENCHMARKS = ["cholesky", "lu", "adi_thomas", "gauss_seidel", "levinson", "gram_schmidt", "floyd_warshall",
               "crc16", "nbody", "nussinov", "heat1d", "softmax_rows", "trisolve", "seidel2d", "syrk_rows", "spmv_csr",
-              "small_matmuls", "edit_distance"]
+              "small_matmuls", "edit_distance", "conv2d_pixels"]
 IMPLS = ["numpy", "numfuse", "jit", "numba", "jax"]
 LABEL = {"numpy": "NumPy", "numfuse": "numfuse", "jit": "numfuse.jit", "numba": "Numba", "jax": "JAX"}
 RESULT_MARK = "@@LOOPS-RESULT@@"

@@ -74,6 +74,83 @@ bool detail::run_matmul_blas(const Task& t) {
 
 namespace {
 
+// Tier 0 walks an operation line by line (its innermost dimension, merged
+// with those outside it where every operand is contiguous across them): a
+// loop call and a step of the walk per line, about 25 ns, then about 0.25 ns
+// a point. An operation of many short lines costs it more than its points
+// say: npbench's LeNet convolution multiplies a 5-D window by the weights
+// (8x5x5x1x6 = 1,200 points in 200 lines of 6), 5.4 us at once where NumPy
+// takes 3.1, while the same line recorded in a loop costs about 1.5 us (the
+// window memoized, its kernels compiled: the product and the sum after it
+// one kernel). Such an operation runs at once while it is new; once the
+// same operation (kind, extents, strides) has run at once kRepeatsBeforeLazy
+// times, it is recorded: a repeated operation is a loop's.
+constexpr double kLineNs = 25, kPointNs = 0.25;
+constexpr int kRepeatsBeforeLazy = 4;
+
+// Lines tier 0 walks for `shape` with operands at `strides` (elements; any
+// number of operands, each over the whole shape).
+template <typename Strides>
+int64_t tier0_lines(const Dims& shape, const Strides& strides, int nops) {
+  int d = static_cast<int>(shape.size()) - 1;
+  while (d >= 0 && shape[d] == 1) --d;
+  if (d < 0) return 1;
+  int64_t inner = shape[d];
+  for (int e = d - 1; e >= 0; --e) {
+    if (shape[e] == 1) continue;
+    bool merges = true;
+    for (int k = 0; k < nops && merges; ++k) merges = strides(k, e) == strides(k, d) * shape[d];
+    if (!merges) break;
+    inner *= shape[e];
+    d = e;
+  }
+  return std::max<int64_t>(shape_size(shape) / std::max<int64_t>(inner, 1), 1);
+}
+
+// Whether an operation of `points` points walked in `lines` lines is
+// line-bound: lines shorter than kShortLine points (a loop call costs as
+// much as 100 points; with lines of 16 or more NumPy's own walk costs about
+// what tier 0's does, and a recorded operation that makes its readers
+// pending costs more than it saves: ADI's `rhs[:, 1:] += h * u[:, :-1]` on
+// 64 x 64 recorded made the Thomas sweeps after it pending, 1.2x -> 0.9x
+// NumPy), costing tier 0 more than `eager_max_elements` points in one line
+// (its budget).
+constexpr int64_t kShortLine = 16;
+bool line_bound(int64_t lines, int64_t points, int64_t eager_max) {
+  return points < lines * kShortLine && lines * kLineNs + points * kPointNs > kLineNs + eager_max * kPointNs;
+}
+
+// Counts the at-once runs of a line-bound operation by its signature;
+// true once it has repeated kRepeatsBeforeLazy times (it is then recorded).
+bool repeated(uint64_t signature) {
+  thread_local std::unordered_map<uint64_t, int> seen;
+  if (seen.size() > 256) seen.clear();
+  int& n = seen[signature];
+  return ++n > kRepeatsBeforeLazy;
+}
+
+uint64_t mix(uint64_t h, uint64_t v) { return (h ^ v) * 0x100000001b3ull; }
+
+uint64_t signature_of(const Task& t) {
+  uint64_t h = mix(0xcbf29ce484222325ull, reinterpret_cast<uintptr_t>(t.name));
+  h = mix(h, static_cast<uint64_t>(t.kind) | (static_cast<uint64_t>(t.expr.nodes.size()) << 8));
+  for (int64_t e : t.domain) h = mix(h, static_cast<uint64_t>(e));
+  for (const View& v : t.inputs)
+    for (int64_t s : v.strides) h = mix(h, static_cast<uint64_t>(s));
+  for (int64_t s : t.output.strides) h = mix(h, static_cast<uint64_t>(s));
+  return h;
+}
+
+// A task whose run at once would be line-bound, and that has repeated. (A
+// matrix product, solo, runs as BLAS calls: no lines.)
+bool lazy_for_lines(const Task& t, int64_t eager_max) {
+  if (t.solo) return false;
+  const int nin = static_cast<int>(t.inputs.size());
+  const int64_t lines = tier0_lines(
+      t.domain, [&](int k, int d) { return k < nin ? t.inputs[k].strides[d] : t.output.strides[d]; }, nin + 1);
+  return line_bound(lines, shape_size(t.domain), eager_max) && repeated(signature_of(t));
+}
+
 bool run_now(Task& t) {
   const Config& c = config();
   if (c.tier == Tier::Lazy) return false;
@@ -81,6 +158,7 @@ bool run_now(Task& t) {
   if (t.output.buffer->pending()) return false;
   for (const View& v : t.inputs)
     if (v.buffer->pending_write()) return false;
+  if (c.tier == Tier::Auto && lazy_for_lines(t, c.eager_max_elements)) return false;
   fpe::take();
   if (!detail::run_matmul_blas(t)) {
     if (!runtime::tier0_supports(t)) return false;

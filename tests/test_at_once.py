@@ -1,0 +1,119 @@
+"""Tier 0's decision to run an operation at once or record it
+(pipeline/tier0.cc). Small operations run at once, by the interpreter, line
+by line; an operation of many short lines costs the interpreter more than
+its points say, and once the same one (kind, extents, strides) has run at
+once a few times -- a loop's operation -- it is recorded instead, so that
+the loop's window is memoized and compiled (the product and the sum after
+it one kernel). Results are NumPy's either way."""
+
+import importlib.util
+import os
+
+import numpy as onp
+import pytest
+
+import numfuse as nf
+
+
+def _loop_module(name):
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks", "loops",
+                        name + ".py")
+    spec = importlib.util.spec_from_file_location(f"loops_{name}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _window_sum(xp, x, w, i, j):
+    return xp.sum(x[:, i:i + 5, j:j + 5, :, xp.newaxis] * w[xp.newaxis], axis=(1, 2, 3))
+
+
+def _per_iteration(x, w, n):
+    """tier0_ops and recorded tasks of each of n window sums (the operation
+    stays the same: only the window's offset moves)."""
+    X, W = nf.asarray(x), nf.asarray(w)
+    out = []
+    for k in range(n):
+        i, j = k % 3, (k * 2) % 4
+        with nf.config(tier="auto"), nf.profile() as p:
+            r = _window_sum(nf, X, W, i, j)
+            got = onp.asarray(r)
+        onp.testing.assert_allclose(got, _window_sum(onp, x, w, i, j), rtol=2e-6)
+        out.append((p["tier0_ops"], p["tasks"]))
+    return out
+
+
+def test_a_repeated_line_bound_operation_is_recorded_after_its_first_runs():
+    # (batch, 5, 5, 1, 6): 200 lines of 6 points -- a distinct batch per
+    # test, so that no earlier test has counted this operation.
+    rng = onp.random.default_rng(0)
+    x = rng.random((7, 9, 9, 1), dtype=onp.float32)
+    w = rng.random((5, 5, 1, 6), dtype=onp.float32)
+    runs = _per_iteration(x, w, 10)
+    # New: the product and the sum run at once, nothing is recorded.
+    assert runs[0][0] >= 2 and runs[0][1] == 0, runs
+    # Repeated: recorded (the product, and the sum reading it), not run at once.
+    for tier0_ops, tasks in runs[6:]:
+        assert tier0_ops == 0 and tasks >= 2, runs
+
+
+def test_an_operation_of_few_lines_runs_at_once_however_often():
+    rng = onp.random.default_rng(1)
+    a, b = rng.random((8, 64)), rng.random(64)  # 1 line (contiguous), then 8 lines of 64
+    A, B = nf.asarray(a), nf.asarray(b)
+    for _ in range(12):
+        with nf.config(tier="auto"), nf.profile() as p:
+            got = onp.asarray(A * B)
+        onp.testing.assert_array_equal(got, a * b)
+        assert p["tier0_ops"] >= 1 and p["tasks"] == 0
+
+
+def test_a_line_bound_operation_seen_a_few_times_runs_at_once():
+    rng = onp.random.default_rng(2)
+    x = rng.random((5, 9, 9, 1), dtype=onp.float32)
+    w = rng.random((5, 5, 1, 6), dtype=onp.float32)
+    runs = _per_iteration(x, w, 3)
+    for tier0_ops, tasks in runs:
+        assert tier0_ops >= 2 and tasks == 0, runs
+
+
+def test_tier_eager_still_runs_line_bound_operations_at_once():
+    rng = onp.random.default_rng(3)
+    x = rng.random((6, 9, 9, 1), dtype=onp.float32)
+    w = rng.random((5, 5, 1, 6), dtype=onp.float32)
+    X, W = nf.asarray(x), nf.asarray(w)
+    for k in range(8):
+        with nf.config(tier="eager"), nf.profile() as p:
+            got = onp.asarray(_window_sum(nf, X, W, 1, 2))
+        onp.testing.assert_allclose(got, _window_sum(onp, x, w, 1, 2), rtol=2e-6)
+        assert p["tier0_ops"] >= 2 and p["tasks"] == 0
+
+
+@pytest.mark.parametrize("tier", ["auto", "lazy", "eager"])
+def test_the_pixel_by_pixel_convolution_layer_gives_numpys_values(tier):
+    mod = _loop_module("conv2d_pixels")
+    args = mod.make_inputs(onp, **mod.QUICK)
+    expected = mod.run(onp, *args)
+    with nf.config(tier=tier):
+        for _ in range(2):  # the second call: the operations have repeated
+            got = onp.asarray(mod.run(nf, *[nf.asarray(a) for a in args]))
+            assert got.dtype == expected.dtype and got.shape == expected.shape
+            onp.testing.assert_allclose(got, expected, rtol=mod.RTOL, atol=mod.ATOL)
+
+
+def test_operations_of_long_lines_and_matrix_products_run_at_once_however_often():
+    # ADI's `rhs[:, 1:] += h * u[:, :-1]` (64 lines of 63: recorded, it would
+    # make the Thomas sweeps after it pending) and small matrix products
+    # (BLAS calls, no lines) stay at once.
+    rng = onp.random.default_rng(4)
+    u, rhs = rng.random((64, 64)), rng.random((64, 64))
+    w, x = rng.random((16, 16)), rng.random((16, 8))
+    U, R, Wn, Xn = (nf.asarray(a) for a in (u, rhs, w, x))
+    for _ in range(10):
+        with nf.config(tier="auto"), nf.profile() as p:
+            R[:, 1:] += 0.25 * U[:, :-1]
+            prod = Wn @ Xn
+        assert p["tier0_ops"] >= 3 and p["tasks"] == 0, p
+        rhs[:, 1:] += 0.25 * u[:, :-1]
+        onp.testing.assert_array_equal(onp.asarray(prod), w @ x)
+    onp.testing.assert_array_equal(onp.asarray(R), rhs)
