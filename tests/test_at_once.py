@@ -117,3 +117,95 @@ def test_operations_of_long_lines_and_matrix_products_run_at_once_however_often(
         rhs[:, 1:] += 0.25 * u[:, :-1]
         onp.testing.assert_array_equal(onp.asarray(prod), w @ x)
     onp.testing.assert_array_equal(onp.asarray(R), rhs)
+
+
+# -- settling: small operations after large pending ones --------------------
+
+
+def test_a_loop_of_small_operations_after_large_ones_runs_at_once():
+    # covariance (NPBench): `data -= mean` is large and pending when the loop
+    # over columns starts; its first small operation has the window flushed
+    # as its call ends, and the loop's operations after it run at once
+    # instead of each being recorded and launched as a kernel.
+    rng = onp.random.default_rng(5)
+    d0 = rng.random((101, 79))
+    per_iteration = []
+    with nf.config(tier="auto"):
+        data = nf.array(d0)
+        nf.flush()
+        mean = nf.mean(data, axis=0)
+        data -= mean  # (7,979 points: recorded)
+        got = nf.zeros((79, 79))
+        for i in range(6):
+            before = nf._core.pending()
+            col = data[:, i] @ data[:, i:79] / 100.0
+            got[i:79, i] = got[i, i:79] = col
+            per_iteration.append((before, nf._core.pending()))
+    cov = onp.zeros((79, 79))
+    d = d0 - d0.mean(axis=0)
+    for i in range(6):
+        cov[i:79, i] = cov[i, i:79] = d[:, i] @ d[:, i:79] / 100.0
+    onp.testing.assert_allclose(onp.asarray(got), cov, rtol=1e-13, atol=1e-15)
+    assert per_iteration[0][0] >= 1, per_iteration  # the prologue was pending
+    for before, after in per_iteration[1:]:  # nothing recorded once settled
+        assert before == 0 and after == 0, per_iteration
+
+
+def test_a_small_result_between_large_operations_is_not_flushed():
+    # A variance's mean along rows is small (one value per row) and read
+    # whole by the large deviations after it: no settle, one flush, one
+    # multi-stage kernel.
+    rng = onp.random.default_rng(6)
+    x0 = rng.random((613, 601))
+    x = nf.array(x0)
+    nf.flush()
+    with nf.config(tier="auto"), nf.profile() as p:
+        v = x.var(axis=1, ddof=1)
+        nf.flush()
+    assert p["flushes"] == 1, p
+    onp.testing.assert_allclose(onp.asarray(v), x0.var(axis=1, ddof=1), rtol=1e-12)
+
+
+def test_a_settle_that_does_not_pay_is_not_asked_again():
+    # FDTD-2D: every step updates large arrays, then writes a boundary row of
+    # one of them (small, its memory pending). Flushing there runs nothing
+    # at once after it; after the first such settle, the row's write is
+    # recorded with the steps, which stay in a few windows.
+    rng = onp.random.default_rng(7)
+    ex0, ey0, hz0, f0 = rng.random((97, 131)), rng.random((97, 131)), rng.random((97, 131)), rng.random(40)
+    ex, ey, hz = (nf.array(a) for a in (ex0, ey0, hz0))
+    nf.flush()
+    with nf.config(tier="auto"), nf.profile() as p:
+        for t in range(40):
+            ey[0, :] = f0[t]
+            ey[1:, :] -= 0.5 * (hz[1:, :] - hz[:-1, :])
+            ex[:, 1:] -= 0.5 * (hz[:, 1:] - hz[:, :-1])
+            hz[:-1, :-1] -= 0.7 * (ex[:-1, 1:] - ex[:-1, :-1] + ey[1:, :-1] - ey[:-1, :-1])
+        nf.flush()
+    # (About 600 operations: the window's own cuts at 512 tasks make 2
+    # flushes; the first settle 1 more -- flushing every step would be 40.)
+    assert p["flushes"] <= 4, p
+    for t in range(40):
+        ey0[0, :] = f0[t]
+        ey0[1:, :] -= 0.5 * (hz0[1:, :] - hz0[:-1, :])
+        ex0[:, 1:] -= 0.5 * (hz0[:, 1:] - hz0[:, :-1])
+        hz0[:-1, :-1] -= 0.7 * (ex0[:-1, 1:] - ex0[:-1, :-1] + ey0[1:, :-1] - ey0[:-1, :-1])
+    for a, b in ((ex, ex0), (ey, ey0), (hz, hz0)):
+        onp.testing.assert_allclose(onp.asarray(a), b, rtol=1e-13)
+
+
+def test_small_matrix_products_run_at_once_large_ones_are_recorded():
+    rng = onp.random.default_rng(8)
+    a, b = rng.random(103), rng.random((103, 77))  # 7,931 multiply-adds: at once (BLAS)
+    A, B = nf.asarray(a), nf.asarray(b)
+    with nf.config(tier="auto"), nf.profile() as p:
+        r = A @ B
+        assert nf._core.pending() == 0
+    onp.testing.assert_allclose(onp.asarray(r), a @ b, rtol=1e-13)
+    assert p["tier0_ops"] >= 1 and p["tasks"] == 0, p
+    c, d = rng.random((131, 127)), rng.random((127, 129))  # 2.1M: recorded
+    C, D = nf.asarray(c), nf.asarray(d)
+    with nf.config(tier="auto"):
+        r = C @ D
+        assert nf._core.pending() >= 1
+    onp.testing.assert_allclose(onp.asarray(r), c @ d, rtol=1e-12)

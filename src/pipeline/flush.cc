@@ -1059,6 +1059,7 @@ std::vector<Task> flush(FlushReport* report, Releaser* releaser) {
   {
     std::lock_guard<std::recursive_mutex> held(gate, std::adopt_lock);
     window = global_stream().take(&structure);
+    detail::note_window_taken();
   }
   // Groups run in program order, and each runs whole or not at all (its
   // buffers are allocated before its kernel starts). When anything fails --

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <memory>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "core/fpe.h"
@@ -141,6 +142,17 @@ uint64_t signature_of(const Task& t) {
   return h;
 }
 
+uint64_t signature_of(const SimpleOp& op, const Dims& shape) {
+  uint64_t h = mix(0x84222325cbf29ce4ull, static_cast<uint64_t>(op.node.kind) | (uint64_t{op.node.op} << 8) |
+                                              (static_cast<uint64_t>(op.node.dtype) << 16) |
+                                              (static_cast<uint64_t>(op.nin) << 24));
+  for (int64_t e : shape) h = mix(h, static_cast<uint64_t>(e));
+  for (const View* v : {op.view[0], op.view[1], op.out})
+    if (v)
+      for (int64_t st : v->strides) h = mix(h, static_cast<uint64_t>(st));
+  return h;
+}
+
 // A task whose run at once would be line-bound, and that has repeated. (A
 // matrix product, solo, runs as BLAS calls: no lines.)
 bool lazy_for_lines(const Task& t, int64_t eager_max) {
@@ -151,14 +163,98 @@ bool lazy_for_lines(const Task& t, int64_t eager_max) {
   return line_bound(lines, shape_size(t.domain), eager_max) && repeated(signature_of(t));
 }
 
+// Settling. Once a large operation is pending, a small one reading its
+// result (or writing memory a pending task touches) is recorded too, and so
+// is everything after it that reads what that one wrote: a loop of small
+// operations after a prologue of large ones -- covariance's and
+// correlation's loops over columns after `data -= mean`, Deriche's row
+// sweeps after `imgOut = c1 * (y1 + y2)` -- ran recorded, a kernel launch
+// each, at 0.6-0.8x NumPy. A small operation kept from running at once by
+// pending tasks asks for the window to be flushed when its call ends
+// (Stream::request_settle), so the small operations after it run at once --
+// unless the window holds small operations recorded by choice (a repeated
+// line-bound one, above: its loop is meant to be recorded and memoized).
+// A loop of large operations with a small one in each iteration (a
+// boundary copy) would flush every iteration: a settle not followed by
+// kSettlePaid operations at once before the next request did not pay, and
+// the next 2, 4, 8, ... (at most 1024) requests are then not made.
+constexpr int64_t kSettlePaid = 8;
+std::atomic<int64_t> g_small_recorded{0};  // small tasks recorded by choice since the window was taken
+struct SettleState {
+  int64_t at_once_then = -1;  // g_tier0_tasks at the last settle (-1: judged)
+  uint64_t signature = 0;     // of the operation that asked for it
+  int misses = 0;
+  int64_t skip = 0;  // requests not to make
+  // Operations whose settle did not pay: they never ask again (fdtd-2d's
+  // `ey[0, :] = _fict_[t]` after each step's large updates).
+  std::unordered_set<uint64_t> missed;
+};
+SettleState g_settle;  // (by the gate's holder)
+
+// Whether v is at most a quarter of its buffer.
+bool part_of(const View& v) { return v.size() * itemsize(v.dtype) * 4 <= v.buffer->nbytes(); }
+
+// A small operation that would run at once but for pending tasks; it is
+// recorded. `part`: it reads or writes a part (at most a quarter) of a
+// pending array -- a loop over a large array's rows or columns. Reading a
+// whole small pending result (a reduction along an axis, then the division
+// of a mean) is no such loop: the small result is a link between large
+// operations (a variance's mean, then the deviations), which fuse.
+template <typename Signature>
+void blocked_by_pending(bool part, Signature&& signature) {
+  if (!part || g_small_recorded.load(std::memory_order_relaxed) > 0) return;
+  const int64_t now = g_tier0_tasks.load(std::memory_order_relaxed);
+  SettleState& s = g_settle;
+  if (s.at_once_then >= 0) {
+    if (now - s.at_once_then >= kSettlePaid) {
+      s.misses = 0;
+    } else {
+      s.misses = std::min(s.misses + 1, 10);
+      s.skip = int64_t{1} << s.misses;
+      if (s.missed.size() > 4096) s.missed.clear();
+      s.missed.insert(s.signature);
+    }
+    s.at_once_then = -1;
+  }
+  const uint64_t sig = signature();
+  if (s.missed.count(sig)) return;
+  if (s.skip > 0) {
+    --s.skip;
+    return;
+  }
+  s.at_once_then = now;
+  s.signature = sig;
+  global_stream().request_settle();
+}
+
+// A matrix product runs alone (BLAS) whether recorded or not: recording
+// gains it nothing but a flush, and puts what reads its result in the
+// window. One of at most kMatmulAtOnce multiply-adds (about 10 us of one
+// core's BLAS: covariance's `data[:, i] @ data[:, i:M]`, 100 x 80) runs at
+// once when its inputs are final; larger ones are recorded and run on
+// every core.
+constexpr int64_t kMatmulAtOnce = int64_t{1} << 16;
+
 bool run_now(Task& t) {
   const Config& c = config();
   if (c.tier == Tier::Lazy) return false;
-  if (c.tier == Tier::Auto && shape_size(t.domain) > c.eager_max_elements) return false;
-  if (t.output.buffer->pending()) return false;
+  if (c.tier == Tier::Auto &&
+      shape_size(t.domain) > (t.solo ? std::max(c.eager_max_elements, kMatmulAtOnce) : c.eager_max_elements))
+    return false;
+  bool pending = t.output.buffer->pending(), part = pending && part_of(t.output);
   for (const View& v : t.inputs)
-    if (v.buffer->pending_write()) return false;
-  if (c.tier == Tier::Auto && lazy_for_lines(t, c.eager_max_elements)) return false;
+    if (v.buffer->pending_write()) {
+      pending = true;
+      part |= part_of(v);
+    }
+  if (pending) {
+    if (c.tier == Tier::Auto) blocked_by_pending(part, [&] { return signature_of(t); });
+    return false;
+  }
+  if (c.tier == Tier::Auto && lazy_for_lines(t, c.eager_max_elements)) {
+    g_small_recorded.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
   fpe::take();
   if (!detail::run_matmul_blas(t)) {
     if (!runtime::tier0_supports(t)) return false;
@@ -276,10 +372,17 @@ bool run_simple(const SimpleOp& s, View* result) {
   const runtime::Tier0Loop loop = runtime::tier0_loop(s.node, s.type[0], s.type[1]);
   if (!loop) return false;
   // The inputs are final, and nothing pending touches the destination.
+  bool pending = s.out && s.out->buffer->pending(), part = pending && part_of(*s.out);
   for (int k = 0; k < na; ++k)
-    if (arrays[k]->buffer->pending_write()) return false;
+    if (arrays[k]->buffer->pending_write()) {
+      pending = true;
+      part |= part_of(*arrays[k]);
+    }
+  if (pending) {
+    if (c.tier == Tier::Auto) blocked_by_pending(part, [&] { return signature_of(s, shape); });
+    return false;
+  }
   if (s.out) {
-    if (s.out->buffer->pending()) return false;
     // An input overlapping the destination must be the destination itself
     // (read before written, point by point); otherwise a task copies it first.
     for (int k = 0; k < na; ++k)
@@ -420,6 +523,8 @@ bool run_reduce(const SimpleReduce& r, Scalar* value) {
 }
 
 }  // namespace
+
+void detail::note_window_taken() { g_small_recorded.store(0, std::memory_order_relaxed); }
 
 // ---------------------------------------------------------------------------
 // Groups of a flush on tier 0 (tiers.h).

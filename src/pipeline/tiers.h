@@ -55,6 +55,9 @@ int interpret(const std::vector<Task>& window, int begin, int end, const std::ve
               Tier0Memo* memo = nullptr);
 // A floating-point matrix product task run with BLAS (false: not one).
 bool run_matmul_blas(const Task& t);
+// The window was taken by a flush: no small task is pending any more
+// (settling, tier0.cc).
+void note_window_taken();
 
 // Milliseconds a kernel compile is expected to take (measured as they run).
 double compile_estimate_ms();

@@ -92,9 +92,15 @@ RecordGuard::~RecordGuard() noexcept(false) {
   // form tier 0 has no direct loop for) is flushed here.
   // (A capture keeps every operation: tier eager computes nothing at the call then.)
   const bool eager = pipeline::config().tier == pipeline::Tier::Eager && s.size() > 0 && !t_capturing;
-  if (!(s.sync_requested() || eager) || std::uncaught_exceptions() != 0) return;
-  if (s.take_sync_request()) flush_all("operation on memory shared with NumPy");
-  else if (eager) flush_all("tier eager");
+  if (!(s.sync_requested() || s.settle_requested() || eager) || std::uncaught_exceptions() != 0) return;
+  if (s.take_sync_request()) {
+    s.take_settle_request();
+    flush_all("operation on memory shared with NumPy");
+  } else if (s.take_settle_request()) {
+    flush_all("a small operation read pending results of large ones: the small ones after it run at once");
+  } else if (eager) {
+    flush_all("tier eager");
+  }
 }
 
 py::object scalar_result(View&& v) {

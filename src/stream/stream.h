@@ -244,6 +244,14 @@ class Stream {
   bool take_sync_request() {
     return sync_request_.load(std::memory_order_relaxed) && sync_request_.exchange(false);
   }
+  // A small operation found results of large ones pending (pipeline/
+  // tier0.cc, settling): the bindings flush when its call ends, so the
+  // small operations after it run at once.
+  void request_settle() { settle_request_.store(true, std::memory_order_relaxed); }
+  bool settle_requested() const { return settle_request_.load(std::memory_order_relaxed); }
+  bool take_settle_request() {
+    return settle_request_.load(std::memory_order_relaxed) && settle_request_.exchange(false);
+  }
   // In a forked child: a thread that held the gate (mid-recording, waiting
   // for the GIL) does not exist there; the gate starts free.
   void reset_gate_in_child() { new (&gate_) std::recursive_mutex(); }
@@ -291,6 +299,7 @@ class Stream {
   std::atomic<uint64_t> restored_total_{0};  // tasks put back (restore)
   std::atomic<size_t> size_{0};  // window_ and restored_ (a snapshot)
   std::atomic<bool> sync_request_{false};
+  std::atomic<bool> settle_request_{false};
   // A Slot is being built at window_.back() (the gate's holder's own flag:
   // a nested slot, or take() under an open one, is a bug it reports).
   std::atomic<bool> slot_open_{false};
