@@ -203,6 +203,14 @@ def test_small_matrix_products_run_at_once_large_ones_are_recorded():
         assert nf._core.pending() == 0
     onp.testing.assert_allclose(onp.asarray(r), a @ b, rtol=1e-13)
     assert p["tier0_ops"] >= 1 and p["tasks"] == 0, p
+    # An integer product (no BLAS: the interpreter would run it) of as many
+    # points is recorded like any operation over eager_max_elements.
+    ai, bi = rng.integers(0, 9, 103), rng.integers(0, 9, (103, 77))
+    AI, BI = nf.asarray(ai), nf.asarray(bi)
+    with nf.config(tier="auto"):
+        r = AI @ BI
+        assert nf._core.pending() >= 1
+    onp.testing.assert_array_equal(onp.asarray(r), ai @ bi)
     c, d = rng.random((131, 127)), rng.random((127, 129))  # 2.1M: recorded
     C, D = nf.asarray(c), nf.asarray(d)
     with nf.config(tier="auto"):

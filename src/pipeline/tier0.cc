@@ -234,12 +234,16 @@ void blocked_by_pending(bool part, Signature&& signature) {
 // once when its inputs are final; larger ones are recorded and run on
 // every core.
 constexpr int64_t kMatmulAtOnce = int64_t{1} << 16;
+bool blas_product(const Task& t) {
+  return t.solo && std::strcmp(t.name, "matmul") == 0 &&
+         (t.output.dtype == DType::Float64 || t.output.dtype == DType::Float32);
+}
 
 bool run_now(Task& t) {
   const Config& c = config();
   if (c.tier == Tier::Lazy) return false;
   if (c.tier == Tier::Auto &&
-      shape_size(t.domain) > (t.solo ? std::max(c.eager_max_elements, kMatmulAtOnce) : c.eager_max_elements))
+      shape_size(t.domain) > (blas_product(t) ? std::max(c.eager_max_elements, kMatmulAtOnce) : c.eager_max_elements))
     return false;
   bool pending = t.output.buffer->pending(), part = pending && part_of(t.output);
   for (const View& v : t.inputs)
