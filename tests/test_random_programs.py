@@ -287,6 +287,16 @@ def test_fixed_programs_match_numpy():
             _run_both_ways(steps, seed, main=0)
 
 
+def test_equal_values_after_exp_compare_equal():
+    """Found by hypothesis: v3 = exp(clip(v1)); v5 = where(v3[::-1] > v3,
+    v3[::-1], v3 * 0.5). v1 holds 2.75 at [0, 5] and [4, 5]; their exps were
+    computed one in a vector loop's body (libmvec) and one in its remainder
+    (scalar libm), an ulp apart, so one compared greater. Every path now
+    computes exp with one implementation (runtime/vmath.h)."""
+    for main in (0, 3, 7):
+        _run_both_ways([(0, 0, 8, 1, 0, 0, 0), (0, 0, 0, 0, 0, 0, 0), (1, 0, 5, 3, 1, 18, 0)], 3, main)
+
+
 # ---------------------------------------------------------------------------
 # Long elementwise chains: NumPy's result, and one fused kernel.
 

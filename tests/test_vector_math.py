@@ -1,12 +1,16 @@
-"""Compiled kernels call glibc's vector math (libmvec) for every function it
-provides, at the widest vector width the CPU prefers for numfuse (512 bits
-with AVX-512), and the results keep NumPy's special values and stay within
-a few ulp of NumPy's.
+"""Compiled kernels and tier 0's loops call vector math for every function
+glibc's libmvec provides, at the widest vector width the CPU prefers for
+numfuse (512 bits with AVX-512), and the results keep NumPy's special
+values and stay within a few ulp of NumPy's.
 
 LLVM's own libmvec table names only sin, cos, tan, pow, exp and log at 128
-and 256 bits; numfuse reads the whole table off the library (jit/
-cpu_compiler.cc, libmvec_table), so tanh, log1p, arcsin, cbrt, hypot, ...
-run vectorized instead of one scalar libm call per element.
+and 256 bits; numfuse maps every function to vector forms of its own
+(runtime/vmath.h: _ZGVdN4v_nf_m_tanh, ... , jit/cpu_compiler.cc vmath_table),
+so tanh, log1p, arcsin, cbrt, hypot, ... run vectorized instead of one
+scalar libm call per element. Every form, and the scalar nf_m_tanh of a
+loop's remainder, computes through one implementation per function and
+process: equal inputs give equal bits on every path (the second half of
+this file).
 """
 
 import os
@@ -20,6 +24,7 @@ import numpy as onp
 import pytest
 
 import numfuse as nf
+from conftest import assert_same, same_bits
 
 UNARY = ["sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh",
          "arctanh", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "cbrt"]
@@ -96,7 +101,7 @@ def _vector_calls(tmp_path, env_extra, n):
     env = dict(os.environ, NUMFUSE_KEEP_IR=str(ir), NUMFUSE_CACHE_DIR=str(tmp_path / f"cache{n}"), **env_extra)
     subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=300)
     text = "".join(p.read_text() for p in ir.glob("*.ll"))
-    return set(re.findall(r"call <\d+ x (?:double|float)> @(_ZGV[bde]N\d+v+_\w+)\(", text))
+    return set(re.findall(r"call <\d+ x (?:double|float)> @(_ZGV[bde]N\d+v+_nf_m_\w+)\(", text))
 
 
 def _has_avx512():
@@ -114,8 +119,8 @@ def _missing(calls, isa):
         fn = LIBM.get(name, name)
         params = "vv" if name in BINARY else "v"
         for vf, suffix in zip(width, ("", "f")):
-            if f"_ZGV{isa}N{vf}{params}_{fn}{suffix}" not in calls:
-                missing.append(f"_ZGV{isa}N{vf}{params}_{fn}{suffix}")
+            if f"_ZGV{isa}N{vf}{params}_nf_m_{fn}{suffix}" not in calls:
+                missing.append(f"_ZGV{isa}N{vf}{params}_nf_m_{fn}{suffix}")
     return missing
 
 
@@ -134,7 +139,7 @@ def test_every_libmvec_function_is_called_vectorized(tmp_path):
 def test_vector_bits_256_keeps_clangs_width(tmp_path):
     calls = _vector_calls(tmp_path, {"NUMFUSE_VECTOR_BITS": "256"}, 70001)
     assert calls and not any(c.startswith("_ZGVe") for c in calls)
-    assert "_ZGVdN4v_tanh" in calls
+    assert "_ZGVdN4v_nf_m_tanh" in calls
 
 
 @pytest.mark.cpu_only  # (the CPU's vectors: device schedules have no SIMD lanes)
@@ -200,3 +205,126 @@ def test_tier0_uses_the_cpus_best_level():
     if os.environ.get("NUMFUSE_TIER0_ISA"):
         pytest.skip("NUMFUSE_TIER0_ISA is set")
     assert nf._core.tier0_isa() == want
+
+
+# ---------------------------------------------------------------------------
+# One implementation per function and process: the same bits on every path.
+#
+# One implementation of each transcendental function per process
+# (runtime/vmath.h): equal inputs give equal bits wherever numfuse computes
+# them -- in a contiguous loop's vector body and in its remainder, in a
+# strided or reversed loop, for one element, a 0-d array, a Python scalar,
+# in tier 0's loops and in compiled kernels (narrow and 512-bit wide).
+#
+# Before, a kernel's vector body called libmvec and its remainder scalar libm,
+# which differ by an ulp on 20-60% of inputs: `e = exp(x)` then
+# `where(e[::-1] > e, e[::-1], e * 0.5)` found one of two equal values greater
+# (a program tests/test_random_programs.py found).
+
+SAME_BITS_UNARY = {
+    "sin": (-10, 10), "cos": (-10, 10), "tan": (-1.5, 1.5), "arcsin": (-1, 1), "arccos": (-1, 1),
+    "arctan": (-10, 10), "sinh": (-5, 5), "cosh": (-5, 5), "tanh": (-5, 5), "arcsinh": (-10, 10),
+    "arccosh": (1, 20), "arctanh": (-0.99, 0.99), "exp": (-20, 20), "exp2": (-20, 20), "expm1": (-5, 5),
+    "log": (0.01, 100), "log2": (0.01, 100), "log10": (0.01, 100), "log1p": (-0.9, 10), "cbrt": (-10, 10),
+}
+SAME_BITS_BINARY = {"power": ((0.1, 4), (-3, 3)), "arctan2": ((-5, 5), (-5, 5)), "hypot": ((-5, 5), (-5, 5))}
+
+N_SB = 37  # not a multiple of any vector width: every loop has a remainder
+
+
+def _inputs(lo, hi, dtype, seed):
+    rng = onp.random.default_rng(seed)
+    # a few values repeated, so equal inputs land in the vector body and in the remainder
+    x = rng.uniform(lo, hi, N_SB)
+    x[N_SB - 2] = x[3]
+    x[N_SB - 1] = x[0]
+    return x.astype(dtype)
+
+
+def _paths_unary(name, x):
+    """The same function of the same values, computed on numfuse's paths."""
+    f = getattr(nf, name)
+    n = nf.asarray(x)
+    out = {"contiguous": onp.asarray(f(n))}
+    out["reversed"] = onp.asarray(f(n[::-1]))[::-1]
+    wide = nf.asarray(onp.repeat(x, 3))
+    out["strided"] = onp.asarray(f(wide[1::3]))
+    out["one by one"] = onp.array([onp.asarray(f(n[i:i + 1]))[0] for i in range(N_SB)], dtype=x.dtype)
+    out["0-d"] = onp.array([onp.asarray(f(nf.asarray(x[i]))) for i in range(N_SB)], dtype=x.dtype)
+    out["scalar"] = onp.array([f(v) for v in x], dtype=x.dtype)  # NumPy scalars: float64 or float32
+    if x.dtype == onp.float64:
+        out["python scalar"] = onp.array([float(f(float(v))) for v in x])
+    out["element"] = onp.array([f(n[i]) for i in range(N_SB)], dtype=x.dtype)
+    with nf.config(tier="lazy"):
+        # a compiled kernel: small (narrow vectors) and large (wide vectors on AVX-512)
+        out["kernel"] = onp.asarray(f(n) + 0)
+        big = nf.asarray(onp.tile(x, 2048))
+        out["wide kernel"] = onp.asarray(f(big) * 1)[:N_SB]
+        # the last N - 5 elements of big[:-5] are x[:N_SB - 5], in the kernel's remainder
+        out["wide kernel, tail"] = onp.asarray(f(big[:-5]) * 1)[-(N_SB - 5):]
+    return out
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("name", sorted(SAME_BITS_UNARY))
+def test_unary_same_bits_on_every_path(name, dtype):
+    x = _inputs(*SAME_BITS_UNARY[name], dtype, seed=len(name))
+    paths = _paths_unary(name, x)
+    ref = paths["contiguous"]
+    # the repeated inputs give the repeated results
+    assert ref[N_SB - 2].tobytes() == ref[3].tobytes() and ref[N_SB - 1].tobytes() == ref[0].tobytes()
+    for what, got in paths.items():
+        if what == "wide kernel, tail":
+            same_bits(got, ref[:N_SB - 5])
+        else:
+            same_bits(got, ref)
+    # and every path is NumPy's function (to a few ulps)
+    assert_same(ref, getattr(onp, name)(x), rtol=4e-6 if dtype == "float32" else 4e-15)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("name", sorted(SAME_BITS_BINARY))
+def test_binary_same_bits_on_every_path(name, dtype):
+    (alo, ahi), (blo, bhi) = SAME_BITS_BINARY[name]
+    a, b = _inputs(alo, ahi, dtype, 1), _inputs(blo, bhi, dtype, 2)
+    f = getattr(nf, name)
+    na, nb = nf.asarray(a), nf.asarray(b)
+    ref = onp.asarray(f(na, nb))
+    same_bits(onp.asarray(f(na[::-1], nb[::-1]))[::-1], ref)
+    same_bits(onp.array([onp.asarray(f(na[i:i + 1], nb[i:i + 1]))[0] for i in range(N_SB)], dtype=dtype), ref)
+    if name != "power":  # (NumPy scalars' power is NumPy's, as x ** y of them is)
+        same_bits(onp.array([f(a[i], b[i]) for i in range(N_SB)], dtype=dtype), ref)
+        same_bits(onp.array([f(na[i], b[i]) for i in range(N_SB)], dtype=dtype), ref)
+    with nf.config(tier="lazy"):
+        same_bits(onp.asarray(f(na, nb) + 0), ref)
+        big_a, big_b = nf.asarray(onp.tile(a, 2048)), nf.asarray(onp.tile(b, 2048))
+        same_bits(onp.asarray(f(big_a, big_b) * 1)[:N_SB], ref)
+    assert_same(ref, getattr(onp, name)(a, b), rtol=4e-6 if dtype == "float32" else 4e-15)
+
+
+def test_equal_values_compare_equal_after_exp():
+    """The program hypothesis found: e = exp(clip(x)) has equal values at
+    [0, 5] and [4, 5] (x there is 2.75 twice); e[::-1] > e is then false
+    there, as in NumPy, on every path."""
+    x = onp.zeros((5, 7))
+    x[0, 5] = x[4, 5] = 2.75
+    x[1:4] = onp.linspace(-6, 6, 21).reshape(3, 7)
+    expected = onp.exp(onp.clip(x, -5.0, 5.0))
+    expected = onp.where(expected[::-1] > expected, expected[::-1], expected * 0.5)
+    for opts in (dict(fusion=True), dict(fusion=False), dict(tier="lazy")):
+        with nf.config(**opts):
+            e = nf.exp(nf.clip(nf.asarray(x), -5.0, 5.0))
+            got = nf.where(e[::-1] > e, e[::-1], e * 0.5)
+            assert_same(got, expected, rtol=1e-15)
+            assert onp.asarray(got)[4, 5] == onp.asarray(e)[4, 5] * 0.5
+
+
+def test_one_implementation_is_reported():
+    """show_config names the implementation each function has in this process."""
+    name, lanes = nf._core.vmath_implementation("exp")
+    assert lanes >= 1 and name
+    if lanes > 1:
+        assert name.startswith("_ZGV") and name.endswith("_exp")
+    assert nf._core.vmath_implementation("expf")[0].endswith("expf")
+    assert nf._core.vmath_implementation("floor") == (None, 0)
+    assert nf.show_config(mode="dicts")["Compiler"]["vector math"] == f"{name} ({lanes} lanes of float64)"

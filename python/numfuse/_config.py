@@ -507,6 +507,8 @@ def show_config(mode="stdout"):
             "target cpu": t["cpu"],
             "cpu features": t["features"],
             "tier-0 loops": _core.tier0_isa(),
+            # one implementation per function, on every path (runtime/vmath.h)
+            "vector math": "{} ({} lanes of float64)".format(*_core.vmath_implementation("exp")),
         },
         "Runtime": {
             "threads": _core.get_num_threads(),

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "codegen/codegen.h"
+#include "core/vmath_list.h"
 #include "codegen/nest_speller.h"
 #include "codegen/scalar_c.h"
 
@@ -323,6 +324,20 @@ constexpr const char* kTypes =
     "typedef unsigned char uint8_t; typedef unsigned short uint16_t; typedef unsigned int uint32_t;\n"
     "typedef unsigned long long uint64_t;\n";
 
+// The host's one-implementation math (runtime/vmath.h: nf_m_exp) is the
+// device's own libm function on the GPU (CUDA's exp), where every thread
+// computes every element the same way.
+std::string device_math() {
+  std::string s;
+  for (const char* f : {
+#define NF_NAME(f) #f,
+           NF_VMATH_UNARY(NF_NAME) NF_VMATH_BINARY(NF_NAME)
+#undef NF_NAME
+       })
+    s += std::string("#define nf_m_") + f + " " + f + "\n#define nf_m_" + f + "f " + f + "f\n";
+  return s;
+}
+
 }  // namespace
 
 Source render_cuda(const lower::LoopNest& nest) { return CudaRenderer(nest).run(); }
@@ -332,7 +347,7 @@ const std::string& cuda_prelude() {
   // the sign bit are not CUDA's: spelled with the device's own. Plain
   // declarations (the libm functions the helpers declare) are device
   // functions under NVRTC's -default-device.
-  static const std::string p = std::string("/* numfuse CUDA prelude */\n") + kTypes + complex_struct_prelude() +
+  static const std::string p = std::string("/* numfuse CUDA prelude */\n") + kTypes + device_math() + complex_struct_prelude() +
                                "#define NF_KERNEL extern \"C\" __global__\n"
                                "#define NF_COORDS\n"
                                "#define NF_BOUNDS(n) __launch_bounds__(n)\n"

@@ -1,11 +1,13 @@
 // Scalar operations in C, with NumPy's semantics.
 #include "codegen/scalar_c.h"
 #include "codegen/codegen.h"
+#include "core/vmath_list.h"
 
 #include <atomic>
 #include <cmath>
 #include <map>
 #include <regex>
+#include <set>
 #include <tuple>
 #include <cstdio>
 #include <stdexcept>
@@ -72,14 +74,32 @@ DType unsigned_of(DType t) {
   }
 }
 
-// libm function name for type t ("exp" / "expf"), declared on first use.
-std::string libm(Reg& reg, const std::string& fn, DType t, int nargs) {
-  const bool f32 = t == DType::Float32;
-  const std::string name = f32 ? fn + "f" : fn;
-  const std::string ty = f32 ? "float" : "double";
+// The transcendental functions computed by runtime/vmath.h's one
+// implementation per process (nf_m_exp, nf_m_expf, ...).
+bool in_vmath(const std::string& fn) {
+  static const std::set<std::string> names = {
+#define NF_NAME(f) #f,
+      NF_VMATH_UNARY(NF_NAME) NF_VMATH_BINARY(NF_NAME)
+#undef NF_NAME
+  };
+  return names.count(fn) != 0;
+}
+
+// The C function computing libm's `fn` ("exp": nf_m_exp; "fmod": fmod) for
+// a float type ('f' appended for float32), declared (once) in `decl`.
+std::string math_fn(Reg& reg, const std::string& fn, const std::string& f, const std::string& ty, int nargs) {
+  const bool vm = in_vmath(fn);
+  const std::string name = (vm ? "nf_m_" : "") + fn + f;
   std::string params = ty;
   for (int i = 1; i < nargs; ++i) params += ", " + ty;
-  return reg(name, ty + " " + name + "(" + params + ");");
+  // const: no memory touched (the JIT's vectorizer maps it to its vector forms)
+  return reg(name, ty + " " + name + "(" + params + ")" + (vm ? " __attribute__((const))" : "") + ";");
+}
+
+// libm function for type t ("exp" / "expf"), declared on first use.
+std::string libm(Reg& reg, const std::string& fn, DType t, int nargs) {
+  const bool f32 = t == DType::Float32;
+  return math_fn(reg, fn, f32 ? "f" : "", f32 ? "float" : "double", nargs);
 }
 
 std::string call(const std::string& f, const std::vector<std::string>& args) {
@@ -189,6 +209,8 @@ struct Cx {
     return reg(name, std::string(opaque ? "static __attribute__((noinline)) " : "static inline ") + ret + " " + name +
                          "(" + params + ") {\n" + body + "}");
   }
+  // The complex functions' parts: scalar libm, as NumPy's complex loops
+  // compute them (npy_cexp ... call libm), on every path.
   std::string real_libm(const char* name, int nargs) {
     const std::string n = std::string(name) + f;
     std::string params = R;
@@ -684,14 +706,13 @@ std::string binary(Reg& reg, BinaryOp op, DType t, const std::string& a, const s
     case BinaryOp::Logaddexp2: {
       const bool two = op == BinaryOp::Logaddexp2;
       const std::string f = t == DType::Float32 ? "f" : "";
-      libm(reg, "log1p", t, 1);
-      libm(reg, two ? "exp2" : "exp", t, 1);
+      const std::string lp = libm(reg, "log1p", t, 1), ex = libm(reg, two ? "exp2" : "exp", t, 1);
       const std::string name = std::string(two ? "nf_logaddexp2_" : "nf_logaddexp_") + s;
       const std::string ln2 = "0.693147180559945309417232121458176568";
-      const std::string log1p_ = two ? "(log1p" + f + "(exp2" + f + "(-t)) * (" + T + ")1.442695040888963407359924681001892137)"
-                                     : "log1p" + f + "(exp" + f + "(-t))";
-      const std::string log1p_pos = two ? "(log1p" + f + "(exp2" + f + "(t)) * (" + T + ")1.442695040888963407359924681001892137)"
-                                        : "log1p" + f + "(exp" + f + "(t))";
+      const std::string log1p_ = two ? "(" + lp + "(" + ex + "(-t)) * (" + T + ")1.442695040888963407359924681001892137)"
+                                     : lp + "(" + ex + "(-t))";
+      const std::string log1p_pos = two ? "(" + lp + "(" + ex + "(t)) * (" + T + ")1.442695040888963407359924681001892137)"
+                                        : lp + "(" + ex + "(t))";
       return nanfix(call(reg(name, "static inline " + T + " " + name + "(" + T + " x, " + T + " y) {\n"
                             "  if (x == y) return x + (" + T + ")" + (two ? "1" : ln2) + ";\n"
                             "  " + T + " t = x - y;\n"

@@ -1,8 +1,8 @@
 // clang frontend + ORC LLJIT.
 //
 // clang emits each kernel's module unoptimized; numfuse then runs one of two
-// pass pipelines (jit.h Opt) with the whole of glibc's libmvec as vector
-// math (libmvec_table) and, for wide kernels on AVX-512 CPUs, 512-bit
+// pass pipelines (jit.h Opt) with the vector forms of numfuse's math
+// functions (runtime/vmath.h, vmath_table) and, for wide kernels on AVX-512 CPUs, 512-bit
 // vectors (tune::Schedule::wide): Full runs
 // LLVM's O3 pipeline and -O3 code generation; Quick runs kQuickPipeline and
 // generates code with a target machine at -O0 (fast instruction selection
@@ -12,8 +12,8 @@
 // Each compile builds its own CompilerInstance and LLVMContext, so compiles
 // run concurrently; LLJIT itself is thread-safe. Every kernel lives in its own
 // JITDylib, which defines the host services (nf_parallel, nf_max_threads: the
-// only way a kernel reaches threads) and resolves the rest (libm, libmvec,
-// malloc) from the process. Hand-written OpenMP reference loops
+// only way a kernel reaches threads; the math functions of runtime/vmath.h)
+// and resolves the rest (libm, malloc) from the process. Hand-written OpenMP reference loops
 // (compile_openmp_c) resolve libomp first, so a libgomp loaded by some other
 // extension cannot capture their omp_* calls.
 #include <dlfcn.h>
@@ -67,6 +67,7 @@
 #include "core/fpe.h"
 #include "jit/exact_division.h"
 #include "jit/jit.h"
+#include "runtime/vmath.h"
 
 #ifndef NUMFUSE_LIBOMP
 #define NUMFUSE_LIBOMP "libomp.so.5"
@@ -198,7 +199,7 @@ struct CpuCompiler::Impl {
   bool zmm = false;  // wide kernels (Source::wide) use 512-bit vectors
   bool fma = false;  // the CPU fuses multiply-add: divisions by invariants may use it (ExactDivisionPass)
   std::atomic<bool> exact_division{true};  // set_exact_division
-  std::vector<llvm::VecDesc> vector_math, vector_math_wide;  // libmvec_table(false), libmvec_table(zmm)
+  std::vector<llvm::VecDesc> vector_math, vector_math_wide;  // vmath_table(false), vmath_table(zmm)
   std::mutex dylib_mu;
   uint64_t dylibs = 0;
 };
@@ -317,7 +318,7 @@ namespace {
 // The pass pipeline of a Quick compile: what numfuse's kernels need of -O3
 // (they arrive as straight-line loop bodies in SSA-like C): promote locals,
 // inline the small helpers, canonicalize, hoist loop invariants (the
-// parameter loads), map math calls to libmvec and vectorize the simd loops.
+// parameter loads), map math calls to their vector forms and vectorize the simd loops.
 // No SLP vectorizer, unrolling, second inliner round or IR verifier: about
 // half of clang's -O3 pipeline time, and the kernels of benchmarks/ run
 // within noise of -O3's (measured; the upgrade then compiles -O3 anyway).
@@ -361,61 +362,48 @@ constexpr const char* kQuickPipeline =
     "function(sroa,early-cse<memssa>,simplifycfg,instcombine<no-verify-fixpoint>,loop-mssa(licm),loop(loop-rotate),loop-mssa(licm),"
     "inject-tli-mappings,loop-vectorize,instcombine<no-verify-fixpoint>,simplifycfg)";
 
-// glibc's libmvec, every function and width it exports. LLVM 19's own
-// libmvec table (-fveclib=libmvec) names only sin, cos, tan, pow, exp and
-// log at 128 and 256 bits: tanh, log1p, arcsin, ... stayed scalar calls in
-// vectorized loops, and no function had a 512-bit form. The table is read
-// off the library itself (dlsym), so an older glibc simply offers fewer.
-// 512-bit forms (_ZGVe) are offered only to kernels that prefer 512-bit
-// vectors: otherwise the backend would split their zmm arguments.
-std::vector<llvm::VecDesc> libmvec_table(bool zmm) {
-  static const char* const kUnary[] = {"sin",  "cos",   "tan",   "asin",  "acos",  "atan", "sinh",
-                                       "cosh", "tanh",  "asinh", "acosh", "atanh", "exp",  "exp2",
-                                       "exp10", "expm1", "log",  "log2",  "log10", "log1p", "cbrt",
-                                       "erf",  "erfc"};
-  static const char* const kBinary[] = {"pow", "atan2", "hypot"};
-  // LLVM intrinsics with the same meaning as the libm call.
-  static const char* const kIntrinsic[] = {"sin",  "cos",  "tan", "asin", "acos", "atan", "sinh",  "cosh",
-                                           "tanh", "exp", "exp2", "exp10", "log", "log2", "log10", "pow"};
+// The vector forms of the one-implementation math functions (runtime/
+// vmath.h): nf_m_exp at 2 and 4 doubles (_ZGVbN2v_nf_m_exp,
+// _ZGVdN4v_nf_m_exp), 4 and 8 floats, and at 8 doubles / 16 floats
+// (_ZGVe) for kernels that prefer 512-bit vectors (otherwise the backend
+// would split their zmm arguments). Every form computes what the scalar
+// nf_m_exp of a loop's remainder computes.
+std::vector<llvm::VecDesc> vmath_table(bool zmm) {
   struct Isa {
     char letter;
     int bits;
   };
   std::vector<Isa> isas = {{'b', 128}, {'d', 256}};
   if (zmm) isas.push_back({'e', 512});
-  void* lib = dlopen("libmvec.so.1", RTLD_NOW | RTLD_GLOBAL);
-  std::vector<llvm::VecDesc> table;
-  if (!lib) return table;
   // VecDesc keeps StringRefs: the names live as long as the process.
   static std::deque<std::string>* names = new std::deque<std::string>();
   static std::mutex names_mu;
   std::lock_guard<std::mutex> lock(names_mu);
   auto keep = [](std::string s) -> llvm::StringRef { return names->emplace_back(std::move(s)); };
+  std::vector<llvm::VecDesc> table;
   auto add = [&](const std::string& fn, bool single, int arity) {
     for (const Isa& isa : isas) {
       const int vf = isa.bits / (single ? 32 : 64);
       const std::string params(arity, 'v');
-      const std::string vec = "_ZGV" + std::string(1, isa.letter) + "N" + std::to_string(vf) + params + "_" + fn +
-                              (single ? "f" : "");
-      if (!dlsym(lib, vec.c_str())) continue;
-      llvm::StringRef vname = keep(vec), abi = keep("_ZGV_LLVM_N" + std::to_string(vf) + params);
-      const auto ec = llvm::ElementCount::getFixed(vf);
-      table.emplace_back(keep(fn + (single ? "f" : "")), vname, ec, false, abi);
-      for (const char* in : kIntrinsic) {
-        if (fn == in)
-          table.emplace_back(keep("llvm." + fn + (single ? ".f32" : ".f64")), vname, ec, false, abi);
-      }
+      const std::string scalar = "nf_m_" + fn + (single ? "f" : "");
+      const std::string vec = "_ZGV" + std::string(1, isa.letter) + "N" + std::to_string(vf) + params + "_" + scalar;
+      table.emplace_back(keep(scalar), keep(vec), llvm::ElementCount::getFixed(vf), false,
+                         keep("_ZGV_LLVM_N" + std::to_string(vf) + params));
     }
   };
   for (bool single : {false, true}) {
-    for (const char* fn : kUnary) add(fn, single, 1);
-    for (const char* fn : kBinary) add(fn, single, 2);
+#define NF_ADD1(f) add(#f, single, 1);
+#define NF_ADD2(f) add(#f, single, 2);
+    NF_VMATH_UNARY(NF_ADD1)
+    NF_VMATH_BINARY(NF_ADD2)
+#undef NF_ADD1
+#undef NF_ADD2
   }
   return table;
 }
 
 // Runs `pipeline` (the new pass manager's textual form) over `m` with the
-// target's cost model and libmvec's vector math (libmvec_table); then, where
+// target's cost model and the vector math of vmath_table; then, where
 // the CPU has fused multiply-add, ExactDivisionPass over the vectorized code
 // (before vectorization its branch would be if-converted back into a
 // division in every lane). Full compiles only: the fast register allocator
@@ -496,10 +484,10 @@ CpuCompiler::CpuCompiler() : impl_(new Impl) {
   impl_->zmm = features.lookup("avx512f") && features.lookup("avx512dq") && features.lookup("avx512vl") &&
                !(bits && std::string(bits) == "256");
   impl_->fma = features.lookup("fma") || features.lookup("avx512f");
-  impl_->vector_math = libmvec_table(false);
-  impl_->vector_math_wide = libmvec_table(impl_->zmm);
+  impl_->vector_math = vmath_table(false);
+  impl_->vector_math_wide = vmath_table(impl_->zmm);
   for (const std::string& a : impl_->args) impl_->flags_id += a + " ";
-  // Kernels run numfuse's pass pipelines (optimize) with the whole libmvec table.
+  // Kernels run numfuse's pass pipelines (optimize) with vmath_table.
   for (const char* a : kKernelFrontend) impl_->flags_id += std::string(a) + " ";
   impl_->flags_id += "pipeline=numfuse-O3 vector-math=" + std::to_string(impl_->vector_math_wide.size()) +
                      (impl_->zmm ? " wide=512" : "");
@@ -534,6 +522,10 @@ llvm::orc::JITDylib& CpuCompiler::new_dylib(const std::string& symbol, bool open
   host[mangle("nf_parallel")] = {llvm::orc::ExecutorAddr::fromPtr(&nf_parallel), llvm::JITSymbolFlags::Exported};
   host[mangle("nf_max_threads")] = {llvm::orc::ExecutorAddr::fromPtr(&nf_max_threads),
                                     llvm::JITSymbolFlags::Exported};
+  int nmath = 0;
+  const nf_vmath_symbol* math = nf_vmath_symbols(&nmath);
+  for (int k = 0; k < nmath; ++k)
+    host[mangle(math[k].name)] = {llvm::orc::ExecutorAddr::fromPtr(math[k].address), llvm::JITSymbolFlags::Exported};
   if (auto err = jd->define(llvm::orc::absoluteSymbols(std::move(host))))
     throw CompileError("cannot define host services: " + llvm::toString(std::move(err)));
   auto proc = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(prefix);
@@ -625,7 +617,7 @@ KernelFn CpuCompiler::compile_with(const codegen::Source& src, const std::string
   argv.push_back(file.c_str());
   argv.push_back("-emit-llvm-only");
   // Kernels run numfuse's pass pipelines (kQuickPipeline or LLVM's O3
-  // pipeline) with the whole libmvec table instead of clang's.
+  // pipeline) with vmath_table instead of clang's libmvec table.
   const bool own_pipeline = !openmp;
   if (own_pipeline) {
     argv.push_back("-disable-llvm-passes");

@@ -13,6 +13,7 @@
 #include "jit/exact_division.h"
 #include "pipeline/pipeline.h"
 #include "python/bindings.h"
+#include "runtime/vmath.h"
 #include "runtime/runtime.h"
 #include "runtime/tier0.h"
 
@@ -473,6 +474,14 @@ void bind_functions(py::module_& m) {
   m.add_object("flush_now", py::reinterpret_steal<py::object>(PyCFunction_NewEx(&flush_def, nullptr, py::str("numfuse").ptr())));
   m.def("pending", []() { return global_stream().size(); });
   m.def("tier0_isa", []() { return std::string(runtime::tier0_isa()); });
+  // How libm's `fn` (exp, expf, pow, ...) is computed in this process
+  // (runtime/vmath.h): (implementation, lanes), or (None, 0).
+  m.def("vmath_implementation", [](const std::string& fn) -> py::tuple {
+    int lanes = 0;
+    const char* name = nf_vmath_implementation(fn.c_str(), &lanes);
+    if (!name) return py::make_tuple(py::none(), 0);
+    return py::make_tuple(std::string(name), lanes);
+  });
   m.def("_tier0_splits", []() { return runtime::tier0_splits(); });
   m.def("_tier0_fused_selects", []() { return runtime::tier0_fused_selects(); });
   m.def("last_report", []() { return report_dict(pipeline::last_report()); });

@@ -16,6 +16,17 @@
 #include <numpy/arrayobject.h>
 #include <numpy/arrayscalars.h>
 
+#include <cfenv>
+#if defined(__x86_64__)
+#include <xmmintrin.h>
+#endif
+#include <cmath>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+#include "runtime/vmath.h"
+
 namespace nf::py_bind {
 
 namespace {
@@ -43,14 +54,112 @@ bool needs_power_check(const Ufunc* u, PyObject* exponent) {
   return is_integer(reinterpret_cast<PyNdArray*>(exponent)->arr.v.dtype);
 }
 
+// The ufuncs computed by runtime/vmath.h's one implementation per function
+// (libm names): of float scalars too, so that nf.exp(x[i]) is nf.exp(x)[i]
+// to the bit, as in NumPy. (power is not: x ** 2.0 of arrays is x * x.)
+struct ScalarMath {
+  void* f64 = nullptr;
+  void* f32 = nullptr;
+};
+const ScalarMath* scalar_math(const Ufunc* u) {
+  static const std::unordered_map<int, ScalarMath> table = [] {
+    std::unordered_map<int, ScalarMath> t;
+    auto add = [&](int key, const char* fn) {
+      t[key] = {nf_vmath_function(fn), nf_vmath_function((std::string(fn) + "f").c_str())};
+    };
+    const std::pair<UnaryOp, const char*> unary[] = {
+        {UnaryOp::Sin, "sin"},       {UnaryOp::Cos, "cos"},         {UnaryOp::Tan, "tan"},
+        {UnaryOp::Arcsin, "asin"},   {UnaryOp::Arccos, "acos"},     {UnaryOp::Arctan, "atan"},
+        {UnaryOp::Sinh, "sinh"},     {UnaryOp::Cosh, "cosh"},       {UnaryOp::Tanh, "tanh"},
+        {UnaryOp::Arcsinh, "asinh"}, {UnaryOp::Arccosh, "acosh"},   {UnaryOp::Arctanh, "atanh"},
+        {UnaryOp::Exp, "exp"},       {UnaryOp::Exp2, "exp2"},       {UnaryOp::Expm1, "expm1"},
+        {UnaryOp::Log, "log"},       {UnaryOp::Log2, "log2"},       {UnaryOp::Log10, "log10"},
+        {UnaryOp::Log1p, "log1p"},   {UnaryOp::Cbrt, "cbrt"}};
+    for (const auto& [op, fn] : unary) add(static_cast<int>(op), fn);
+    add(1000 + static_cast<int>(BinaryOp::Arctan2), "atan2");
+    add(1000 + static_cast<int>(BinaryOp::Hypot), "hypot");
+    return t;
+  }();
+  auto it = table.find(u->nin == 1 ? u->op : 1000 + u->op);
+  return it == table.end() || !it->second.f64 ? nullptr : &it->second;
+}
+
+// 0: not a float scalar; 64: Python float or numpy.float64; 32: numpy.float32.
+int float_scalar_bits(PyObject* o, double* v) {
+  if (Py_TYPE(o) == &PyFloat_Type || Py_TYPE(o) == &PyDoubleArrType_Type) {
+    *v = PyFloat_AS_DOUBLE(o);
+    return 64;
+  }
+  if (Py_TYPE(o) == &PyFloatArrType_Type) {
+    *v = PyArrayScalar_VAL(o, Float);
+    return 32;
+  }
+  return 0;
+}
+
+// u of float scalars through that implementation, NumPy's result type
+// (float64; float32 for float32 operands, a Python float being weak);
+// nullptr (no error) where an input or the result is not finite or a flag
+// other than `inexact` was raised: NumPy's scalar path then gives its
+// result and its warnings.
+PyObject* vmath_scalar(const Ufunc* u, PyObject* const* args) {
+  const ScalarMath* m = scalar_math(u);
+  if (!m) return nullptr;
+  double x = 0, y = 0;
+  const int bx = float_scalar_bits(args[0], &x), by = u->nin == 2 ? float_scalar_bits(args[1], &y) : bx;
+  if (!bx || !by) return nullptr;
+  const bool single = (bx == 32 && by == 32) || (bx == 32 && Py_TYPE(args[1]) == &PyFloat_Type) ||
+                      (by == 32 && Py_TYPE(args[0]) == &PyFloat_Type);
+  if (!single && (bx == 32 || by == 32)) return nullptr;  // float32 with a float64 scalar: float64, NumPy's
+  if (!std::isfinite(x) || !std::isfinite(y)) return nullptr;
+  double r;
+#if defined(__x86_64__)
+  // The flags of SSE arithmetic (what the math functions use), saved and
+  // restored around the call: invalid, divide-by-zero, overflow, underflow.
+  const unsigned csr = _mm_getcsr();
+  _mm_setcsr(csr & ~0x3Fu);
+#else
+  constexpr int kFlags = FE_INVALID | FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW;
+  fenv_t env;
+  std::feholdexcept(&env);
+#endif
+  if (single) {
+    const float fx = static_cast<float>(x), fy = static_cast<float>(y);
+    r = u->nin == 2 ? reinterpret_cast<float (*)(float, float)>(m->f32)(fx, fy)
+                    : reinterpret_cast<float (*)(float)>(m->f32)(fx);
+  } else {
+    r = u->nin == 2 ? reinterpret_cast<double (*)(double, double)>(m->f64)(x, y)
+                    : reinterpret_cast<double (*)(double)>(m->f64)(x);
+  }
+#if defined(__x86_64__)
+  const bool raised = (_mm_getcsr() & 0x1Du) != 0;
+  _mm_setcsr(csr);
+#else
+  const bool raised = std::fetestexcept(kFlags) != 0;
+  std::fesetenv(&env);
+#endif
+  if (raised || !std::isfinite(r)) return nullptr;
+  if (single) {
+    PyObject* o = PyArrayScalar_New(Float);
+    if (o) PyArrayScalar_ASSIGN(o, Float, static_cast<float>(r));
+    return o;
+  }
+  PyObject* o = PyArrayScalar_New(Double);
+  if (o) PyArrayScalar_ASSIGN(o, Double, r);
+  return o;
+}
+
 PyObject* call(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   auto* u = reinterpret_cast<Ufunc*>(self);
   const Py_ssize_t n = PyVectorcall_NARGS(nargsf);
   if ((!kwnames || PyTuple_GET_SIZE(kwnames) == 0) && n == u->nin && !(n == 2 && needs_power_check(u, args[1]))) {
     // Scalars only (a loop over elements): NumPy's scalar arithmetic, as
     // NumPy gives it, without trying to record first.
-    if (u->np && u->np != Py_None && is_scalar(args[0]) && (n == 1 || is_scalar(args[1])))
+    if (u->np && u->np != Py_None && is_scalar(args[0]) && (n == 1 || is_scalar(args[1]))) {
+      if (PyObject* r = vmath_scalar(u, args)) return r;
+      if (PyErr_Occurred()) return nullptr;
       return PyObject_Vectorcall(u->np, args, nargsf, kwnames);
+    }
     PyObject* r = guarded([&] {
       py::handle y = n == 2 ? py::handle(args[1]) : py::handle(Py_None);
       return record_ufunc(u->nin, u->op, args[0], y, py::none()).release().ptr();

@@ -130,7 +130,28 @@ class Generator {
       o << "  if (" << c << ") {\n";
       o << "    for (int64_t i = 0; i < n; ++i) {\n" << body(idx, rcont) << "    }\n    return;\n  }\n";
     }
-    o << "  for (int64_t i = 0; i < n; ++i) {\n" << body(strided_idx, "i * sr") << "  }\n}\n";
+    if (expr.find("nf_m_") == std::string::npos) {
+      o << "  for (int64_t i = 0; i < n; ++i) {\n" << body(strided_idx, "i * sr") << "  }\n}\n";
+      loops_.push_back(o.str());
+      return;
+    }
+    // Strided operands of a math function (runtime/vmath.h): through
+    // contiguous blocks, so the function runs in its vector form (one
+    // element a call in a strided loop costs a whole vector's work).
+    constexpr int kBlock = 64;
+    o << "  for (int64_t i0 = 0; i0 < n; i0 += " << kBlock << ") {\n";
+    o << "    const int64_t m = n - i0 < " << kBlock << " ? n - i0 : " << kBlock << ";\n";
+    for (int k = 0; k < nin; ++k) {
+      const std::string K = std::to_string(k), T = memory_type(ts[k]);
+      o << "    " << T << " b" << K << "[" << kBlock << "] __attribute__((aligned(64)));\n";
+      o << "    for (int64_t i = 0; i < m; ++i) b" << K << "[i] = *(const " << T << "*)(p" << K << " + (i0 + i) * s" << K
+        << ");\n";
+    }
+    o << "    " << memory_type(tr) << " br[" << kBlock << "] __attribute__((aligned(64)));\n    {\n";
+    for (int k = 0; k < nin; ++k)
+      o << "      const char* p" << k << " = (const char*)b" << k << ";\n";
+    o << "      char* pr = (char*)br;\n      for (int64_t i = 0; i < m; ++i) {\n" << body(cont_idx, rcont) << "      }\n    }\n";
+    o << "    for (int64_t i = 0; i < m; ++i) *(" << memory_type(tr) << "*)(pr + (i0 + i) * sr) = br[i];\n  }\n}\n";
     loops_.push_back(o.str());
   }
 
@@ -201,22 +222,18 @@ class Generator {
 
   // The loops in `parts` files (compiled in parallel) and the table.
   std::vector<std::string> files(int parts) const {
-    // libm functions that glibc's libmvec has vector versions of: declared
-    // `simd`, so contiguous loops call those (as the JIT's -fveclib=libmvec
-    // does), a few ulp from scalar libm like the kernels' results.
-    static const std::set<std::string> vector_libm = {
-        "acos", "acosh", "asin", "asinh", "atan", "atanh", "cbrt", "cos", "cosh", "erf", "exp", "exp2",
-        "expm1", "log", "log10", "log1p", "log2", "sin", "sinh", "tan", "tanh", "atan2", "hypot", "pow"};
+    // The one-implementation math functions (runtime/vmath.h, nf_m_exp):
+    // declared `simd` for the build's compiler (NF_VM_SIMD), so contiguous
+    // loops call their vector forms (_ZGVdN4v_nf_m_exp), which compute what
+    // the scalar form and the JIT kernels compute.
     std::istringstream defs(helpers_.definitions());
     std::ostringstream helpers;
     for (std::string line; std::getline(defs, line);) {
-      // "double exp(double);" / "float expf(float);"
+      // "double nf_m_exp(double) __attribute__((const));"
       const size_t sp = line.find(' '), paren = line.find('(');
-      if (sp != std::string::npos && paren != std::string::npos && line.back() == ';' && line.find('{') == std::string::npos) {
-        std::string fn = line.substr(sp + 1, paren - sp - 1);
-        if (line.rfind("float ", 0) == 0 && !fn.empty() && fn.back() == 'f') fn.pop_back();
-        if (vector_libm.count(fn)) line.insert(line.size() - 1, " __attribute__((simd(\"notinbranch\")))");
-      }
+      if (sp != std::string::npos && paren != std::string::npos && line.back() == ';' && line.find('{') == std::string::npos &&
+          line.compare(sp + 1, 5, "nf_m_") == 0)
+        line.insert(line.size() - 1, " NF_VM_SIMD");
       helpers << line << "\n";
     }
     const std::string head =
@@ -229,7 +246,11 @@ class Generator {
         " * level's loops and table carry its name. */\n"
         "#ifndef NF_T0_ISA\n#define NF_T0_ISA base\n#endif\n"
         "#define NF_T0_CAT2(a, b) a##_##b\n#define NF_T0_CAT(a, b) NF_T0_CAT2(a, b)\n"
-        "#define NF_T0(k) NF_T0_CAT(nf_t0_##k, NF_T0_ISA)\n";
+        "#define NF_T0(k) NF_T0_CAT(nf_t0_##k, NF_T0_ISA)\n"
+        "/* GCC calls the vector forms of a `simd` function by the x86-64 vector ABI (runtime/vmath.c\n"
+        " * defines them); elsewhere the loops call the scalar forms. */\n"
+        "#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)\n"
+        "#define NF_VM_SIMD __attribute__((simd(\"notinbranch\")))\n#else\n#define NF_VM_SIMD\n#endif\n";
     std::vector<std::string> out;
     for (int p = 0; p < parts; ++p) {
       std::string f = head + helpers.str();

@@ -1,0 +1,278 @@
+/* One vector math library per process: see vmath.h. */
+#define _GNU_SOURCE
+#include "runtime/vmath.h"
+
+#include <dlfcn.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define NF_VMATH_X86 1
+#endif
+
+enum {
+#define NF_K(fn) K_##fn,
+  NF_VMATH_UNARY(NF_K) NF_VMATH_BINARY(NF_K)
+#undef NF_K
+  K_COUNT
+};
+static const char* const k_names[K_COUNT] = {
+#define NF_N(fn) #fn,
+    NF_VMATH_UNARY(NF_N) NF_VMATH_BINARY(NF_N)
+#undef NF_N
+};
+
+/* Runs implementation f on one register's worth of lanes at a (and b), into r. */
+typedef void (*nf_apply)(void* f, const void* a, const void* b, void* r);
+
+struct impl {
+  void* f;
+  nf_apply apply;                          /* a register's lanes, through memory */
+  double (*one_d)(void*, double, double);  /* one element (double functions) */
+  float (*one_f)(void*, float, float);     /* one element (float functions) */
+  int lanes;
+  char name[32];
+};
+static struct impl g_d[K_COUNT], g_f[K_COUNT]; /* double, float */
+
+static void s_d1(void* f, const void* a, const void* b, void* r) {
+  (void)b;
+  *(double*)r = ((double (*)(double))f)(*(const double*)a);
+}
+static void s_d2(void* f, const void* a, const void* b, void* r) {
+  *(double*)r = ((double (*)(double, double))f)(*(const double*)a, *(const double*)b);
+}
+static void s_f1(void* f, const void* a, const void* b, void* r) {
+  (void)b;
+  *(float*)r = ((float (*)(float))f)(*(const float*)a);
+}
+static void s_f2(void* f, const void* a, const void* b, void* r) {
+  *(float*)r = ((float (*)(float, float))f)(*(const float*)a, *(const float*)b);
+}
+static double s_d_one1(void* f, double x, double y) {
+  (void)y;
+  return ((double (*)(double))f)(x);
+}
+static double s_d_one2(void* f, double x, double y) { return ((double (*)(double, double))f)(x, y); }
+static float s_f_one1(void* f, float x, float y) {
+  (void)y;
+  return ((float (*)(float))f)(x);
+}
+static float s_f_one2(void* f, float x, float y) { return ((float (*)(float, float))f)(x, y); }
+
+#ifdef NF_VMATH_X86
+#define NF_APPLY(name, tgt, T, LD, ST, E)                                                               \
+  __attribute__((target(tgt))) static void name##1(void* f, const void* a, const void* b, void* r) {  \
+    (void)b;                                                                                           \
+    ST((E*)r, ((T(*)(T))f)(LD((const E*)a)));                                                          \
+  }                                                                                                    \
+  __attribute__((target(tgt))) static void name##2(void* f, const void* a, const void* b, void* r) {  \
+    ST((E*)r, ((T(*)(T, T))f)(LD((const E*)a), LD((const E*)b)));                                      \
+  }
+/* One element through a register of copies of it (the scalar forms). */
+#define NF_ONE(name, tgt, T, SET1, LOW, E)                                                   \
+  __attribute__((target(tgt))) static E name##1(void* f, E x, E y) {                         \
+    (void)y;                                                                                 \
+    return LOW(((T(*)(T))f)(SET1(x)));                                                       \
+  }                                                                                          \
+  __attribute__((target(tgt))) static E name##2(void* f, E x, E y) {                         \
+    return LOW(((T(*)(T, T))f)(SET1(x), SET1(y)));                                           \
+  }
+NF_ONE(b_d_one, "sse2", __m128d, _mm_set1_pd, _mm_cvtsd_f64, double)
+NF_ONE(d_d_one, "avx2", __m256d, _mm256_set1_pd, _mm256_cvtsd_f64, double)
+NF_ONE(e_d_one, "avx512f", __m512d, _mm512_set1_pd, _mm512_cvtsd_f64, double)
+NF_ONE(b_f_one, "sse2", __m128, _mm_set1_ps, _mm_cvtss_f32, float)
+NF_ONE(d_f_one, "avx2", __m256, _mm256_set1_ps, _mm256_cvtss_f32, float)
+NF_ONE(e_f_one, "avx512f", __m512, _mm512_set1_ps, _mm512_cvtss_f32, float)
+#undef NF_ONE
+NF_APPLY(b_d, "sse2", __m128d, _mm_loadu_pd, _mm_storeu_pd, double)
+NF_APPLY(d_d, "avx2", __m256d, _mm256_loadu_pd, _mm256_storeu_pd, double)
+NF_APPLY(e_d, "avx512f", __m512d, _mm512_loadu_pd, _mm512_storeu_pd, double)
+NF_APPLY(b_f, "sse2", __m128, _mm_loadu_ps, _mm_storeu_ps, float)
+NF_APPLY(d_f, "avx2", __m256, _mm256_loadu_ps, _mm256_storeu_ps, float)
+NF_APPLY(e_f, "avx512f", __m512, _mm512_loadu_ps, _mm512_storeu_ps, float)
+#undef NF_APPLY
+#endif
+
+/* n elements of a (and b) into r through m: whole registers directly, the
+ * rest padded with copies of its first element. */
+#define NF_RUN(name, E)                                                                      \
+  static void name(const struct impl* m, const E* a, const E* b, E* r, int n) {              \
+    E pa[16], pb[16], pr[16];                                                                \
+    const int L = m->lanes;                                                                  \
+    for (int i = 0; i < n; i += L) {                                                         \
+      const int k = n - i < L ? n - i : L;                                                   \
+      if (k == L) {                                                                          \
+        m->apply(m->f, a + i, b ? b + i : 0, r + i);                                         \
+        continue;                                                                            \
+      }                                                                                      \
+      for (int j = 0; j < L; ++j) pa[j] = a[j < k ? i + j : i];                              \
+      if (b)                                                                                 \
+        for (int j = 0; j < L; ++j) pb[j] = b[j < k ? i + j : i];                            \
+      m->apply(m->f, pa, b ? pb : 0, pr);                                                    \
+      for (int j = 0; j < k; ++j) r[i + j] = pr[j];                                          \
+    }                                                                                        \
+  }
+NF_RUN(run_d, double)
+NF_RUN(run_f, float)
+#undef NF_RUN
+
+/* Scalar libm, the implementation where no vector form is available. */
+static void* scalar_libm(const char* name) {
+  static void* libm;
+  if (!libm) libm = dlopen("libm.so.6", RTLD_NOW | RTLD_GLOBAL);
+  void* f = libm ? dlsym(libm, name) : 0;
+  return f ? f : dlsym(RTLD_DEFAULT, name);
+}
+
+static void choose(struct impl* m, const char* fn, int single, int arity, void* mvec) {
+  char name[32];
+  snprintf(name, sizeof name, "%s%s", fn, single ? "f" : "");
+#ifdef NF_VMATH_X86
+  struct {
+    char isa;
+    int bits, usable;
+    nf_apply a1, a2;
+    double (*d1)(void*, double, double);
+    double (*d2)(void*, double, double);
+    float (*f1)(void*, float, float);
+    float (*f2)(void*, float, float);
+  } isas[3] = {
+      {'e', 512, 0, single ? e_f1 : e_d1, single ? e_f2 : e_d2, e_d_one1, e_d_one2, e_f_one1, e_f_one2},
+      {'d', 256, 0, single ? d_f1 : d_d1, single ? d_f2 : d_d2, d_d_one1, d_d_one2, d_f_one1, d_f_one2},
+      {'b', 128, 1, single ? b_f1 : b_d1, single ? b_f2 : b_d2, b_d_one1, b_d_one2, b_f_one1, b_f_one2},
+  };
+  __builtin_cpu_init();
+  isas[0].usable = __builtin_cpu_supports("avx512f");
+  isas[1].usable = __builtin_cpu_supports("avx2");
+  for (int k = 0; mvec && k < 3; ++k) {
+    if (!isas[k].usable) continue;
+    const int lanes = isas[k].bits / (single ? 32 : 64);
+    char vname[32];
+    snprintf(vname, sizeof vname, "_ZGV%cN%d%s_%s", isas[k].isa, lanes, arity == 2 ? "vv" : "v", name);
+    void* f = dlsym(mvec, vname);
+    if (!f) continue;
+    m->f = f;
+    m->apply = arity == 2 ? isas[k].a2 : isas[k].a1;
+    m->one_d = arity == 2 ? isas[k].d2 : isas[k].d1;
+    m->one_f = arity == 2 ? isas[k].f2 : isas[k].f1;
+    m->lanes = lanes;
+    snprintf(m->name, sizeof m->name, "%s", vname);
+    return;
+  }
+#else
+  (void)mvec;
+#endif
+  m->f = scalar_libm(name);
+  m->apply = single ? (arity == 2 ? s_f2 : s_f1) : (arity == 2 ? s_d2 : s_d1);
+  m->one_d = arity == 2 ? s_d_one2 : s_d_one1;
+  m->one_f = arity == 2 ? s_f_one2 : s_f_one1;
+  m->lanes = 1;
+  snprintf(m->name, sizeof m->name, "%s", name);
+}
+
+__attribute__((constructor)) static void nf_vmath_init(void) {
+  void* mvec = dlopen("libmvec.so.1", RTLD_NOW | RTLD_GLOBAL);
+  for (int k = 0; k < K_COUNT; ++k) {
+    const int arity = k >= K_pow ? 2 : 1;
+    choose(&g_d[k], k_names[k], 0, arity, mvec);
+    choose(&g_f[k], k_names[k], 1, arity, mvec);
+  }
+}
+
+const char* nf_vmath_implementation(const char* fn, int* lanes) {
+  for (int k = 0; k < K_COUNT; ++k) {
+    for (int single = 0; single < 2; ++single) {
+      char name[32];
+      snprintf(name, sizeof name, "%s%s", k_names[k], single ? "f" : "");
+      if (strcmp(name, fn) != 0) continue;
+      const struct impl* m = single ? &g_f[k] : &g_d[k];
+      if (lanes) *lanes = m->lanes;
+      return m->name;
+    }
+  }
+  if (lanes) *lanes = 0;
+  return 0;
+}
+
+/* ---- The scalar forms: nf_m_exp(double), nf_m_expf(float), ... ---------- */
+#define NF_SCALAR1(fn)                                                                     \
+  double nf_m_##fn(double x) { return g_d[K_##fn].one_d(g_d[K_##fn].f, x, x); }            \
+  float nf_m_##fn##f(float x) { return g_f[K_##fn].one_f(g_f[K_##fn].f, x, x); }
+#define NF_SCALAR2(fn)                                                                     \
+  double nf_m_##fn(double x, double y) { return g_d[K_##fn].one_d(g_d[K_##fn].f, x, y); }  \
+  float nf_m_##fn##f(float x, float y) { return g_f[K_##fn].one_f(g_f[K_##fn].f, x, y); }
+NF_VMATH_UNARY(NF_SCALAR1)
+NF_VMATH_BINARY(NF_SCALAR2)
+
+/* ---- The vector forms, by the x86-64 vector function ABI ------------------
+ * _ZGV<isa>N<lanes>v[v]_nf_m_<fn>: b SSE (xmm), c AVX and d AVX2 (ymm), e
+ * AVX-512 (zmm); what the build's compiler calls for a `simd` declaration,
+ * and what the JIT's vectorizer is given. */
+#ifdef NF_VMATH_X86
+#define NF_VEC1(fn, sfx, tab, E, RUN, isa, tgt, T, n, LD, ST)                                \
+  __attribute__((target(tgt))) T _ZGV##isa##N##n##v_nf_m_##fn##sfx(T x) {                   \
+    const struct impl* m = &tab[K_##fn];                                                     \
+    if (m->lanes == n) return ((T(*)(T))m->f)(x);                                            \
+    E a[n], r[n];                                                                            \
+    ST(a, x);                                                                                \
+    RUN(m, a, 0, r, n);                                             \
+    return LD(r);                                                                            \
+  }
+#define NF_VEC2(fn, sfx, tab, E, RUN, isa, tgt, T, n, LD, ST)                                \
+  __attribute__((target(tgt))) T _ZGV##isa##N##n##vv_nf_m_##fn##sfx(T x, T y) {             \
+    const struct impl* m = &tab[K_##fn];                                                     \
+    if (m->lanes == n) return ((T(*)(T, T))m->f)(x, y);                                      \
+    E a[n], b[n], r[n];                                                                      \
+    ST(a, x);                                                                                \
+    ST(b, y);                                                                                \
+    RUN(m, a, b, r, n);                                \
+    return LD(r);                                                                            \
+  }
+#define NF_VEC_ALL(V, fn)                                                                    \
+  V(fn, , g_d, double, run_d, b, "sse2", __m128d, 2, _mm_loadu_pd, _mm_storeu_pd)                \
+  V(fn, , g_d, double, run_d, c, "avx", __m256d, 4, _mm256_loadu_pd, _mm256_storeu_pd)           \
+  V(fn, , g_d, double, run_d, d, "avx2", __m256d, 4, _mm256_loadu_pd, _mm256_storeu_pd)          \
+  V(fn, , g_d, double, run_d, e, "avx512f", __m512d, 8, _mm512_loadu_pd, _mm512_storeu_pd)       \
+  V(fn, f, g_f, float, run_f, b, "sse2", __m128, 4, _mm_loadu_ps, _mm_storeu_ps)                 \
+  V(fn, f, g_f, float, run_f, c, "avx", __m256, 8, _mm256_loadu_ps, _mm256_storeu_ps)            \
+  V(fn, f, g_f, float, run_f, d, "avx2", __m256, 8, _mm256_loadu_ps, _mm256_storeu_ps)           \
+  V(fn, f, g_f, float, run_f, e, "avx512f", __m512, 16, _mm512_loadu_ps, _mm512_storeu_ps)
+#define NF_VEC_ALL1(fn) NF_VEC_ALL(NF_VEC1, fn)
+#define NF_VEC_ALL2(fn) NF_VEC_ALL(NF_VEC2, fn)
+NF_VMATH_UNARY(NF_VEC_ALL1)
+NF_VMATH_BINARY(NF_VEC_ALL2)
+#endif
+
+/* ---- The symbol table ---------------------------------------------------- */
+#define NF_SYM(name) {#name, (void*)&name},
+#define NF_SYMS_SCALAR(fn) NF_SYM(nf_m_##fn) NF_SYM(nf_m_##fn##f)
+#ifdef NF_VMATH_X86
+#define NF_SYMS_VEC(fn, v)                                                                                  \
+  NF_SYM(_ZGVbN2##v##_nf_m_##fn) NF_SYM(_ZGVcN4##v##_nf_m_##fn) NF_SYM(_ZGVdN4##v##_nf_m_##fn)             \
+  NF_SYM(_ZGVeN8##v##_nf_m_##fn) NF_SYM(_ZGVbN4##v##_nf_m_##fn##f) NF_SYM(_ZGVcN8##v##_nf_m_##fn##f)       \
+  NF_SYM(_ZGVdN8##v##_nf_m_##fn##f) NF_SYM(_ZGVeN16##v##_nf_m_##fn##f)
+#define NF_SYMS_VEC1(fn) NF_SYMS_VEC(fn, v)
+#define NF_SYMS_VEC2(fn) NF_SYMS_VEC(fn, vv)
+#else
+#define NF_SYMS_VEC1(fn)
+#define NF_SYMS_VEC2(fn)
+#endif
+static const struct nf_vmath_symbol k_symbols[] = {
+    NF_VMATH_UNARY(NF_SYMS_SCALAR) NF_VMATH_BINARY(NF_SYMS_SCALAR)
+    NF_VMATH_UNARY(NF_SYMS_VEC1) NF_VMATH_BINARY(NF_SYMS_VEC2)
+};
+
+const struct nf_vmath_symbol* nf_vmath_symbols(int* count) {
+  *count = (int)(sizeof k_symbols / sizeof k_symbols[0]);
+  return k_symbols;
+}
+
+void* nf_vmath_function(const char* fn) {
+  const size_t n = sizeof k_symbols / sizeof k_symbols[0];
+  for (size_t k = 0; k < n; ++k)
+    if (strncmp(k_symbols[k].name, "nf_m_", 5) == 0 && strcmp(k_symbols[k].name + 5, fn) == 0) return k_symbols[k].address;
+  return 0;
+}
