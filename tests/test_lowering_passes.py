@@ -20,7 +20,7 @@ import pytest
 
 import numfuse as nf
 
-PASSES = ["build", "partials", "tile_buffers", "gpu_points", "gpu_tiles", "gpu_scan", "promote", "gpu_split", "gpu_blocks", "simd", "pairwise", "unroll", "vectorize", "storage", "simplify", "parallelize", "cpu_barriers"]
+PASSES = ["build", "partials", "tile_buffers", "gpu_points", "gpu_tiles", "gpu_scan", "promote", "gpu_split", "gpu_blocks", "simd", "pairwise", "unroll", "vectorize", "storage", "simplify", "parallelize", "cpu_barriers", "math_blocks"]
 
 
 def run_dumped(tmp_path, program, extra_env=None):
@@ -406,9 +406,9 @@ def test_a_multi_stage_kernel_is_one_composed_nest(tmp_path):
     for i, text in composed:
         # the stages' own passes came first, in order, then the chain's
         n_stages = text.count("stage(")
-        stage_passes = [p for p, _, _ in dumps[max(0, i - (len(PASSES) - 2) * n_stages):i]]
-        assert stage_passes[-(len(PASSES) - 2) * n_stages:] == PASSES[:-2] * n_stages
-        assert [p for p, _, _ in dumps[i + 1:i + 4]] == ["simplify", "parallelize", "cpu_barriers"]
+        stage_passes = [p for p, _, _ in dumps[max(0, i - (len(PASSES) - 3) * n_stages):i]]
+        assert stage_passes[-(len(PASSES) - 3) * n_stages:] == PASSES[:-3] * n_stages
+        assert [p for p, _, _ in dumps[i + 1:i + 5]] == ["simplify", "parallelize", "cpu_barriers", "math_blocks"]
         top = [line for line in text.splitlines()[1:] if not line.startswith("    ")]
         assert len(top) == 1 and top[0].startswith("  cores if"), top
         assert "thread_index" in text and "barrier" not in text
@@ -486,3 +486,50 @@ def test_a_stages_stored_prologue_is_stored_before_the_threads(tmp_path):
     assert m, region
     assert re.search(rf"^ +ip\d+\[{m.group(1)}\] = 0$", region, re.M), region
     assert region.count("if (0 < ip[") == 1
+
+
+def test_math_blocks_buffers_strided_operands_of_math_calls(tmp_path):
+    """math_blocks: a simd loop calling a math function on a strided operand
+    (x[::3], every other column, a strided output) runs in blocks of
+    64: the block's strided reads copied into a Local array, the simd loop
+    reading that (its math calls vector calls), strided stores copied out;
+    a contiguous loop, and a strided loop without a math call, are left
+    alone. The values are the contiguous loop's, bit for bit."""
+    out, err = run_dumped(tmp_path, """
+        import numpy as onp
+        import numfuse as np
+        x = onp.random.default_rng(0).uniform(-3, 3, 300_001)
+        a = np.asarray(x)
+        ref = onp.asarray(np.exp(a[::3] * 0.5))            # (the contiguous kernel below)
+        cont = onp.asarray(np.exp(np.asarray(x[::3].copy()) * 0.5))
+        print(onp.array_equal(ref, cont))
+        m = np.asarray(x[:300_000].reshape(1000, 300))
+        every2 = onp.asarray(np.tanh(m[:, ::2]) + 1.0)      # strided along the inner loop
+        dense = np.asarray(onp.ascontiguousarray(x[:300_000].reshape(1000, 300)[:, ::2]))
+        print(onp.array_equal(every2, onp.asarray(np.tanh(dense) + 1.0)))
+        out = np.zeros(200_000)
+        out[::2] = np.sin(a[:100_000])                      # a strided store
+        print(onp.array_equal(onp.asarray(out)[::2], onp.asarray(np.sin(a[:100_000]))))
+        print(onp.array_equal(onp.asarray(a[::3] * 0.5 + 1), x[::3] * 0.5 + 1))  # no math call
+        # in place: the strided array read (buffered) and written (in the simd loop) by one kernel
+        b = np.asarray(x.copy())
+        e = np.exp(np.clip(b[::2], -5.0, 5.0))
+        b[::2] += b[::2]
+        want = x.copy()
+        want[::2] += want[::2]
+        print(onp.array_equal(onp.asarray(b), want), onp.array_equal(onp.asarray(e), onp.asarray(np.exp(np.clip(np.asarray(x[::2].copy()), -5.0, 5.0)))))
+        c = np.asarray(x.copy())
+        c[::3] = np.sin(c[::3]) * 2.0
+        print(onp.array_equal(onp.asarray(c)[::3], onp.asarray(np.sin(np.asarray(x[::3].copy())) * 2.0)), onp.array_equal(onp.asarray(c)[1::3], x[1::3]))
+    """)
+    assert out.split() == ["True"] * 8, err[-3000:]
+    blocked = [text for p, _, text in nests(err) if p == "math_blocks" and "_mb" in text]
+    plain = [text for p, _, text in nests(err) if p == "math_blocks" and "_mb" not in text]
+    # exp(a[::3] * 0.5), tanh(m[:, ::2]) + 1 and the strided store of sin are blocked
+    assert len(blocked) >= 3, err[-3000:]
+    for text in blocked:
+        assert re.search(r"alloc local float64 \w+_mb\d+_\d+\[64\]", text), text
+        assert re.search(r"step 64:", text) and "vectorized" in text, text
+    assert any(re.search(r"^ +p\d+\[\(.*\* ip\[\d+\]\)\] = \w+_mb\d+_\d+\[", t, re.M) for t in blocked), blocked
+    # the contiguous exp and the strided affine map are not
+    assert any("exp(" in t for t in plain) and any("exp(" not in t and "ip[" in t for t in plain), plain

@@ -22,6 +22,7 @@
 //   then the target's tail, for the CPU:
 //   parallelize   a Parallel loop's iterations onto threads (parallelize.cc)
 //   cpu_barriers  barriers become the ends of thread regions (cpu_barriers.cc)
+//   math_blocks   strided operands of simd loops with math calls in blocks (math_blocks.cc)
 //   for CUDA:
 //   gpu_grid      a Parallel loop's iterations onto the grid's threads (gpu_grid.cc)
 #pragma once
@@ -364,5 +365,17 @@ void gpu_grid(LoopNest& n, const PassContext& c);
 // ThreadIndex 0 and ThreadCount that count; any other `Cores { A; Barrier;
 // C }` becomes `Cores { A }; Cores { C }`. After it no Barrier remains.
 void cpu_barriers(LoopNest& n, const PassContext& c);
+
+// math_blocks (the CPU target's tail, last): a Vectorized loop (literal
+// step 1) whose body -- declarations and assignments only, nothing carried
+// -- calls a math function of a real float type and reads or stores memory
+// along its variable at a stride that is not literally 1 runs in blocks of
+// 64 iterations: the block's strided reads (indices naming nothing the body
+// declares) are first copied into Local arrays by a Serial loop, the
+// Vectorized loop reads those, and its strided stores (of arrays the body
+// does not read) go to Local arrays copied out after it. The same points,
+// the same values (the iterations are independent); the math calls run on
+// whole vectors (runtime/vmath.h: a scalar call costs a vector's work).
+void math_blocks(LoopNest& n, const PassContext& c);
 
 }  // namespace nf::lower::passes

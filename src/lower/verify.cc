@@ -536,14 +536,14 @@ std::string verify(const LoopNest& n, const std::vector<std::string>& ran) { ret
 
 std::string verify(const LoopNest& n, const std::string& after) {
   // The passes before `after` in lower()'s order for one kernel: build, the
-  // common passes, compose, then a target's tail (the CPU's parallelize
-  // and cpu_barriers, or CUDA's gpu_grid).
+  // common passes, compose, then a target's tail (the CPU's parallelize,
+  // cpu_barriers and math_blocks, or CUDA's gpu_grid).
   static const std::vector<std::vector<std::string>> orders = [] {
     std::vector<std::string> o = {"build"};
     for (const Pass& p : passes::common()) o.push_back(p.name);
     o.push_back("compose");
     std::vector<std::string> cpu = o, gpu = o;
-    for (const char* p : {"parallelize", "cpu_barriers"}) cpu.push_back(p);
+    for (const char* p : {"parallelize", "cpu_barriers", "math_blocks"}) cpu.push_back(p);
     gpu.push_back("gpu_grid");
     return std::vector<std::vector<std::string>>{cpu, gpu, {"build_stores"}};
   }();

@@ -88,7 +88,9 @@ const Target& cpu_target() {
   static const Target t{
       "cpu",
       &tune::Asm::host,
-      {{"parallelize", lower::passes::parallelize}, {"cpu_barriers", lower::passes::cpu_barriers}},
+      {{"parallelize", lower::passes::parallelize},
+       {"cpu_barriers", lower::passes::cpu_barriers},
+       {"math_blocks", lower::passes::math_blocks}},
       &codegen::render_c,
       [] -> jit::KernelCache& { return jit::KernelCache::instance(); },
       [](const jit::Kernel& k, const mdh::MdHom& h, const mdh::Bindings& b) {

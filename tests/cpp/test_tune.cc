@@ -122,6 +122,7 @@ TEST(Tune, RandomSchedulesAreLegalAndLower) {
       std::vector<lower::Pass> passes = lower::passes::common();
       passes.push_back({"parallelize", lower::passes::parallelize});
       passes.push_back({"cpu_barriers", lower::passes::cpu_barriers});
+      passes.push_back({"math_blocks", lower::passes::math_blocks});
       for (const lower::Pass& p : passes) {
         p.run(nest, lower::PassContext{});
         ASSERT_EQ(lower::verify(nest, p.name), "") << s.key() << " after " << p.name << "\n" << lower::print(nest);
