@@ -217,6 +217,10 @@ struct Cx {
     for (int i = 1; i < nargs; ++i) params += ", " + R;
     return reg(n, R + " " + n + "(" + params + ");");
   }
+  // A real function through numfuse's one implementation (runtime/
+  // vmath.h), vectorized: an absolute value's hypot (NumPy's complex
+  // loop is libm's scalar hypot, an ulp away on some inputs).
+  std::string vector_libm(const char* name, int nargs) { return math_fn(reg, name, f, R, nargs); }
   std::string complex_libm(const char* name) {
     const std::string n = std::string(name) + f;
     return reg(n, C + " " + n + "(" + C + ");");
@@ -313,7 +317,7 @@ std::string complex_unary(Reg& reg, UnaryOp op, DType t, const std::string& a) {
     case UnaryOp::Negative: return x.neg(a);
     case UnaryOp::Positive: return a;
     case UnaryOp::Conjugate: return x.fn("conj", x.C, x.C + " a", "  return " + x.mk("__real__ a", "-__imag__ a") + ";\n") + "(" + a + ")";
-    case UnaryOp::Absolute: return call(x.real_libm("hypot", 2), {x.re(a), x.im(a)});
+    case UnaryOp::Absolute: return call(x.vector_libm("hypot", 2), {x.re(a), x.im(a)});
     case UnaryOp::Square: return call(x.mul(), {a, a});  // (NumPy: z*z, bit for bit)
     case UnaryOp::Reciprocal: {
       // NumPy: |ai| <= |ar|: r = ai/ar, d = ar + ai*r, (1/d, -r/d); else

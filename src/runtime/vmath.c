@@ -32,6 +32,11 @@ struct impl {
   nf_apply apply;                          /* a register's lanes, through memory */
   double (*one_d)(void*, double, double);  /* one element (double functions) */
   float (*one_f)(void*, float, float);     /* one element (float functions) */
+  /* A narrower register (128 or 256 bits) through the implementation's
+   * wider one, its lanes repeated: [0] one argument, [1] two; or null. */
+  void* from128[2];
+  void* from256[2];
+  void* from512[2]; /* (none: no implementation is wider) */
   int lanes;
   char name[32];
 };
@@ -94,6 +99,28 @@ NF_APPLY(b_f, "sse2", __m128, _mm_loadu_ps, _mm_storeu_ps, float)
 NF_APPLY(d_f, "avx2", __m256, _mm256_loadu_ps, _mm256_storeu_ps, float)
 NF_APPLY(e_f, "avx512f", __m512, _mm512_loadu_ps, _mm512_storeu_ps, float)
 #undef NF_APPLY
+
+/* A narrower register's lanes repeated to fill a wider one, through the
+ * wider implementation f, the first lanes of its result. */
+#define NF_WIDEN(name, tgt, TN, TW, FILL, LOW)                                                         \
+  __attribute__((target(tgt))) static TN name##1(void* f, TN x) { return LOW(((TW(*)(TW))f)(FILL(x))); } \
+  __attribute__((target(tgt))) static TN name##2(void* f, TN x, TN y) {                                 \
+    return LOW(((TW(*)(TW, TW))f)(FILL(x), FILL(y)));                                                   \
+  }
+#define NF_E_FROM128_D(x) _mm512_shuffle_f64x2(_mm512_castpd128_pd512(x), _mm512_castpd128_pd512(x), 0)
+#define NF_E_FROM256_D(x) _mm512_insertf64x4(_mm512_castpd256_pd512(x), x, 1)
+#define NF_D_FROM128_D(x) _mm256_insertf128_pd(_mm256_castpd128_pd256(x), x, 1)
+#define NF_E_FROM128_F(x) _mm512_shuffle_f32x4(_mm512_castps128_ps512(x), _mm512_castps128_ps512(x), 0)
+#define NF_E_FROM256_F(x) \
+  _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(x)), _mm256_castps_pd(x), 1))
+#define NF_D_FROM128_F(x) _mm256_insertf128_ps(_mm256_castps128_ps256(x), x, 1)
+NF_WIDEN(e_from128_d, "avx512f", __m128d, __m512d, NF_E_FROM128_D, _mm512_castpd512_pd128)
+NF_WIDEN(e_from256_d, "avx512f", __m256d, __m512d, NF_E_FROM256_D, _mm512_castpd512_pd256)
+NF_WIDEN(d_from128_d, "avx2", __m128d, __m256d, NF_D_FROM128_D, _mm256_castpd256_pd128)
+NF_WIDEN(e_from128_f, "avx512f", __m128, __m512, NF_E_FROM128_F, _mm512_castps512_ps128)
+NF_WIDEN(e_from256_f, "avx512f", __m256, __m512, NF_E_FROM256_F, _mm512_castps512_ps256)
+NF_WIDEN(d_from128_f, "avx2", __m128, __m256, NF_D_FROM128_F, _mm256_castps256_ps128)
+#undef NF_WIDEN
 #endif
 
 /* n elements of a (and b) into r through m: whole registers directly, the
@@ -159,6 +186,15 @@ static void choose(struct impl* m, const char* fn, int single, int arity, void* 
     m->one_d = arity == 2 ? isas[k].d2 : isas[k].d1;
     m->one_f = arity == 2 ? isas[k].f2 : isas[k].f1;
     m->lanes = lanes;
+    if (isas[k].isa == 'e') {
+      m->from128[0] = single ? (void*)e_from128_f1 : (void*)e_from128_d1;
+      m->from128[1] = single ? (void*)e_from128_f2 : (void*)e_from128_d2;
+      m->from256[0] = single ? (void*)e_from256_f1 : (void*)e_from256_d1;
+      m->from256[1] = single ? (void*)e_from256_f2 : (void*)e_from256_d2;
+    } else if (isas[k].isa == 'd') {
+      m->from128[0] = single ? (void*)d_from128_f1 : (void*)d_from128_d1;
+      m->from128[1] = single ? (void*)d_from128_f2 : (void*)d_from128_d2;
+    }
     snprintf(m->name, sizeof m->name, "%s", vname);
     return;
   }
@@ -212,19 +248,21 @@ NF_VMATH_BINARY(NF_SCALAR2)
  * AVX-512 (zmm); what the build's compiler calls for a `simd` declaration,
  * and what the JIT's vectorizer is given. */
 #ifdef NF_VMATH_X86
-#define NF_VEC1(fn, sfx, tab, E, RUN, isa, tgt, T, n, LD, ST)                                \
+#define NF_VEC1(fn, sfx, tab, E, RUN, isa, tgt, T, n, LD, ST, WIDE)                                \
   __attribute__((target(tgt))) T _ZGV##isa##N##n##v_nf_m_##fn##sfx(T x) {                   \
     const struct impl* m = &tab[K_##fn];                                                     \
     if (m->lanes == n) return ((T(*)(T))m->f)(x);                                            \
+    if (m->WIDE[0]) return ((T(*)(void*, T))m->WIDE[0])(m->f, x);                            \
     E a[n], r[n];                                                                            \
     ST(a, x);                                                                                \
     RUN(m, a, 0, r, n);                                             \
     return LD(r);                                                                            \
   }
-#define NF_VEC2(fn, sfx, tab, E, RUN, isa, tgt, T, n, LD, ST)                                \
+#define NF_VEC2(fn, sfx, tab, E, RUN, isa, tgt, T, n, LD, ST, WIDE)                                \
   __attribute__((target(tgt))) T _ZGV##isa##N##n##vv_nf_m_##fn##sfx(T x, T y) {             \
     const struct impl* m = &tab[K_##fn];                                                     \
     if (m->lanes == n) return ((T(*)(T, T))m->f)(x, y);                                      \
+    if (m->WIDE[1]) return ((T(*)(void*, T, T))m->WIDE[1])(m->f, x, y);                       \
     E a[n], b[n], r[n];                                                                      \
     ST(a, x);                                                                                \
     ST(b, y);                                                                                \
@@ -232,14 +270,14 @@ NF_VMATH_BINARY(NF_SCALAR2)
     return LD(r);                                                                            \
   }
 #define NF_VEC_ALL(V, fn)                                                                    \
-  V(fn, , g_d, double, run_d, b, "sse2", __m128d, 2, _mm_loadu_pd, _mm_storeu_pd)                \
-  V(fn, , g_d, double, run_d, c, "avx", __m256d, 4, _mm256_loadu_pd, _mm256_storeu_pd)           \
-  V(fn, , g_d, double, run_d, d, "avx2", __m256d, 4, _mm256_loadu_pd, _mm256_storeu_pd)          \
-  V(fn, , g_d, double, run_d, e, "avx512f", __m512d, 8, _mm512_loadu_pd, _mm512_storeu_pd)       \
-  V(fn, f, g_f, float, run_f, b, "sse2", __m128, 4, _mm_loadu_ps, _mm_storeu_ps)                 \
-  V(fn, f, g_f, float, run_f, c, "avx", __m256, 8, _mm256_loadu_ps, _mm256_storeu_ps)            \
-  V(fn, f, g_f, float, run_f, d, "avx2", __m256, 8, _mm256_loadu_ps, _mm256_storeu_ps)           \
-  V(fn, f, g_f, float, run_f, e, "avx512f", __m512, 16, _mm512_loadu_ps, _mm512_storeu_ps)
+  V(fn, , g_d, double, run_d, b, "sse2", __m128d, 2, _mm_loadu_pd, _mm_storeu_pd, from128)              \
+  V(fn, , g_d, double, run_d, c, "avx", __m256d, 4, _mm256_loadu_pd, _mm256_storeu_pd, from256)         \
+  V(fn, , g_d, double, run_d, d, "avx2", __m256d, 4, _mm256_loadu_pd, _mm256_storeu_pd, from256)        \
+  V(fn, , g_d, double, run_d, e, "avx512f", __m512d, 8, _mm512_loadu_pd, _mm512_storeu_pd, from512)     \
+  V(fn, f, g_f, float, run_f, b, "sse2", __m128, 4, _mm_loadu_ps, _mm_storeu_ps, from128)               \
+  V(fn, f, g_f, float, run_f, c, "avx", __m256, 8, _mm256_loadu_ps, _mm256_storeu_ps, from256)          \
+  V(fn, f, g_f, float, run_f, d, "avx2", __m256, 8, _mm256_loadu_ps, _mm256_storeu_ps, from256)         \
+  V(fn, f, g_f, float, run_f, e, "avx512f", __m512, 16, _mm512_loadu_ps, _mm512_storeu_ps, from512)
 #define NF_VEC_ALL1(fn) NF_VEC_ALL(NF_VEC1, fn)
 #define NF_VEC_ALL2(fn) NF_VEC_ALL(NF_VEC2, fn)
 NF_VMATH_UNARY(NF_VEC_ALL1)
