@@ -223,6 +223,10 @@ def test_like_functions():
     ((0, 2**40, 2**38), {}),
     ((2,), {"dtype": "bool"}),
     ((True,), {}),
+    # stop=None: the start is the stop (array API tests' calls)
+    ((5, None), {}),
+    ((0, None, 1), {"dtype": "float32"}),
+    ((3.5, None), {}),
 ], ids=repr)
 def test_arange(args, kw):
     check(nf.arange(*args, **kw), onp.arange(*args, **kw))
@@ -236,6 +240,18 @@ def test_arange_large():
 
 def test_arange_keyword_start():
     check(nf.arange(start=2, stop=8, step=2), onp.arange(start=2, stop=8, step=2))
+    check(nf.arange(start=4, stop=None), onp.arange(start=4, stop=None))
+
+
+def test_arange_without_stop_raises():
+    for args, kw in (((None,), {}), ((), {"start": None}), ((None, None), {})):
+        try:
+            onp.arange(*args, **kw)
+        except TypeError:
+            with pytest.raises(TypeError):
+                nf.arange(*args, **kw)
+        else:
+            raise AssertionError(f"NumPy accepted arange{args} {kw}")
 
 
 def test_arange_bool_too_long_raises():
@@ -299,6 +315,11 @@ def test_linspace_negative_num_raises():
     ((3, 2), {"dtype": bool}),
     ((4,), {"k": -1, "dtype": "float32"}),
     ((1, 6), {"k": 3, "dtype": "uint8"}),
+    # a diagonal beyond any int64 (a Python int): zeros
+    ((2,), {"k": 2**63}),
+    ((2, 3), {"k": -2**70}),
+    ((3,), {"k": 3}),
+    ((3,), {"k": -3}),
 ], ids=repr)
 def test_eye(args, kw):
     check(nf.eye(*args, **kw), onp.eye(*args, **kw))

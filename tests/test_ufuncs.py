@@ -1014,3 +1014,23 @@ def test_integer_arithmetic_wraps_around_like_numpy(dtype):
         got = onp.asarray(got)
         assert got.dtype == want.dtype
         onp.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("name", ["fmax", "fmin", "maximum", "minimum"])
+@pytest.mark.parametrize("dt", FLOAT_DTYPES)
+def test_minmax_of_equal_zeros_is_numpys_second_operand(name, dt):
+    """fmax/fmin/maximum/minimum of 0.0 and -0.0: NumPy's vector loops (all
+    of a contiguous array but a few elements) give the second operand, as
+    x86's maxpd/minpd do; numfuse gives it on every path -- tier 0, a
+    compiled kernel, fused with a producer. (fmax/fmin gave the first.)"""
+    z = onp.zeros(64, dtype=dt)
+    nz = -z
+    f_np, f_nf = getattr(onp, name), getattr(nf, name)
+    for a, b in ((z, nz), (nz, z)):
+        expected = f_np(a, b)
+        for opts in ({"tier": "eager"}, {"tier": "lazy"}):
+            with nf.config(**opts):
+                got = onp.asarray(f_nf(nf.asarray(a), nf.asarray(b)))
+                fused = onp.asarray(f_nf(nf.asarray(a) * 1.0, nf.asarray(b) * 1.0) * 1.0)
+            for g in (got, fused):
+                assert onp.array_equal(onp.signbit(g), onp.signbit(expected)), (name, opts, g[:4], expected[:4])

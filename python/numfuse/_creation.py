@@ -283,8 +283,8 @@ def arange(*args, start=None, stop=None, step=None, dtype=None, like=None, devic
             if k in given:
                 raise TypeError(f"arange() got multiple values for argument '{k}'")
             given[k] = v
-    if "stop" not in given:
-        if "start" not in given:
+    if given.get("stop") is None:  # arange(5, None): NumPy's start is then the stop
+        if given.get("start") is None:
             raise TypeError("arange() requires stop to be specified.")
         given["stop"], given["start"] = given["start"], 0
     start, stop, step = given.get("start", 0), given["stop"], given.get("step", 1)
@@ -385,7 +385,9 @@ def eye(N, M=None, k=0, dtype=float, order="C", *, like=None, device=None):
     dt = _dtype(dtype)
     if not _core.supported_dtype(dt):
         return _fallback.call_numpy(np.eye, (N, M, k), dict(dtype=dtype, order=order), "numpy.eye")
-    return _core.eye(operator.index(N), operator.index(M), operator.index(k), dt)
+    N, M, k = operator.index(N), operator.index(M), operator.index(k)
+    # a diagonal outside the matrix (any Python int, 2**63 too): all zeros
+    return _core.eye(N, M, max(-N, min(M, k)), dt)
 
 
 def identity(n, dtype=None, *, like=None):

@@ -696,11 +696,13 @@ std::string binary(Reg& reg, BinaryOp op, DType t, const std::string& a, const s
     case BinaryOp::Minimum:
       if (fl) return "((" + a + " != " + a + " || " + a + " < " + b + ") ? " + a + " : " + b + ")";
       return bl ? "(" + a + " & " + b + ")" : "(" + a + " < " + b + " ? " + a + " : " + b + ")";
+    // fmax/fmin of equal values (0.0 and -0.0) give the second, as NumPy's
+    // vector loops do (maxpd); a NaN operand gives the other.
     case BinaryOp::Fmax:
-      if (fl) return "((" + a + " >= " + b + " || " + b + " != " + b + ") ? " + a + " : " + b + ")";
+      if (fl) return "((" + a + " > " + b + " || " + b + " != " + b + ") ? " + a + " : " + b + ")";
       return bl ? "(" + a + " | " + b + ")" : "(" + a + " > " + b + " ? " + a + " : " + b + ")";
     case BinaryOp::Fmin:
-      if (fl) return "((" + a + " <= " + b + " || " + b + " != " + b + ") ? " + a + " : " + b + ")";
+      if (fl) return "((" + a + " < " + b + " || " + b + " != " + b + ") ? " + a + " : " + b + ")";
       return bl ? "(" + a + " & " + b + ")" : "(" + a + " < " + b + " ? " + a + " : " + b + ")";
     case BinaryOp::Arctan2: return m2("atan2");
     case BinaryOp::Hypot: return m2("hypot");
