@@ -147,6 +147,37 @@ def test_einsum_returns_views_like_numpy():
     assert v.dtype == onp.float64 and nf.may_share_memory(v, a)
 
 
+EINSUM_LAYOUT_SPECS = ["ij,jk->ki", "ik,kj->ji", "ij,jk->ik", "ijk,kl->lji", "ijk,kl->lij", "ij,kl->lkji",
+                       "ij,kl->kilj", "i,j->ji", "ij,j->ji", "ijk->kj", "ij,ij->ji", "ijk,ijk->kji", "ij,jk,kl->li",
+                       "ijk,jl->lk", "ji,jk->ki", "ij,jk->jik", "ll,im->mi"]
+
+
+@pytest.mark.parametrize("layout", ["C", "F", "transposed"])
+@pytest.mark.parametrize("spec", EINSUM_LAYOUT_SPECS)
+def test_einsum_result_laid_out_as_numpys(spec, layout):
+    """NumPy's einsum allocates its result in its iterator's order over the
+    operands' strides ('ij,jk->ki' of C arrays: (i, k) in memory, the
+    transpose returned, F-ordered); numfuse's result has NumPy's strides,
+    so a later reshape or ravel is a view or a copy where NumPy's is."""
+    sizes = {"i": 3, "j": 4, "k": 5, "l": 4, "m": 7}
+    rng = onp.random.default_rng(len(spec))
+    ops = []
+    for s in spec.split("->")[0].split(","):
+        x = rng.standard_normal([sizes[c] for c in s])
+        if layout == "F":
+            x = onp.asfortranarray(x)
+        elif layout == "transposed" and x.ndim == 2:
+            x = onp.ascontiguousarray(x.T).T
+        ops.append(x)
+    expected = onp.einsum(spec, *ops)
+    got = nf.einsum(spec, *[nf.asarray(o) for o in ops])
+    assert_same(got, expected, rtol=1e-12)
+    assert [s for s, n in zip(got.strides, got.shape) if n > 1] == \
+        [s for s, n in zip(expected.strides, expected.shape) if n > 1], (got.strides, expected.strides)
+    assert got.flags.c_contiguous == expected.flags.c_contiguous
+    assert got.flags.f_contiguous == expected.flags.f_contiguous
+
+
 def test_einsum_interleaved_form():
     a_np, b_np = rand((3, 4), "float64", 1), rand((4, 5), "float64", 2)
     a, b = nf.asarray(a_np), nf.asarray(b_np)

@@ -325,6 +325,20 @@ def test_eye(args, kw):
     check(nf.eye(*args, **kw), onp.eye(*args, **kw))
 
 
+@pytest.mark.parametrize("shape", [(3,), (2, 3), (3, 2)])
+@pytest.mark.parametrize("k", [-1, 0, 2])
+def test_eye_order(shape, k):
+    for order in ("C", "F", "f"):
+        got, expected = nf.eye(*shape, k=k, order=order), onp.eye(*shape, k=k, order=order)
+        check(got, expected)
+        assert got.strides == expected.strides and got.flags.f_contiguous == expected.flags.f_contiguous
+    for order in ("K", "A"):
+        with pytest.raises(ValueError):
+            onp.eye(*shape, order=order)
+        with pytest.raises(ValueError, match="only 'C' or 'F'"):
+            nf.eye(*shape, order=order)
+
+
 def test_identity():
     check(nf.identity(4), onp.identity(4))
     check(nf.identity(3, dtype=bool), onp.identity(3, dtype=bool))

@@ -343,3 +343,18 @@ def test_where_of_one_0d_argument_raises_numpy_s_error(c):
     with pytest.raises(ValueError) as g:
         nf.where(nf.asarray(c))
     assert str(g.value) == str(e.value)
+
+
+@pytest.mark.parametrize("view", ["T", "every other", "transposed reversed", "C"])
+def test_sort_result_laid_out_as_a_copy_in_k_order(view):
+    """NumPy's sort is a.copy(order="K") sorted in place: a transposed
+    input's result is transposed in memory too (its strides are NumPy's)."""
+    a = onp.random.default_rng(3).standard_normal((3, 4, 5))
+    views = {"T": lambda x: x.T, "every other": lambda x: x[:, ::2], "transposed reversed":
+             lambda x: x.transpose(1, 0, 2)[::-1], "C": lambda x: x}
+    v = views[view]
+    for axis in (0, 1, -1, None):
+        expected = onp.sort(v(a), axis=axis)
+        got = nf.sort(v(nf.asarray(a)), axis=axis)
+        assert got.strides == expected.strides, (axis, got.strides, expected.strides)
+        assert onp.array_equal(onp.asarray(got), expected)

@@ -386,8 +386,14 @@ def eye(N, M=None, k=0, dtype=float, order="C", *, like=None, device=None):
     if not _core.supported_dtype(dt):
         return _fallback.call_numpy(np.eye, (N, M, k), dict(dtype=dtype, order=order), "numpy.eye")
     N, M, k = operator.index(N), operator.index(M), operator.index(k)
+    order = order_arg(order, "C")
+    if order not in ("C", "F"):
+        raise ValueError("only 'C' or 'F' order is permitted")
     # a diagonal outside the matrix (any Python int, 2**63 too): all zeros
-    return _core.eye(N, M, max(-N, min(M, k)), dt)
+    k = max(-N, min(M, k))
+    if order == "F":  # the transpose of the C-ordered (M, N) eye of diagonal -k
+        return _core.eye(M, N, -k, dt).T
+    return _core.eye(N, M, k, dt)
 
 
 def identity(n, dtype=None, *, like=None):

@@ -448,6 +448,54 @@ def _native_operand(x):
     return type(x) is ndarray
 
 
+def _memory_order(ins, out, ops):
+    """The output labels of a NumPy einsum from outermost to innermost in
+    memory: c_einsum allocates its result in its nditer's order (K) over
+    the output labels then the reduced ones (sorted), which orders axes by
+    the operands' strides, the first operand deciding a conflict
+    (npyiter_find_best_axis_ordering: an insertion sort, innermost first)."""
+    labels = list(out) + sorted({c for s in ins for c in s} - set(out))
+    strides = [[sum(op.strides[k] for k, c in enumerate(s) if c == lab and op.shape[k] != 1)
+                for s, op in zip(ins, ops)] for lab in labels]
+    perm = list(range(len(labels)))[::-1]
+    for i0 in range(1, len(labels)):
+        ipos, j0 = i0, perm[i0]
+        for i1 in range(i0 - 1, -1, -1):
+            ambiguous, swap = True, False
+            for a, b in zip(strides[j0], strides[perm[i1]]):
+                if a != 0 and b != 0:
+                    if abs(b) <= abs(a):
+                        swap = False
+                    elif ambiguous:
+                        swap = True
+                    ambiguous = False
+            if not ambiguous:
+                if not swap:
+                    break
+                ipos = i1
+        perm.insert(ipos, perm.pop(i0))
+    return [labels[j] for j in perm if labels[j] in out][::-1]
+
+
+def _numpy_layout(subscripts, ops):
+    """(subscripts with the output labels in NumPy's memory order, the
+    transpose back to the asked order), or None where the asked order is
+    that order already or the call is not of the plain explicit form."""
+    if subscripts.count("->") != 1:
+        return None
+    ins, out = subscripts.split("->")
+    ins = ins.split(",")
+    # (anything else -- an ellipsis, a bad label, a count that does not
+    # match -- goes on to the planner, which raises NumPy's errors)
+    if (not all(c.isalpha() for c in "".join(ins) + out) or len(ins) != len(ops) or len(set(out)) != len(out)
+            or not set(out) <= set("".join(ins)) or any(len(s) != o.ndim for s, o in zip(ins, ops))):
+        return None
+    mo = _memory_order(ins, out, ops)
+    if mo == list(out) or sorted(mo) != sorted(out):
+        return None
+    return ",".join(ins) + "->" + "".join(mo), tuple(mo.index(c) for c in out)
+
+
 def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=False):
     """numpy.einsum (see the module docstring). ``optimize`` picks the pairwise
     order for three or more operands (np.einsum_path on the shapes); with
@@ -467,6 +515,14 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
     dt = None if dtype is None else np.dtype(dtype)
     if dt is not None and not _core.supported_dtype(dt):
         return fallback()
+    if out is None and order == "K" and optimize is False and isinstance(operands[0], (str, bytes)):
+        # the result laid out as NumPy lays it out ('ij,jk->ki': (i, k) in
+        # memory, its transpose returned), so a later reshape or ravel
+        # makes a view or a copy where NumPy's does
+        layout = _numpy_layout(subscripts, ops)
+        if layout is not None:
+            r = einsum(layout[0], *ops, dtype=dtype, casting=casting)
+            return r.transpose(layout[1]) if isinstance(r, ndarray) else r
     p = plan(subscripts, ops, out=out, dtype=dt, casting=casting)
     if p.view is not None:
         return p.view

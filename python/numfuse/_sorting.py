@@ -87,10 +87,11 @@ def _in_rows(o, axis, fn):
 
 
 def _sorted_copy(a, axis, kind=None):
-    """a sorted along axis into a new C-ordered array: NumPy's sort, in place
-    in the result's memory."""
-    from ._creation import empty
-    out = empty(a.shape, dtype=a.dtype)
+    """a sorted along axis into a new array laid out as a.copy(order="K")
+    (NumPy's sort copies so, then sorts in place): NumPy's sort, in place in
+    the result's memory."""
+    from ._creation import empty_like
+    out = empty_like(a)
     o = out._to_numpy(True)
     np.copyto(o, a._to_numpy(False))
     _in_rows(o, axis, lambda part: part.sort(axis=axis, kind=kind))
