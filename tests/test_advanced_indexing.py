@@ -288,3 +288,41 @@ def test_mask_gather_scatter_and_nonzero_by_words(dtype, n):
     m2 = (rng.random((3, n)) < 0.3)
     for g, w in zip(nf.nonzero(nf.asarray(m2)), onp.nonzero(m2)):
         same(g, w)
+
+
+_LAYOUT_KEYS = {
+    "a[:, [0, 2]]": lambda x: x[:, [0, 2]],
+    "a[[0, 2]]": lambda x: x[[0, 2]],
+    "a[:, :, [1, 3]]": lambda x: x[:, :, [1, 3]],
+    "a[[0, 2], :, [1, 3]]": lambda x: x[[0, 2], :, [1, 3]],
+    "a[..., [0]]": lambda x: x[..., [0]],
+    "a[:, [0, 2], 1:3]": lambda x: x[:, [0, 2], 1:3],
+    "a[:, [[0], [2]]]": lambda x: x[:, [[0], [2]]],
+    "a[:, [0, 2], [1, 3]]": lambda x: x[:, [0, 2], [1, 3]],
+    "a[1:, [0, 2]]": lambda x: x[1:, [0, 2]],
+    "a[::-1, [0, 2]]": lambda x: x[::-1, [0, 2]],
+    "a[1][:, [0, 2, 5]]": lambda x: x[1][:, [0, 2, 5]],
+    "a[mask2d]": lambda x: x[onp.eye(3, 4, dtype=bool)],
+    "a[:, mask]": lambda x: x[:, onp.array([True, False, True, False])],
+}
+
+
+@pytest.mark.parametrize("layout", ["C", "F", "transposed", "sliced"])
+@pytest.mark.parametrize("key", sorted(_LAYOUT_KEYS))
+def test_advanced_index_result_laid_out_as_numpys(key, layout):
+    """NumPy lays out an advanced index's result with the index dimensions
+    outermost in memory and the other dimensions in the source's K order
+    (a[:, [0, 2]] of a C array is (idx, rows, columns) in memory); numfuse's
+    result has NumPy's strides, so a later reshape or ravel is a view or a
+    copy where NumPy's is."""
+    base = onp.arange(120.0).reshape(3, 4, 10)
+    # (every source of shape (3, 4, 10))
+    src = {"C": base, "F": onp.asfortranarray(base),
+           "transposed": onp.ascontiguousarray(base.transpose(2, 0, 1)).transpose(1, 2, 0),
+           "sliced": onp.arange(240.0).reshape(3, 4, 20)[:, :, ::2]}[layout]
+    f = _LAYOUT_KEYS[key]
+    expected = f(src)
+    got = f(nf.asarray(src))
+    assert onp.array_equal(onp.asarray(got), expected)
+    assert [s for s, n in zip(got.strides, got.shape) if n > 1] == \
+        [s for s, n in zip(expected.strides, expected.shape) if n > 1], (got.strides, expected.strides)

@@ -197,7 +197,24 @@ def getitem(a, key):
     if src is None:
         shp = view.shape
         src = view.copy().reshape(shp[:axis] + (-1,) + shp[axis + count:])
-    return _core.take(src, flat, axis)
+    return _take_laid_out_as_numpy(src, flat, axis)
+
+
+def _take_laid_out_as_numpy(src, flat, axis):
+    """src gathered at flat along axis, laid out as NumPy's advanced
+    indexing lays it out: the index dimensions outermost in memory, then
+    the other dimensions in src's K order (x[:, [0, 2]] of a C array is
+    (idx, rows, columns) in memory, transposed back to (rows, idx, columns));
+    a later reshape or ravel is then a view or a copy where NumPy's is."""
+    sub = [d for d in range(src.ndim) if d != axis]
+    sub_k = sorted(sub, key=lambda d: -abs(src.strides[d]) if src.shape[d] != 1 else 0)
+    if axis == 0 and sub_k == sub:
+        return _core.take(src, flat, axis)
+    r = _core.take(src.transpose([axis] + sub_k), flat, 0)
+    k = flat.ndim
+    perm = ([k + sub_k.index(d) for d in sub if d < axis] + list(range(k))
+            + [k + sub_k.index(d) for d in sub if d > axis])
+    return r.transpose(perm)
 
 
 def _scatter_target(a, key):

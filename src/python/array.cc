@@ -13,6 +13,9 @@
 #include "extern/extern.h"
 #include "python/bindings.h"
 
+#include <algorithm>
+#include <cstdlib>
+
 #include <structmember.h>  // after Python.h (via pybind11)
 
 namespace nf::py_bind {
@@ -459,7 +462,20 @@ bool fast_fancy_get(PyObject* self, PyObject* key, PyObject** result) {
     for (int d = 0; d < axis; ++d) shape.push_back(a.shape[d]);
     for (int64_t n : k.shape) shape.push_back(n);
     for (size_t d = axis + 1; d < a.ndim(); ++d) shape.push_back(a.shape[d]);
-    out = View::fresh(a.dtype, shape);
+    // Laid out as NumPy's advanced indexing lays it out: the index
+    // dimensions outermost in memory, then a's other dimensions in a's K
+    // order (a[:, idx] of a C array is (idx, rows, columns) in memory), so
+    // a later reshape or ravel is a view or a copy where NumPy's is.
+    const int ni = static_cast<int>(k.ndim()), nd = static_cast<int>(shape.size());
+    std::vector<int> order, rest;
+    for (int d = 0; d < ni; ++d) order.push_back(axis + d);
+    for (int d = 0; d < nd; ++d)
+      if (d < axis || d >= axis + ni) rest.push_back(d);
+    auto a_dim = [&](int d) { return d < axis ? d : d - ni + 1; };
+    auto key = [&](int d) { return a.shape[a_dim(d)] == 1 ? int64_t{0} : std::abs(a.strides[a_dim(d)]); };
+    std::stable_sort(rest.begin(), rest.end(), [&](int x, int y) { return key(x) > key(y); });
+    order.insert(order.end(), rest.begin(), rest.end());
+    out = View::fresh_in_order(a.dtype, shape, order);
     ext::take(a, k, axis, out);
   }
   *result = wrap(std::move(out)).release().ptr();
