@@ -13,7 +13,7 @@ import numpy as onp
 import pytest
 
 import numfuse as nf
-from conftest import assert_same
+from conftest import assert_same, raises_like
 
 AxisError = onp.exceptions.AxisError
 
@@ -469,3 +469,34 @@ def test_sort_kinds_by_first_letter(fusion, kind):
         assert_same(nf.argsort(a, kind=kind), onp.argsort(x, kind=kind))
     else:
         assert_same(onp.take_along_axis(x, nf.argsort(a, kind=kind).__array__(), -1), onp.sort(x))
+
+
+_REDUCTION_ARGUMENT_ERRORS = {
+    # keepdims must be an integer (a bool is one), checked before the axis
+    "a.sum(keepdims='yes', axis=(0, 1, 2))": lambda m, a: a.sum(keepdims="yes", axis=(0, 1, 2)),
+    "a.sum(keepdims='yes')": lambda m, a: a.sum(keepdims="yes"),
+    "sum(a, 1, keepdims=1.0)": lambda m, a: m.sum(a, 1, keepdims=1.0),
+    "a.max(keepdims=None)": lambda m, a: a.max(keepdims=None),
+    "prod(a, axis=5, keepdims=[1])": lambda m, a: m.prod(a, axis=5, keepdims=[1]),
+    # mean checks the axis first (NumPy's _methods), then keepdims
+    "a.mean(keepdims='yes', axis=(0, 1, 2))": lambda m, a: a.mean(keepdims="yes", axis=(0, 1, 2)),
+    "a.mean(keepdims='yes')": lambda m, a: a.mean(keepdims="yes"),
+    # a ddof NumPy cannot compare: its comparison's error
+    "a.var(ddof='x')": lambda m, a: a.var(ddof="x"),
+    "std(a, axis=0, ddof='x')": lambda m, a: m.std(a, axis=0, ddof="x"),
+}
+
+
+@pytest.mark.parametrize("call", sorted(_REDUCTION_ARGUMENT_ERRORS))
+def test_reduction_argument_errors_in_numpys_order(call):
+    f = _REDUCTION_ARGUMENT_ERRORS[call]
+    a = onp.arange(6.0).reshape(2, 3)
+    raises_like(lambda: f(onp, a), lambda: f(nf, nf.asarray(a)))
+
+
+def test_reduction_keepdims_integers_accepted():
+    a = onp.arange(6.0).reshape(2, 3)
+    for kd in (True, 2, 0, onp.int64(1)):
+        for call in (lambda m, x: x.sum(axis=1, keepdims=kd), lambda m, x: m.max(x, keepdims=kd),
+                     lambda m, x: x.mean(0, keepdims=kd), lambda m, x: m.var(x, keepdims=kd)):
+            assert_same(call(nf, nf.asarray(a)), call(onp, a))

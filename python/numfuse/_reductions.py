@@ -47,7 +47,18 @@ def _zero_d_axis(a, axis):
     return axis
 
 
+def _keepdims(k):
+    """NumPy's reductions' keepdims: an integer (a bool is one), checked
+    before the axis; a float or anything else is a TypeError."""
+    if type(k) is bool:
+        return k
+    if isinstance(k, float):
+        raise TypeError("integer argument expected, got float")
+    return operator.index(k) != 0
+
+
 def reduce_op(op, a, axis=None, dtype=None, out=None, keepdims=False, initial=_NoValue, where=True):
+    keepdims = _keepdims(keepdims)
     a = asarray(a)
     axis = _zero_d_axis(a, axis)
     if type(a) is not ndarray or where is not True or (out is not None and type(out) is not ndarray):
@@ -156,6 +167,8 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Tru
             raise ValueError("ddof and correction can't be provided simultaneously.")
         ddof = correction
     rcount = _count(a, axis)
+    if not isinstance(ddof, (int, float, np.number)):
+        np.less_equal(np.intp(rcount), ddof)  # (NumPy's comparison: its error for a ddof it cannot compare)
     if ddof >= rcount:
         warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=2)
     if dtype is None and a.dtype.kind in "biu":

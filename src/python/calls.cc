@@ -45,7 +45,12 @@ bool parse_reduce(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames, Py
     if (PyUnicode_CompareWithASCIIString(name, "axis") == 0 && nargs < 2) {
       *axis = value;
     } else if (PyUnicode_CompareWithASCIIString(name, "keepdims") == 0) {
-      const int t = PyObject_IsTrue(value);
+      // NumPy's: an integer (a bool is one), checked before the axis.
+      if (PyFloat_Check(value)) throw py::type_error("integer argument expected, got float");
+      PyObject* i = PyNumber_Index(value);
+      if (!i) throw py::error_already_set();
+      const int t = PyObject_IsTrue(i);
+      Py_DECREF(i);
       if (t < 0) throw py::error_already_set();
       *keepdims = t != 0;
     } else if (!is_default(name, value)) {
