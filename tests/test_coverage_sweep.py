@@ -231,7 +231,6 @@ EXTRA = {
     "busday_offset": [_c("datetime64[3], 2", DT2, 2)],
     "is_busday": [_c("datetime64[3]", DT2)],
     "datetime_data": [_c("dtype datetime64[D]", DT.dtype)],
-    "isdtype": [_c("float64, 'real floating'", np.dtype(np.float64), "real floating")],
     "kaiser": [_c("5, 2.5", 5, 2.5)],
     "moveaxis": [_c("f64[2,3,4], 0, -1", A3, 0, -1)],
     "swapaxes": [_c("f64[2,3,4], 0, 2", A3, 0, 2), _c("f64[3,4], 0, 1", A2, 0, 1)],

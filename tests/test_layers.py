@@ -14,7 +14,7 @@ PKG = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 
 # Lowest first. A module may import modules of lower layers only.
 LAYERS = [
     {"_core", "_version", "_install_help"},
-    {"_fallback", "_hooks", "_jit_select"},
+    {"_fallback", "_hooks", "_jit_select", "_array_api"},
     {"_errstate", "_config", "_tuning", "_dispatch", "_jit"},
     {"_ufuncs"},
     {"_creation"},

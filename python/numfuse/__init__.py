@@ -52,7 +52,12 @@ from numpy import (  # noqa: E402,F401
     floating, complexfloating, dtype, finfo, iinfo, pi, e, inf, nan, newaxis, euler_gamma, result_type,
     can_cast, promote_types, min_scalar_type, issubdtype, isscalar, iterable, broadcast_shapes, index_exp, s_,
     get_printoptions, set_printoptions, printoptions, little_endian, exceptions,
+    isdtype,  # (the array API's dtype predicate: numfuse's dtypes are NumPy's)
 )
+
+# The array API standard's entry points (ndarray.__array_namespace__ and
+# ndarray.to_device are methods of the array).
+from ._array_api import __array_api_version__, __array_namespace_info__  # noqa: E402,F401
 
 bool = _np.bool  # numpy 2 name
 int_ = _np.int_
@@ -82,7 +87,7 @@ from . import linalg, fft, lib  # noqa: E402,F401
 # numfuse.random and numfuse.testing load on first use (as numpy.random
 # and numpy.testing do: together they were a third of `import numfuse`).
 _LAZY_SUBMODULES = ("random", "testing")
-from .linalg import matmul, dot, vdot, inner, outer, tensordot  # noqa: E402,F401
+from .linalg import matmul, dot, vdot, inner, tensordot, _outer as outer  # noqa: E402,F401
 from . import _array, _creation as _cr0, _reductions as _red0, _ufuncs as _uf0  # noqa: E402
 
 # The ufuncs' methods call into modules above _ufuncs (imports go downward only).
@@ -373,6 +378,10 @@ _apply_environment()
 from ._sorting import *  # noqa: E402,F401,F403
 from . import _sorting  # noqa: E402,F401
 from ._lib_math import *  # noqa: E402,F401,F403
+from . import _lib_math as _lm  # noqa: E402
+
+# numpy.linalg's array-API vecdot and cross are _lib_math's (a module above linalg).
+linalg.vecdot, linalg.cross = _lm.linalg_vecdot, _lm.linalg_cross
 from ._lib_shape import *  # noqa: E402,F401,F403
 
 

@@ -12,7 +12,7 @@ import warnings
 
 import numpy as np
 
-from . import _core, _fallback
+from . import _array_api, _core, _fallback
 
 ndarray = _core.ndarray
 _NoValue = np._NoValue
@@ -154,6 +154,12 @@ def _install(ns):
         from ._dispatch import array_function
 
         return array_function(func, types, args, kwargs)
+
+    def __array_namespace__(self, /, *, api_version=None):
+        return _array_api.namespace(api_version)
+
+    def to_device(self, device, /, *, stream=None):
+        return _array_api.to_device(self, device, stream)
 
     # -- properties ---------------------------------------------------------------
     C.mT = property(lambda self: self._swapaxes(-1, -2))

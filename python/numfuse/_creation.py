@@ -8,6 +8,7 @@ import operator
 import numpy as np
 
 from . import _core, _fallback
+from ._array_api import check_device
 from ._ufuncs import UFUNCS
 
 ndarray = _core.ndarray
@@ -126,9 +127,10 @@ def array(object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, lik
     return r
 
 
-def asarray(a, dtype=None, order=None, *, copy=None, like=None):
+def asarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
     """numpy.asarray. A NumPy array argument is copied (numfuse computes
     lazily, so sharing memory with an array NumPy may change would be unsafe)."""
+    check_device(device)
     if type(a) is ndarray:
         if (dtype is None or np.dtype(dtype) == a.dtype) and copy is not True:
             return a
@@ -156,8 +158,8 @@ def from_dlpack(x, /, *, device=None, copy=None):
     return _core.from_numpy_shared(a)
 
 
-def asanyarray(a, dtype=None, order=None, *, like=None):
-    return asarray(a, dtype=dtype, order=order)
+def asanyarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
+    return asarray(a, dtype=dtype, order=order, device=device, copy=copy)
 
 
 def ascontiguousarray(a, dtype=None, *, like=None):
@@ -178,7 +180,8 @@ def asfortranarray(a, dtype=None, *, like=None):
     return a if a._f_contiguous else a.copy(order="F")
 
 
-def empty(shape, dtype=float, order="C", *, like=None):
+def empty(shape, dtype=float, order="C", *, device=None, like=None):
+    check_device(device)
     dims, dt, order = _creation_args(shape, dtype, order)
     if not _core.supported_dtype(dt):
         return _fallback.call_numpy(np.empty, (shape,), dict(dtype=dtype, order=order), "numpy.empty")
@@ -190,7 +193,8 @@ def _fortran(r):
     return r._astype(r.dtype, _core.CAST_LAYOUTS["F"])  # (a Fortran-ordered copy: record_astype's rule)
 
 
-def full(shape, fill_value, dtype=None, order="C", *, like=None):
+def full(shape, fill_value, dtype=None, order="C", *, device=None, like=None):
+    check_device(device)
     if dtype is None:
         dtype = np.array(fill_value).dtype if not isinstance(fill_value, ndarray) else fill_value.dtype
     dims, dt, order = _creation_args(shape, dtype, order)
@@ -202,12 +206,12 @@ def full(shape, fill_value, dtype=None, order="C", *, like=None):
     return r if order != "F" else _fortran(r)
 
 
-def zeros(shape, dtype=float, order="C", *, like=None):
-    return full(shape, 0, float if dtype is None else dtype, order)
+def zeros(shape, dtype=float, order="C", *, device=None, like=None):
+    return full(shape, 0, float if dtype is None else dtype, order, device=device)
 
 
-def ones(shape, dtype=None, order="C", *, like=None):
-    return full(shape, 1, float if dtype is None else dtype, order)
+def ones(shape, dtype=None, order="C", *, device=None, like=None):
+    return full(shape, 1, float if dtype is None else dtype, order, device=device)
 
 
 def _like_shape(a, shape):
@@ -224,6 +228,7 @@ def _like_dtype(a, dtype):
 
 def empty_like(prototype, dtype=None, order="K", subok=True, shape=None, *, device=None):
     """Like NumPy, order='K' keeps the prototype's memory layout."""
+    check_device(device)
     dt = _like_dtype(prototype, dtype)
     if type(prototype) is ndarray and order in ("K", "A") and _core.supported_dtype(dt):
         if order == "K" or prototype._f_contiguous:
@@ -235,6 +240,7 @@ def empty_like(prototype, dtype=None, order="K", subok=True, shape=None, *, devi
 
 
 def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    check_device(device)
     r = empty_like(a, dtype=dtype, order=order, shape=shape)
     if type(r) is ndarray:
         r.fill(fill_value)
@@ -244,11 +250,11 @@ def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, *, d
 
 
 def zeros_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
-    return full_like(a, 0, dtype=dtype, order=order, shape=shape)
+    return full_like(a, 0, dtype=dtype, order=order, shape=shape, device=device)
 
 
 def ones_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
-    return full_like(a, 1, dtype=dtype, order=order, shape=shape)
+    return full_like(a, 1, dtype=dtype, order=order, shape=shape, device=device)
 
 
 _INT64 = np.dtype(np.int64)
@@ -258,9 +264,10 @@ def _is_int(x):
     return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
 
 
-def arange(*args, start=None, stop=None, step=None, dtype=None, like=None, device=None):
+def arange(*args, start=None, stop=None, step=None, dtype=None, device=None, like=None):
     """numpy.arange([start,] stop[, step], dtype=None). Integer ranges compute
     exactly in int64; float ranges fill ``start + i*delta`` as NumPy does."""
+    check_device(device)
     # The common calls -- arange(n), arange(a, b), arange(a, b, step) with
     # Python ints -- without the general argument handling below.
     if (0 < len(args) <= 3 and start is None and stop is None and step is None and dtype is None
@@ -331,6 +338,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     num = operator.index(num)
     if num < 0:
         raise ValueError(f"Number of samples, {num}, must be non-negative.")
+    check_device(device)
     if not (np.isscalar(start) and np.isscalar(stop)) or axis != 0:
         return _fallback.call_numpy(np.linspace, (start, stop, num), dict(endpoint=endpoint, retstep=retstep,
                                                                          dtype=dtype, axis=axis), "numpy.linspace")
@@ -379,7 +387,8 @@ def _count_arg(n):
     return operator.index(n)
 
 
-def eye(N, M=None, k=0, dtype=float, order="C", *, like=None, device=None):
+def eye(N, M=None, k=0, dtype=float, order="C", *, device=None, like=None):
+    check_device(device)
     N = _count_arg(N)
     M = N if M is None else _count_arg(M)
     dt = _dtype(dtype)

@@ -134,7 +134,7 @@ def _as_index_array(x):
         raise TypeError(f"Cannot cast array data from {x.dtype!r} to {_intp!r} according to the rule 'safe'")
 
 
-def bincount(x, weights=None, minlength=0):
+def bincount(x, /, weights=None, minlength=0):
     """numpy.bincount (see the module docstring): int64 counts, float64 with
     weights; one fused compare-and-sum kernel for at most MAX_BINS bins."""
     def fallback():

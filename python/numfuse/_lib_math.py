@@ -9,6 +9,7 @@ cannot hold (complex, float16, object, ...) run NumPy's function; so do a few
 rare keywords (with a FallbackWarning)."""
 
 import builtins as _builtins
+import inspect
 import operator
 import warnings
 
@@ -1061,6 +1062,13 @@ def vecmat(x1, x2, /, *out_, out=None, **kwargs):
     return _to_out(r, out)
 
 
+
+# The three take NumPy's gufunc arguments (out, axes, axis, keepdims, casting,
+# order, dtype, subok, signature): their signatures are NumPy's.
+for _f in (vecdot, matvec, vecmat):
+    _f.__signature__ = inspect.signature(getattr(np, _f.__name__))
+del _f
+
 def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     a = _arr(a)
     b = _arr(b)
@@ -1304,3 +1312,25 @@ def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
 for _name in __all__:
     _doc(globals()[_name], getattr(np, _name))
 del _name
+
+
+# numpy.linalg's array-API forms (the package installs them in numfuse.linalg).
+def linalg_vecdot(x1, x2, /, *, axis=-1):
+    """numpy.linalg.vecdot: the dot products of the vectors along `axis`
+    (the first conjugated)."""
+    return vecdot(x1, x2, axis=axis)
+
+
+def linalg_cross(x1, x2, /, *, axis=-1):
+    """numpy.linalg.cross: cross products of 3-element vectors only."""
+    x1, x2 = asarray(x1), asarray(x2)
+    if x1.shape[axis] != 3 or x2.shape[axis] != 3:
+        raise ValueError("Both input arrays must be (arrays of) 3-dimensional vectors, but they are "
+                         f"{x1.shape[axis]} and {x2.shape[axis]} dimensional instead.")
+    return cross(x1, x2, axis=axis)
+
+
+for _f in (linalg_vecdot, linalg_cross):
+    _f.__name__ = _f.__qualname__ = _f.__name__[len("linalg_"):]
+    _f.__module__ = "numfuse.linalg"
+del _f

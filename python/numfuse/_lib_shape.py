@@ -15,6 +15,8 @@ import operator
 import numpy as np
 
 from . import _core, _fallback  # noqa: F401
+from ._array_api import check_device
+from .linalg import matrix_transpose  # noqa: F401 (numpy.matrix_transpose is numpy.linalg's)
 from ._creation import _dtype, array, asarray, arange, empty, empty_like, full, zeros, zeros_like
 from ._manip import (broadcast_arrays, broadcast_to, concatenate, flip, moveaxis, split, swapaxes, transpose,
                      where, _norm_axis)
@@ -520,15 +522,6 @@ def unstack(x, /, *, axis=0):
     return tuple(m[i] for i in range(m.shape[0]))
 
 
-def matrix_transpose(x, /):
-    x = asarray(x)
-    if type(x) is not ndarray:
-        return _numpy(np.matrix_transpose, (x,))
-    if x.ndim < 2:
-        raise ValueError(f"Input array must be at least 2-dimensional, but it is {x.ndim}")
-    return swapaxes(x, -1, -2)
-
-
 def resize(a, new_shape):
     if isinstance(new_shape, (int, np.integer)):
         new_shape = (new_shape,)
@@ -918,8 +911,7 @@ def astype(x, dtype, /, *, copy=True, device=None):
         if not isinstance(x, np.ndarray):
             return np.astype(x, dtype, copy=copy, device=device)
         x = asarray(x)
-    if device is not None and device != "cpu":
-        raise ValueError(f'Device not understood. Only "cpu" is allowed, but received: {device}')
+    check_device(device)
     return x.astype(dtype, copy=copy)
 
 

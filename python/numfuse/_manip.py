@@ -25,9 +25,7 @@ def _shape_arg(shape):
     return tuple(operator.index(s) for s in shape)
 
 
-def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
-    if shape is None:
-        shape = newshape
+def reshape(a, /, shape, order="C", *, copy=None):
     a = asarray(a)
     if type(a) is not ndarray:
         return _numpy(np.reshape, a, shape, order=order, copy=copy)
@@ -185,7 +183,7 @@ def atleast_3d(*arys):
     return res[0] if len(res) == 1 else tuple(res)
 
 
-def where(condition, x=None, y=None):
+def where(condition, x=None, y=None, /):
     if x is None and y is None:
         # asarray(condition).nonzero(), natively.
         a = asarray(condition)
@@ -205,7 +203,7 @@ def where(condition, x=None, y=None):
     return r
 
 
-def concatenate(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
+def concatenate(arrays, /, axis=0, out=None, *, dtype=None, casting="same_kind"):
     if out is None and dtype is None and type(axis) is int and casting == "same_kind":
         r = _core.concat_same(arrays, axis)  # numfuse arrays of one dtype and rank: in C++
         if r is not NotImplemented:

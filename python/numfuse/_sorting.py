@@ -19,6 +19,7 @@ point for its input); what is built on them (unique's masks, quantile's
 interpolation) is recorded and fused like any other operation.
 """
 
+import collections
 import operator
 
 import numpy as np
@@ -437,6 +438,49 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
     return out[0] if len(out) == 1 else tuple(out)
 
 
+# The array API's forms of unique (NumPy 2's unique_all, unique_counts,
+# unique_inverse, unique_values): NaNs are distinct values (equal_nan=False),
+# the inverse indices have the input's shape, the indices are of first
+# occurrences; the values come sorted (the standard leaves their order open).
+UniqueAllResult = collections.namedtuple("UniqueAllResult", ["values", "indices", "inverse_indices", "counts"])
+UniqueCountsResult = collections.namedtuple("UniqueCountsResult", ["values", "counts"])
+UniqueInverseResult = collections.namedtuple("UniqueInverseResult", ["values", "inverse_indices"])
+for _t in (UniqueAllResult, UniqueCountsResult, UniqueInverseResult):
+    _t.__module__ = "numfuse"
+del _t
+
+
+def unique_all(x):
+    return UniqueAllResult(*unique(x, return_index=True, return_inverse=True, return_counts=True, equal_nan=False,
+                                   sorted=False))
+
+
+def unique_counts(x):
+    return UniqueCountsResult(*unique(x, return_counts=True, equal_nan=False, sorted=False))
+
+
+def unique_inverse(x):
+    return UniqueInverseResult(*unique(x, return_inverse=True, equal_nan=False, sorted=False))
+
+
+# NumPy's hash-set kernel for unique values in no particular order (None
+# where this NumPy has none: its unique_values sorts, as numfuse's does).
+_unique_hash = getattr(getattr(np.lib, "_arraysetops_impl", None), "_unique_hash", None)
+
+
+def unique_values(x):
+    """numpy.unique_values. NumPy 2.4 collects integer, bool and complex
+    values in a hash set and returns them in its order ("may vary"): that
+    order is NumPy's kernel's, so numfuse runs the same kernel on its memory
+    (a library call, as for LAPACK); other dtypes are sorted here."""
+    a = asarray(x)
+    if _unique_hash is not None and type(a) is ndarray:
+        r = _unique_hash(a.ravel()._to_numpy(False), equal_nan=False)
+        if r is not NotImplemented:
+            return _core.from_numpy(r, True)
+    return unique(a, equal_nan=False, sorted=False)
+
+
 def _sorted_along(a, axis):
     """a sorted along `axis` (None: flattened) with that axis moved last."""
     if axis is None:
@@ -508,27 +552,25 @@ def _checked(a, fn, args, kwargs, name):
     return a, None
 
 
-def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, *, weights=None,
-             interpolation=None):
+def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, *, weights=None):
     arr, done = _checked(a, np.quantile, (q,), dict(axis=axis, out=out, overwrite_input=overwrite_input,
                                                     method=method, keepdims=keepdims, weights=weights),
                          "numpy.quantile")
     if arr is None:
         return done
-    if out is not None or method != "linear" or weights is not None or interpolation is not None:
+    if out is not None or method != "linear" or weights is not None:
         return _fallback.call_numpy(np.quantile, (arr, q), dict(axis=axis, out=out, method=method, keepdims=keepdims,
                                                                 weights=weights), "numpy.quantile (method=/out=)")
     return _quantile(arr, q, axis, keepdims, "quantile", 1)
 
 
-def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, *, weights=None,
-               interpolation=None):
+def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, *, weights=None):
     arr, done = _checked(a, np.percentile, (q,), dict(axis=axis, out=out, overwrite_input=overwrite_input,
                                                       method=method, keepdims=keepdims, weights=weights),
                          "numpy.percentile")
     if arr is None:
         return done
-    if out is not None or method != "linear" or weights is not None or interpolation is not None:
+    if out is not None or method != "linear" or weights is not None:
         return _fallback.call_numpy(np.percentile, (arr, q), dict(axis=axis, out=out, method=method,
                                                                   keepdims=keepdims, weights=weights),
                                     "numpy.percentile (method=/out=)")
@@ -566,7 +608,9 @@ def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
 
 
 __all__ = ["sort", "argsort", "partition", "argpartition", "searchsorted", "nonzero", "flatnonzero", "argwhere",
-           "take", "compress", "extract", "take_along_axis", "unique", "quantile", "percentile", "median"]
+           "take", "compress", "extract", "take_along_axis", "unique", "unique_all", "unique_counts",
+           "unique_inverse", "unique_values", "UniqueAllResult", "UniqueCountsResult", "UniqueInverseResult",
+           "quantile", "percentile", "median"]
 
 
 # ---------------------------------------------------------------------------
@@ -772,7 +816,7 @@ def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=np._NoValu
 
 
 def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=np._NoValue, *,
-                weights=None, interpolation=None):
+                weights=None):
     arr, done = _nan_checked(a, np.nanquantile, (q,), dict(axis=axis, out=out, method=method, keepdims=keepdims,
                                                            weights=weights), "numpy.nanquantile")
     if arr is None:
@@ -781,7 +825,7 @@ def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear
 
 
 def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=np._NoValue, *,
-                  weights=None, interpolation=None):
+                  weights=None):
     arr, done = _nan_checked(a, np.nanpercentile, (q,), dict(axis=axis, out=out, method=method, keepdims=keepdims,
                                                              weights=weights), "numpy.nanpercentile")
     if arr is None:

@@ -9,10 +9,13 @@ import numpy as np
 
 from . import _core, _fallback
 from ._creation import asarray, eye
-from ._reductions import sum as _sum
+from ._manip import diagonal as _diagonal, moveaxis as _moveaxis, swapaxes as _swapaxes
+from ._reductions import max as _max, min as _min, sum as _sum, trace as _trace
 from ._ufuncs import UFUNCS
 
 ndarray = _core.ndarray
+_normalize_axis_index = np.lib.array_utils.normalize_axis_index
+_normalize_axis_tuple = np.lib.array_utils.normalize_axis_tuple
 LinAlgError = np.linalg.LinAlgError
 
 
@@ -172,35 +175,158 @@ def inner(a, b, /):
     return _core.scalar_result(r)
 
 
-def outer(a, b, out=None):
+def _outer(a, b, out=None):
+    """numpy.outer (numfuse.outer): the inputs flattened."""
     a, b = asarray(a).reshape(-1), asarray(b).reshape(-1)
     return UFUNCS["multiply"](a[:, None], b[None, :], out=out)
 
 
+_outer.__name__ = _outer.__qualname__ = "outer"
+
+
+def outer(x1, x2, /):
+    """numpy.linalg.outer: the outer product of two 1-D arrays (the array
+    API's; numfuse.outer flattens its inputs)."""
+    x1, x2 = asarray(x1), asarray(x2)
+    if x1.ndim != 1 or x2.ndim != 1:
+        raise ValueError(f"Input arrays must be one-dimensional, but they are x1.ndim={x1.ndim} and "
+                         f"x2.ndim={x2.ndim}.")
+    return _outer(x1, x2)
+
+
 def norm(x, ord=None, axis=None, keepdims=False):
-    """numpy.linalg.norm: vector 2-norms and Frobenius norms are computed here
-    (as NumPy does: the square root of the flattened array's dot product with
-    itself when no axis is given); other norms run with NumPy."""
+    """numpy.linalg.norm, NumPy's definitions computed by numfuse: vector
+    norms of every order and the matrix norms 1, -1, inf, -inf and Frobenius
+    are reductions; the matrix 2-norm, -2-norm and nuclear norm reduce the
+    singular values (LAPACK's, numfuse.linalg.svd)."""
     x = asarray(x)
-    if type(x) is ndarray and ord in (None, "fro", 2) and x.dtype.kind in "biuf":
-        if ord == 2 and (axis is None and x.ndim == 2 or isinstance(axis, tuple) and len(axis) == 2):
-            return _fallback.call_numpy(np.linalg.norm, (x,), dict(ord=ord, axis=axis, keepdims=keepdims),
-                                        "numpy.linalg.norm (matrix 2-norm)")
-        if ord == "fro" and (axis is None and x.ndim != 2):
-            return _fallback.call_numpy(np.linalg.norm, (x,), dict(ord=ord, axis=axis, keepdims=keepdims),
-                                        "numpy.linalg.norm")
-        if x.dtype.kind != "f":
-            x = x.astype(np.float64)
-        if axis is None and (ord is None or x.ndim <= 1 or ord == "fro"):
-            flat = x.reshape(-1)
-            r = UFUNCS["sqrt"](_core.FAST_FUNCTIONS["dot"](flat, flat))
+    if type(x) is not ndarray:
+        return _fallback.call_numpy(np.linalg.norm, (x,), dict(ord=ord, axis=axis, keepdims=keepdims),
+                                    "numpy.linalg.norm")
+    if x.dtype.kind not in "fc":
+        x = x.astype(np.float64)
+    if axis is None:
+        nd = x.ndim
+        if ord is None or (ord in ("f", "fro") and nd == 2) or (ord == 2 and nd == 1):
+            flat = x.ravel(order="K")
+            if x.dtype.kind == "c":
+                re, im = flat.real, flat.imag
+                sq = _core.FAST_FUNCTIONS["dot"](re, re) + _core.FAST_FUNCTIONS["dot"](im, im)
+            else:
+                sq = _core.FAST_FUNCTIONS["dot"](flat, flat)
+            r = UFUNCS["sqrt"](sq)
             if keepdims:
-                r = asarray(r).reshape((1,) * x.ndim)
+                r = asarray(r).reshape((1,) * nd)
             return r
-        s = _sum(UFUNCS["multiply"](x, x), axis=axis, keepdims=keepdims)
-        return UFUNCS["sqrt"](s)
-    return _fallback.call_numpy(np.linalg.norm, (x,), dict(ord=ord, axis=axis, keepdims=keepdims),
-                                "numpy.linalg.norm")
+    nd = x.ndim
+    if axis is None:
+        axis = tuple(range(nd))
+    elif not isinstance(axis, tuple):
+        try:
+            axis = int(axis)
+        except Exception as e:
+            raise TypeError("'axis' must be None, an integer or a tuple of integers") from e
+        axis = (axis,)
+    absolute, add = UFUNCS["absolute"], _sum
+    if len(axis) == 1:
+        if ord == np.inf:
+            return _max(absolute(x), axis=axis, keepdims=keepdims, initial=0)
+        if ord == -np.inf:
+            return _min(absolute(x), axis=axis, keepdims=keepdims)
+        if ord == 0:
+            return add(UFUNCS["not_equal"](x, 0).astype(x.real.dtype), axis=axis, keepdims=keepdims)
+        if ord == 1:
+            return add(absolute(x), axis=axis, keepdims=keepdims)
+        if ord is None or ord == 2:
+            s = UFUNCS["multiply"](UFUNCS["conjugate"](x), x).real
+            return UFUNCS["sqrt"](add(s, axis=axis, keepdims=keepdims))
+        if isinstance(ord, str):
+            raise ValueError(f"Invalid norm order '{ord}' for vectors")
+        absx = UFUNCS["power"](absolute(x), ord)
+        r = add(absx, axis=axis, keepdims=keepdims)
+        return UFUNCS["power"](r, UFUNCS["reciprocal"](ord, dtype=r.dtype))
+    if len(axis) == 2:
+        row_axis, col_axis = (_normalize_axis_index(a, nd) for a in axis)
+        if row_axis == col_axis:
+            raise ValueError("Duplicate axes given.")
+        if ord in (2, -2, "nuc"):
+            sv = svd(_moveaxis(x, (row_axis, col_axis), (-2, -1)), compute_uv=False)
+            r = (_max(sv, axis=-1, initial=0) if ord == 2 else _min(sv, axis=-1) if ord == -2
+                 else add(sv, axis=-1, initial=0))
+        elif ord in (1, -1):
+            if col_axis > row_axis:
+                col_axis -= 1
+            s = add(absolute(x), axis=row_axis)
+            r = _max(s, axis=col_axis, initial=0) if ord == 1 else _min(s, axis=col_axis)
+        elif ord in (np.inf, -np.inf):
+            if row_axis > col_axis:
+                row_axis -= 1
+            s = add(absolute(x), axis=col_axis)
+            r = _max(s, axis=row_axis, initial=0) if ord == np.inf else _min(s, axis=row_axis)
+        elif ord in (None, "fro", "f"):
+            r = UFUNCS["sqrt"](add(UFUNCS["multiply"](UFUNCS["conjugate"](x), x).real, axis=axis))
+        else:
+            raise ValueError("Invalid norm order for matrices.")
+        if keepdims:
+            shape = list(x.shape)
+            shape[axis[0]] = 1
+            shape[axis[1]] = 1
+            r = asarray(r).reshape(shape)
+        return r
+    raise ValueError("Improper number of dimensions to norm.")
+
+
+# -- the array API's linear algebra (numpy.linalg's 2.x additions) ------------------
+# (vecdot and cross are numfuse._lib_math's, installed here by the package.)
+
+def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
+    """numpy.linalg.vector_norm: the norm over `axis` (None: all axes; a
+    tuple: those axes as one) of any order."""
+    x = asarray(x)
+    shape = list(x.shape)
+    if axis is None:
+        x, along = x.ravel(), 0
+    elif isinstance(axis, tuple):
+        axes = _normalize_axis_tuple(axis, x.ndim)
+        rest = tuple(i for i in range(x.ndim) if i not in axes)
+        n = 1
+        for i in axis:
+            n *= x.shape[i]
+        x, along = x.transpose(axis + rest).reshape((n, *[x.shape[i] for i in rest])), 0
+    else:
+        along = axis
+    r = norm(x, axis=along, ord=ord)
+    if keepdims:
+        for i in _normalize_axis_tuple(range(len(shape)) if axis is None else axis, len(shape)):
+            shape[i] = 1
+        r = asarray(r).reshape(tuple(shape))
+    return r
+
+
+def matrix_norm(x, /, *, keepdims=False, ord="fro"):
+    """numpy.linalg.matrix_norm: the norm of the matrices in the last two axes."""
+    return norm(asarray(x), axis=(-2, -1), keepdims=keepdims, ord=ord)
+
+
+def matrix_transpose(x, /):
+    """numpy.linalg.matrix_transpose (and numpy.matrix_transpose): the last
+    two axes swapped (a view)."""
+    x = asarray(x)
+    if type(x) is not ndarray:
+        return _fallback.call_numpy(np.matrix_transpose, (x,), {}, "numpy.matrix_transpose")
+    if x.ndim < 2:
+        raise ValueError(f"Input array must be at least 2-dimensional, but it is {x.ndim}")
+    return _swapaxes(x, -1, -2)
+
+
+def diagonal(x, /, *, offset=0):
+    """numpy.linalg.diagonal: the diagonals of the matrices in the last two axes."""
+    return _diagonal(x, offset, axis1=-2, axis2=-1)
+
+
+def trace(x, /, *, offset=0, dtype=None):
+    """numpy.linalg.trace: the traces of the matrices in the last two axes."""
+    return _trace(x, offset, axis1=-2, axis2=-1, dtype=dtype)
 
 
 def tensordot(a, b, axes=2):

@@ -1,6 +1,8 @@
 """numfuse.random: NumPy's generators (identical values for the same seed);
 results become numfuse arrays without a copy."""
 
+import functools
+
 import numpy as np
 
 from . import _core, _fallback
@@ -10,11 +12,11 @@ _np_random = np.random
 
 
 def _wrapped(fn):
+    @functools.wraps(fn)  # (NumPy's name, documentation and signature: inspect follows __wrapped__)
     def f(*args, **kwargs):
         return _fallback.wrap(fn(*_fallback.to_numpy(args, []), **_fallback.to_numpy(kwargs, [])))
 
-    f.__name__ = getattr(fn, "__name__", "random")
-    f.__doc__ = getattr(fn, "__doc__", None)
+    f.__module__ = __name__
     return f
 
 

@@ -929,8 +929,8 @@ PyObject* m_tolist(PyObject* self, PyObject*) {
 
 PyMethodDef g_methods[] = {
     {"item", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&m_item)), METH_FASTCALL,
-     "a.item(*args): the element as a Python scalar (numpy.ndarray.item)."},
-    {"tolist", m_tolist, METH_NOARGS, "a.tolist(): the array as nested Python lists of Python scalars."},
+     "item($self, /, *args)\n--\n\nThe element as a Python scalar (numpy.ndarray.item)."},
+    {"tolist", m_tolist, METH_NOARGS, "tolist($self, /)\n--\n\nThe array as nested Python lists of Python scalars."},
     {"__dlpack__", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&nd_dlpack)),
      METH_FASTCALL | METH_KEYWORDS,
      "__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None): a DLPack capsule sharing the "
@@ -941,7 +941,8 @@ PyMethodDef g_methods[] = {
      "__dlpack_device__(): where __dlpack__ exports the array by default: (2, ordinal), a CUDA device, where the "
      "array was computed there and not yet read on the host; else (1, 0), the CPU."},
     {"__array_ufunc__", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&array_ufunc)),
-     METH_FASTCALL | METH_KEYWORDS, "NumPy's ufunc protocol: NumPy ufuncs applied to numfuse arrays record lazily."},
+     METH_FASTCALL | METH_KEYWORDS, "__array_ufunc__($self, ufunc, method, /, *inputs, **kwargs)\n--\n\nNumPy's ufunc protocol: NumPy ufuncs "
+     "applied to numfuse arrays record lazily."},
     {"_pow", m_pow, METH_O, nullptr},
     {"_rpow", m_rpow, METH_O, nullptr},
     {"_ipow", m_ipow, METH_O, nullptr},
