@@ -383,6 +383,118 @@ def test_a_division_by_a_zero_parameter_warns_as_numpy_does():
     assert j.stats["traces"] == 1 and j.stats["compiled_runs"] == 2
 
 
+# -- int parameters -------------------------------------------------------------------
+
+def scale_rows(np, x, k, shift):
+    for i in range(x.shape[0]):
+        x[i] = x[i] * k + shift
+    return x
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64", "int32", "uint16"])
+def test_an_int_that_only_feeds_arithmetic_is_a_parameter(dtype):
+    """An int reaching only numfuse operations is read at each run, with
+    NumPy's weak-int rule (the array's type) -- no retrace for a new value."""
+    x = (onp.arange(12) % 7).reshape(4, 3).astype(dtype)
+    j = nf.jit(lambda x, k, s: scale_rows(nf, x, k, s))
+    for k, shift in ((2, 1), (3, 0), (7, 5), (2, 1), (0, 9)):
+        got = j(nf.asarray(x.copy()), k, shift)
+        assert_same(got, scale_rows(onp, x.copy(), k, shift))
+    assert j.stats["traces"] == 1 and j.stats["compiled_runs"] == 5, j.explain()
+    assert "int (a parameter: any value)" in j.explain()
+
+
+def test_an_int_parameter_that_does_not_fit_raises_numpy_s_error():
+    """int8 * 100 runs compiled; int8 * 300 is NumPy's OverflowError (the
+    program refuses the value, the ordinary run raises); later calls that
+    fit run compiled again."""
+    x = onp.arange(5, dtype=onp.int8)
+    j = nf.jit(lambda x, k: x * k)
+    assert_same(j(nf.asarray(x), 100), x * 100)
+    with pytest.raises(OverflowError, match="out of bounds for int8"):
+        j(nf.asarray(x), 300)
+    with pytest.raises(OverflowError):
+        x * 300
+    assert_same(j(nf.asarray(x), -3), x * -3)
+    u = onp.arange(5, dtype=onp.uint8)
+    ju = nf.jit(lambda x, k: x + k)
+    assert_same(ju(nf.asarray(u), 4), u + 4)
+    with pytest.raises(OverflowError, match="out of bounds for uint8"):
+        ju(nf.asarray(u), -1)
+    assert j.stats["traces"] == 1 and ju.stats["traces"] == 1, (j.explain(), ju.explain())
+
+
+def test_an_int_used_as_a_count_or_an_index_is_a_guard():
+    """range(k), x[:k] and x[k] need the value in Python: guarded by value
+    (a new value retraces, the same one runs compiled)."""
+    def f(np, x, k):
+        y = x[:k] * 2
+        for i in range(k):
+            y[i] += x[k]
+        return y
+
+    j = nf.jit(lambda x, k: f(nf, x, k))
+    x = onp.arange(10.0)
+    for k in (3, 3, 5, 3):
+        assert_same(j(nf.asarray(x), k), f(onp, x, k))
+    assert j.stats["traces"] == 2 and j.stats["compiled_runs"] == 4, j.explain()
+    assert "guarded by value" in j.explain()
+
+
+def test_an_int_exponent_is_a_guard_and_negative_ones_raise():
+    x = onp.arange(1, 6)
+    j = nf.jit(lambda x, k: x ** k)
+    for k in (2, 3, 2):
+        assert_same(j(nf.asarray(x), k), x ** k)
+    with pytest.raises(ValueError, match="negative integer powers"):
+        j(nf.asarray(x), -1)
+    assert j.stats["traces"] == 3, j.explain()  # (2, 3, and the raising call's trace)
+
+
+@pytest.mark.parametrize("op", ["floor_divide", "remainder"])
+def test_an_integer_division_by_a_zero_int_parameter_as_numpy(op):
+    x = onp.array([7, -7, 0, 5])
+    j = nf.jit(lambda x, k: getattr(nf, op)(x, k))
+    assert_same(j(nf.asarray(x), 2), getattr(onp, op)(x, 2))
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        r = j(nf.asarray(x), 0)
+    with warnings.catch_warnings(record=True) as want:
+        warnings.simplefilter("always")
+        e = getattr(onp, op)(x, 0)
+    assert_same(r, e)
+    assert [str(w.message) for w in got] == [str(w.message) for w in want]
+    assert j.stats["traces"] == 1 and j.stats["compiled_runs"] == 2, j.explain()
+
+
+def test_ints_that_are_not_parameters():
+    """Beyond 2**53 (parameters are read as float64), bools, and an int
+    returned as it came (an int, with the call's value)."""
+    x = onp.arange(4, dtype=onp.int64)
+    j = nf.jit(lambda x, k: x + k)
+    for k in (2**60, 2**60 + 1, 5):
+        assert_same(j(nf.asarray(x), k), x + k)
+    assert j.stats["traces"] == 3, j.explain()  # (each big value its own trace; 5 a parameter)
+    jb = nf.jit(lambda x, b: x * b)
+    for b in (True, False, True):
+        assert_same(jb(nf.asarray(x), b), x * b)
+    assert jb.stats["traces"] == 2
+    jr = nf.jit(lambda x, k: (x * k, k))
+    for k in (3, 4):
+        got, back = jr(nf.asarray(x), k)
+        assert back == k and type(back) is int
+        assert_same(got, x * k)
+    assert jr.stats["traces"] == 1
+
+
+def test_a_float_parameter_is_not_an_index():
+    j = nf.jit(lambda x, a: x[:a])
+    with pytest.raises(TypeError):
+        j(nf.arange(4.0), 2.0)
+    with pytest.raises(TypeError):
+        onp.arange(4.0)[:2.0]
+
+
 SHIFT = nf.asarray(onp.arange(6.0))
 
 

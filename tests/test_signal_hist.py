@@ -7,7 +7,7 @@ import numpy as onp
 import pytest
 
 import numfuse as nf
-from conftest import assert_same, raises_like
+from conftest import assert_same, raises_like, same_bits
 
 DTYPES = ["bool", "int8", "int32", "int64", "uint8", "float32", "float64"]
 
@@ -232,8 +232,8 @@ def test_histogram_fallbacks():
     X = nf.asarray(x)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", nf.FallbackWarning)
-        for kw in (dict(bins=100), dict(bins="auto"), dict(bins="fd", range=(0, 1)),
-                   dict(bins=onp.linspace(-1, 1, 80))):
+        for kw in (dict(bins="auto"), dict(bins="fd", range=(0, 1)), dict(bins=onp.linspace(-1, 1, 80)),
+                   dict(bins=100, range=(onp.float32(-1), onp.float64(1)))):
             got = nf.histogram(X, **kw)
             exp = onp.histogram(x, **kw)
             assert_same(got, exp)
@@ -293,20 +293,22 @@ def test_bincount_special_inputs():
         warnings.simplefilter("ignore", nf.FallbackWarning)
         warnings.simplefilter("ignore", DeprecationWarning)
         assert_same(nf.bincount([]), onp.bincount([]))
-        big = onp.array([0, 100, 3])
-        assert_same(nf.bincount(nf.asarray(big)), onp.bincount(big))  # > 64 bins: NumPy
-        assert_same(nf.bincount(nf.asarray(big), weights=nf.ones(3)), onp.bincount(big, weights=onp.ones(3)))
 
 
-def test_bincount_is_one_fused_kernel(lazy):
+
+def test_bincount_is_numfuse_s_routine(lazy):
+    """bincount runs at the call (its values decide its size) as numfuse's
+    routine: after it, nothing is pending and no kernel ran for it."""
     x = rand(2000, "int64", 3, lo=0, hi=30)
     X = nf.asarray(x)
     nf.flush()
-    got = nf.bincount(X)  # syncs for min/max, then records the counting
-    nf.flush()
-    groups = nf.explain().groups
-    assert len(groups) == 1 and groups[0]["ops"] == ["equal", "sum"]
+    with nf.profile() as p:
+        got = nf.bincount(X)
+    assert p["tasks"] == 0 and p["kernels_run"] == 0 and p["tier0_ops"] == 0, dict(p)
+    assert type(got) is nf.ndarray
     assert_same(got, onp.bincount(x))
+    Y = X * 2  # a pending input is computed first
+    assert_same(nf.bincount(Y, weights=Y), onp.bincount(x * 2, weights=x * 2))
 
 
 @pytest.mark.fallback
@@ -356,3 +358,107 @@ def test_main_paths_are_native():
                    nf.bincount(i, weights=x, minlength=12)]
         nf.flush()
     assert len(results) == 6
+
+
+# -- many bins: numfuse's histogram routine and scatter-add -------------------------------
+
+def _edge_heavy(n, dtype, seed, bins, lo=-3.0, hi=5.0):
+    """Data with many values exactly on the bin edges, at the range's ends,
+    NaN and +-inf (outside any finite range)."""
+    rng = onp.random.default_rng(seed)
+    dt = onp.dtype(dtype)
+    if dt.kind in "iu":
+        return rng.integers(0 if dt.kind == "u" else -50, 120, n).astype(dt)
+    x = (rng.random(n) * (hi - lo) + lo).astype(dt)
+    edges = onp.linspace(lo, hi, bins + 1).astype(dt)
+    x[::7] = edges[rng.integers(0, bins + 1, x[::7].size)]
+    x[1::97] = onp.nan
+    x[2::101] = onp.inf
+    x[3::103] = -onp.inf
+    return x
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64", "int16", "uint8"])
+@pytest.mark.parametrize("bins", [65, 100, 1000, 4097])
+@pytest.mark.parametrize("n", [1000, 150_000])  # (one block of NumPy's 65,536, three)
+def test_histogram_many_equal_bins_to_the_bit(dtype, bins, n):
+    x = _edge_heavy(n, dtype, bins, bins)
+    X = nf.asarray(x)
+    ranges = [(-3, 5), (-2.75, 4.5), (0.1, 0.7)]
+    if onp.dtype(dtype).kind in "iu":
+        ranges = [(0, 100), (-10.5, 99.5)]
+    else:
+        ranges.append(None)  # (range from the data: NaN and inf make NumPy refuse, so the finite part)
+    for r in ranges:
+        data, D = (x, X) if r is not None else (x[onp.isfinite(x)], X[nf.isfinite(X)])
+        if r is None and data.size == 0:
+            continue
+        got = nf.histogram(D, bins=bins, range=r)
+        exp = onp.histogram(data, bins=bins, range=r)
+        assert type(got[0]) is nf.ndarray
+        same_bits(got[0], exp[0])
+        same_bits(got[1], exp[1])
+
+
+@pytest.mark.parametrize("wdtype", ["float64", "float32", "int32", "uint8"])
+def test_histogram_many_bins_weights_to_the_bit(wdtype):
+    """Weight sums in NumPy's order: each block of 65,536 values summed in
+    float64 in order, cast to the weights' type, added in block order."""
+    n = 200_000
+    x = _edge_heavy(n, "float64", 5, 300)
+    w = rand(n, wdtype, 6, lo=-50, hi=50) * (1 if wdtype[0] in "iu" else 1000)
+    if wdtype[0] == "f":
+        w = (w + onp.float64(1e-3) * onp.arange(n)).astype(wdtype)  # (sums that round)
+    for kw in (dict(bins=300, range=(-3, 5)), dict(bins=777, range=(-1.0, 1.0), density=True)):
+        got = nf.histogram(nf.asarray(x), weights=nf.asarray(w), **kw)
+        exp = onp.histogram(x, weights=w, **kw)
+        same_bits(got[0], exp[0])
+        same_bits(got[1], exp[1])
+
+
+def test_histogram_many_bins_float32_guess_precision():
+    """float32 data, range from the data (NumPy's float32 scalars: the bin
+    guess in float32) and from Python floats (float64 guess)."""
+    rng = onp.random.default_rng(11)
+    x = (rng.random(300_000) * 1e4).astype(onp.float32)
+    x[::3] = onp.float32(1e4) * (rng.integers(0, 2001, x[::3].size) / onp.float32(2000))  # (near edges)
+    for kw in (dict(bins=2000), dict(bins=2000, range=(0.0, 1e4)), dict(bins=999, range=(5, 9000))):
+        got = nf.histogram(nf.asarray(x), **kw)
+        exp = onp.histogram(x, **kw)
+        same_bits(got[0], exp[0])
+        same_bits(got[1], exp[1])
+
+
+def test_histogram_many_bins_pending_views_and_special_inputs():
+    x = rand(9000, "float64", 4)
+    X = nf.asarray(x)
+    assert_same(nf.histogram(X[::-3] * 2 + 1, bins=500), onp.histogram(x[::-3] * 2 + 1, bins=500))
+    c = onp.full(100, 2.5)
+    assert_same(nf.histogram(nf.asarray(c), bins=200), onp.histogram(c, bins=200))  # (range 2.0 .. 3.0)
+    assert_same(nf.histogram(nf.zeros(0), bins=100), onp.histogram(onp.zeros(0), bins=100))
+    b = onp.array([True, False, True] * 40)
+    with pytest.warns(RuntimeWarning, match="Converting input from bool"):
+        got = nf.histogram(nf.asarray(b), bins=70)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        assert_same(got, onp.histogram(b, bins=70))
+    y = X * 3
+    nf.histogram(X, bins=1000)  # (an earlier pending result stays right)
+    assert_same(y, x * 3)
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "uint8", "uint16", "bool"])
+def test_bincount_many_bins(dtype):
+    x = rand(100_000, dtype, 7, lo=0, hi=300)
+    X = nf.asarray(x)
+    for kw in (dict(), dict(minlength=1000)):
+        got = nf.bincount(X, **kw)
+        assert type(got) is nf.ndarray
+        assert_same(got, onp.bincount(x, **kw))
+    w = rand(100_000, "float64", 8) * 1e3 + onp.arange(100_000) * 1e-4  # (sums that round: NumPy's order)
+    same_bits(nf.bincount(X, weights=nf.asarray(w), minlength=500), onp.bincount(x, weights=w, minlength=500))
+    w16 = rand(100_000, "int16", 9, lo=-100, hi=100)
+    same_bits(nf.bincount(X[::-1], weights=nf.asarray(w16)[::-1]), onp.bincount(x[::-1], weights=w16[::-1]))
+    big = onp.array([0, 100, 3])
+    assert_same(nf.bincount(nf.asarray(big)), onp.bincount(big))
+    assert_same(nf.bincount(nf.asarray(big) * 2, weights=nf.ones(3)), onp.bincount(big * 2, weights=onp.ones(3)))

@@ -1,17 +1,21 @@
-"""numpy.histogram and numpy.bincount as MDH reductions.
+"""numpy.histogram and numpy.bincount.
 
-With at most ``MAX_BINS`` bins, counting is one fused kernel over a
+histogram with at most ``MAX_BINS`` bins is one fused MDH kernel over a
 (bins, n) domain: a comparison of every value with every bin's edges and a
-sum over n, i.e. for histogram
+sum over n,
 
     counts[b] = sum_i (x_i >= lo[b]) & ((x_i < hi[b]) | (last[b] & (x_i == hi[b])))
 
-(the last bin is closed, as in NumPy), and for bincount
-``counts[b] = sum_i (x_i == b)``. Bin edges are NumPy's own
-(``numpy.histogram_bin_edges``, run on the range); the range of the data needs
-one sync (a.min(), a.max()). Weights sum with ``where`` (so a NaN weight only
-touches its own bin). More bins, string bin estimators ('auto', ...), complex
-data or weights run with NumPy through the fallback.
+(the last bin is closed, as in NumPy); it fuses with what produces x, and
+weights sum with ``where`` (so a NaN weight only touches its own bin). Bin
+edges are NumPy's own (``numpy.histogram_bin_edges``, run on the range); the
+range of the data needs one sync (a.min(), a.max()). More equal-width bins
+are counted by numfuse's histogram routine (src/extern/histogram.cc: one
+pass, NumPy's bins and sums to the bit). bincount is numfuse's bincount
+routine (its input's values decide the result's size: it is computed at the
+call). String bin estimators ('auto', ...), complex data or weights, and
+more than ``MAX_BINS`` bins at explicit edges run with NumPy through the
+fallback.
 """
 
 import operator
@@ -28,6 +32,7 @@ from ._manip import where
 ndarray = _core.ndarray
 MAX_BINS = 64
 _intp = np.dtype(np.intp)
+_F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
 
 
 def _nf(x):
@@ -96,6 +101,13 @@ def histogram(a, bins=10, range=None, density=None, weights=None):
     nb = len(edges) - 1
     ntype = _intp if w is None else w.dtype
     uniform = np.ndim(bins) == 0
+    if uniform and nb > MAX_BINS:
+        n = _equal_bins(x, w, edges, proxy, range, ntype)
+        if n is not None:
+            if density:
+                db = _nf(np.array(np.diff(edges), float))
+                return U["divide"](U["divide"](n, db), _sum(n)), _nf(edges)
+            return n, _nf(edges)
     if nb > MAX_BINS or nb < 1 or not _core.supported_dtype(edges.dtype) or (
             w is not None and ntype.kind == "b" and not uniform):
         return fallback(x, w)
@@ -120,6 +132,40 @@ def histogram(a, bins=10, range=None, density=None, weights=None):
     return n, edges_nf
 
 
+def _equal_bins(x, w, edges, proxy, range, ntype):
+    """numpy.histogram's equal-width path for any number of bins: numfuse's
+    routine (src/extern/histogram.cc) with NumPy's range, denominator and
+    arithmetic types, so every value lands in NumPy's bin and weights sum
+    to NumPy's bits. None where the types are ones it does not take."""
+    t = edges.dtype
+    if t not in (_F32, _F64) or x.dtype.kind not in "biuf" or (w is not None and w.dtype.kind not in "iuf"):
+        return None
+    # numpy's _get_outer_edges (on the data's synced min and max)
+    if range is not None:
+        first, last = range
+    elif proxy.size:
+        first, last = proxy.min(), proxy.max()
+    else:
+        first, last = 0, 1
+    if first == last:
+        first, last = first - 0.5, last + 0.5
+    # The types NumPy computes the bin guess in: the data minus `first` (a
+    # Python number keeps float32 data float32), divided by last - first
+    # (_unsigned_subtract: integers subtract exactly).
+    diff_t = np.result_type(t, first)
+    if diff_t != t or np.result_type(t, last) != t:
+        return None  # (float32 data with a float64 range: compared in float64)
+    span_t = np.result_type(last, first)
+    if span_t.kind in "iub":
+        denom = float(int(last) - int(first))
+    else:
+        denom = float(np.subtract(last, first, dtype=span_t))
+    guess_in_type = np.result_type(diff_t, span_t) == t and t == _F32
+    xs = x if x.dtype == t else x.astype(t)
+    ws = None if w is None else (w if w.dtype == _F64 else w.astype(_F64))  # (numpy.bincount's weights)
+    return _core.histogram_uniform(xs, ws, _nf(edges), float(first), float(last), denom, guess_in_type, ntype)
+
+
 # -- bincount ----------------------------------------------------------------------
 
 def _as_index_array(x):
@@ -136,7 +182,8 @@ def _as_index_array(x):
 
 def bincount(x, /, weights=None, minlength=0):
     """numpy.bincount (see the module docstring): int64 counts, float64 with
-    weights; one fused compare-and-sum kernel for at most MAX_BINS bins."""
+    weights, by numfuse's bincount routine (its input is computed at the
+    call: its values decide the result's size)."""
     def fallback():
         return _fallback.call_numpy(np.bincount, (x,), dict(weights=weights, minlength=minlength),
                                     "numpy.bincount")
@@ -161,10 +208,10 @@ def bincount(x, /, weights=None, minlength=0):
         raise ValueError("'minlength' must not be negative")
     if xa.size == 0:
         return _nf(np.zeros(minlength, _intp))
-    mn, mx = _sync_scalars(_min(xa), _max(xa))
-    if mn < 0 or (xa.dtype == np.uint64 and int(mx) >= 2**63):  # (uint64 is force-cast to intp)
+    mn, mx = _core.index_range(xa)  # (as intp: uint64 above INT64_MAX is negative, NumPy's force-cast)
+    if mn < 0:
         raise ValueError("'list' argument must have no negative elements")
-    size = max(int(mx) + 1, minlength)
+    size = max(mx + 1, minlength)
     w = None
     if weights is not None:
         w = asarray(weights)
@@ -179,11 +226,6 @@ def bincount(x, /, weights=None, minlength=0):
             raise ValueError("The weights and list don't have the same length.")
         if type(w) is not ndarray:
             return fallback()
-    if size > MAX_BINS:
-        return fallback()
-    ids = _nf(np.arange(size, dtype=_intp))
-    eq = U["equal"](xa[None, :], ids[:, None])
-    if w is None:
-        return _sum(eq, axis=1)
-    w64 = w if w.dtype == np.float64 else w.astype(np.float64)
-    return _sum(where(eq, w64[None, :], 0.0), axis=1)
+    # numfuse's bincount routine (src/extern/histogram.cc): one pass, the
+    # weights summed in index order as NumPy's loop adds them (its bits).
+    return _core.bincount(xa, w, size)

@@ -9,10 +9,14 @@ affinely become one loop), lowers the program to one C kernel and compiles
 it. That call and later ones whose guards hold run the kernel on their
 arguments, without executing the Python body.
 
-Parameters: a Python float argument that only reaches numfuse operations
-is read by the program at each run (a new value does not retrace). While
-the trace runs it is a stand-in (_Param); any use of its value in Python,
-or by an operation that decides on it (``x ** e``), makes it a guard.
+Parameters: a Python float or int argument that only reaches numfuse
+operations is read by the program at each run (a new value does not
+retrace). While the trace runs it is a stand-in (_Param); any use of its
+value in Python (``range(n)``, a slice bound, an ``if``), or by an
+operation that decides on it (``x ** e``), makes it a guard. An int
+argument is a parameter while |n| < 2**53 (the program reads parameters as
+float64); a run whose int does not fit the integer type an operation
+converted it to runs the ordinary way (which raises NumPy's OverflowError).
 
 Guards (a call that breaks one traces again, up to ``max_traces``
 signatures per function): each array argument's dtype, shape, strides and
@@ -36,6 +40,7 @@ import builtins as _builtins
 import collections
 import functools
 import itertools
+import operator as _operator
 import types
 import weakref
 
@@ -233,16 +238,29 @@ def _global_names(code):
 
 _SCALARS = (bool, int, float, complex, str, bytes, type(None))
 _FLOAT = ("F",)  # a float argument in a guard key: a parameter, any value
+_INT = ("I",)  # an int argument in a guard key: a parameter, any value below 2**53
+_INT_LIMIT = 2**53
+
+
+def _param_kind(v):
+    """_FLOAT or _INT for an argument that can be a parameter, else None."""
+    t = type(v)
+    if t is float:
+        return _FLOAT
+    if t is int and -_INT_LIMIT < v < _INT_LIMIT:
+        return _INT
+    return None
 
 
 class _Param:
-    """A Python float argument while its function is traced. It stands for
-    the value of every later call: given to numfuse operations, it is a
-    parameter the compiled program reads at each run. Any other use of its
-    value in Python (arithmetic with Python numbers, a comparison, ``math``
-    functions, formatting, ``x ** 2.0``) gives the traced value and makes
-    the argument a guard: a call with another value traces again.
-    ``isinstance(x, float)`` holds, as for the float it stands for."""
+    """A Python float or int argument while its function is traced. It
+    stands for the value of every later call: given to numfuse operations,
+    it is a parameter the compiled program reads at each run. Any other use
+    of its value in Python (arithmetic with Python numbers, a comparison,
+    ``math`` functions, formatting, ``x ** 2.0``, ``range(n)``, a slice
+    bound) gives the traced value and makes the argument a guard: a call
+    with another value traces again. ``isinstance(x, float)`` (or ``int``)
+    holds, as for the number it stands for."""
 
     __slots__ = ("_v", "_i", "_used")
 
@@ -253,7 +271,7 @@ class _Param:
 
     @property
     def __class__(self):
-        return float
+        return type(self._v)
 
     def _value(self):
         self._used.add(self._i)
@@ -276,38 +294,50 @@ class _Param:
 
 
 def _param_binary(name):
-    op = getattr(float, name)
-
     def method(self, other):
         if isinstance(other, _core.ndarray):
             return NotImplemented  # (the array's own operator takes the parameter)
         if type(other) is _Param:
             other = other._value()
-        return op(self._value(), other)
+        v = self._value()
+        op = getattr(type(v), name, None)  # (a float has no __and__: NotImplemented, then Python's TypeError)
+        return NotImplemented if op is None else op(v, other)
 
     method.__name__ = name
     return method
 
 
 def _param_unary(name):
-    op = getattr(float, name)
-
     def method(self, *args):
-        return op(self._value(), *args)
+        v = self._value()
+        op = getattr(type(v), name, None)
+        if op is None:  # (~x of a float)
+            raise TypeError(f"bad operand type for unary {name}: '{type(v).__name__}'")
+        return op(v, *args)
 
     method.__name__ = name
     return method
 
 
-for _n in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "divmod"):
+for _n in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "divmod", "and", "or", "xor", "lshift",
+           "rshift"):
     setattr(_Param, f"__{_n}__", _param_binary(f"__{_n}__"))
     setattr(_Param, f"__r{_n}__", _param_binary(f"__r{_n}__"))
 for _n in ("eq", "ne", "lt", "le", "gt", "ge"):
     setattr(_Param, f"__{_n}__", _param_binary(f"__{_n}__"))
-for _n in ("neg", "pos", "abs", "float", "int", "bool", "round", "trunc", "floor", "ceil", "hash", "repr",
-           "str", "format", "getnewargs"):
+for _n in ("neg", "pos", "abs", "invert", "float", "int", "bool", "round", "trunc", "floor", "ceil", "hash",
+           "repr", "str", "format", "getnewargs"):
     setattr(_Param, f"__{_n}__", _param_unary(f"__{_n}__"))
 del _n
+
+
+def _param_index(self):
+    """range(n), a slice bound, an index: the traced int (a guard from now
+    on); a float's TypeError, as the float would raise."""
+    return _operator.index(self._value())
+
+
+_Param.__index__ = _param_index
 _core._set_param_type(_Param)
 
 
@@ -393,7 +423,7 @@ def _flatten(out, args, leaves):
     for k, a in enumerate(args):
         if out is a and isinstance(a, _core.ndarray):
             return ("arg", k)
-    if type(out) is _Param:  # a float argument returned as it came
+    if type(out) is _Param:  # a float or int argument returned as it came
         return ("arg", out._i)
     if isinstance(out, _core.ndarray):
         leaves.append(out)
@@ -468,7 +498,7 @@ class JitFunction:
         self._max = max_traces
         self._traces = collections.OrderedDict()
         self._log = collections.deque(maxlen=32)
-        self._fguard = set()  # positions of float arguments guarded by value (not parameters)
+        self._fguard = set()  # positions of float/int arguments guarded by value (not parameters)
         self._rewrites = []  # codes traced rewritten (conditional expressions as selects)
         self.stats = {"calls": 0, "compiled_runs": 0, "traces": 0, "plain_runs": 0}
 
@@ -499,12 +529,13 @@ class JitFunction:
                 parts.append(k)
                 arrays.append(v)
                 continue
-            if type(v) is float:  # (the program reads every float argument it uses, guarded or not)
+            pk = _param_kind(v)
+            if pk is not None:  # (the program reads every parameter it uses, guarded or not)
                 if params is None:
                     params = [0.0] * len(flat)
-                params[pos] = v
+                params[pos] = float(v)
                 if pos not in self._fguard:
-                    parts.append(_FLOAT)
+                    parts.append(pk)
                     continue
             if isinstance(v, _core.ndarray):  # (a subclass: by its own type)
                 return None, f"an argument of type {type(v).__name__}"
@@ -559,15 +590,15 @@ class JitFunction:
         if len(self._traces) >= self._max:
             self._traces.popitem(last=False)
         guard = _Guard(self._fn)
-        # The float arguments that are parameters run as stand-ins (_Param).
+        # The float and int arguments that are parameters run as stand-ins (_Param).
         used = set()
         targs, tkwargs = args, kwargs
         if params:
             names = sorted(kwargs)
             nargs = len(args)
-            tkwargs = {n: (_Param(kwargs[n], nargs + j, used) if type(kwargs[n]) is float and
+            tkwargs = {n: (_Param(kwargs[n], nargs + j, used) if _param_kind(kwargs[n]) is not None and
                            nargs + j not in self._fguard else kwargs[n]) for j, n in enumerate(names)}
-            targs = tuple(_Param(v, k, used) if type(v) is float and k not in self._fguard else v
+            targs = tuple(_Param(v, k, used) if _param_kind(v) is not None and k not in self._fguard else v
                           for k, v in enumerate(args))
         flat_args = args + tuple(kwargs[n] for n in sorted(kwargs))
         swapped = []  # (function, its code) while it runs rewritten (conditional expressions as selects)
@@ -613,7 +644,7 @@ class JitFunction:
         fixed = used.union(program.fixed_params)
         if fixed - self._fguard:
             self._fguard |= fixed
-            self._log.append("guarded by value from now on: float argument" + ("s " if len(fixed) > 1 else " ") +
+            self._log.append("guarded by value from now on: argument" + ("s " if len(fixed) > 1 else " ") +
                              ", ".join(str(k) for k in sorted(fixed)) + " (its value is used in Python or decides an operation)")
             key, (arrays, params) = self._key(args, kwargs)
         entry = _Trace(program, tmpl, guard)
@@ -689,6 +720,8 @@ def _describe_key(key):
     for p in key[1:]:
         if p is _FLOAT:
             parts.append("float (a parameter: any value)")
+        elif p is _INT:
+            parts.append("int (a parameter: any value)")
         elif p[0] == "A":
             _, dtype, shape, strides, first, delta = p
             s = f"array {dtype}{list(shape)} strides {strides}"
@@ -711,8 +744,8 @@ def jit(fn=None, *, max_traces=8):
             ...
 
     The first call with a new signature (array dtypes, shapes, strides and
-    sharing; the values of other arguments, except Python floats that only
-    reach numfuse operations: those are parameters) traces the function and
+    sharing; the values of other arguments, except Python floats and ints
+    that only reach numfuse operations: those are parameters) traces the function and
     compiles its operations into one kernel, its ``range`` loops rerolled
     into loops of the kernel; later calls with the same signature run the
     kernel without running the Python body. A function whose control flow

@@ -272,8 +272,14 @@ Scalar Scalar::cast(DType to) const {
   r.dtype = to;
   Kind kf = kind(dtype);
   if (param != 0) {
-    if (kf == Kind::Float && (to == DType::Float32 || to == DType::Float64)) r.param = param;
-    else capture_param_dropped(param);
+    // A float parameter stays one as a float; an int one as an integer or
+    // a float (the run checks that its value fits the integer type).
+    const Kind kt = kind(to);
+    if ((kf == Kind::Float && kt == Kind::Float) ||
+        ((kf == Kind::Signed || kf == Kind::Unsigned) && (kt == Kind::Signed || kt == Kind::Unsigned || kt == Kind::Float)))
+      r.param = param;
+    else
+      capture_param_dropped(param);
   }
   // Complex to real takes the real part (NumPy's ComplexWarning is the
   // caller's to give).

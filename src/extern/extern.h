@@ -55,6 +55,24 @@ void mask_scatter(const View& a, const View& mask, const View& values);
 // `accumulate` += (numpy.add.at: every repeated index adds). Assignment
 // keeps the last value of a repeated index, as NumPy does.
 void put(const View& target, const View& indices, int axis, const View& values, bool accumulate);
+// numpy.histogram with equal-width bins (histogram.cc), NumPy's fast path to
+// the bit: x (1-D, float32 or float64, the type of the nb + 1 `edges`) gets
+// the values first <= a <= last (compared in x's type) counted (or their
+// float64 `weights` summed) into out (nb; int64 counts, or the weights'
+// original type), each value's bin by NumPy's guess-and-correct rule (the
+// guess ((a - first) / denom) * nb in float64, or in x's type where
+// `guess_in_type`: NumPy's promotion of its scalars decides), sums in
+// NumPy's order (each block of 65,536 values in order, blocks added in
+// order). Blocks in parallel.
+void histogram_uniform(const View& x, const View* weights, const View& edges, double first, double last,
+                       double denom, bool guess_in_type, const View& out);
+// The least and greatest of the 1-D bool or integer `x` read as numpy.bincount
+// reads it (cast to intp); false if x is empty.
+bool index_range(const View& x, int64_t* lo, int64_t* hi);
+// numpy.bincount of the 1-D bool or integer `indices` into out (its nb
+// bins): int64 counts, or the real `weights` (as float64) summed in index
+// order (NumPy's bits). Every index must be in [0, nb) (index_range).
+void bincount(const View& indices, const View* weights, const View& out);
 // What the routine computes for h, for explain().
 std::string routine_pattern(const mdh::MdHom& h);
 

@@ -2,6 +2,7 @@
 #include "pipeline/program.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 
@@ -93,11 +94,15 @@ bool run_program(const CompiledProgram& c, const std::vector<View>& args, std::s
         if (s.arg < 0 || static_cast<size_t>(s.arg) >= params.size()) return false;
         own();
         const double v = params[static_cast<size_t>(s.arg)];
-        if (s.dtype == DType::Float32) {
-          const float f = static_cast<float>(v);
-          std::memcpy(ptrs[k], &f, sizeof f);
+        if (is_float(s.dtype)) {
+          Scalar::of_float(DType::Float64, v).cast(s.dtype).store(ptrs[k]);
         } else {
-          std::memcpy(ptrs[k], &v, sizeof v);
+          // An int parameter converted to an integer type at the trace: this
+          // call's value must fit it (NumPy raises OverflowError where it
+          // does not: the ordinary run does).
+          if (v != std::trunc(v) || std::fabs(v) >= 9007199254740992.0 || !int_fits(s.dtype, static_cast<int64_t>(v)))
+            return false;
+          Scalar::of_int(DType::Int64, static_cast<int64_t>(v)).cast(s.dtype).store(ptrs[k]);
         }
         break;
       }

@@ -269,6 +269,13 @@ int64_t as_index(PyObject* o) {
   return v;
 }
 
+// Whether a numfuse.jit parameter stand-in stands for an int.
+bool is_int_param(PyObject* o) {
+  py::object v = py::reinterpret_steal<py::object>(PyObject_GetAttrString(o, "_v"));
+  if (!v) throw py::error_already_set();
+  return PyLong_Check(v.ptr());
+}
+
 // Parses a basic index; false if the key needs advanced (fancy) indexing.
 using IndexItems = SmallVector<IndexItem, 8>;
 
@@ -295,9 +302,9 @@ bool parse_item(PyObject* o, IndexItems& out) {
       it.stop = as_index(s->stop);
       it.has_stop = true;
     }
-  } else if (is_numpy_integer(o)) {
+  } else if (is_numpy_integer(o) || (Py_TYPE(o) == g_jit_param_type && is_int_param(o))) {
     it.kind = IndexItem::Kind::Int;  // (it has __array__ too, but indexes as an integer)
-    it.i = as_index(o);
+    it.i = as_index(o);  // (a jit parameter's __index__: its value, a guard from now on)
   } else if (PyBool_Check(o) || PyList_Check(o) || PyTuple_Check(o) || is_ndarray(o) ||
              !PyIndex_Check(o) || PyObject_HasAttrString(o, "__array__")) {
     return false;

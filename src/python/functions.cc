@@ -412,6 +412,52 @@ void bind_functions(py::module_& m) {
     }
     return wrap(std::move(out));
   });
+  // numpy.histogram's equal-width bins (ext::histogram_uniform): the counts
+  // (int64), or the float64 `weights` summed into an array of `ntype`.
+  m.def("histogram_uniform", [computed](py::handle x, py::handle weights, py::handle edges, double first,
+                                        double last, double denom, bool guess_in_type, py::handle ntype) {
+    const View& xv = as_ndarray(x).v;
+    const View& ev = as_ndarray(edges).v;
+    const View* wv = weights.is_none() ? nullptr : &as_ndarray(weights).v;
+    std::optional<DType> t = to_dtype(ntype);
+    if (!t || xv.ndim() != 1 || ev.ndim() != 1 || (wv && wv->ndim() != 1))
+      throw TypeError("histogram_uniform: 1-D numfuse arrays and a numeric ntype expected");
+    computed(xv, "histogram");
+    computed(ev, "histogram");
+    if (wv) computed(*wv, "histogram");
+    View out = View::fresh(*t, Dims{ev.shape[0] - 1});
+    {
+      NoGil nogil;
+      ext::histogram_uniform(xv, wv, ev, first, last, denom, guess_in_type, out);
+    }
+    return wrap(std::move(out));
+  });
+  // numpy.bincount's reading of its 1-D bool or integer input: (least,
+  // greatest) as intp (ext::index_range), for a non-empty array.
+  m.def("index_range", [computed](py::handle indices) {
+    const View& iv = as_ndarray(indices).v;
+    computed(iv, "bincount");
+    int64_t lo = 0, hi = -1;
+    {
+      NoGil nogil;
+      if (!ext::index_range(iv, &lo, &hi)) throw ValueError("index_range: an empty array");
+    }
+    return py::make_tuple(lo, hi);
+  });
+  // numpy.bincount (ext::bincount) of a 1-D bool or integer array whose
+  // values are in [0, size) (index_range), weights real of its length or None.
+  m.def("bincount", [computed](py::handle indices, py::handle weights, int64_t size) {
+    const View& iv = as_ndarray(indices).v;
+    const View* wv = weights.is_none() ? nullptr : &as_ndarray(weights).v;
+    computed(iv, "bincount");
+    if (wv) computed(*wv, "bincount");
+    View out = View::fresh(wv ? DType::Float64 : DType::Int64, Dims{size});
+    {
+      NoGil nogil;
+      ext::bincount(iv, wv, out);
+    }
+    return wrap(std::move(out));
+  });
   m.def("put", [computed](py::handle target, py::handle indices, int axis, py::handle values, bool accumulate) {
     const View& t = as_ndarray(target).v;
     const View& ix = as_ndarray(indices).v;

@@ -20,10 +20,19 @@ PyObject* g_trace_iter = nullptr;
 
 bool jit_param_operand(PyObject* o, Operand& out) {
   py::handle h(o);
-  const double v = py::cast<double>(h.attr("_v"));
+  py::object value = h.attr("_v");
+  double v;
   out.kind = Operand::Kind::Weak;
-  out.weak = WeakKind::Float;
-  out.value = Scalar::of_float(DType::Float64, v);
+  if (PyLong_Check(value.ptr())) {  // (an int parameter: |n| < 2**53, numfuse.jit's _param_kind)
+    const int64_t n = py::cast<int64_t>(value);
+    v = static_cast<double>(n);
+    out.weak = WeakKind::Int;
+    out.value = Scalar::of_int(DType::Int64, n);
+  } else {
+    v = py::cast<double>(value);
+    out.weak = WeakKind::Float;
+    out.value = Scalar::of_float(DType::Float64, v);
+  }
   if (trace::capturing()) out.value.param = capture_param(py::cast<int>(h.attr("_i")), v);
   return true;
 }

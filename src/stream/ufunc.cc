@@ -294,6 +294,9 @@ View record_binary(BinaryOp op, const Operand& a, const Operand& b, const View* 
   if (op == BinaryOp::Power && is_integer(l.in[1]) && b.kind != Operand::Kind::Array &&
       !(a.kind == Operand::Kind::Array && a.view().size() == 0)) {
     Scalar e = scalar_in(b, l.in[1]);
+    // (Whether it raises depends on the exponent's value: a jit parameter's
+    // is baked in, the call's must equal it.)
+    if (b.value.param != 0) capture_param_dropped(b.value.param);
     if (kind(l.in[1]) == Kind::Signed && e.i < 0)
       throw ValueError("Integers to negative integer powers are not allowed.");
   }

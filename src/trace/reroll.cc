@@ -600,7 +600,7 @@ void take_params(Program& p, const std::vector<CaptureParam>& conv, std::unorder
       if (serial >= conv.size()) continue;
       placed[serial] = 1;
       // (initial= is a reduction's start, not an expression node.)
-      if (t.init_const == static_cast<int32_t>(c) || (k.dtype != DType::Float32 && k.dtype != DType::Float64)) {
+      if (t.init_const == static_cast<int32_t>(c) || is_complex(k.dtype) || k.dtype == DType::Bool) {
         bad[serial] = 1;
         continue;
       }

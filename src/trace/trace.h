@@ -110,7 +110,7 @@ struct Slot {
     External,  // memory made before the capture that is no argument (a global): `buffer`
     Constant,  // made and written during the capture (np.array([...])): a fresh copy of `bytes` per run
     Temp,      // made during the capture, written by the program: fresh per run
-    Param,     // one element: the value of float argument `arg` (jit's numbering) of each run, as `dtype`
+    Param,     // one element: the value of float or int argument `arg` (jit's numbering) of each run, as `dtype`
   };
   Kind kind = Kind::Temp;
   int arg = -1;
