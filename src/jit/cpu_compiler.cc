@@ -598,6 +598,10 @@ KernelFn CpuCompiler::compile_openmp_c(const std::string& source, const std::str
 
 namespace {
 std::atomic<int> g_compiling{0};
+
+// Whether a kernel's source calls the vector math functions (it declares
+// them: codegen's `double nf_m_exp(double) ...`).
+bool calls_vector_math(const std::string& code) { return code.find(" nf_m_") != std::string::npos; }
 }  // namespace
 
 int compiles_running() { return g_compiling.load(std::memory_order_relaxed); }
@@ -685,8 +689,12 @@ KernelFn CpuCompiler::compile_with(const codegen::Source& src, const std::string
   if (own_pipeline) {
     mod->getContext().setDiagnosticHandler(std::make_unique<Quiet>());
     // The vector width (tune::Schedule::wide): 512 bits for wide kernels on
-    // AVX-512 CPUs, else 256 (what clang picks for these CPUs anyway).
-    const bool wide = src.wide && impl_->zmm;
+    // AVX-512 CPUs, else 256 (what clang picks for these CPUs anyway). A
+    // kernel that calls the vector math functions is wide there too: every
+    // form of them computes through the widest (runtime/vmath.h), so a
+    // 4-lane call would pay for 8 lanes (a jit program's exp loop ran at
+    // half speed).
+    const bool wide = (src.wide || calls_vector_math(src.code)) && impl_->zmm;
     if (impl_->zmm)
       for (llvm::Function& f : *mod)
         if (!f.isDeclaration()) f.addFnAttr("prefer-vector-width", wide ? "512" : "256");
