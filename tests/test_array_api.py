@@ -419,3 +419,17 @@ def test_top_level_outer_still_flattens():
     a, b = onp.arange(4.0).reshape(2, 2), onp.array([1, -1])
     assert_same(nf.outer(nf.asarray(a), nf.asarray(b)), onp.outer(a, b))
     assert nf.outer.__name__ == "outer"
+
+
+def test_norm_of_strided_vectors_is_numpys_to_the_bit():
+    """NumPy's 2-norm of a vector ravels it (a copy when strided) and takes
+    BLAS's dot of the contiguous copy: a strided dot sums in another order."""
+    from conftest import same_bits
+
+    rng = onp.random.default_rng(5)
+    q = rng.random((300, 40)) * 1e3
+    Q = nf.asarray(q)
+    for k in range(40):
+        same_bits(onp.asarray(nf.linalg.norm(Q[:, k])), onp.asarray(onp.linalg.norm(q[:, k])))
+        same_bits(onp.asarray(nf.linalg.norm(Q[::-3, k])), onp.asarray(onp.linalg.norm(q[::-3, k])))
+    same_bits(onp.asarray(nf.linalg.norm(Q[:, 1:3])), onp.asarray(onp.linalg.norm(q[:, 1:3])))

@@ -194,11 +194,18 @@ def outer(x1, x2, /):
     return _outer(x1, x2)
 
 
+_SQRT, _DOT = UFUNCS["sqrt"], _core.FAST_FUNCTIONS["dot"]
+
+
 def norm(x, ord=None, axis=None, keepdims=False):
     """numpy.linalg.norm, NumPy's definitions computed by numfuse: vector
     norms of every order and the matrix norms 1, -1, inf, -inf and Frobenius
     are reductions; the matrix 2-norm, -2-norm and nuclear norm reduce the
     singular values (LAPACK's, numfuse.linalg.svd)."""
+    if type(x) is ndarray and ord is None and axis is None and not keepdims and x.ndim == 1 and x.dtype.kind == "f":
+        # (the loops' call: a vector's 2-norm, as below without the checks)
+        flat = x if x._c_contiguous else x.copy()
+        return _SQRT(_DOT(flat, flat))
     x = asarray(x)
     if type(x) is not ndarray:
         return _fallback.call_numpy(np.linalg.norm, (x,), dict(ord=ord, axis=axis, keepdims=keepdims),
@@ -208,7 +215,10 @@ def norm(x, ord=None, axis=None, keepdims=False):
     if axis is None:
         nd = x.ndim
         if ord is None or (ord in ("f", "fro") and nd == 2) or (ord == 2 and nd == 1):
-            flat = x.ravel(order="K")
+            # NumPy's x.ravel(order="K"): a 1-D view as it is when contiguous,
+            # else a copy -- its dot products are then NumPy's (BLAS sums a
+            # contiguous vector otherwise than a strided one)
+            flat = (x if x._c_contiguous else x.copy()) if nd == 1 else x.ravel(order="K")
             if x.dtype.kind == "c":
                 re, im = flat.real, flat.imag
                 sq = _core.FAST_FUNCTIONS["dot"](re, re) + _core.FAST_FUNCTIONS["dot"](im, im)
