@@ -438,3 +438,86 @@ def test_missing_attributes_fail_fast_and_ndarray_methods_fall_back():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert pickle.loads(a.dumps()).tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+
+
+# -- calls loops make: item(i) of any rank, ufuncs with default keywords or out=,
+# clip between Python numbers, ravel of a strided vector, swapaxes, squeeze() --
+
+def _outcome(f):
+    try:
+        return ("ok", f())
+    except Exception as e:  # noqa: BLE001
+        return (type(e), str(e))
+
+
+@pytest.mark.parametrize("dtype", [onp.float64, onp.int32, onp.bool_, onp.complex128])
+def test_item_of_any_rank(dtype):
+    ref = (onp.arange(60) % 7).astype(dtype).reshape(4, 5, 3)
+    A = nf.asarray(ref.copy())
+    for r, a in ((ref, A), (ref.transpose(2, 0, 1), A.transpose(2, 0, 1)), (ref[::2, ::-1], A[::2, ::-1]),
+                 (ref[1], A[1])):
+        n = r.size
+        keys = [(0,), (n - 1,), (-1,), (-n,), (n,), (-n - 1,), (True,), (onp.int64(2),), (2**70,)]
+        keys += [tuple([0] * r.ndim), tuple([-1] * r.ndim), tuple(r.shape), tuple([1] * (r.ndim - 1))]
+        for k in keys:
+            g, e = _outcome(lambda: a.item(*k)), _outcome(lambda: r.item(*k))
+            assert g[0] == e[0], (r.shape, k, g, e)
+            if e[0] == "ok":
+                assert type(g[1]) is type(e[1]) and g[1] == e[1], (k, g, e)
+
+
+def test_ufunc_keywords_at_their_defaults_and_out_run_natively():
+    x = onp.linspace(-2, 2, 12).reshape(3, 4)
+    X = nf.asarray(x)
+    o = nf.empty((3, 4))
+    for kw in (dict(out=None), dict(where=True), dict(casting="same_kind", order="K", dtype=None, subok=True),
+               dict(out=(None,))):
+        assert_same(nf.add(X, 1.5, **kw), onp.add(x, 1.5, **kw))
+        assert_same(nf.sqrt(nf.absolute(X), **kw), onp.sqrt(onp.absolute(x), **kw))
+    r = nf.multiply(X, X, out=o)
+    assert r is o
+    assert_same(o, x * x)
+    r = nf.negative(X, out=(o,))
+    assert r is o
+    assert_same(o, -x)
+    i = nf.arange(4, dtype=onp.int32)
+    with pytest.raises(onp._core._exceptions._UFuncOutputCastingError):
+        nf.add(i, 1.5, out=i)
+    assert_same(i, onp.arange(4, dtype=onp.int32))  # (untouched)
+    with pytest.raises(ValueError):
+        nf.add(X, 1.0, out=nf.empty(5))
+    assert nf.add(2, 3, out=None) == 5 and type(nf.add(2, 3, out=None)) is onp.int64
+    with pytest.raises(TypeError, match="signature"):  # (NumPy refuses signature=None)
+        nf.add(X, 1.0, signature=None)
+
+
+@pytest.mark.parametrize("dtype", [onp.float64, onp.float32])
+def test_clip_between_python_numbers(dtype):
+    x = onp.array([0.0, -0.0, onp.nan, 1.0, 0.5, -onp.inf, onp.inf, 2.0, -3.0], dtype=dtype)
+    X = nf.asarray(x)
+    for lo, hi in [(-0.0, 1.0), (0.0, 0.0), (0, 1), (0.5, 0.2), (-1, -0.0), (2**70, 3), (1e-50, 0.7)]:
+        g, e = onp.asarray(nf.clip(X, lo, hi)), onp.clip(x, lo, hi)
+        assert g.dtype == e.dtype
+        assert onp.array_equal(g, e, equal_nan=True) and (onp.signbit(g) == onp.signbit(e)).all(), (lo, hi, g, e)
+
+
+def test_ravel_swapaxes_squeeze_as_numpy():
+    ref = onp.arange(24.0).reshape(4, 6)
+    a = nf.asarray(ref.copy())
+    for r, v in ((ref[:, 2], a[:, 2]), (ref[::-2, 1], a[::-2, 1]), (ref[1], a[1])):
+        for order in ("C", "F", "A", "K"):
+            g, e = v.ravel(order), r.ravel(order)
+            assert_same(g, e)
+            assert g.flags.c_contiguous and onp.shares_memory(e, r) == nf.shares_memory(g, v)
+            assert_same(nf.ravel(v, order), onp.ravel(r, order))
+    b, rb = nf.asarray(ref.reshape(1, 4, 1, 6)), ref.reshape(1, 4, 1, 6)
+    assert b.squeeze().shape == rb.squeeze().shape and b.squeeze().strides == rb.squeeze().strides
+    assert a.squeeze() is a  # (NumPy: the array itself when nothing goes)
+    assert_same(b.squeeze(axis=2), rb.squeeze(axis=2))
+    with pytest.raises(ValueError):
+        b.squeeze(axis=1)
+    assert_same(a.swapaxes(0, 1), ref.swapaxes(0, 1))
+    assert a.swapaxes(-1, 0).strides == ref.swapaxes(-1, 0).strides
+    for bad in ((0, 2), (0, 1.0)):
+        g, e = _outcome(lambda: a.swapaxes(*bad)), _outcome(lambda: ref.swapaxes(*bad))
+        assert g[0] == e[0], (g, e)

@@ -169,6 +169,14 @@ around = round
 def clip(a, a_min=_np._NoValue, a_max=_np._NoValue, out=None, *, min=_np._NoValue, max=_np._NoValue, **kwargs):
     """numpy.clip: NumPy's argument rules, types (the clip ufunc's loop) and
     signed-zero behaviour, recorded as one fused elementwise pass."""
+    # The common call first: a float array between two Python numbers (not
+    # NaN; weak, so the array's type is the loop's): _clip_both's last form
+    # without its type resolution (x kept where it is NaN or equals a bound).
+    if (type(a) is ndarray and type(a_min) in (float, int) and type(a_max) in (float, int) and out is None
+            and not kwargs and min is _np._NoValue and max is _np._NoValue and a.dtype.kind == "f"
+            and a_min == a_min and a_max == a_max):
+        m = where(_CLIP_LESS(a, a_min), a_min, a)
+        return where(_CLIP_GREATER(m, a_max), a_max, m)
     if a_min is _np._NoValue and a_max is _np._NoValue:
         a_min = None if min is _np._NoValue else min
         a_max = None if max is _np._NoValue else max
@@ -201,6 +209,7 @@ def clip(a, a_min=_np._NoValue, a_max=_np._NoValue, out=None, *, min=_np._NoValu
 
 
 _CLIP_LOOPS = {}  # (x dtype, bound types) -> NumPy's clip loop (resolve_dtypes is slow)
+_CLIP_LESS, _CLIP_GREATER = _UFUNCS["less"], _UFUNCS["greater"]
 
 
 def _clip_both(x, lo, hi, out):

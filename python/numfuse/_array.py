@@ -349,10 +349,27 @@ def _install(ns):
         # the C reshape entry point, without the Python function's checks.
         if self._c_contiguous and (order != "F" or self.ndim <= 1):
             return self.reshape(-1)
+        if self.ndim == 1 and order in ("C", "F", "A", "K"):  # (a strided vector: a contiguous copy)
+            return self.copy()
         return general_ravel(self, order)
 
     ravel.__doc__ = general_ravel.__doc__
     C.ravel = ravel
+
+    # swapaxes and squeeze() as methods: the view directly (loops call them).
+    general_swapaxes, general_squeeze = C.swapaxes, C.squeeze
+
+    def swapaxes(self, axis1, axis2):
+        return self._swapaxes(operator.index(axis1), operator.index(axis2))
+
+    def squeeze(self, axis=None):
+        if axis is not None:
+            return general_squeeze(self, axis)
+        r = self._squeeze(None)
+        return self if r.ndim == self.ndim else r  # (NumPy: the array itself when nothing goes)
+
+    swapaxes.__doc__, squeeze.__doc__ = general_swapaxes.__doc__, general_squeeze.__doc__
+    C.swapaxes, C.squeeze = swapaxes, squeeze
 
 
 def _ndarray_new(shape, dtype=float, buffer=None, offset=0, strides=None, order=None):

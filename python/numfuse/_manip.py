@@ -50,6 +50,8 @@ def ravel(a, order="C"):
     a = asarray(a)
     if type(a) is not ndarray:
         return _numpy(np.ravel, a, order)
+    if a.ndim == 1 and order in ("C", "F", "A", "K"):  # (a vector: itself when contiguous, else a copy)
+        return a.reshape(-1) if a._c_contiguous else a.copy()
     order = order_arg(order, "C")
     if order == "A":
         order = "F" if a._f_contiguous and not a._c_contiguous else "C"

@@ -52,7 +52,7 @@ class _UfuncMethods:
     signature = None
 
     def _call(self, *args, out=None, where=True, casting="same_kind", order="K", dtype=None, subok=True,
-              signature=None):
+              signature=np._NoValue):
         if len(args) == self.nin + 1 and out is None:
             if self.__name__ in ("maximum", "minimum"):
                 warnings.warn("Passing more than 2 positional arguments to np.maximum and np.minimum is deprecated. "
@@ -72,7 +72,9 @@ class _UfuncMethods:
             kwargs["casting"] = casting
         if order != "K":
             kwargs["order"] = order
-        if signature is not None:
+        if signature is None:
+            raise TypeError("the signature object to ufunc must be a string or a tuple.")  # (NumPy's)
+        if signature is not np._NoValue:
             kwargs["signature"] = signature
         return ufunc_call(self, args, out, dtype, kwargs)
 

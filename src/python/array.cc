@@ -896,11 +896,47 @@ PyObject* array_ufunc(PyObject* self, PyObject* const* args, Py_ssize_t nargs, P
 // a.item(i) on a 1-D array, a.item((i, j, ...)) with one int per dimension
 // (indices in range) and a.item() on a 0-d array read the element directly;
 // every other form is the Python method (numfuse._array).
+// The element offset of item(i) (a flat C-order index of any array) or
+// item(i, j, ...) (one index per dimension), Python ints in range counted
+// from the end where negative; -1 for anything else (the Python path raises
+// NumPy's errors).
+int64_t item_offset(const View& v, PyObject* const* args, Py_ssize_t nargs) {
+  const int nd = v.ndim();
+  auto index = [](PyObject* o, int64_t n, int64_t* out) {
+    if (!PyLong_CheckExact(o)) return false;
+    int overflow = 0;
+    long long i = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (overflow) return false;
+    if (i < 0) i += n;
+    if (i < 0 || i >= n) return false;
+    *out = i;
+    return true;
+  };
+  int64_t off = v.offset;
+  if (nargs == 1 && nd != 1) {
+    int64_t flat;
+    if (nd == 0 || !index(args[0], v.size(), &flat)) return -1;
+    for (int d = nd - 1; d >= 0; --d) {
+      off += (flat % v.shape[d]) * v.strides[d];
+      flat /= v.shape[d];
+    }
+    return off;
+  }
+  if (nargs != nd || nd == 0) return -1;
+  for (int d = 0; d < nd; ++d) {
+    int64_t i;
+    if (!index(args[d], v.shape[d], &i)) return -1;
+    off += i * v.strides[d];
+  }
+  return off;
+}
+
 PyObject* m_item(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
   const View& v = view_of(self);
   int64_t off = -1;
-  if (nargs == 1) off = int_key_offset(v, args[0]);
+  if (nargs == 1 && v.ndim() == 1) off = int_key_offset(v, args[0]);
   else if (nargs == 0 && v.ndim() == 0) off = v.offset;
+  else if (nargs > 0) off = item_offset(v, args, nargs);
   if (off >= 0)
     return guarded([&] {
       if (v.buffer->pending_write()) flush_all("item()");

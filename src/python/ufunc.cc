@@ -149,20 +149,52 @@ PyObject* vmath_scalar(const Ufunc* u, PyObject* const* args) {
   return o;
 }
 
+// The keywords of a ufunc call the fast path takes: `out` (None, a numfuse
+// array, or a tuple of one) into *out, and the others at their defaults
+// (numfuse's own functions pass out=None through); false for anything else.
+bool plain_keywords(PyObject* const* kwargs, PyObject* kwnames, PyObject** out) {
+  *out = Py_None;
+  const Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+  for (Py_ssize_t i = 0; i < nkw; ++i) {
+    PyObject* name = PyTuple_GET_ITEM(kwnames, i);
+    PyObject* v = kwargs[i];
+    if (PyUnicode_CompareWithASCIIString(name, "out") == 0) {
+      if (PyTuple_CheckExact(v) && PyTuple_GET_SIZE(v) == 1) v = PyTuple_GET_ITEM(v, 0);
+      if (v != Py_None && !is_ndarray(py::handle(v))) return false;
+      *out = v;
+    } else if (PyUnicode_CompareWithASCIIString(name, "where") == 0) {
+      if (v != Py_True) return false;
+    } else if (PyUnicode_CompareWithASCIIString(name, "casting") == 0) {
+      if (!PyUnicode_Check(v) || PyUnicode_CompareWithASCIIString(v, "same_kind") != 0) return false;
+    } else if (PyUnicode_CompareWithASCIIString(name, "order") == 0) {
+      if (!PyUnicode_Check(v) || PyUnicode_CompareWithASCIIString(v, "K") != 0) return false;
+    } else if (PyUnicode_CompareWithASCIIString(name, "dtype") == 0) {
+      if (v != Py_None) return false;
+    } else if (PyUnicode_CompareWithASCIIString(name, "subok") == 0) {
+      if (v != Py_True) return false;
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
 PyObject* call(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   auto* u = reinterpret_cast<Ufunc*>(self);
   const Py_ssize_t n = PyVectorcall_NARGS(nargsf);
-  if ((!kwnames || PyTuple_GET_SIZE(kwnames) == 0) && n == u->nin && !(n == 2 && needs_power_check(u, args[1]))) {
+  PyObject* out = Py_None;
+  if (n == u->nin && plain_keywords(args + n, kwnames, &out) && !(n == 2 && needs_power_check(u, args[1])) &&
+      !(out != Py_None && is_scalar(args[0]) && (n == 1 || is_scalar(args[1])))) {
     // Scalars only (a loop over elements): NumPy's scalar arithmetic, as
     // NumPy gives it, without trying to record first.
-    if (u->np && u->np != Py_None && is_scalar(args[0]) && (n == 1 || is_scalar(args[1]))) {
+    if (out == Py_None && u->np && u->np != Py_None && is_scalar(args[0]) && (n == 1 || is_scalar(args[1]))) {
       if (PyObject* r = vmath_scalar(u, args)) return r;
       if (PyErr_Occurred()) return nullptr;
       return PyObject_Vectorcall(u->np, args, nargsf, kwnames);
     }
     PyObject* r = guarded([&] {
       py::handle y = n == 2 ? py::handle(args[1]) : py::handle(Py_None);
-      return record_ufunc(u->nin, u->op, args[0], y, py::none()).release().ptr();
+      return record_ufunc(u->nin, u->op, args[0], y, py::handle(out)).release().ptr();
     });
     if (r != Py_NotImplemented) return r;  // a result, or an error raised at the call
     Py_DECREF(r);
