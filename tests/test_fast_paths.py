@@ -521,3 +521,48 @@ def test_ravel_swapaxes_squeeze_as_numpy():
     for bad in ((0, 2), (0, 1.0)):
         g, e = _outcome(lambda: a.swapaxes(*bad)), _outcome(lambda: ref.swapaxes(*bad))
         assert g[0] == e[0], (g, e)
+
+
+def test_einsum_calls_repeated_with_other_shapes_layouts_and_types():
+    """einsum remembers a call's layout and plan by its subscripts and its
+    operands' shapes, strides and dtypes: repeated calls that differ in any
+    of them are planned anew (values, dtypes and strides as NumPy's)."""
+    rng = onp.random.default_rng(3)
+    for _ in range(2):
+        for shape, t, f32 in (((4, 5), False, False), ((4, 5), True, False), ((3, 5), False, True),
+                              ((4, 5), False, False)):
+            x = rng.random(shape)
+            x = x.T.copy().T if t else x
+            x = x.astype(onp.float32) if f32 else x
+            X = nf.asarray(x)
+            for sub in ("ij,ij->i", "ij,kj->ki", "ij->j", "ij,ij->"):
+                ops = (x,) if sub.count(",") == 0 else (x, x)
+                g = nf.einsum(sub, *[X] * len(ops))
+                e = onp.einsum(sub, *ops)
+                assert_same(g, e, rtol=1e-5 if f32 else 1e-12)
+                if e.ndim:
+                    assert onp.asarray(g).strides == e.strides or g.strides == e.strides, (sub, shape, t)
+    with pytest.raises(ValueError):
+        nf.einsum("ij,ij->i", nf.ones((2, 3)), nf.ones((3, 2)))
+
+
+def test_vdot_inner_of_vectors_and_float_arange_as_numpy():
+    from conftest import same_bits
+
+    rng = onp.random.default_rng(4)
+    for n in (1, 7, 50, 1000):
+        v, w = rng.random(n) * 1e3, rng.random(n)
+        V, W = nf.asarray(v), nf.asarray(w)
+        same_bits(onp.asarray(nf.vdot(V, W)), onp.asarray(onp.vdot(v, w)))
+        same_bits(onp.asarray(nf.inner(V, W)), onp.asarray(onp.inner(v, w)))
+        same_bits(onp.asarray(nf.vdot(V[::2], W[::2])), onp.asarray(onp.vdot(v[::2], w[::2])))
+    for args in [(50.0,), (0.0, 1.0, 0.1), (0, 5.5), (5.5,), (1.0, 0.0), (1.0, 0.0, -0.3), (0.1, 0.35, 0.05),
+                 (3, 1.5, -0.25), (-2.5, 7), (1e10, 1e10 + 5.5), (0.0, 1.0, 1e-3), (2.0, 2**40 + 0.5, 2**37)]:
+        g, e = nf.arange(*args), onp.arange(*args)
+        assert_same(g, e, rtol=0)
+    for args in [(0.0, float("inf")), (0.0, float("nan")), (0.0, 1.0, 0.0)]:
+        with pytest.raises((ValueError, ZeroDivisionError)) as got:
+            nf.arange(*args)
+        with pytest.raises((ValueError, ZeroDivisionError)) as want:
+            onp.arange(*args)
+        assert got.type is want.type and str(got.value) == str(want.value)

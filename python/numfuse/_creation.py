@@ -258,6 +258,7 @@ def ones_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
 
 
 _INT64 = np.dtype(np.int64)
+_F64_DT = np.dtype(np.float64)
 
 
 def _is_int(x):
@@ -275,6 +276,16 @@ def arange(*args, start=None, stop=None, step=None, dtype=None, device=None, lik
         r = range(*args) if len(args) < 3 or args[2] != 0 else None  # (step 0: the general path raises)
         if r is not None and -2**62 < r.start < 2**62 and -2**62 < r.stop < 2**62 and -2**62 < r.step < 2**62:
             return _core.arange(float(r.start), float(r.step), len(r), _INT64, True, r.start, r.step)
+    # Python floats (and ints) with a float among them: a float64 range of
+    # NumPy's length ceil((stop - start) / step), finite arguments only.
+    if (0 < len(args) <= 3 and start is None and stop is None and step is None and dtype is None
+            and like is None and all(type(x) is float or type(x) is int for x in args)
+            and any(type(x) is float for x in args)):
+        a0, a1, a2 = (0.0, args[0], 1.0) if len(args) == 1 else (args[0], args[1], args[2] if len(args) == 3 else 1.0)
+        if a2 != 0:
+            q = (a1 - a0) / a2
+            if math.isfinite(q) and abs(q) < 2**52:
+                return _core.arange(float(a0), float(a2), max(math.ceil(q), 0), _F64_DT, False, 0, 0)
     if len(args) > 4:
         raise TypeError(f"arange() takes from 1 to 4 positional arguments but {len(args)} were given")
     if len(args) == 4:
@@ -311,7 +322,7 @@ def arange(*args, start=None, stop=None, step=None, dtype=None, device=None, lik
         return numpy_arange()
     integral = all(_is_int(x) or isinstance(x, (bool, np.bool_)) for x in args)
     if step == 0:
-        raise ZeroDivisionError("division by zero" if integral else "Maximum allowed size exceeded")
+        raise ZeroDivisionError("division by zero" if integral else "float division by zero")
     # NumPy: integer (and bool) arguments give int64, anything else float64.
     dt = np.dtype(dtype) if dtype is not None else np.dtype(np.int64 if integral else np.float64)
     if not _core.supported_dtype(dt) or (not integral and dt.kind in "iub"):
@@ -328,8 +339,12 @@ def arange(*args, start=None, stop=None, step=None, dtype=None, device=None, lik
         if not all(-2**63 <= int(v) < 2**63 for v in args):
             return numpy_arange()
         return _core.arange(float(start), float(step), n, dt, True, int(start), int(step))
-    n = math.ceil((stop - start) / step)
-    n = max(int(n), 0)
+    q = (stop - start) / step
+    if q != q:
+        raise ValueError("arange: cannot compute length")  # (NumPy's, for a NaN)
+    if math.isinf(q):
+        raise ValueError("Maximum allowed size exceeded")
+    n = max(int(math.ceil(q)), 0)
     return _core.arange(float(start), float(step), n, dt, False, 0, 0)
 
 

@@ -496,6 +496,17 @@ def _numpy_layout(subscripts, ops):
     return ",".join(ins) + "->" + "".join(mo), tuple(mo.index(c) for c in out)
 
 
+_PLANS = {}  # (subscripts, dtype, casting, order, optimize, operands' shapes/strides/dtypes) -> (layout, Plan)
+
+
+def _remember(key, value):
+    if key is None:
+        return
+    if len(_PLANS) >= 512:
+        _PLANS.clear()
+    _PLANS[key] = value
+
+
 def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=False):
     """numpy.einsum (see the module docstring). ``optimize`` picks the pairwise
     order for three or more operands (np.einsum_path on the shapes); with
@@ -515,15 +526,33 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
     dt = None if dtype is None else np.dtype(dtype)
     if dt is not None and not _core.supported_dtype(dt):
         return fallback()
+    # (A call seen before -- same subscripts, operand shapes, strides and
+    # dtypes -- reuses its layout and plan: a loop's einsum parses once.)
+    key = None
+    if out is None and isinstance(subscripts, str):
+        key = (subscripts, dt, casting, order, optimize is False,
+               tuple((o.shape, o.strides, o.dtype) for o in ops))
+        cached = _PLANS.get(key)
+        if cached is not None:
+            layout, p = cached
+            if layout is not None:
+                r = einsum(layout[0], *ops, dtype=dtype, casting=casting)
+                return r.transpose(layout[1]) if isinstance(r, ndarray) else r
+            r = contract_plan(p, ops, out, optimize)
+            if r is not NotImplemented:
+                return _core.scalar_result(r)
     if out is None and order == "K" and optimize is False and isinstance(operands[0], (str, bytes)):
         # the result laid out as NumPy lays it out ('ij,jk->ki': (i, k) in
         # memory, its transpose returned), so a later reshape or ravel
         # makes a view or a copy where NumPy's does
         layout = _numpy_layout(subscripts, ops)
         if layout is not None:
+            _remember(key, (layout, None))
             r = einsum(layout[0], *ops, dtype=dtype, casting=casting)
             return r.transpose(layout[1]) if isinstance(r, ndarray) else r
     p = plan(subscripts, ops, out=out, dtype=dt, casting=casting)
+    if p.view is None and _core.supported_dtype(p.dtype):
+        _remember(key, (None, p))
     if p.view is not None:
         return p.view
     if not _core.supported_dtype(p.dtype):

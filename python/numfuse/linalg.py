@@ -14,6 +14,7 @@ from ._reductions import max as _max, min as _min, sum as _sum, trace as _trace
 from ._ufuncs import UFUNCS
 
 ndarray = _core.ndarray
+_SQRT, _DOT = UFUNCS["sqrt"], _core.FAST_FUNCTIONS["dot"]
 _normalize_axis_index = np.lib.array_utils.normalize_axis_index
 _normalize_axis_tuple = np.lib.array_utils.normalize_axis_tuple
 LinAlgError = np.linalg.LinAlgError
@@ -132,9 +133,19 @@ def dot(a, b, out=None):
     return out if out is not None else r
 
 
+def _dot_of_vectors(a, b):
+    """Two float vectors of one type and length: vdot and inner are then
+    NumPy's dot of them (its C vdot does not copy a strided vector: BLAS's
+    sums over the strides, NumPy's bits), numfuse's C entry point."""
+    return (type(a) is ndarray and type(b) is ndarray and a.ndim == 1 and b.ndim == 1 and a.dtype == b.dtype
+            and a.dtype.kind == "f" and a.shape == b.shape)
+
+
 def vdot(a, b, /):
     """numpy.vdot: the dot product of the flattened arrays (one contraction),
     the first conjugated."""
+    if _dot_of_vectors(a, b):
+        return _DOT(a, b)
     a, b = asarray(a), asarray(b)
     if not _native(a, b):
         return _fallback.call_numpy(np.vdot, (a, b), {}, "numpy.vdot")
@@ -153,6 +164,8 @@ def vdot(a, b, /):
 def inner(a, b, /):
     """numpy.inner: sum over the last axes of both (one contraction):
     inner(a, b)[i..., j...] = sum(a[i..., :] * b[j..., :])."""
+    if _dot_of_vectors(a, b):
+        return _DOT(a, b)
     a, b = asarray(a), asarray(b)
     if not _native(a, b):
         return _fallback.call_numpy(np.inner, (a, b), {}, "numpy.inner")
@@ -192,9 +205,6 @@ def outer(x1, x2, /):
         raise ValueError(f"Input arrays must be one-dimensional, but they are x1.ndim={x1.ndim} and "
                          f"x2.ndim={x2.ndim}.")
     return _outer(x1, x2)
-
-
-_SQRT, _DOT = UFUNCS["sqrt"], _core.FAST_FUNCTIONS["dot"]
 
 
 def norm(x, ord=None, axis=None, keepdims=False):
