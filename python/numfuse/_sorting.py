@@ -21,13 +21,17 @@ interpolation) is recorded and fused like any other operation.
 
 import collections
 import operator
+import threading
+import warnings
 
 import numpy as np
 
 from . import _core, _fallback
 from ._core import ndarray
-from ._creation import asarray
-from ._manip import concatenate, moveaxis, where
+from ._creation import arange, asarray, empty, empty_like, full, ones, zeros
+from ._manip import broadcast_to, concatenate, moveaxis, stack, where
+from ._reductions import cumsum, sum as _sum
+from ._ufuncs import UFUNCS
 
 def _numpy_kernel(fn):
     """Marks a function whose work is NumPy's own kernel run on numfuse's
@@ -91,7 +95,6 @@ def _sorted_copy(a, axis, kind=None):
     """a sorted along axis into a new array laid out as a.copy(order="K")
     (NumPy's sort copies so, then sorts in place): NumPy's sort, in place in
     the result's memory."""
-    from ._creation import empty_like
     out = empty_like(a)
     o = out._to_numpy(True)
     np.copyto(o, a._to_numpy(False))
@@ -142,7 +145,6 @@ def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
     ax = _axis(axis, a.ndim)
     if st:
         return _core.argsort(a, ax)
-    from ._creation import empty
     out = empty(a.shape, dtype=np.int64)
     o, src = out._to_numpy(True), a._to_numpy(False)
     if o.ndim == 0:
@@ -170,7 +172,6 @@ def _row_slices(m, n, d):
 
 def _in_rows_slices(fn, slices):
     """fn(sl) for each index tuple, the first on this thread, the others on threads of their own."""
-    import threading
     errors = []
 
     def run(sl):
@@ -222,7 +223,6 @@ def partition(a, kth, axis=-1, kind="introselect", order=None):
     a, ax, done = _partition_args(np.partition, a, kth, axis, kind, order)
     if done is not None:
         return done
-    from ._creation import empty
     out = empty(a.shape, dtype=a.dtype)
     o = out._to_numpy(True)
     np.copyto(o, a._to_numpy(False))
@@ -236,7 +236,6 @@ def argpartition(a, kth, axis=-1, kind="introselect", order=None):
     a, ax, done = _partition_args(np.argpartition, a, kth, axis, kind, order)
     if done is not None:
         return done
-    from ._creation import empty
     out = empty(a.shape, dtype=np.int64)
     out._to_numpy(True)[...] = np.argpartition(a._to_numpy(False), kth, axis=ax)
     return out
@@ -292,12 +291,10 @@ def argwhere(a):
     if a.ndim == 0:
         return _argwhere_0d(a.reshape(1))
     idx = _core.nonzero(a)
-    from ._manip import stack
     return stack(idx, axis=1)
 
 
 def _argwhere_0d(a):
-    from ._creation import zeros
     n = int(bool(a[0]))
     return zeros((n, 0), dtype=np.int64)
 
@@ -369,8 +366,6 @@ def take_along_axis(arr, indices, axis=-1):
     shape = np.broadcast_shapes(tuple(1 if d == ax else s for d, s in enumerate(arr.shape)),
                                 tuple(1 if d == ax else s for d, s in enumerate(idx.shape)))
     out_shape = tuple(idx.shape[d] if d == ax else shape[d] for d in range(arr.ndim))
-    from ._manip import broadcast_to
-    from ._creation import arange
     src = broadcast_to(arr, tuple(n if d == ax else shape[d] for d in range(arr.ndim))).copy()
     ix = broadcast_to(idx, out_shape).astype(np.int64)
     if ix.size:
@@ -419,7 +414,6 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
             # NaNs sort last: they are one value (differs is True between NaNs).
             nan = aux != aux
             differs = differs & ~(nan[1:] & nan[:-1])
-        from ._creation import ones
         mask = concatenate([ones(1, dtype=bool), differs])
     first = nonzero(mask)[0]
     uniq = _core.take(aux, first, 0)
@@ -427,12 +421,10 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
     if return_index:
         out.append(_core.take(perm, first, 0))
     if return_inverse:
-        from ._reductions import cumsum
         imask = cumsum(mask) - 1
         inv = _core.take(imask, _core.argsort(perm, 0), 0)
         out.append(inv.reshape(shape) if len(shape) > 1 or axis is None else inv)
     if return_counts:
-        from ._creation import full
         ends = concatenate([first[1:], full(1, n, dtype=np.int64)]) if first.size else first
         out.append(ends - first)
     return out[0] if len(out) == 1 else tuple(out)
@@ -500,7 +492,6 @@ def _stacked(results, q, a, axes, keepdims):
     if np.ndim(q) == 0:
         out = results[0]
     else:
-        from ._manip import stack
         out = stack(results).reshape(np.shape(q) + results[0].shape)
     if not keepdims:
         return out
@@ -682,7 +673,6 @@ def setxor1d(ar1, ar2, assume_unique=False):
     aux = _sorted_copy(concatenate((a1, a2)), 0)
     if aux.size == 0:
         return aux
-    from ._creation import ones
     edge = ones(1, dtype=bool)
     flag = concatenate((edge, aux[1:] != aux[:-1], edge))
     return _core.take(aux, nonzero(flag[1:] & flag[:-1])[0], 0)
@@ -754,7 +744,6 @@ def interp(x, xp, fp, left=None, right=None, period=None):
 
 
 def _nanquantile(a, q, axis, keepdims, scale, median):
-    import warnings
     qa = np.asarray(q, dtype=np.float64) / scale if scale != 1 else np.asarray(q, dtype=np.float64)
     if not (np.all(0 <= qa) and np.all(qa <= 1)):
         raise ValueError("Percentiles must be in the range [0, 100]" if scale == 100
@@ -764,7 +753,6 @@ def _nanquantile(a, q, axis, keepdims, scale, median):
     if dt.kind != "f":
         dt = np.dtype(np.float64)
     s = s.astype(dt) if s.dtype != dt else s
-    from ._reductions import sum as _sum
     c = _sum(~(s != s), axis=-1, keepdims=True)  # valid values per row
     if bool((np.asarray(c) == 0).any()):
         warnings.warn("All-NaN slice encountered", RuntimeWarning, stacklevel=4)
@@ -793,7 +781,6 @@ def _nanquantile(a, q, axis, keepdims, scale, median):
 
 
 def U_floor(x):
-    from ._ufuncs import UFUNCS
     return UFUNCS["floor"](x)
 
 
