@@ -105,9 +105,10 @@ def array(object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, lik
                          "when needed (no behavior change in NumPy 1.x).\n"
                          "For more details, see https://numpy.org/devdocs/numpy_2_0_migration_guide.html"
                          "#adapting-to-changes-in-the-copy-keyword.")
-    if copy is True and (type(object) is list or type(object) is tuple):
+    if copy is not False and (type(object) is list or type(object) is tuple):
         # A fresh NumPy array from a sequence (numfuse arrays inside convert
-        # through __array__, synced): it aliases nothing, numfuse adopts it.
+        # through __array__, synced; NumPy copies a sequence whatever `copy`
+        # says): it aliases nothing, numfuse adopts it.
         a = np.array(object, dtype=dtype, order=order, ndmin=ndmin)
         if _core.supported_dtype(a.dtype):
             return _core.from_numpy(a, True)
