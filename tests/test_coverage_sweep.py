@@ -20,6 +20,11 @@ For each function and each candidate argument list:
   integers, bools and everything else exactly). Array arguments must also be
   left with the same values (``copyto``, ``place``, ``put``, ``fill_diagonal``
   ... modify them).
+- Array results must be laid out as NumPy's (a later reshape/ravel is a view
+  or a copy by the layout, and a write through it shows up or not): C and F
+  contiguity, strides over the axes longer than 1, the writeable flag, and
+  which arguments the result shares memory with (``View`` arguments hand both
+  sides transposed, sliced and reversed views).
 - Warnings must agree: floating-point errors by kind (divide by zero,
   overflow, underflow, invalid; not the operation named), any other warning by
   category and message. numfuse's result (and its array arguments) are
@@ -148,6 +153,35 @@ def _c(desc, *args, **kwargs):
     return (desc, args, kwargs)
 
 
+class View:
+    """An argument that is a view of a NumPy array (transposed, sliced,
+    reversed): each side gets a fresh copy of `base` and the same view of it
+    (`make`), so numfuse is handed the layout NumPy is."""
+
+    def __init__(self, base, make):
+        self.base, self.make = base, make
+
+    def numpy(self):
+        return self.make(self.base)
+
+
+# Layouts (the result's layout decides whether a later reshape/ravel is a view
+# or a copy, so it is compared with NumPy's: flags, strides, view-or-copy).
+A2T = View(A2, lambda x: x.T)                                     # (4, 3), F-contiguous view
+A2S = View(A2, lambda x: x[:, ::2])                               # (3, 2), strided view
+A2R = View(A2, lambda x: x[::-1, 1:])                             # (3, 3), negative stride
+A1R = View(A1, lambda x: x[::-1])                                 # (7,), reversed
+A1S = View(np.concatenate([A1, A1B]), lambda x: x[::2])           # (7,), stride 2
+A3P = View(A3, lambda x: x.transpose(2, 0, 1))                    # (4, 2, 3), permuted
+SQT = View(SQ, lambda x: x.T)
+I2S = View(np.repeat(I2, 2), lambda x: x[::2])                    # i64[7]>=0, stride 2
+A3N = A3.copy()
+A3N[1, 2, 0] = np.nan
+A3PN = View(A3N, lambda x: x.transpose(2, 0, 1))                  # (4, 2, 3), permuted, one NaN
+AFN = AF.copy(order="K")
+AFN[2, 1] = np.nan                                                # F-ordered, one NaN
+
+
 CANDIDATES = [
     _c("f64[7]", A1),
     _c("f64[3,4]", A2),
@@ -188,6 +222,19 @@ CANDIDATES = [
     _c("i32[7], i64[7]", I32, I1),
     _c("f64[3,4], axis=1, keepdims=True", A2, axis=1, keepdims=True),
     _c("i64[7], dtype=float32", I1, dtype=np.float32),
+    _c("f64[4,3] = f64[3,4].T", A2T),
+    _c("f64[3,2] = f64[3,4][:, ::2]", A2S),
+    _c("f64[3,3] = f64[3,4][::-1, 1:]", A2R),
+    _c("f64[7] reversed", A1R),
+    _c("f64[7] stride 2", A1S),
+    _c("f64[4,2,3] = f64[2,3,4].transpose(2, 0, 1)", A3P),
+    _c("f64[4,3] F-order, axis=0", AF, axis=0),
+    _c("f64[4,3] = f64[3,4].T, axis=1", A2T, axis=1),
+    _c("f64[4,2,3] permuted, axis=1", A3P, axis=1),
+    _c("f64[4,4].T, f64[4,4]", SQT, SQB),
+    _c("f64[4,3] F-order, f64[3,4].T", AF, A2T),
+    _c("f64[7] reversed, i64[7]>=0 stride 2", A1R, I2S),
+    _c("f64[4,3] = f64[3,4].T, (3, 4)", A2T, (3, 4)),
 ]
 
 # Calls the generic pool cannot reach: (function, description, args, kwargs).
@@ -196,10 +243,22 @@ EXTRA = {
                _c("'ii', f64[4,4]", "ii", SQ),
                _c("'i,i->', f64[7], f64[7]", "i,i->", A1, A1B),
                _c("'ij->j', f64[3,4]", "ij->j", A2)],
-    "percentile": [_c("f64[3,4], 30, axis=0", A2, 30, axis=0)],
-    "quantile": [_c("f64[7], [0.25, 0.9]", A1, [0.25, 0.9])],
-    "nanpercentile": [_c("f64[3,4], 30, axis=1", A2, 30, axis=1)],
-    "nanquantile": [_c("f64[7], 0.3", A1, 0.3)],
+    "percentile": [_c("f64[3,4], 30, axis=0", A2, 30, axis=0),
+                   _c("f64[4,2,3] permuted, [10, 70], axis=2", A3P, [10, 70], axis=2)],
+    "quantile": [_c("f64[7], [0.25, 0.9]", A1, [0.25, 0.9]),
+                 _c("f64[4,2,3] permuted, 0.3, axis=1", A3P, 0.3, axis=1),
+                 _c("f64[4,3] F-order, 0.3, axis=0", AF, 0.3, axis=0),
+                 _c("f64[4,3] = f64[3,4].T, 0.6, axis=1, keepdims=True", A2T, 0.6, axis=1, keepdims=True)],
+    "nanpercentile": [_c("f64[3,4], 30, axis=1", A2, 30, axis=1),
+                      _c("f64[4,2,3] permuted with NaN, 30, axis=1", A3PN, 30, axis=1)],
+    "nanquantile": [_c("f64[7], 0.3", A1, 0.3),
+                    _c("f64[4,2,3] permuted, 0.3, axis=1", A3P, 0.3, axis=1)],
+    "nanmedian": [_c("f64[4,2,3] permuted with NaN, axis=1", A3PN, axis=1),
+                  _c("f64[4,2,3] permuted with NaN, axis=2", A3PN, axis=2),
+                  _c("f64[4,3] F-order with NaN, axis=0", AFN, axis=0),
+                  _c("f64[4,3] F-order, axis=1", AF, axis=1)],
+    "median": [_c("f64[4,2,3] permuted, axis=2", A3P, axis=2),
+               _c("f64[4,3] = f64[3,4].T, axis=0", A2T, axis=0)],
     "histogram": [_c("f64[7], bins=3", A1, bins=3),
                   _c("f64[7], bins=3, range=(-1, 2)", A1, bins=3, range=(-1, 2))],
     "pad": [_c("f64[3,4], 1, mode='reflect'", A2, 1, mode="reflect"),
@@ -275,6 +334,7 @@ PRECONDITION = {
     "triu": _integer_k,
 }
 
+PRECONDITION["ndarray.searchsorted"] = PRECONDITION["searchsorted"]
 A1_SORTED = np.sort(A1)
 EXTRA["searchsorted"] = [  # the generic pool's first arrays are unsorted
     _c("sorted f64[7], f64[7]", A1_SORTED, A1B),
@@ -289,8 +349,14 @@ EXTRA["searchsorted"] = [  # the generic pool's first arrays are unsorted
 
 def _to_side(x, side, memo):
     """The argument `x` for one side: each NumPy array copied (NumPy side) or
-    copied into a fresh numfuse array (numfuse side); the same object twice
-    in the arguments stays the same object."""
+    copied into a fresh numfuse array (numfuse side), a `View` the same view
+    of such a copy; the same object twice in the arguments stays the same
+    object."""
+    if isinstance(x, View):
+        if id(x) not in memo:
+            c = x.base.copy(order="K")
+            memo[id(x)] = (x.make(c if side == "np" else nf.asarray(c)), x.numpy())
+        return memo[id(x)][0]
     if isinstance(x, np.ndarray):
         if id(x) not in memo:
             c = x.copy(order="K")
@@ -458,6 +524,51 @@ def compare(e, g, values=True):
     return None if _same_obj(e, g) else f"NumPy {e!r}, numfuse {g!r}"
 
 
+def _array_pairs(e, g, path=""):
+    """(path, NumPy's array, numfuse's array) for every array position of a
+    result the value comparison accepted (tuples and lists walked)."""
+    if isinstance(e, (tuple, list)) and isinstance(g, (tuple, list)):
+        for i, (ei, gi) in enumerate(zip(e, g)):
+            yield from _array_pairs(ei, gi, f"{path}[{i}] ")
+    elif isinstance(e, np.ndarray) and isinstance(g, (np.ndarray, nf.ndarray)):
+        yield path, e, g
+
+
+def _shared_with(x, args, may_share):
+    return [i for i, a in enumerate(args) if may_share(x, a)]
+
+
+# Documented layout differences (README, "Differences from NumPy you may
+# notice"): function -> flags not compared, with the reason.
+LAYOUT_DIFFERENCES = {
+    # NumPy's broadcast operands are writeable with a DeprecationWarning on a
+    # write ("future versions will not create a writeable array"); numfuse's
+    # are read-only, as broadcast_to's are in both.
+    "broadcast_arrays": {"writeable"},
+}
+
+
+def compare_layout(e, g, np_args, nf_args, name=None):
+    """None when every array of numfuse's result is laid out as NumPy's:
+    the same C/F contiguity, strides (over the axes longer than 1), writeable
+    flag and the same arguments whose memory it shares (view or copy)."""
+    skip = LAYOUT_DIFFERENCES.get(name, ())
+    for path, ea, ga in _array_pairs(e, g):
+        ef, gf = ea.flags, ga.flags
+        for flag in ("c_contiguous", "f_contiguous", "writeable"):
+            if flag in skip:
+                continue
+            if bool(getattr(ef, flag)) != bool(getattr(gf, flag)):
+                return f"{path}layout: flags.{flag} NumPy {bool(getattr(ef, flag))}, numfuse {bool(getattr(gf, flag))}"
+        if ea.size > 0 and any(n > 1 and se != sg for n, se, sg in zip(ea.shape, ea.strides, ga.strides)):
+            return f"{path}layout: strides NumPy {ea.strides}, numfuse {ga.strides} (shape {ea.shape})"
+        es = _shared_with(ea, np_args, np.may_share_memory)
+        gs = _shared_with(ga, nf_args, nf.may_share_memory)
+        if es != gs:
+            return f"{path}layout: shares memory with arguments NumPy {es}, numfuse {gs}"
+    return None
+
+
 def _exc(e):
     msg = str(e).split("\n")[0]
     return f"{type(e).__name__}({msg[:100]!r})"
@@ -466,13 +577,15 @@ def _exc(e):
 def _category(d):
     """The category of a difference text such as "[0] dtype: ..."."""
     head = re.sub(r"^(\[\d+\] )+", "", d).split(":")[0]
-    return head if head in ("kind", "dtype", "shape", "values", "length") else "result"
+    return head if head in ("kind", "dtype", "shape", "values", "length", "layout") else "result"
 
 
-def check_call(name, desc, args, kwargs):
+def check_call(name, desc, args, kwargs, np_fn=None, nf_fn=None):
     """(the mismatch for one call, as (category, function, arguments, what),
-    or None; whether NumPy returned a value)."""
-    np_fn, nf_fn = getattr(np, name), getattr(nf, name)
+    or None; whether NumPy returned a value). `name` is a numpy function's
+    unless the two callables are given."""
+    if np_fn is None:
+        np_fn, nf_fn = getattr(np, name), getattr(nf, name)
     np_memo, nf_memo = {}, {}
     np_args, np_kw = _to_side(args, "np", np_memo), _to_side(kwargs, "np", np_memo)
     e, e_exc, e_warn = _call(np_fn, np_args, np_kw)
@@ -503,6 +616,9 @@ def check_call(name, desc, args, kwargs):
         d = f"comparing raised {_exc(exc)}"
     if d:
         return (_category(d), name, desc, d), True
+    d = compare_layout(e, g, [v[0] for v in np_memo.values()], [v[0] for v in nf_memo.values()], name)
+    if d:
+        return ("layout", name, desc, d), True
     # in-place modifications of the arguments
     for key, (np_c, orig) in np_memo.items():
         d = _cmp_arrays(np_c, np.asarray(nf_memo[key][0]))
@@ -527,19 +643,130 @@ class SweepErrorTypeWarning(UserWarning):
     the reverse."""
 
 
-def sweep(name):
+def sweep(name, candidates=None, np_fn=None, nf_fn=None):
     """(mismatches, calls made, calls NumPy answered with a value)."""
     found, calls, compared = [], 0, 0
     pre = PRECONDITION.get(name)
-    for desc, args, kwargs in CANDIDATES + EXTRA.get(name, []):
+    for desc, args, kwargs in (CANDIDATES + EXTRA.get(name, []) if candidates is None else candidates):
         if pre is not None and not pre(args, kwargs):
             continue
         calls += 1
-        m, numpy_returned = check_call(name, desc, args, kwargs)
+        m, numpy_returned = check_call(name, desc, args, kwargs, np_fn, nf_fn)
         compared += numpy_returned
         if m:
             found.append(m)
     return found, calls, compared
+
+
+# --------------------------------------------------------------------------
+# ndarray methods, numpy.linalg and numpy.fft: the same checks, the same pool.
+
+METHOD_SKIP = {
+    "dump": "I/O (files)",
+    "dumps": "pickles (bytes differ by class)",
+    "tofile": "I/O (files)",
+    "resize": "NumPy refuses to resize an array another object refers to (the sweep's own copies)",
+}
+
+
+def swept_methods():
+    return sorted(n for n, cat in _coverage.table()[2].items()
+                  if n not in METHOD_SKIP and cat not in (_coverage.SHARED, _coverage.MISSING))
+
+
+def _method(name):
+    def call(self, *args, **kwargs):
+        return getattr(self, name)(*args, **kwargs)
+    return call
+
+
+def _is_array_arg(x):
+    return isinstance(x, (np.ndarray, View))
+
+
+# A method's candidates: the pool's calls whose first argument is an array
+# (the array the method is called on), and these.
+EXTRA_METHODS = {
+    "reshape": [_c("f64[4,3] = f64[3,4].T, (2, 6)", A2T, (2, 6)), _c("f64[3,4], -1, order='F'", A2, -1, order="F"),
+                _c("f64[4,3] F-order, (3, 4), order='A'", AF, (3, 4), order="A"),
+                _c("f64[4,2,3] permuted, (4, 6)", A3P, (4, 6))],
+    "transpose": [_c("f64[2,3,4], (1, 0, 2)", A3, (1, 0, 2)), _c("f64[4,2,3] permuted, 2, 0, 1", A3P, 2, 0, 1)],
+    "swapaxes": [_c("f64[4,2,3] permuted, 0, 2", A3P, 0, 2), _c("f64[4,3] F-order, 0, 1", AF, 0, 1)],
+    "ravel": [_c("f64[4,3] F-order, 'F'", AF, "F"), _c("f64[4,3] = f64[3,4].T, 'K'", A2T, "K"),
+              _c("f64[3,3] = f64[3,4][::-1, 1:], 'K'", A2R, "K"), _c("f64[4,2,3] permuted, 'A'", A3P, "A")],
+    "flatten": [_c("f64[4,3] F-order, 'F'", AF, "F"), _c("f64[4,2,3] permuted, 'K'", A3P, "K")],
+    "copy": [_c("f64[4,3] = f64[3,4].T, 'F'", A2T, "F"), _c("f64[4,2,3] permuted, 'K'", A3P, "K"),
+             _c("f64[3,2] = f64[3,4][:, ::2], 'A'", A2S, "A")],
+    "astype": [_c("f64[4,3] F-order, int32", AF, np.int32), _c("f64[4,2,3] permuted, float32", A3P, np.float32),
+               _c("f64[4,3] = f64[3,4].T, float32, order='C'", A2T, np.float32, order="C"),
+               _c("f64[4,3] F-order, float64, copy=False", AF, np.float64, copy=False)],
+    "view": [_c("f64[3,4], int64", A2, np.int64), _c("f64[4,3] F-order, int64", AF, np.int64)],
+    "take": [_c("f64[4,3] F-order, [0, 2], axis=1", AF, [0, 2], axis=1),
+             _c("f64[4,2,3] permuted, [1, 0], axis=1", A3P, [1, 0], axis=1)],
+    "repeat": [_c("f64[4,3] F-order, 2, axis=0", AF, 2, axis=0), _c("f64[4,2,3] permuted, 2, axis=2", A3P, 2, axis=2)],
+    "diagonal": [_c("f64[2,3,4], 0, 0, 2", A3, 0, 0, 2), _c("f64[4,2,3] permuted, 1, 1, 2", A3P, 1, 1, 2)],
+    "sort": [_c("f64[4,3] = f64[3,4].T, axis=0", A2T, axis=0)],
+    "argsort": [_c("f64[4,3] = f64[3,4].T, axis=0", A2T, axis=0), _c("f64[4,2,3] permuted, axis=1", A3P, axis=1)],
+    "partition": [_c("f64[4,3] F-order, 1, axis=0", AF, 1, axis=0)],
+    "argpartition": [_c("f64[4,3] F-order, 1, axis=0", AF, 1, axis=0)],
+    "cumsum": [_c("f64[4,2,3] permuted, axis=1", A3P, axis=1)],
+    "cumprod": [_c("f64[4,3] F-order, axis=1", AF, axis=1)],
+    "clip": [_c("f64[4,3] F-order, -1, 1", AF, -1, 1), _c("f64[4,2,3] permuted, 0, None", A3P, 0, None)],
+    "round": [_c("f64[4,3] = f64[3,4].T, 1", A2T, 1)],
+    "compress": [_c("f64[4,3] F-order, [True, False, True], axis=1", AF, [True, False, True], axis=1)],
+    "dot": [_c("f64[4,3] F-order, f64[3,4].T.T", AF, A2)],
+    "searchsorted": [_c("sorted f64[7], f64[3,2] strided", A1_SORTED, A2S)],
+    "choose": [_c("i64[7]>=0 % 2, [f64[7], f64[7]]", I2 % 2, [A1, A1B])],
+    "getfield": [_c("f64[4,3] F-order, float64", AF, np.float64)],
+    "fill": [_c("f64[4,3] = f64[3,4].T, 0.5", A2T, 0.5)],
+    "put": [_c("f64[4,3] F-order, [0, 5], [9, 8]", AF, [0, 5], [9.0, 8.0])],
+}
+
+# numpy.linalg and numpy.fft: the functions numfuse defines.
+LA_SQ = np.array([[4.0, 1.0, -0.5], [1.0, 3.0, 0.25], [-0.5, 0.25, 2.0]])       # symmetric positive definite
+LA_SQT = View(np.round(_rng.uniform(-2, 2, (3, 3)), 3) + 3 * np.eye(3), lambda x: x.T)
+LA_STACK = View(np.round(_rng.uniform(-2, 2, (3, 2, 2)), 3) + 2 * np.eye(2), lambda x: x.transpose(0, 2, 1))
+LA_B = np.array([1.0, -2.0, 0.5])
+LA_BF = View(np.round(_rng.uniform(-2, 2, (2, 3)), 3), lambda x: x.T)             # (3, 2), F-ordered
+MODULE_CANDIDATES = [
+    _c("spd f64[3,3]", LA_SQ),
+    _c("f64[3,3] = f64[3,3].T", LA_SQT),
+    _c("f64[3,2,2] stack, transposed", LA_STACK),
+    _c("spd f64[3,3], f64[3]", LA_SQ, LA_B),
+    _c("f64[3,3].T, f64[3,2] F-order", LA_SQT, LA_BF),
+    _c("f64[4,3] F-order, axis=0", AF, axis=0),
+    _c("f64[4,2,3] permuted, axis=1", A3P, axis=1),
+    _c("f64[3,3] = f64[3,4][::-1, 1:], 2", A2R, 2),
+    _c("f64[4,3] = f64[3,4].T, f64[3,4]", A2T, A2),
+    _c("f64[4,3] = f64[3,4].T, (4, 4)", A2T, (4, 4)),
+    _c("f64[4,3] = f64[3,4].T, s=(4, 4), axes=(0, 1)", A2T, s=(4, 4), axes=(0, 1)),
+    _c("f64[4,2,3] permuted, axes=(0, 2)", A3P, axes=(0, 2)),
+    _c("c128[5]", C1),
+    _c("f64[7] reversed", A1R),
+    _c("f64[7] stride 2, 10", A1S, 10),
+    _c("f64[3,4]", A2),
+    _c("f64[4,4]", SQ),
+    _c("f64[4,4].T, f64[4,4]", SQT, SQB),
+    _c("f64[4,4], f64[4,4]", SQ, SQB),
+    _c("[f64[4,4], f64[4,4].T, f64[4,4]]", [SQ, SQT, SQB]),
+    _c("f64[3,4], 'fro'", A2, "fro"),
+    _c("f64[4,3] F-order, ord=1, axis=0", AF, ord=1, axis=0),
+    _c("7, 0.5", 7, 0.5),
+    _c("f64[2,3,4]", A3),
+]
+MODULES = {"linalg": (np.linalg, nf.linalg), "fft": (np.fft, nf.fft)}
+
+
+def swept_module_functions():
+    out = []
+    for mod, (npm, nfm) in MODULES.items():
+        for n in sorted(dir(npm)):
+            obj = getattr(npm, n)
+            if n.startswith("_") or not callable(obj) or isinstance(obj, type):
+                continue
+            if hasattr(nfm, n) and getattr(nfm, n) is not obj:
+                out.append(f"{mod}.{n}")
+    return out
 
 
 # --------------------------------------------------------------------------
@@ -549,6 +776,54 @@ FUNCTIONS = swept_functions()
 # Where numfuse computes: its default (small operands: tier 0 at the call) and
 # everything recorded, fused and compiled (or interpreted, by the cost model).
 TIERS = {"default": {}, "lazy": {"tier": "lazy"}}
+
+
+METHODS = swept_methods()
+MODULE_FUNCTIONS = swept_module_functions()
+
+
+@pytest.mark.fallback
+@pytest.mark.parametrize("tier", list(TIERS))
+@pytest.mark.parametrize("name", METHODS)
+def test_sweep_method(name, tier):
+    """ndarray methods: every pool call whose first argument is an array,
+    made as a method of that array."""
+    cands = [c for c in CANDIDATES if c[1] and _is_array_arg(c[1][0])] + EXTRA_METHODS.get(name, [])
+    call = _method(name)
+    with nf.config(**TIERS[tier]):
+        found, calls, _ = sweep(f"ndarray.{name}", cands, call, call)
+    assert calls > 0
+    _report(found, f"ndarray.{name}", tier)
+
+
+@pytest.mark.fallback
+@pytest.mark.parametrize("tier", list(TIERS))
+@pytest.mark.parametrize("name", MODULE_FUNCTIONS)
+def test_sweep_module(name, tier):
+    """numpy.linalg and numpy.fft functions numfuse defines."""
+    mod, fn = name.split(".")
+    npm, nfm = MODULES[mod]
+    with nf.config(**TIERS[tier]):
+        found, _, _ = sweep(name, MODULE_CANDIDATES + CANDIDATES, getattr(npm, fn), getattr(nfm, fn))
+    _report(found, f"numpy.{name}", tier)
+
+
+def test_sweep_covers_methods_and_modules():
+    assert set(EXTRA_METHODS) <= set(METHODS)
+    assert set(METHOD_SKIP) <= set(_coverage.table()[2])
+    assert len(MODULE_FUNCTIONS) > 20 and "linalg.solve" in MODULE_FUNCTIONS and "fft.fft" in MODULE_FUNCTIONS
+
+
+def _report(found, label, tier):
+    strict = os.environ.get("NUMFUSE_SWEEP_STRICT", "") not in ("", "0")
+    hard = [m for m in found if strict or m[0] not in SOFT]
+    soft = [m for m in found if m not in hard]
+    if soft:
+        warnings.warn(SweepErrorTypeWarning(f"{label} ({tier}): {len(soft)} call(s) rejected with another "
+                                            "exception type than NumPy's:\n" + "\n".join(
+                                                f"  {fn}({desc}): {what}" for _, fn, desc, what in soft)))
+    assert not hard, f"{len(hard)} mismatch(es) for {label} ({tier} tier):\n" + "\n".join(
+        f"  [{cat}] {fn}({desc}): {what}" for cat, fn, desc, what in hard)
 
 
 def test_sweep_covers_numfuse():
@@ -567,12 +842,4 @@ def test_sweep_covers_numfuse():
 def test_sweep(name, tier):
     with nf.config(**TIERS[tier]):
         found, _, _ = sweep(name)
-    strict = os.environ.get("NUMFUSE_SWEEP_STRICT", "") not in ("", "0")
-    hard = [m for m in found if strict or m[0] not in SOFT]
-    soft = [m for m in found if m not in hard]
-    if soft:
-        warnings.warn(SweepErrorTypeWarning(f"numpy.{name} ({tier}): {len(soft)} call(s) rejected with another "
-                                            "exception type than NumPy's:\n" + "\n".join(
-                                                f"  {fn}({desc}): {what}" for _, fn, desc, what in soft)))
-    assert not hard, f"{len(hard)} mismatch(es) for numpy.{name} ({tier} tier):\n" + "\n".join(
-        f"  [{cat}] {fn}({desc}): {what}" for cat, fn, desc, what in hard)
+    _report(found, f"numpy.{name}", tier)

@@ -204,3 +204,71 @@ def test_empty_arrays_keep_their_strides_when_imported(make):
         for f in (lambda m, x: m.asarray(x).T.sum(axis=-1), lambda m, x: m.asarray(x).T.mean(axis=0),
                   lambda m, x: m.asarray(x).T * 2, lambda m, x: m.asarray(x).T.copy(order="K")):
             check_layout(f(nf, a), f(onp, a), "derived")
+
+
+# Results of functions numfuse runs with NumPy (the fallback) that NumPy makes
+# views of an argument are the same views of the numfuse array, so a write
+# through them shows in the argument as in NumPy (they were copies before).
+
+def _write_through(fn, base_np, write):
+    exp_base = base_np.copy()
+    got_base = nf.asarray(base_np.copy())
+    exp = fn(onp, exp_base)
+    got = fn(nf, got_base)
+    assert isinstance(got, nf.ndarray) == isinstance(exp, onp.ndarray)
+    assert nf.may_share_memory(got, got_base) == onp.may_share_memory(exp, exp_base)
+    write(exp)
+    write(got)
+    assert_same(got_base, exp_base)
+    assert_same(got, exp)
+
+
+def _first(r):
+    r[0] = 99
+
+
+@pytest.mark.fallback
+@pytest.mark.parametrize("case", ["trim_zeros", "frombuffer", "frombuffer_int", "ix_", "diagonal_T",
+                                  "histogram_edges"])
+def test_fallback_views_write_through(case):
+    base = onp.array([0.0, 0.0, 1.5, -2.0, 3.0, 0.0])
+    if case == "trim_zeros":
+        _write_through(lambda m, a: m.trim_zeros(a), base, _first)
+    elif case == "frombuffer":
+        _write_through(lambda m, a: m.frombuffer(a), base, lambda r: None)
+    elif case == "frombuffer_int":  # another dtype over the same bytes
+        _write_through(lambda m, a: m.frombuffer(a, dtype=onp.int32), onp.arange(6), lambda r: None)
+    elif case == "ix_":
+        def f(m, a):
+            return m.ix_(m.asarray([True, False]), a)[1]
+        _write_through(f, base, lambda r: r.__setitem__((0, 0), 99))
+    elif case == "diagonal_T":
+        _write_through(lambda m, a: m.lib.stride_tricks.as_strided(a.reshape(2, 3).T, (2,), (32,)),
+                       base, lambda r: None)
+    else:
+        def f(m, a):
+            return m.histogram(m.asarray([0.1, 0.5, 1.7]), bins=a[2:5][::-1][::-1])[1]
+        _write_through(f, onp.array([9.0, 9.0, 0.0, 1.0, 2.0, 9.0]), lambda r: None)
+
+
+@pytest.mark.fallback
+def test_fallback_out_argument_is_returned():
+    """A ufunc numfuse runs with NumPy, with `out` given positionally or by
+    keyword, returns that numfuse array itself, as NumPy returns its `out`."""
+    x = nf.asarray(onp.array([0.5, 1.0, 3.0]))
+    out = nf.zeros(3)
+    assert nf.spacing(x, out) is out
+    m, e = nf.zeros(3), nf.zeros(3, dtype=onp.int32)
+    r = nf.frexp(x, m, e)
+    assert r[0] is m and r[1] is e
+    assert_same(m, onp.frexp(onp.asarray(x))[0])
+    o2 = nf.zeros(3)
+    assert nf.spacing(x, out=o2) is o2
+
+
+def test_nonzero_argwhere_layouts():
+    a = onp.array([[0.0, 1.0, 2.0], [3.0, 0.0, 5.0]])
+    for got, exp in zip(nf.nonzero(nf.asarray(a)), onp.nonzero(a)):
+        check_layout(got, exp, "nonzero")
+    check_layout(nf.argwhere(nf.asarray(a)), onp.argwhere(a), "argwhere")
+    check_layout(nf.argwhere(nf.asarray(a[0])), onp.argwhere(a[0]), "argwhere 1-D")

@@ -87,12 +87,12 @@ from . import linalg, fft, lib  # noqa: E402,F401
 # numfuse.random and numfuse.testing load on first use (as numpy.random
 # and numpy.testing do: together they were a third of `import numfuse`).
 _LAZY_SUBMODULES = ("random", "testing")
-from .linalg import matmul, dot, vdot, inner, tensordot, _outer as outer  # noqa: E402,F401
+from .linalg import _matmul as matmul, dot, vdot, inner, _tensordot as tensordot, _outer as outer  # noqa: E402,F401
 from . import _array, _creation as _cr0, _reductions as _red0, _ufuncs as _uf0  # noqa: E402
 
 # The ufuncs' methods call into modules above _ufuncs (imports go downward only).
 _uf0.wire(reduce_op=_red0.reduce_op, asarray=_cr0.asarray, check_int_power=_array._check_int_power,
-          matmul=linalg.matmul)
+          matmul=linalg._matmul)
 
 # The functions loops call most enter C directly (src/python/calls.cc); any
 # call form those entry points do not take goes on to the Python

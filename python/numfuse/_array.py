@@ -218,22 +218,50 @@ def _install(ns):
         return r
 
     def copy(self, order="C"):
+        if type(order) is not str or order not in _ORDERS:
+            order = ns["_creation"].order_arg(order, "C")
         if order == "A":
             order = "F" if self._f_contiguous and not self._c_contiguous else "C"
         return self._astype(self.dtype, _LAYOUT[order])
 
     def fill(self, value):
+        if type(value) not in _SCALARS and np.ndim(value) != 0:
+            raise ValueError("setting an array element with a sequence.")
         self[...] = value
 
     def reshape(self, *shape, order="C", copy=None):
+        if not shape:
+            raise TypeError("reshape() takes exactly 1 argument (0 given)")
         if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
             shape = shape[0]
         return ns["reshape"](self, shape, order=order, copy=copy)
 
     def transpose(self, *axes):
-        if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
-            axes = axes[0]
-        return self._transpose(tuple(axes) if axes else None)
+        if len(axes) == 1:
+            ax = axes[0]
+            if ax is None or isinstance(ax, (tuple, list)):
+                axes = ax
+            elif not isinstance(ax, (int, np.integer)):
+                # NumPy's conversion: one integer, or a sequence of them
+                try:
+                    axes = (operator.index(ax),)
+                except TypeError:
+                    if not hasattr(ax, "__len__") or isinstance(ax, (str, bytes)) or np.ndim(ax) == 0:
+                        raise TypeError(f"expected a sequence of integers or a single integer, got {ax!r:.40}")
+                    axes = tuple(ax)
+        if axes:
+            axes = tuple(a if type(a) is int else operator.index(a) for a in axes)
+        return self._transpose(axes if axes else None)
+
+    def conj(self, out=None):
+        # NumPy's ndarray.conj: the array itself unless it is complex (or a
+        # copy into `out`)
+        if self.dtype.kind == "c":
+            return U["conjugate"](self) if out is None else U["conjugate"](self, out)
+        if out is None:
+            return self
+        ns["copyto"](out, self, casting="same_kind")
+        return out
 
     def flatten(self, order="C"):
         if order == "C" or (order in ("A", "K") and self._c_contiguous):
@@ -266,8 +294,6 @@ def _install(ns):
     def round(self, decimals=0, out=None):
         return ns["round"](self, decimals, out=out)
 
-    def conj(self):
-        return U["conjugate"](self)
 
     def nonzero(self):
         return ns["nonzero"](self)
@@ -345,6 +371,8 @@ def _install(ns):
     general_ravel = C.ravel
 
     def ravel(self, order="C"):
+        if type(order) is not str:
+            order = ns["_creation"].order_arg(order, "C")
         # C-contiguous data ravels to a view in every order but "F" (as NumPy):
         # the C reshape entry point, without the Python function's checks.
         if self._c_contiguous and (order != "F" or self.ndim <= 1):
@@ -449,6 +477,8 @@ class _Flags:
 # CastLayout (src/stream/stream.h) of each NumPy order; Fortran copies are
 # record_astype's (the one owner of that rule).
 _LAYOUT = dict(_core.CAST_LAYOUTS)
+_ORDERS = ("C", "F", "A", "K")
+_SCALARS = (int, float, bool, complex)
 _LAYOUT[None] = _LAYOUT["K"]
 
 

@@ -244,7 +244,7 @@ def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, *, d
     check_device(device)
     r = empty_like(a, dtype=dtype, order=order, shape=shape)
     if type(r) is ndarray:
-        r.fill(fill_value)
+        r[...] = fill_value  # (NumPy's copyto: an array broadcasts)
         return r
     return _fallback.call_numpy(np.full_like, (a, fill_value), dict(dtype=dtype, order=order, shape=shape),
                                 "numpy.full_like")

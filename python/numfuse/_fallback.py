@@ -50,12 +50,36 @@ def warn_once(name, stacklevel=4):
         )
 
 
+class Sources(list):
+    """The NumPy arrays a fallback call was handed (its arguments' memory),
+    with the numfuse array each view was made of (`origin`): a result that
+    is a view of an argument comes back as the same view of the numfuse
+    array (NumPy's view-or-copy, and `out=` returns the `out` array)."""
+
+    __slots__ = ("origin",)
+
+    def __init__(self):
+        super().__init__()
+        self.origin = {}
+
+    def add(self, view, array):
+        self.append(view)
+        self.origin[id(view)] = (view, array)
+
+
+def _add_source(sources, view, array):
+    if type(sources) is Sources:
+        sources.add(view, array)
+    else:
+        sources.append(view)
+
+
 def to_numpy(x, sources, writeable=True):
     """Recursively replace numfuse arrays by NumPy views."""
     t = type(x)
     if t is ndarray:
         a = x._to_numpy(writeable)
-        sources.append(a)
+        _add_source(sources, a, x)
         return a
     if t is tuple or t is list:
         conv = [to_numpy(v, sources, writeable) for v in x]
@@ -78,14 +102,57 @@ def to_numpy(x, sources, writeable=True):
 _PLAIN = frozenset([int, float, bool, complex, str, type(None), slice, type(Ellipsis)])
 
 
+def _address(a):
+    return a.__array_interface__["data"][0]
+
+
+def _view_of(res, sources):
+    """`res` (a NumPy result sharing memory with an argument) as the same
+    view of the numfuse array the argument was made of; None when it is no
+    such view (another dtype, an unaligned offset, a NumPy argument)."""
+    origin = getattr(sources, "origin", None)
+    if not origin:
+        return None
+    for s in sources:
+        if not np.may_share_memory(res, s):
+            continue
+        entry = origin.get(id(s))
+        if entry is None or entry[0] is not s:
+            return None
+        array = entry[1]
+        if res is s and tuple(res.strides) == tuple(array.strides):
+            return array
+        if res.dtype != s.dtype:  # frombuffer, view(dtype): the same bytes as another type
+            try:
+                array = array.view(res.dtype)
+            except (TypeError, ValueError):
+                return None
+        item = res.itemsize
+        delta = _address(res) - _address(s)
+        if delta % item or any(st % item for st in res.strides):
+            return None
+        try:
+            return _core.as_strided(array, res.shape, tuple(st // item for st in res.strides),
+                                    not res.flags.writeable, delta // item)
+        except ValueError:  # reaches outside the numfuse array's buffer
+            return None
+    return None
+
+
 def wrap(res, sources=()):
-    """Wrap NumPy results as numfuse arrays (copying if they alias an input)."""
+    """Wrap NumPy results as numfuse arrays: a view of an argument made of a
+    numfuse array is the same view of that array, another result that
+    aliases an input is copied."""
     t = type(res)
     if t is np.ndarray:
         if not _core.supported_dtype(res.dtype):
             return res
         # An array that owns its memory (base None) aliases nothing.
         aliases = res.base is not None and any(np.may_share_memory(res, s) for s in sources)
+        if aliases:
+            view = _view_of(res, sources)
+            if view is not None:
+                return view
         return _core.from_numpy(res, not aliases)
     if t is tuple or isinstance(res, tuple):
         if hasattr(res, "_fields"):  # namedtuple results (e.g. linalg.eigh)
@@ -103,8 +170,9 @@ def _args_to_numpy(args, sources):
     for x in args:
         t = type(x)
         if t is ndarray:
-            x = x._to_numpy(True)
-            sources.append(x)
+            v = x._to_numpy(True)
+            sources.add(v, x)
+            x = v
         elif t not in _PLAIN:
             x = to_numpy(x, sources, True)
         out.append(x)
@@ -114,7 +182,7 @@ def _args_to_numpy(args, sources):
 def call_numpy(func, args, kwargs, name=None, warn=True):
     if warn and _enabled:
         warn_once(name or getattr(func, "__name__", repr(func)))
-    sources = []
+    sources = Sources()
     nargs = _args_to_numpy(args, sources)
     if kwargs:
         keys = list(kwargs)

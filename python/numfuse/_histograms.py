@@ -91,23 +91,26 @@ def histogram(a, bins=10, range=None, density=None, weights=None):
         return fallback(x, w)
 
     # Bin edges: NumPy's own, computed on a stand-in with a's dtype and range.
+    given = None
     if type(bins) is ndarray:
-        bins = np.asarray(bins)
+        given, bins = bins, np.asarray(bins)
     proxy = np.empty(0, x.dtype)
     if range is None and np.ndim(bins) == 0 and x.size > 0:
         lo, hi = _sync_scalars(_min(x), _max(x))
         proxy = np.array([lo, hi], dtype=x.dtype)
     edges = np.histogram_bin_edges(proxy, bins=bins, range=range)
+    # NumPy returns an array of edges it was given as it is (the same memory)
+    edges_nf = given if given is not None and edges is bins else _nf(edges)
     nb = len(edges) - 1
     ntype = _intp if w is None else w.dtype
     uniform = np.ndim(bins) == 0
     if uniform and nb > MAX_BINS:
-        n = _equal_bins(x, w, edges, proxy, range, ntype)
+        n = _equal_bins(x, w, edges, edges_nf, proxy, range, ntype)
         if n is not None:
             if density:
                 db = _nf(np.array(np.diff(edges), float))
-                return U["divide"](U["divide"](n, db), _sum(n)), _nf(edges)
-            return n, _nf(edges)
+                return U["divide"](U["divide"](n, db), _sum(n)), edges_nf
+            return n, edges_nf
     if nb > MAX_BINS or nb < 1 or not _core.supported_dtype(edges.dtype) or (
             w is not None and ntype.kind == "b" and not uniform):
         return fallback(x, w)
@@ -125,14 +128,13 @@ def histogram(a, bins=10, range=None, density=None, weights=None):
                               U["bitwise_or"](U["less"](xv, hi_b),
                                               U["bitwise_and"](last_b, U["equal"](xv, hi_b))))
     n = _bin_sum(inside, w, ntype)
-    edges_nf = _nf(edges)
     if density:
         db = _nf(np.array(np.diff(edges), float))
         return U["divide"](U["divide"](n, db), _sum(n)), edges_nf
     return n, edges_nf
 
 
-def _equal_bins(x, w, edges, proxy, range, ntype):
+def _equal_bins(x, w, edges, edges_nf, proxy, range, ntype):
     """numpy.histogram's equal-width path for any number of bins: numfuse's
     routine (src/extern/histogram.cc) with NumPy's range, denominator and
     arithmetic types, so every value lands in NumPy's bin and weights sum
@@ -163,7 +165,7 @@ def _equal_bins(x, w, edges, proxy, range, ntype):
     guess_in_type = np.result_type(diff_t, span_t) == t and t == _F32
     xs = x if x.dtype == t else x.astype(t)
     ws = None if w is None else (w if w.dtype == _F64 else w.astype(_F64))  # (numpy.bincount's weights)
-    return _core.histogram_uniform(xs, ws, _nf(edges), float(first), float(last), denom, guess_in_type, ntype)
+    return _core.histogram_uniform(xs, ws, edges_nf, float(first), float(last), denom, guess_in_type, ntype)
 
 
 # -- bincount ----------------------------------------------------------------------

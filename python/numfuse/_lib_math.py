@@ -16,13 +16,13 @@ import warnings
 import numpy as np
 
 from . import _core, _fallback  # noqa: F401
-from ._creation import arange, array, asarray, empty, ones, zeros, zeros_like
+from ._creation import arange, array, asarray, empty, empty_like, ones, zeros, zeros_like
 from ._manip import broadcast_to, concatenate, diagonal, diff, moveaxis, swapaxes, where
 from ._reductions import all as _all, any as _any, argmax as _argmax, argmin as _argmin
 from ._reductions import cumprod as _cumprod, cumsum as _cumsum, max as _max, mean as _mean, min as _min
 from ._reductions import sum as _sum, var as _var
 from ._signal import convolve as _convolve
-from .linalg import dot as _dot, matmul as _matmul
+from .linalg import dot as _dot, _matmul
 from ._ufuncs import UFUNCS as U, _descriptor
 
 ndarray = _core.ndarray
@@ -818,7 +818,7 @@ def gradient(f, *varargs, axis=None, edge_order=1):
         if f.shape[ax] < edge_order + 1:
             raise ValueError("Shape of array too small to calculate a numerical gradient, at least (edge_order + 1) "
                              "elements are required.")
-        out = empty(f.shape, otype)
+        out = empty_like(f, dtype=otype)  # f's memory order, as NumPy's
         uniform_spacing = np.ndim(ax_dx) == 0
         slice1[ax] = slice(1, -1)
         slice2[ax] = slice(None, -2)
@@ -1249,16 +1249,17 @@ def vander(x, N=None, increasing=False):
     n = len(x)
     if N < 0:
         raise ValueError("negative dimensions are not allowed")
-    cols = []
-    if N > 0:
-        cols.append(ones((n, 1), dt))
+    if N == 0:
+        return empty((n, 0), dt)
+    cols = [ones((n, 1), dt)]
     if N > 1:
         xs = broadcast_to(x.astype(dt)[:, None], (n, N - 1))
-        cols.append(_cumprod(xs, axis=1))
-    if not cols:
-        return empty((n, 0), dt)
-    v = concatenate(cols, axis=1) if len(cols) > 1 else cols[0]
-    return v if increasing else v[:, ::-1]
+        powers = _cumprod(xs, axis=1)
+        cols.append(powers if increasing else powers[:, ::-1])
+    if not increasing:
+        cols.reverse()
+    # a fresh C-ordered result, as NumPy's
+    return concatenate(cols, axis=1) if len(cols) > 1 else cols[0]
 
 
 # -- ranges --------------------------------------------------------------------------

@@ -28,7 +28,7 @@ import numpy as np
 
 from . import _core, _fallback
 from ._core import ndarray
-from ._creation import arange, asarray, empty, empty_like, full, ones, zeros
+from ._creation import arange, ascontiguousarray, asarray, empty, empty_like, full, ones, zeros
 from ._manip import broadcast_to, concatenate, moveaxis, stack, where
 from ._reductions import cumsum, sum as _sum
 from ._ufuncs import UFUNCS
@@ -290,8 +290,8 @@ def argwhere(a):
         return _fallback.call_numpy(np.argwhere, (a,), {}, "numpy.argwhere (a dtype numfuse does not hold)")
     if a.ndim == 0:
         return _argwhere_0d(a.reshape(1))
-    idx = _core.nonzero(a)
-    return stack(idx, axis=1)
+    # NumPy's transpose(nonzero(a)): an F-ordered (n, ndim) result
+    return stack(_core.nonzero(a), axis=0).T
 
 
 def _argwhere_0d(a):
@@ -486,6 +486,19 @@ def _sorted_along(a, axis):
     return moveaxis(_sorted_copy(a, axes[0]), axes[0], -1), axes
 
 
+def _laid_out_like(r, a, axes):
+    """`r`, the reduction of `a` over `axes`, in the memory order of a's
+    remaining axes (the order NumPy's reductions give their results)."""
+    if r.ndim < 2 or axes is None:
+        return r
+    proto = a[tuple(0 if d in axes else slice(None) for d in range(a.ndim))]
+    out = empty_like(proto, dtype=r.dtype)
+    if out.shape != r.shape or out.strides == r.strides:
+        return r
+    out[...] = r
+    return out
+
+
 def _stacked(results, q, a, axes, keepdims):
     """The quantiles for each q (q's shape first), with the reduced axes kept
     as length 1 when keepdims."""
@@ -532,7 +545,8 @@ def _quantile(a, q, axis, keepdims, name, scale):
         # A NaN anywhere in the slice gives NaN (sorted last).
         last = s[..., n - 1]
         r = where(last != last, last, r)
-        results.append(r)
+        # NumPy's quantiles come from a C-ordered copy of a: a C result
+        results.append(r if r.ndim < 2 else ascontiguousarray(r))
     return _stacked(results, q, a, axes, keepdims)
 
 
@@ -581,7 +595,7 @@ def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     if n % 2:
         mid = s[..., n // 2]
         r = mid.astype(np.float64) if s.dtype.kind in "iub" else mid
-        r = r.copy() if r.ndim else r
+        r = r.copy(order="K") if r.ndim else r  # (NumPy's mean of the middle: a's order)
     else:
         lo, hi = s[..., n // 2 - 1], s[..., n // 2]
         if s.dtype.kind in "iub":
@@ -776,7 +790,9 @@ def _nanquantile(a, q, axis, keepdims, scale, median):
             diff = bv - av
             r = where(g >= 0.5, bv - diff * (1 - g), av + diff * g)
         r = where(c[..., 0] == 0, dt.type(np.nan), r)
-        results.append(r)
+        # NumPy's nanmedian reduces a copy of a (np.median or np.ma.median):
+        # its result is laid out as a's remaining axes are
+        results.append(_laid_out_like(r, a, axes) if median else r)
     return _stacked(results, q, a, axes, keepdims is True)
 
 

@@ -11,7 +11,7 @@ import operator
 
 import numpy as np
 
-from . import _fallback
+from . import _array_api, _fallback
 from ._creation import arange, asarray
 from ._lib_shape import roll
 
@@ -22,10 +22,22 @@ for _name in _TRANSFORMS:
 del _name
 
 
+def _length(n, d, device, bool_ok):
+    """NumPy's checks of fftfreq's n (in its order), and 1 / (n * d)."""
+    if not isinstance(n, (int, np.integer)):
+        raise ValueError("n should be an integer")
+    val = 1.0 / (n * d)
+    if isinstance(n, bool) and not bool_ok:  # (fftfreq's empty(n) refuses a bool length)
+        raise TypeError(f"expected a sequence of integers or a single integer, got '{n!r}'")
+    if n < 0:
+        raise ValueError("negative dimensions are not allowed")
+    _array_api.check_device(device)
+    return operator.index(n), val
+
+
 def fftfreq(n, d=1.0, device=None):
     """numpy.fft.fftfreq: the sample frequencies of a length-n transform."""
-    n = operator.index(n)
-    val = 1.0 / (n * d)
+    n, val = _length(n, d, device, False)
     N = (n - 1) // 2 + 1
     k = arange(n)
     k = k - n * (k >= N)  # 0, 1, ..., N-1, -(n//2), ..., -1
@@ -34,8 +46,7 @@ def fftfreq(n, d=1.0, device=None):
 
 def rfftfreq(n, d=1.0, device=None):
     """numpy.fft.rfftfreq: the sample frequencies of rfft's output."""
-    n = operator.index(n)
-    val = 1.0 / (n * d)
+    n, val = _length(n, d, device, True)
     return arange(n // 2 + 1) * val
 
 

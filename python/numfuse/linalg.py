@@ -24,7 +24,7 @@ def _result_dtype(a, b):
     return np.result_type(a.dtype, b.dtype)
 
 
-def matmul(x1, x2, /, out=None, *, casting="same_kind", order="K", dtype=None, subok=True, axes=None, axis=None):
+def _matmul(x1, x2, /, out=None, *, casting="same_kind", order="K", dtype=None, subok=True, axes=None, axis=None):
     # Fast path: two numfuse arrays, NumPy's defaults (1-D handling in C++).
     if (type(x1) is ndarray and type(x2) is ndarray and dtype is None and casting == "same_kind"
             and axes is None and axis is None):
@@ -34,7 +34,7 @@ def matmul(x1, x2, /, out=None, *, casting="same_kind", order="K", dtype=None, s
             # NumPy broadcasts the result into a larger `out` (1-D @ 1-D into a vector)
             if out is None or not str(e).startswith("matmul: Output operand 0"):
                 raise
-            r = matmul(x1, x2)
+            r = _matmul(x1, x2)
             if np.broadcast_shapes(np.shape(r), out.shape) != out.shape:
                 raise
             out[...] = r
@@ -118,7 +118,7 @@ def dot(a, b, out=None):
     shape = a.shape[:-1] + tuple(bkeep)
     _check_dot_out(out, shape, dt)
     if a.ndim <= 2 and b.ndim <= 2:
-        return matmul(a, b, out=out)
+        return _matmul(a, b, out=out)
     # labels: a's free axes, then b's free axes, then the summed one
     na = a.ndim - 1
     nbk = len(bkeep)
@@ -262,9 +262,12 @@ def norm(x, ord=None, axis=None, keepdims=False):
             return UFUNCS["sqrt"](add(s, axis=axis, keepdims=keepdims))
         if isinstance(ord, str):
             raise ValueError(f"Invalid norm order '{ord}' for vectors")
-        absx = UFUNCS["power"](absolute(x), ord)
+        # NumPy's `absx **= ord` and `ret **= reciprocal(ord)`: in place, in
+        # x's type whatever ord's is
+        absx = absolute(x)
+        absx = UFUNCS["power"](absx, ord, dtype=absx.dtype)
         r = add(absx, axis=axis, keepdims=keepdims)
-        return UFUNCS["power"](r, UFUNCS["reciprocal"](ord, dtype=r.dtype))
+        return UFUNCS["power"](r, UFUNCS["reciprocal"](ord, dtype=r.dtype), dtype=r.dtype)
     if len(axis) == 2:
         row_axis, col_axis = (_normalize_axis_index(a, nd) for a in axis)
         if row_axis == col_axis:
@@ -349,7 +352,7 @@ def trace(x, /, *, offset=0, dtype=None):
     return _trace(x, offset, axis1=-2, axis2=-1, dtype=dtype)
 
 
-def tensordot(a, b, axes=2):
+def _tensordot(a, b, axes=2):
     """numpy.tensordot as one contraction (NumPy's argument handling and
     errors; the result is a's free axes followed by b's)."""
     try:
@@ -420,18 +423,26 @@ def tensordot(a, b, axes=2):
 
 def matrix_power(a, n):
     a = asarray(a)
-    n = operator.index(n)
-    if n < 0 or a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+    # NumPy's order: the matrix (LinAlgError), then the exponent (TypeError)
+    if a.ndim < 2:
+        raise LinAlgError(f"{a.ndim}-dimensional array given. Array must be at least two-dimensional")
+    if a.shape[-1] != a.shape[-2]:
+        raise LinAlgError("Last 2 dimensions of the array must be square")
+    try:
+        n = operator.index(n)
+    except TypeError as e:
+        raise TypeError("exponent must be an integer") from e
+    if n < 0:
         return _fallback.call_numpy(np.linalg.matrix_power, (a, n), {}, "numpy.linalg.matrix_power")
 
     result = None
     base = a
     while n:
         if n & 1:
-            result = base if result is None else matmul(result, base)
+            result = base if result is None else _matmul(result, base)
         n >>= 1
         if n:
-            base = matmul(base, base)
+            base = _matmul(base, base)
     return result if result is not None else eye(a.shape[-1], dtype=a.dtype)
 
 
@@ -444,3 +455,21 @@ for _name in _LAPACK:
 del _name
 
 __getattr__ = _fallback.module_getattr(np.linalg, "numfuse.linalg", globals())
+
+
+# numpy.matmul and numpy.tensordot (the package's names) and the array API's
+# numpy.linalg.matmul(x1, x2, /) and tensordot(x1, x2, /, *, axes=2).
+_matmul.__name__ = _matmul.__qualname__ = "matmul"
+_tensordot.__name__ = _tensordot.__qualname__ = "tensordot"
+
+
+def matmul(x1, x2, /):
+    return _matmul(x1, x2)
+
+
+def tensordot(x1, x2, /, *, axes=2):
+    return _tensordot(x1, x2, axes)
+
+
+matmul.__doc__ = np.linalg.matmul.__doc__
+tensordot.__doc__ = np.linalg.tensordot.__doc__

@@ -224,10 +224,13 @@ void bind_functions(py::module_& m) {
     return out.is_none() ? wrap(r) : py::reinterpret_borrow<py::object>(out);
   });
   // numpy.lib.stride_tricks.as_strided restricted to the array's own buffer:
-  // strides in elements; a view reaching outside the buffer is a ValueError.
-  m.def("as_strided", [](py::handle a, py::handle shape, py::handle strides, bool readonly) -> py::object {
+  // strides in elements, `offset` elements past the array's first element; a
+  // view reaching outside the buffer is a ValueError.
+  m.def("as_strided", [](py::handle a, py::handle shape, py::handle strides, bool readonly, int64_t offset) -> py::object {
     View v = as_ndarray(a).v;
     View r = v;
+    if (__builtin_add_overflow(r.offset, offset, &r.offset))
+      throw ValueError("as_strided: the view would reach outside the array's memory");
     r.shape = dims_of(shape);
     r.strides = dims_of(strides);
     if (r.shape.size() != r.strides.size()) throw ValueError("shape and strides must have the same length");
@@ -250,7 +253,7 @@ void bind_functions(py::module_& m) {
       throw ValueError("as_strided: the view would reach outside the array's memory");
     r.readonly = readonly || v.readonly;
     return wrap(r);
-  });
+  }, py::arg("a"), py::arg("shape"), py::arg("strides"), py::arg("readonly"), py::arg("offset") = 0);
   m.def("empty", [](py::handle shape, py::handle dtype) -> py::object {
     std::optional<DType> t = to_dtype(dtype);
     if (!t) return not_implemented();
@@ -478,25 +481,33 @@ void bind_functions(py::module_& m) {
       NoGil nogil;
       flat = ext::nonzero_flat(v);
     }
+    // NumPy's layout: one (n, ndim) int64 array in C order, each index array
+    // a column of it (stride ndim); one contiguous array for a vector.
     const int nd = static_cast<int>(v.ndim());
     const int64_t n = static_cast<int64_t>(flat.size());
     py::tuple result(nd);
-    std::vector<View> outs;
-    for (int d = 0; d < nd; ++d) outs.push_back(View::fresh(DType::Int64, Dims{n}));
-    std::vector<int64_t*> ptr;
-    for (View& o : outs) ptr.push_back(static_cast<int64_t*>(o.buffer->data()));
     if (nd == 1) {
-      if (n > 0) std::memcpy(ptr[0], flat.data(), static_cast<size_t>(n) * sizeof(int64_t));
-    } else {
-      for (int64_t i = 0; i < n; ++i) {
-        int64_t f = flat[i];
-        for (int d = nd - 1; d >= 0; --d) {
-          ptr[d][i] = f % v.shape[d];
-          f /= v.shape[d];
-        }
+      View o = View::fresh(DType::Int64, Dims{n});
+      if (n > 0) std::memcpy(o.buffer->data(), flat.data(), static_cast<size_t>(n) * sizeof(int64_t));
+      result[0] = wrap(std::move(o));
+      return result;
+    }
+    View all = View::fresh(DType::Int64, Dims{n, nd});
+    auto* p = static_cast<int64_t*>(all.buffer->data());
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t f = flat[i];
+      for (int d = nd - 1; d >= 0; --d) {
+        p[i * nd + d] = f % v.shape[d];
+        f /= v.shape[d];
       }
     }
-    for (int d = 0; d < nd; ++d) result[d] = wrap(std::move(outs[d]));
+    for (int d = 0; d < nd; ++d) {
+      View col = all;
+      col.shape = Dims{n};
+      col.strides = Dims{nd};
+      col.offset = all.offset + d;
+      result[d] = wrap(std::move(col));
+    }
     return result;
   });
 
