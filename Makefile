@@ -103,7 +103,7 @@ bench: build
 # and contended cache directories under victim processes that must stay right.
 # The test suite runs short slices of both (test_fuzz_slice.py,
 # test_cache_campaign_slice.py).
-FUZZ_PROGRAMS ?= 20000
+FUZZ_PROGRAMS ?= 100000
 FUZZ_CACHE_ROUNDS ?= 400
 FUZZ_SEED ?= 0
 FUZZ_WORKERS ?= 2

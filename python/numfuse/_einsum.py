@@ -480,11 +480,17 @@ def _memory_order(ins, out, ops):
 def _numpy_layout(subscripts, ops):
     """(subscripts with the output labels in NumPy's memory order, the
     transpose back to the asked order), or None where the asked order is
-    that order already or the call is not of the plain explicit form."""
-    if subscripts.count("->") != 1:
+    that order already or the call is not of the plain form."""
+    if "->" not in subscripts:
+        # implicit output: the labels seen once, in character-code order
+        ins = subscripts.split(",")
+        joined = "".join(ins)
+        out = "".join(sorted(c for c in set(joined) if joined.count(c) == 1))
+    elif subscripts.count("->") == 1:
+        ins, out = subscripts.split("->")
+        ins = ins.split(",")
+    else:
         return None
-    ins, out = subscripts.split("->")
-    ins = ins.split(",")
     # (anything else -- an ellipsis, a bad label, a count that does not
     # match -- goes on to the planner, which raises NumPy's errors)
     if (not all(c.isalpha() for c in "".join(ins) + out) or len(ins) != len(ops) or len(set(out)) != len(out)

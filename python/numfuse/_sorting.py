@@ -223,7 +223,7 @@ def partition(a, kth, axis=-1, kind="introselect", order=None):
     a, ax, done = _partition_args(np.partition, a, kth, axis, kind, order)
     if done is not None:
         return done
-    out = empty(a.shape, dtype=a.dtype)
+    out = empty_like(a)  # (NumPy partitions a.copy(order="K"))
     o = out._to_numpy(True)
     np.copyto(o, a._to_numpy(False))
     _in_rows(o, ax, lambda part: part.partition(kth, axis=ax))

@@ -47,7 +47,7 @@ FLOATS = ["float32", "float64"]
 ALL_DTYPES = ["bool"] + INTS + FLOATS
 
 CLASSES = ("creation", "elementwise", "indexing", "element_access", "layout", "reduction", "pyscalar_range",
-           "signed_zero", "alloc", "error_probe", "interop")
+           "signed_zero", "alloc", "error_probe", "interop", "routine")
 
 # statement classes drawn after the initial inputs (weights)
 WEIGHTS = {
@@ -62,6 +62,7 @@ WEIGHTS = {
     "alloc": 2,
     "error_probe": 8,
     "interop": 4,
+    "routine": 10,
 }
 
 # results of these carry a few ulp of implementation-defined error
@@ -1120,6 +1121,153 @@ class _Gen:
             self.emit(f"{v} = {a}.T[::-1]", "layout")
             self.emit(f"{out} = {v} + {v}" if A.dtype.kind != "b" else f"{out} = {v} | {v}", "layout")
             self.later(lambda: self.emit(f"{v}[0] = {'True' if A.dtype.kind == 'b' else '-1'}", "layout"))
+
+    # -- routines: results whose layout a library decides ------------------
+
+    def g_routine(self):
+        """A routine's result (einsum, matmul, tensordot, sort, take, fancy
+        indexing, linalg, fft, shape routines), then usually a reshape/ravel
+        of it and a write through that: the result's layout decides whether
+        the write shows in the result (a view) or not (a copy), so a layout
+        other than NumPy's shows up as a value difference."""
+        r = self.rng
+        form = r.choices(["einsum_view", "einsum", "matmul", "sort", "argsort", "take", "fancy", "linalg", "fft",
+                          "shape"], [8, 10, 14, 10, 6, 8, 10, 10, 8, 16])[0]
+        out = self.name()
+        red = transc = False
+        fl = lambda v: v.dtype.kind == "f"  # noqa: E731
+        if form == "einsum_view":
+            a = self.pick(lambda v: v.ndim in (2, 3), writeable=True)
+            if a is None:
+                return
+            A = self.ns[a]
+            if A.ndim == 2 and A.shape[0] == A.shape[1] and r.random() < 0.4:
+                src = f"np.einsum('ii->i', {a})"
+            elif A.ndim == 2:
+                src = r.choice([f"np.einsum('ij->ji', {a})", f"np.einsum('ij', {a})", f"np.einsum('ji', {a})"])
+            else:
+                perm = "".join(r.sample("ijk", 3))
+                src = f"np.einsum('ijk->{perm}', {a})"
+        elif form == "einsum":
+            # (finite values far from overflow: a sum that overflows in one
+            # association order may not in another)
+            a = self.pick(lambda v: v.ndim == 2 and fl(v) and v.size > 0 and _magnitude(v) < 1e6)
+            if a is None:
+                return
+            A = self.ns[a]
+            m, k = A.shape
+            n = r.choice([1, 2, 3, 5])
+            b = self.new_input(dtype=str(A.dtype), shape=(k, n), order=r.choice(["C", "F"]), special=False)
+            src = r.choice([f"np.einsum('ij,jk->ki', {a}, {b})", f"np.einsum('ij,jk->ik', {a}, {b})",
+                            f"np.einsum('ij,ij->ji', {a}, {a})", f"np.einsum('ij->j', {a})",
+                            f"np.einsum('ij,jk', {a}, {b})", f"np.einsum('ji,jk->ik', {a}.T, {b})"])
+            red = "->ji" not in src
+        elif form == "matmul":
+            a = self.pick(lambda v: v.ndim == 2 and fl(v) and v.size > 0 and _magnitude(v) < 1e6)
+            if a is None:
+                return
+            A = self.ns[a]
+            m, k = A.shape
+            n = r.choice([1, 2, 3, 4, 7])
+            b = self.new_input(dtype=str(A.dtype), shape=(k, n), order=r.choice(["C", "F"]), special=False)
+            bt = self.new_input(dtype=str(A.dtype), shape=(n, k), order=r.choice(["C", "F"]), special=False)
+            src = r.choice([f"{a} @ {b}", f"np.dot({a}, {b})", f"np.matmul({a}, {bt}.T)", f"{b}.T @ {a}.T",
+                            f"np.tensordot({a}, {b}, axes=1)", f"np.tensordot({a}, {bt}, axes=([1], [1]))",
+                            f"np.asfortranarray({a}) @ {b}", f"np.outer({a}[0], {b}[:, 0])", f"np.inner({a}, {bt})"])
+            red = True
+        elif form == "sort":
+            a = self.pick(lambda v: v.ndim >= 1 and v.dtype.kind != "b")
+            if a is None:
+                return
+            A = self.ns[a]
+            ax = r.randrange(-A.ndim, A.ndim)
+            src = r.choice([f"np.sort({a}, axis={ax})", f"np.sort({a}.T, axis=0)", f"np.sort({a}[::-1], axis={ax})",
+                            f"np.partition({a}.T, 0, axis=0)" if A.size and A.T.shape[0] else f"np.sort({a}.T)",
+                            f"np.sort({a}, axis=None)", f"np.sort(np.asfortranarray({a}), axis={ax})"])
+        elif form == "argsort":
+            a = self.pick(lambda v: v.ndim >= 1 and v.dtype.kind != "b", exact=True)
+            if a is None:
+                return
+            A = self.ns[a]
+            ax = r.randrange(-A.ndim, A.ndim)
+            src = r.choice([f"np.argsort({a}, axis={ax}, kind='stable')", f"np.argsort({a}.T, axis=0, kind='stable')",
+                            f"{a}.T.argsort(axis=-1, kind='stable')"])
+        elif form in ("take", "fancy"):
+            a = self.pick(lambda v: v.ndim >= 1 and v.size > 0)
+            if a is None:
+                return
+            A = self.ns[a]
+            ax = r.randrange(A.ndim)
+            n = A.shape[ax]
+            idx = [r.randrange(-n, n) for _ in range(r.randint(1, 4))]
+            if form == "take":
+                src = r.choice([f"np.take({a}, {idx}, axis={ax})", f"{a}.take({idx}, axis={ax})",
+                                f"np.take({a}.T, {idx}, axis={A.ndim - 1 - ax})"])
+            else:
+                pre = ":, " * ax
+                src = r.choice([f"{a}[{pre}{idx}]", f"np.asfortranarray({a})[{pre}{idx}]",
+                                f"{a}.T[{', '.join([':'] * (A.ndim - 1 - ax) + [str(idx)])}]"])
+        elif form == "linalg":
+            n = r.choice([1, 2, 3, 4, 6])
+            a = self.new_input(dtype="float64", shape=(n, n), order=r.choice(["C", "F"]), special=False)
+            A = self.ns[a]
+            if not onp.all(onp.isfinite(A)):
+                return
+            well = f"({a} + {float(2 * n + 1 + _magnitude(A) * n)} * np.eye({n}))"
+            src = r.choice([f"np.linalg.inv({well})", f"np.linalg.solve({well}, {a}.T)", f"np.linalg.qr({well})[0]",
+                            f"np.linalg.eigh({well} + {well}.T)[1]", f"np.linalg.svd({a})[2]",
+                            f"np.linalg.pinv({a})", f"np.linalg.cholesky({well} @ {well}.T)",
+                            f"np.linalg.matrix_power({a}.T, 2)", f"np.linalg.inv({well}.T)"])
+            red = transc = True
+        elif form == "fft":
+            a = self.pick(lambda v: v.ndim in (1, 2) and v.dtype.kind in "fiu" and v.size > 0 and
+                          bool(onp.all(onp.isfinite(v))))
+            if a is None:
+                return
+            A = self.ns[a]
+            ax = r.randrange(A.ndim)
+            src = r.choice([f"np.fft.fft({a}, axis={ax}).real", f"np.abs(np.fft.rfft({a}, axis={ax}))",
+                            f"np.fft.ifft({a}.T, axis=0).imag", f"np.fft.fftn({a}).real",
+                            f"np.fft.irfft(np.fft.rfft({a}, axis={ax}), n={A.shape[ax]}, axis={ax})"])
+            red = transc = True
+        else:  # shape routines
+            a = self.pick(lambda v: v.ndim >= 1 and v.size > 0)
+            if a is None:
+                return
+            A = self.ns[a]
+            ax = r.randrange(A.ndim)
+            ch = [f"np.flip({a}, {ax})", f"np.roll({a}.T, 1, axis=0)", f"np.repeat({a}.T, 2, axis={ax})",
+                  f"np.tile({a}, 2)", f"np.pad({a}, 1)", f"np.diff({a}, axis={ax})" if A.shape[ax] > 1 else f"{a}.T",
+                  f"np.cumsum({a}.T, axis=0)" if A.dtype.kind != "b" else f"np.flip({a})", f"np.squeeze({a}[None])",
+                  f"np.atleast_2d({a}).T", f"np.moveaxis({a}, 0, -1)", f"np.expand_dims({a}, 0).T"]
+            if A.ndim >= 2:
+                ch += [f"np.triu({a})", f"np.rot90({a})", f"np.fliplr({a})", f"np.diagonal({a})",
+                       f"np.diagonal({a}).copy()", f"np.kron({a}.T, np.ones((2, 1), dtype={a}.dtype))",
+                       f"np.swapaxes({a}, 0, -1)", f"np.transpose({a})[::-1]"]
+            src = r.choice(ch)
+            red = "cumsum" in src and A.dtype.kind == "f"
+        self.emit(f"{out} = {src}", "routine", red=red, transc=transc)
+        R = self.ns.get(out)
+        if not isinstance(R, onp.ndarray) or R.size == 0 or r.random() < 0.2:
+            return
+        # a reshape/ravel of the result, and a write through it (or a later one)
+        rv = self.name("r")
+        ch = [f"{out}.ravel()", f"{out}.reshape(-1)", f"np.ravel({out}, order='K')", f"{out}.T.ravel()",
+              f"{out}.reshape(-1, order='F')", f"np.ravel({out}, order='A')", f"{out}.T.reshape(-1)"]
+        if R.ndim >= 2:
+            ch += [f"{out}.reshape({R.shape[0]}, -1)", f"{out}.T.reshape(-1, {R.shape[0]})"]
+        self.emit(f"{rv} = {r.choice(ch)}", "layout")
+        RV = self.ns.get(rv)
+        if not isinstance(RV, onp.ndarray) or not RV.flags.writeable or RV.size == 0:
+            return
+        v = "True" if RV.dtype.kind == "b" else ("100" if RV.dtype.kind in "iu" else "-2.5")
+        w = r.choice([f"{rv}[0] = {v}", f"{rv}[...] = {v}", f"{rv}[-1] = {v}"])
+        if r.random() < 0.5:
+            self.emit(w, "layout")
+        else:
+            self.later(lambda: self.emit(w, "layout"))
+        if R.flags.writeable and r.random() < 0.3:
+            self.later_write(out)
 
     REDUCTIONS = ["sum", "prod", "mean", "std", "var", "min", "max", "argmin", "argmax", "any", "all", "cumsum",
                   "cumprod"]
