@@ -433,3 +433,98 @@ def test_norm_of_strided_vectors_is_numpys_to_the_bit():
         same_bits(onp.asarray(nf.linalg.norm(Q[:, k])), onp.asarray(onp.linalg.norm(q[:, k])))
         same_bits(onp.asarray(nf.linalg.norm(Q[::-3, k])), onp.asarray(onp.linalg.norm(q[::-3, k])))
     same_bits(onp.asarray(nf.linalg.norm(Q[:, 1:3])), onp.asarray(onp.linalg.norm(q[:, 1:3])))
+
+
+# --------------------------------------------------------------------------
+# Hypothesis's array-API strategies (hypothesis.extra.array_api) take numfuse
+# as a namespace -- make_strategies_namespace checks the namespace's surface
+# (version, dtypes, finfo/iinfo, the creation functions it builds arrays
+# with) -- and the arrays they build through numfuse's own functions, with
+# NaN, infinities, signed zeros and subnormals among the values, give NumPy's
+# bits under the standard's exact elementwise functions and reductions.
+# (The data-apis/array-api-tests suite itself is not on PyPI.)
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from hypothesis.extra import array_api as _hxa  # noqa: E402
+
+from conftest import same_bits  # noqa: E402
+
+XPS = _hxa.make_strategies_namespace(nf)
+
+_EXACT_UNARY = ["abs", "negative", "positive", "square", "sqrt", "floor", "ceil", "trunc", "round", "sign",
+                "isnan", "isinf", "isfinite", "signbit", "logical_not", "bitwise_invert"]
+_EXACT_BINARY = ["add", "subtract", "multiply", "divide", "maximum", "minimum", "equal", "not_equal", "less",
+                 "less_equal", "greater", "greater_equal", "logical_and", "logical_or", "bitwise_and",
+                 "bitwise_or", "bitwise_xor", "copysign", "nextafter", "hypot"]
+_REDUCTIONS = ["max", "min", "any", "all", "cumulative_sum", "argmax", "argmin", "sort", "argsort"]
+
+
+def test_hypothesis_accepts_numfuse_as_an_array_api_namespace():
+    assert XPS.api_version == nf.__array_api_version__
+
+
+def _np_call(name, *args):
+    fn = getattr(onp, name)
+    with onp.errstate(all="ignore"):
+        return fn(*args)
+
+
+def _outcome(fn):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return ("ok", fn())
+        except Exception as e:  # noqa: BLE001 - compared with NumPy's
+            return ("raise", type(e))
+
+
+def _compare(got, exp, what):
+    assert got[0] == exp[0], f"{what}: numfuse {got}, NumPy {exp}"
+    if exp[0] == "raise":
+        assert got[1] is exp[1] or issubclass(got[1], exp[1]), f"{what}: {got[1]} vs {exp[1]}"
+    else:
+        same_bits(got[1], exp[1])
+
+
+_shapes = XPS.array_shapes(min_dims=0, max_dims=3, max_side=5)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data(), name=st.sampled_from(_EXACT_UNARY))
+def test_array_api_strategy_unary(data, name):
+    x = data.draw(XPS.arrays(dtype=XPS.scalar_dtypes(), shape=_shapes), label="x")
+    xn = onp.asarray(x)
+    _compare(_outcome(lambda: getattr(nf, name)(x)), _outcome(lambda: _np_call(name, xn)), f"{name}({xn!r})")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data(), name=st.sampled_from(_EXACT_BINARY))
+def test_array_api_strategy_binary(data, name):
+    shape = data.draw(_shapes, label="shape")
+    dt = data.draw(XPS.scalar_dtypes(), label="dtype")
+    x = data.draw(XPS.arrays(dtype=dt, shape=shape), label="x")
+    y = data.draw(XPS.arrays(dtype=data.draw(st.sampled_from([dt, nf.float64, nf.int32]), label="dt2"),
+                             shape=shape[data.draw(st.integers(0, len(shape)), label="drop"):]), label="y")
+    xn, yn = onp.asarray(x), onp.asarray(y)
+    _compare(_outcome(lambda: getattr(nf, name)(x, y)), _outcome(lambda: _np_call(name, xn, yn)),
+             f"{name}({xn!r}, {yn!r})")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data(), name=st.sampled_from(_REDUCTIONS))
+def test_array_api_strategy_reductions(data, name):
+    x = data.draw(XPS.arrays(dtype=XPS.real_dtypes(), shape=XPS.array_shapes(min_dims=1, max_dims=3, max_side=5)),
+                  label="x")
+    axis = data.draw(st.integers(-x.ndim, x.ndim - 1), label="axis")
+    xn = onp.asarray(x)
+    kw = {"axis": axis}
+    if name in ("sort", "argsort"):
+        kw["stable"] = True
+    _compare(_outcome(lambda: getattr(nf, name)(x, **kw)), _outcome(lambda: _np_call_kw(name, xn, kw)),
+             f"{name}({xn!r}, axis={axis})")
+
+
+def _np_call_kw(name, x, kw):
+    with onp.errstate(all="ignore"):
+        return getattr(onp, name)(x, **kw)
