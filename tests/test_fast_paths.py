@@ -4,7 +4,7 @@ import numpy as onp
 import pytest
 
 import numfuse as nf
-from conftest import assert_result_kind, assert_same
+from conftest import assert_result_kind, assert_same, same_bits
 
 
 @pytest.mark.parametrize("dtype", [onp.float64, onp.float32, onp.int64, onp.uint8, onp.bool_, onp.int8])
@@ -566,3 +566,119 @@ def test_vdot_inner_of_vectors_and_float_arange_as_numpy():
         with pytest.raises((ValueError, ZeroDivisionError)) as want:
             onp.arange(*args)
         assert got.type is want.type and str(got.value) == str(want.value)
+
+
+# -- small-array calls: NumPy's kernel on a view, its result adopted ---------
+
+def _outcome(fn):
+    try:
+        return ("ok", fn())
+    except Exception as e:  # noqa: BLE001 - compared with NumPy's
+        return ("raise", type(e), str(e))
+
+
+def _same_outcome(got, exp):
+    assert got[0] == exp[0], (got, exp)
+    if exp[0] == "raise":
+        assert got[1:] == exp[1:]
+        return
+    g, e = got[1], exp[1]
+    if isinstance(e, onp.ndarray) and e.ndim > 0:
+        assert isinstance(g, nf.ndarray)
+        assert g.strides == e.strides and g.flags.writeable == e.flags.writeable
+    else:
+        assert type(g) is type(e)
+    same_bits(onp.asarray(g), e)
+
+
+_LAYOUTS = {
+    "vector": lambda: onp.array([3.0, -1.0, onp.nan, 2.0, 2.0, -0.0, 0.0, 7.5]),
+    "reversed": lambda: onp.array([3, -1, 4, 1, 5, 9, 2, 6])[::-1],
+    "F 2-D": lambda: onp.asfortranarray(onp.arange(12.0).reshape(3, 4) % 5),
+    "transposed": lambda: (onp.arange(12, dtype=onp.int32).reshape(3, 4) * 7 % 5).T,
+    "0-d": lambda: onp.array(2.5),
+    "empty": lambda: onp.zeros((0, 3)),
+    "bool": lambda: onp.array([True, False, True, True]),
+}
+
+
+@pytest.mark.parametrize("layout", list(_LAYOUTS))
+@pytest.mark.parametrize("axis", [-1, 0, 1, 2])
+def test_small_sort_argsort_match_numpy(layout, axis):
+    base = _LAYOUTS[layout]()
+    for fn in ("sort", "argsort"):
+        got = _outcome(lambda: getattr(nf, fn)(nf.asarray(base), axis))
+        exp = _outcome(lambda: getattr(onp, fn)(base.copy(order="K"), axis))
+        _same_outcome(got, exp)
+
+
+def test_small_searchsorted_and_interp_match_numpy():
+    a = onp.array([-1.5, 0.0, 0.0, 2.0, 3.5, 10.0])
+    na = nf.asarray(a)
+    for v in (0.0, 2, -7, 11.0, onp.array([0.0, 3.5, -2.0]), onp.array([[1, 2], [3, 40]])):
+        nv = nf.asarray(v) if isinstance(v, onp.ndarray) else v
+        for side in ("left", "right"):
+            _same_outcome(_outcome(lambda: nf.searchsorted(na, nv, side)), _outcome(lambda: onp.searchsorted(a, v, side)))
+    _same_outcome(_outcome(lambda: nf.searchsorted(na, 1.0, "middle")), _outcome(lambda: onp.searchsorted(a, 1.0, "middle")))
+    x = onp.array([-3.0, 0.0, 1.0, 2.5, 4.0, onp.nan])
+    xp, fp = onp.array([0.0, 1.0, 2.0, 3.0]), onp.array([0.0, 10.0, 5.0, -1.0])
+    got = nf.interp(nf.asarray(x), nf.asarray(xp), nf.asarray(fp))
+    _same_outcome(("ok", got), ("ok", onp.interp(x, xp, fp)))
+    _same_outcome(_outcome(lambda: nf.interp(nf.asarray(x), nf.asarray(xp), nf.asarray(fp[:3]))),
+                  _outcome(lambda: onp.interp(x, xp, fp[:3])))
+
+
+def test_count_nonzero_of_a_mask_and_flips():
+    m = onp.array([[True, False, True], [False, False, True]])
+    r = nf.count_nonzero(nf.asarray(m))
+    assert type(r) is type(onp.count_nonzero(m)) and r == onp.count_nonzero(m)
+    assert_same(nf.count_nonzero(nf.asarray(m), axis=0), onp.count_nonzero(m, axis=0))
+    a = onp.arange(6.0).reshape(2, 3)
+    for fn in ("fliplr", "flipud"):
+        got, exp = getattr(nf, fn)(nf.asarray(a)), getattr(onp, fn)(a)
+        assert got.strides == exp.strides
+        assert_same(got, exp)
+    for bad, fn in ((onp.ones(3), "fliplr"), (onp.array(1.0), "flipud")):
+        _same_outcome(_outcome(lambda: getattr(nf, fn)(nf.asarray(bad))), _outcome(lambda: getattr(onp, fn)(bad)))
+    assert_same(nf.fliplr([[1, 2], [3, 4]]), onp.fliplr([[1, 2], [3, 4]]))
+
+
+@pytest.mark.parametrize("args", [(50.0,), (0, 1, 0.1), (0.0, 1.0, 0.1), (10.5,), (-3, 2.5, 0.5), (5.0, -2, -0.75),
+                                  (1.0, 1.0), (2.0, 1.0), (0, 2**53, 2.0**50), (0.5, 3), (-0.0,), (1e-300, 2e-300, 1e-301)])
+def test_float_arange_in_c_matches_numpy(args):
+    same_bits(onp.asarray(nf.arange(*args)), onp.arange(*args))
+
+
+def test_float_arange_edge_cases_take_the_general_path():
+    for args in ((0, 2**60, 0.5), (float("inf"),), (0.0, 1.0, 0.0), (0, 10**20, 1.5)):
+        got, exp = _outcome(lambda: onp.asarray(nf.arange(*args))), _outcome(lambda: onp.arange(*args))
+        assert got[0] == exp[0] and (got[0] == "ok" or got[1] is exp[1]), (args, got, exp)
+        if got[0] == "ok":
+            same_bits(got[1], exp[1])
+
+
+@pytest.mark.parametrize("make", [
+    lambda: onp.arange(12.0).reshape(3, 4),
+    lambda: onp.asfortranarray(onp.arange(12.0).reshape(3, 4)),
+    lambda: onp.arange(12.0).reshape(3, 4)[:, ::-1],
+    lambda: onp.arange(24, dtype=onp.int16).reshape(2, 3, 4).transpose(2, 0, 1),
+    lambda: onp.arange(6, dtype=">f8"),
+    lambda: onp.array([True, False, True]),
+    lambda: onp.arange(10.0)[::3],
+    lambda: onp.zeros((2, 0, 3), order="F"),
+    lambda: onp.array(7, dtype=onp.uint8),
+])
+def test_asarray_of_a_numpy_array_copies_its_layout(make):
+    src = make()
+    got = nf.asarray(src)
+    exp = onp.array(src, order="K")  # (numfuse's asarray of NumPy memory is a copy: NumPy's K-order copy)
+    assert got.dtype == onp.dtype(exp.dtype.name) and got.shape == exp.shape
+    assert (got.flags.c_contiguous, got.flags.f_contiguous) == (exp.flags.c_contiguous, exp.flags.f_contiguous) \
+        or exp.size == 0
+    assert_same(got, exp.astype(exp.dtype.name))
+    if src.size:  # a copy: the NumPy array's later changes do not show
+        src.flat[0] = 1
+        assert onp.asarray(got).flat[0] == make().flat[0]
+    ro = make()
+    ro.setflags(write=False)
+    assert nf.asarray(ro).flags.writeable is False

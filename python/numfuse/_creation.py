@@ -138,6 +138,13 @@ def asarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
         if copy is False:
             raise ValueError("Unable to avoid copy while creating an array as requested.")
         return a.astype(dtype) if dtype is not None else a.copy()
+    if (type(a) is np.ndarray and dtype is None and copy is None and order is None and like is None
+            and _core.supported_dtype(a.dtype)):
+        # (array()'s path for this call, without its general handling)
+        r = _core.from_numpy(a, False)
+        if not a.flags.writeable:
+            r.setflags(write=False)
+        return r
     return array(a, dtype=dtype, copy=copy if copy is not None else None, order=order or "K")
 
 
@@ -339,11 +346,13 @@ def arange(*args, start=None, stop=None, step=None, dtype=None, device=None, lik
                 _pyint_to(v, dt)
         if not all(-2**63 <= int(v) < 2**63 for v in args):
             return numpy_arange()
+        if n > 2**63 - 1:
+            raise ValueError("Maximum allowed size exceeded")
         return _core.arange(float(start), float(step), n, dt, True, int(start), int(step))
     q = (stop - start) / step
     if q != q:
         raise ValueError("arange: cannot compute length")  # (NumPy's, for a NaN)
-    if math.isinf(q):
+    if math.isinf(q) or q > 2**63 - 1:
         raise ValueError("Maximum allowed size exceeded")
     n = max(int(math.ceil(q)), 0)
     return _core.arange(float(start), float(step), n, dt, False, 0, 0)

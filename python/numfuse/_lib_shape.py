@@ -331,9 +331,12 @@ def repeat(a, repeats, axis=None):
         return _numpy(np.repeat, (a, repeats, axis))
     if type(repeats) is ndarray:  # counts in array data: the output shape depends on it
         return _numpy(np.repeat, (a, repeats, axis), why="array repeats", warn=True)
-    reps = np.asarray(repeats).astype(np.intp)  # (NumPy's cast: floats truncate, strings raise)
-    if reps.ndim > 1:
-        raise ValueError("object too deep for desired array")
+    if type(repeats) is int and -2**62 < repeats < 2**62:
+        reps = None  # (one count, as it is)
+    else:
+        reps = np.asarray(repeats).astype(np.intp)  # (NumPy's cast: floats truncate, strings raise)
+        if reps.ndim > 1:
+            raise ValueError("object too deep for desired array")
     if axis is None:
         a = a.reshape(-1) if a._c_contiguous else a.copy().reshape(-1)
         ax = 0
@@ -342,8 +345,8 @@ def repeat(a, repeats, axis=None):
             a = a.reshape((1,))
         ax = _norm_axis(operator.index(axis), a.ndim)
     n = a.shape[ax]
-    if reps.ndim == 0 or reps.size == 1:
-        r = int(reps.reshape(-1)[0]) if reps.size == 1 else int(reps)
+    if reps is None or reps.ndim == 0 or reps.size == 1:
+        r = repeats if reps is None else int(reps.reshape(-1)[0]) if reps.size == 1 else int(reps)
         if r < 0:
             raise ValueError("repeats may not contain negative values.")
         shape = a.shape[:ax] + (n * r,) + a.shape[ax + 1:]

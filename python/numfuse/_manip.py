@@ -330,11 +330,17 @@ def flip(m, axis=None):
 
 
 def fliplr(m):
-    return flip(m, 1)
+    m = asarray(m)
+    if m.ndim < 2:
+        raise ValueError("Input must be >= 2-d.")
+    return m[:, ::-1] if type(m) is ndarray else _numpy(np.fliplr, m)
 
 
 def flipud(m):
-    return flip(m, 0)
+    m = asarray(m)
+    if m.ndim < 1:
+        raise ValueError("Input must be >= 1-d.")
+    return m[::-1, ...] if type(m) is ndarray else _numpy(np.flipud, m)
 
 
 def split(ary, indices_or_sections, axis=0):

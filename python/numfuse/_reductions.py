@@ -13,6 +13,7 @@ from ._manip import diagonal, where as _where
 from ._ufuncs import UFUNCS
 
 ndarray = _core.ndarray
+_BOOL = np.dtype(bool)
 _R = _core.REDUCE_OPS
 _NoValue = np._NoValue
 
@@ -210,6 +211,8 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Tru
 
 
 def count_nonzero(a, axis=None, *, keepdims=False):
+    if type(a) is ndarray and a.dtype is _BOOL and axis is None and keepdims is False:
+        return a.sum()  # (a mask: its sum, in int64)
     a = asarray(a)
     r = sum(UFUNCS["not_equal"](a, 0), axis=axis, keepdims=keepdims)
     return r

@@ -102,8 +102,16 @@ def _sorted_copy(a, axis, kind=None):
     return out
 
 
+# Below this many elements a sort runs on this thread: NumPy's own call on
+# a view, its fresh result adopted (no copy, no split into rows).
+_SMALL_SORT = 1 << 16
+
+
 @_numpy_kernel
 def sort(a, axis=-1, kind=None, order=None, *, stable=None):
+    if (type(a) is ndarray and type(axis) is int and kind is None and order is None and stable is None
+            and a.size < _SMALL_SORT):
+        return _core.from_numpy(np.sort(a._to_numpy(False), axis), True)
     a = asarray(a)
     if type(a) is not ndarray or order is not None:
         return _fallback.call_numpy(np.sort, (a,), dict(axis=axis, kind=kind, order=order, stable=stable),
@@ -134,14 +142,19 @@ def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
     """numpy.argsort: stable kinds run numfuse's parallel stable argsort; the
     default kind NumPy's SIMD argsort (rows over the threads), so ties come
     out as NumPy orders them."""
+    if (type(a) is ndarray and type(axis) is int and kind is None and order is None and stable is None
+            and a.size < _SMALL_SORT and a.ndim > 0):
+        return _core.from_numpy(np.argsort(a._to_numpy(False), axis), True)
     a = asarray(a)
     if type(a) is not ndarray or order is not None:
         return _fallback.call_numpy(np.argsort, (a,), dict(axis=axis, kind=kind, order=order, stable=stable),
                                     "numpy.argsort (order= or a dtype numfuse does not hold)")
     axis = axis if axis is None else operator.index(axis)  # (converted before kind, as NumPy does)
     st = _kind_is_stable(kind, stable)
-    if axis is None or a.ndim == 0:  # (NumPy: a 0-d array sorts as one element)
+    if axis is None:
         a, axis = a.ravel(), 0
+    elif a.ndim == 0:  # (NumPy: a 0-d array sorts as one element, the axis checked against it)
+        a = a.ravel()
     ax = _axis(axis, a.ndim)
     if st:
         return _core.argsort(a, ax)
@@ -242,6 +255,14 @@ def argpartition(a, kth, axis=-1, kind="introselect", order=None):
 
 
 def searchsorted(a, v, side="left", sorter=None):
+    if type(a) is ndarray and sorter is None and a.ndim == 1 and a.size < _SMALL_SORT:
+        # small: NumPy's own search on a view (its promotion, its errors)
+        tv = type(v)
+        if tv is float or tv is int:
+            return np.searchsorted(a._to_numpy(False), v, side)
+        if tv is ndarray and v.size < _SMALL_SORT:
+            r = np.searchsorted(a._to_numpy(False), v._to_numpy(False), side)
+            return _core.from_numpy(r, True) if type(r) is np.ndarray else r
     a = asarray(a)
     scalar = np.ndim(v) == 0 and not isinstance(v, ndarray)
     vv = asarray(v)
@@ -746,15 +767,19 @@ def digitize(x, bins, right=False):
 def interp(x, xp, fp, left=None, right=None, period=None):
     """numpy.interp: NumPy's loop (a binary search per point, its arithmetic)
     on numfuse's memory, the result in numfuse's."""
+    if type(x) is ndarray and type(xp) is ndarray and type(fp) is ndarray and left is None and right is None \
+            and period is None:
+        r = np.interp(x._to_numpy(False), xp._to_numpy(False), fp._to_numpy(False))
+        return r if type(r) is not np.ndarray or r.ndim == 0 else _core.from_numpy(r, True)
     xa, xpa, fpa = asarray(x), asarray(xp), asarray(fp)
     if not _all_native(xa, xpa, fpa):
         return _fallback.call_numpy(np.interp, (x, xp, fp), dict(left=left, right=right, period=period),
                                     "numpy.interp (complex or a dtype numfuse does not hold)")
     r = np.interp(xa._to_numpy(False), xpa._to_numpy(False), fpa._to_numpy(False), left=left, right=right,
                   period=period)
-    if np.ndim(r) == 0:
+    if type(r) is not np.ndarray or r.ndim == 0:
         return r
-    return asarray(r)  # (NumPy's new array: numfuse uses its memory)
+    return _core.from_numpy(r, True)  # (NumPy's new array: numfuse adopts its memory)
 
 
 def _nanquantile(a, q, axis, keepdims, scale, median):

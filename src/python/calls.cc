@@ -224,10 +224,47 @@ PyObject* create(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
 // arange(stop), arange(start, stop), arange(start, stop, step) with Python
 // ints (the loops' `for i in np.arange(n)`, index vectors): the general
 // signature is numfuse._creation.arange.
+// With a Python float among Python numbers: a float64 range of NumPy's
+// length ceil((stop - start) / step) (ints exact as doubles, finite values).
+PyObject* arange_float(PyObject* const* args, Py_ssize_t nargs) {
+  double v[3] = {0.0, 0.0, 1.0};
+  for (Py_ssize_t k = 0; k < nargs; ++k) {
+    double x;
+    if (PyFloat_CheckExact(args[k])) {
+      x = PyFloat_AS_DOUBLE(args[k]);
+    } else {
+      int overflow = 0;
+      const long long i = PyLong_AsLongLongAndOverflow(args[k], &overflow);
+      if (overflow || i < -(1LL << 53) || i > (1LL << 53)) return nullptr;
+      x = static_cast<double>(i);
+    }
+    v[nargs == 1 ? 1 : k] = x;
+  }
+  const double start = v[0], stop = v[1], step = v[2];
+  if (step == 0) return nullptr;
+  const double q = (stop - start) / step;
+  if (!std::isfinite(q) || std::fabs(q) >= 4503599627370496.0) return nullptr;  // 2**52
+  const int64_t n = q > 0 ? static_cast<int64_t>(std::ceil(q)) : 0;
+  before_record();
+  RecordGuard guard;
+  return wrap(record_arange(start, step, n, DType::Float64, false, 0, 0)).release().ptr();
+}
+
 PyObject* arange_fast(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   bool fast = false;
   PyObject* r = guarded([&]() -> PyObject* {
     if (nargs < 1 || nargs > 3 || (kwnames && PyTuple_GET_SIZE(kwnames) > 0)) return nullptr;
+    bool any_float = false, all_numbers = true;
+    for (Py_ssize_t k = 0; k < nargs; ++k) {
+      any_float |= PyFloat_CheckExact(args[k]);
+      all_numbers &= PyFloat_CheckExact(args[k]) || PyLong_CheckExact(args[k]);
+    }
+    if (any_float) {
+      if (!all_numbers) return nullptr;
+      PyObject* f = arange_float(args, nargs);
+      fast = f != nullptr;
+      return f;
+    }
     constexpr long long kLimit = 1LL << 62;  // (no overflow in the length below)
     long long v[3] = {0, 0, 1};
     for (Py_ssize_t k = 0; k < nargs; ++k) {

@@ -546,6 +546,13 @@ View from_numpy(py::handle h, bool adopt) {
     // of it takes its layout from them): so does the copy, which no stride
     // can take out of its (empty) buffer.
     for (py::ssize_t i = 0; i < arr.ndim(); ++i) v.strides[i] = arr.strides(i) / is;
+  } else if (v.size() > 0 && aligned && numpy_array_native(h.ptr()) && [&] {
+               for (size_t i = 0; i < shape.size(); ++i)
+                 if (shape[i] > 1 && arr.strides(static_cast<py::ssize_t>(i)) != v.strides[i] * is) return false;
+               return true;
+             }()) {
+    // Dense in the copy's own order: the bytes as they are.
+    std::memcpy(v.buffer->data(), arr.data(), static_cast<size_t>(v.size() * is));
   } else if (v.size() > 0) {
     // Copy through NumPy (handles any strides, byte order and alignment).
     std::vector<py::ssize_t> dst_strides;
