@@ -682,3 +682,38 @@ def test_asarray_of_a_numpy_array_copies_its_layout(make):
     ro = make()
     ro.setflags(write=False)
     assert nf.asarray(ro).flags.writeable is False
+
+
+@pytest.mark.parametrize("shape", [5, (2, 3), (), (0, 4), (3, 0, 2)])
+@pytest.mark.parametrize("value", [2.5, -0.0, float("nan"), True, 7, -(2**63), 2**63 - 1])
+def test_full_of_a_python_number_matches_numpy(shape, value):
+    got, exp = nf.full(shape, value), onp.full(shape, value)
+    assert got.dtype == exp.dtype and got.shape == exp.shape
+    same_bits(onp.asarray(got), exp)
+
+
+@pytest.mark.fallback
+def test_full_and_eye_general_cases_match_numpy():
+    for args in (((3,), 2**63), ((2,), 1 + 2j), ((-1, 2), 1.0), ((2.0,), 1.0), ((2,), None)):
+        got, exp = _outcome(lambda: nf.full(*args)), _outcome(lambda: onp.full(*args))
+        assert got[0] == exp[0], (args, got, exp)
+        if exp[0] == "raise":
+            assert got[1:] == exp[1:]
+        else:
+            g = onp.asarray(got[1])
+            assert g.dtype == exp[1].dtype and g.tolist() == exp[1].tolist()
+    for args in ((0,), (4,), (3, 4, 1), (-1,), (2.0,), (True,)):
+        _same_outcome(_outcome(lambda: nf.eye(*args)), _outcome(lambda: onp.eye(*args)))
+
+
+def test_small_unique_and_atleast_1d_match_numpy():
+    for a in (onp.array([3.0, onp.nan, 1.0, onp.nan, 3.0, -0.0, 0.0]), onp.array([[4, 1], [4, 2]], dtype=onp.int8),
+              onp.zeros(0), onp.array(5), onp.array([True, False, True])[::-1]):
+        _same_outcome(("ok", nf.unique(nf.asarray(a))), ("ok", onp.unique(a)))
+    v = nf.arange(3.0)
+    assert nf.atleast_1d(v) is v
+    assert_same(nf.atleast_1d(nf.asarray(2.0)), onp.atleast_1d(2.0))
+    got = nf.atleast_1d(v, 1.5, [[1]])
+    assert isinstance(got, tuple) and len(got) == 3
+    for g, e in zip(got, onp.atleast_1d(onp.arange(3.0), 1.5, [[1]])):
+        assert_same(g, e)

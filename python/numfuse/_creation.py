@@ -201,7 +201,20 @@ def _fortran(r):
     return r._astype(r.dtype, _core.CAST_LAYOUTS["F"])  # (a Fortran-ordered copy: record_astype's rule)
 
 
+_PY_FILL_DTYPES = {float: np.dtype(np.float64), bool: np.dtype(np.bool_), int: np.dtype(np.int64)}
+
+
 def full(shape, fill_value, dtype=None, order="C", *, device=None, like=None):
+    if dtype is None and order == "C" and device is None:
+        # a Python number into a shape of Python ints: NumPy's dtype of the
+        # number (an int within int64), without the general conversions
+        t = _PY_FILL_DTYPES.get(type(fill_value))
+        dims = (shape,) if type(shape) is int else shape
+        if (t is not None and type(dims) is tuple and all(type(d) is int and d >= 0 for d in dims)
+                and (t.kind != "i" or -2**63 <= fill_value < 2**63)):
+            r = _core.full(dims, fill_value, t)
+            if r is not NotImplemented:
+                return r
     check_device(device)
     if dtype is None:
         dtype = np.array(fill_value).dtype if not isinstance(fill_value, ndarray) else fill_value.dtype
@@ -413,6 +426,9 @@ def _count_arg(n):
 
 
 def eye(N, M=None, k=0, dtype=float, order="C", *, device=None, like=None):
+    if type(N) is int and M is None and type(k) is int and k == 0 and dtype is float and order == "C" and device is None \
+            and N >= 0:
+        return _core.eye(N, N, 0, _F64_DT)
     check_device(device)
     N = _count_arg(N)
     M = N if M is None else _count_arg(M)

@@ -155,7 +155,12 @@ def broadcast_arrays(*args, subok=False):
 
 
 def atleast_1d(*arys):
-    res = [asarray(a) if asarray(a).ndim >= 1 else asarray(a).reshape((1,)) for a in arys]
+    if len(arys) == 1 and type(arys[0]) is ndarray and arys[0].ndim >= 1:
+        return arys[0]
+    res = []
+    for a in arys:
+        a = asarray(a)
+        res.append(a if a.ndim >= 1 else a.reshape((1,)))
     return res[0] if len(res) == 1 else tuple(res)
 
 

@@ -412,6 +412,10 @@ def take_along_axis(arr, indices, axis=-1):
 
 def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None, *, equal_nan=True,
            sorted=True):
+    if (type(ar) is ndarray and axis is None and not (return_index or return_inverse or return_counts)
+            and equal_nan is True and sorted is True and ar.size < _SMALL_SORT):
+        r = np.unique(ar._to_numpy(False))  # small: NumPy's own, its result adopted (copied if a view)
+        return _core.from_numpy(r, r.base is None)
     a = asarray(ar)
     if type(a) is not ndarray or axis is not None:
         return _fallback.call_numpy(np.unique, (ar,), dict(return_index=return_index, return_inverse=return_inverse,
