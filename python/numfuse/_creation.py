@@ -21,10 +21,21 @@ def _shape_ints(shape):
         raise TypeError(f"expected a sequence of integers or a single integer, got '{shape!r}'")
     if isinstance(shape, (int, np.integer)):
         return (operator.index(shape),)
+    if shape is None:
+        raise TypeError("Use () not None as shape arguments")
     try:
-        return tuple(operator.index(s) for s in shape)
+        items = iter(shape)
     except TypeError:
-        raise TypeError(f"'{type(shape).__name__}' object cannot be interpreted as an integer") from None
+        raise TypeError(f"expected a sequence of integers or a single integer, got '{shape!r}'") from None
+    out = []
+    for s in items:
+        try:
+            out.append(operator.index(s))
+        except TypeError:
+            t = type(s)
+            name = t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__name__}"
+            raise TypeError(f"'{name}' object cannot be interpreted as an integer") from None
+    return tuple(out)
 
 
 def _check_dims(shape):
