@@ -717,3 +717,29 @@ def test_small_unique_and_atleast_1d_match_numpy():
     assert isinstance(got, tuple) and len(got) == 3
     for g, e in zip(got, onp.atleast_1d(onp.arange(3.0), 1.5, [[1]])):
         assert_same(g, e)
+
+
+@pytest.mark.parametrize("n", [3, 40, 1000])
+@pytest.mark.parametrize("k", [2, 3, 7])
+def test_short_inner_broadcasts_match_numpy(n, k):
+    """Tier 0 walks a short innermost line (k columns) and a long next one
+    the other way round: results, NaN rules and in-place forms unchanged."""
+    g = onp.random.default_rng(n * 10 + k)
+    col = g.standard_normal((n, 1))
+    col[::7] = onp.nan
+    row = g.standard_normal(k)
+    row[0] = -0.0
+    C, R = nf.asarray(col), nf.asarray(row)
+    for name in ("add", "maximum", "fmax", "minimum", "copysign", "multiply"):
+        same_bits(onp.asarray(getattr(nf, name)(C, R)), getattr(onp, name)(col, row))
+    same_bits(onp.asarray(nf.repeat(C[:, 0], k)), onp.repeat(col[:, 0], k))
+    same_bits(onp.asarray(nf.repeat(nf.asarray(col.reshape(-1, 1) * row), 2, axis=1)),
+              onp.repeat(col.reshape(-1, 1) * row, 2, axis=1))
+    a, b = onp.zeros((n, k)), nf.zeros((n, k))
+    a += col
+    b += C
+    a[:, 1:] += a[:, :1]
+    b[:, 1:] += b[:, :1]
+    same_bits(onp.asarray(b), a)
+    ints = onp.arange(n, dtype=onp.int16)[:, None] * onp.arange(k, dtype=onp.int16)
+    same_bits(onp.asarray(nf.asarray(onp.arange(n, dtype=onp.int16))[:, None] * nf.arange(k).astype(onp.int16)), ints)

@@ -98,6 +98,10 @@ def _creation_args(shape, dtype, order):
 def array(object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, like=None):
     """numpy.array: a numfuse array holding a copy of `object` (or `object`
     itself when copy=False allows it)."""
+    if type(object) is list and dtype is None and copy is not False and order == "K" and ndmin == 0:
+        a = np.array(object)  # (a list's common case: NumPy's fresh array, adopted)
+        if _core.supported_dtype(a.dtype):
+            return _core.from_numpy(a, True)
     if type(object) is ndarray:
         r = object
         if dtype is not None and np.dtype(dtype) != r.dtype:
@@ -149,6 +153,10 @@ def asarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
         if copy is False:
             raise ValueError("Unable to avoid copy while creating an array as requested.")
         return a.astype(dtype) if dtype is not None else a.copy()
+    if type(a) is list and dtype is None and copy is None and order is None:
+        r = np.array(a)  # (a list: NumPy's fresh array, adopted)
+        if _core.supported_dtype(r.dtype):
+            return _core.from_numpy(r, True)
     if (type(a) is np.ndarray and dtype is None and copy is None and order is None and like is None
             and _core.supported_dtype(a.dtype)):
         # (array()'s path for this call, without its general handling)

@@ -517,6 +517,17 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
     """numpy.einsum (see the module docstring). ``optimize`` picks the pairwise
     order for three or more operands (np.einsum_path on the shapes); with
     ``optimize=False`` they are contracted left to right."""
+    if (out is None and dtype is None and order == "K" and casting == "safe" and optimize is False
+            and 1 < len(operands) <= 3 and type(operands[0]) is str):
+        # a call seen before, with numfuse arrays and the defaults: its plan
+        ops = operands[1:]
+        if all(type(o) is ndarray for o in ops):
+            cached = _PLANS.get((operands[0], None, "safe", "K", True,
+                                 tuple((o.shape, o.strides, o.dtype) for o in ops)))
+            if cached is not None and cached[0] is None:
+                r = contract_plan(cached[1], ops, None)
+                if r is not NotImplemented:
+                    return _core.scalar_result(r)
     order = order_arg(order, "K")
     if casting not in _CASTINGS:
         raise ValueError(f"casting must be one of 'no', 'equiv', 'safe', 'same_kind', 'unsafe' (got {casting!r})")

@@ -353,7 +353,7 @@ def repeat(a, repeats, axis=None):
         if a.size == 0 or r == 0:
             return zeros(shape, a.dtype)
         b = a[(slice(None),) * (ax + 1) + (None,)]
-        return broadcast_to(b, a.shape[:ax + 1] + (r,) + a.shape[ax + 1:]).copy().reshape(shape)
+        return b._broadcast_to(a.shape[:ax + 1] + (r,) + a.shape[ax + 1:]).copy().reshape(shape)
     if reps.size != n:
         raise ValueError(f"operands could not be broadcast together with shape ({n},) ({reps.size},)")
     if (reps < 0).any():

@@ -1287,11 +1287,25 @@ bool tier0_supports(const Task& t) {
   return false;
 }
 
+// An elementwise walk whose innermost line is short (a broadcast copy of a
+// few columns: repeat, `x[:, None] * w` with w of 2-3 values) and the next
+// dimension long: the two are walked the other way round, so each line the
+// loops run is long. (Elementwise points are independent: the order of the
+// walk is not observable.)
+void lengthen_lines(Plan& p) {
+  const int D = p.D;
+  if (D < 2 || p.ext[D - 1] >= 8 || p.ext[D - 2] < 4 * p.ext[D - 1]) return;
+  std::swap(p.ext[D - 1], p.ext[D - 2]);
+  for (Operand& o : p.ops) std::swap(o.step[D - 1], o.step[D - 2]);
+  for (Affine& a : p.idx) std::swap(a.step[D - 1], a.step[D - 2]);
+}
+
 void tier0_run(const Task& t) {
   Plan p = make_plan(t);
   bool cuttable[kMaxDims];
   switch (t.kind) {
     case Task::Kind::Map:
+      lengthen_lines(p);
       for (int d = 0; d < p.D; ++d) cuttable[d] = true;
       if (!run_split(p, cuttable, [&](const Plan& q) { run_map(t, q); })) run_map(t, p);
       return;
@@ -1375,22 +1389,31 @@ void tier0_elementwise(Tier0Loop f, const ExprNode& node, int nargs, char* const
   const Coalesced c = coalesce(ext, D, views, nargs);
   const int F = c.ndim();
   int64_t fs[kMaxArgs][kMaxDims];
+  int64_t fe[kMaxDims];
+  for (int d = 0; d < F; ++d) fe[d] = c.extent[d];
   for (int a = 0; a < nargs; ++a)
     for (int d = 0; d < F; ++d) fs[a][d] = st[a][c.inner(d)];
+  if (F >= 2 && fe[F - 1] < 8 && fe[F - 2] >= 4 * fe[F - 1]) {
+    // a short innermost line and a long next one (a broadcast copy of a
+    // few columns: repeat): walked the other way round (elementwise points
+    // are independent)
+    std::swap(fe[F - 1], fe[F - 2]);
+    for (int a = 0; a < nargs; ++a) std::swap(fs[a][F - 1], fs[a][F - 2]);
+  }
   int64_t pos[kMaxDims] = {};
   int64_t off[kMaxArgs] = {};
   const int in = F - 1;
   for (int a = 0; a < nargs; ++a) steps[a] = fs[a][in];
   for (;;) {
     for (int a = 0; a < nargs; ++a) args[a] = bases[a] + off[a];
-    row(c.extent[in]);
+    row(fe[in]);
     int d = F - 2;
     for (; d >= 0; --d) {
-      if (++pos[d] < c.extent[d]) {
+      if (++pos[d] < fe[d]) {
         for (int a = 0; a < nargs; ++a) off[a] += fs[a][d];
         break;
       }
-      for (int a = 0; a < nargs; ++a) off[a] -= fs[a][d] * (c.extent[d] - 1);
+      for (int a = 0; a < nargs; ++a) off[a] -= fs[a][d] * (fe[d] - 1);
       pos[d] = 0;
     }
     if (d < 0) return;
