@@ -743,3 +743,20 @@ def test_short_inner_broadcasts_match_numpy(n, k):
     same_bits(onp.asarray(b), a)
     ints = onp.arange(n, dtype=onp.int16)[:, None] * onp.arange(k, dtype=onp.int16)
     same_bits(onp.asarray(nf.asarray(onp.arange(n, dtype=onp.int16))[:, None] * nf.arange(k).astype(onp.int16)), ints)
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered in cast:RuntimeWarning")
+def test_small_bincount_and_fill_diagonal_match_numpy():
+    for x in (onp.array([1, 3, 3, 0]), onp.array([1, -1]), onp.array([1.5]), onp.array([], dtype=onp.int64),
+              onp.array([[1]]), onp.array([2, 0], dtype=onp.uint8), onp.array([True, False, True])):
+        got, exp = _outcome(lambda: nf.bincount(nf.asarray(x))), _outcome(lambda: onp.bincount(x))
+        _same_outcome(got, exp)
+    for dt, val in ((onp.int8, 300), (onp.int8, 2.7), (onp.uint8, -1), (onp.float64, True), (onp.float32, 1e40),
+                    (onp.int64, 2**63)):
+        for shape in ((3, 3), (4, 2), (2, 2, 2)):
+            a = onp.zeros(shape, dt)
+            b = nf.asarray(a.copy())
+            got = _outcome(lambda: nf.fill_diagonal(b, val))
+            exp = _outcome(lambda: onp.fill_diagonal(a, val))
+            assert got[0] == exp[0] and got[1:] == exp[1:] if exp[0] == "raise" else got == exp, (dt, val, got, exp)
+            same_bits(onp.asarray(b), a)

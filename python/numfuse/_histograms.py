@@ -182,10 +182,20 @@ def _as_index_array(x):
         raise TypeError(f"Cannot cast array data from {x.dtype!r} to {_intp!r} according to the rule 'safe'")
 
 
+_SMALL_BINCOUNT = 4096
+
+
 def bincount(x, /, weights=None, minlength=0):
     """numpy.bincount (see the module docstring): int64 counts, float64 with
     weights, by numfuse's bincount routine (its input is computed at the
     call: its values decide the result's size)."""
+    if type(x) is ndarray and weights is None and minlength == 0 and x.size < _SMALL_BINCOUNT:
+        # a few values: NumPy's own count on a view (its checks, its errors;
+        # a writeable view: NumPy copies a read-only one first), the fresh
+        # result adopted
+        r = np.bincount(x._to_numpy(True))
+        return _core.from_numpy(r, r.base is None)
+
     def fallback():
         return _fallback.call_numpy(np.bincount, (x,), dict(weights=weights, minlength=minlength),
                                     "numpy.bincount")

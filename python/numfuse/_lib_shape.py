@@ -249,6 +249,9 @@ def fill_diagonal(a, val, wrap=False):
         return _numpy(np.fill_diagonal, (a, val, wrap), why="wrap=True, non-contiguous", warn=True)
     if count == 0:
         return
+    if type(val) in (int, float, bool):
+        target[...] = val  # (NumPy's a.flat[...] = val: a Python number's own checks)
+        return
     v = asarray(val)
     if type(v) is not ndarray:
         return _numpy(np.fill_diagonal, (a, val, wrap))
