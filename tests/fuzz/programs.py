@@ -1124,6 +1124,22 @@ class _Gen:
 
     # -- routines: results whose layout a library decides ------------------
 
+    def contraction_operands(self, widths, transposed=False):
+        """(a, b, bt) for a contraction: `a` a 2-D float array of finite
+        values far from overflow (a sum that overflows in one association
+        order may not in another), `b` a fresh (k, n) right-hand side of its
+        type without special values, `bt` a fresh (n, k) one (or None)."""
+        r = self.rng
+        a = self.pick(lambda v: v.ndim == 2 and v.dtype.kind == "f" and v.size > 0 and _magnitude(v) < 1e6)
+        if a is None:
+            return None
+        A = self.ns[a]
+        k, n = A.shape[1], r.choice(widths)
+        b = self.new_input(dtype=str(A.dtype), shape=(k, n), order=r.choice(["C", "F"]), special=False)
+        bt = self.new_input(dtype=str(A.dtype), shape=(n, k), order=r.choice(["C", "F"]),
+                            special=False) if transposed else None
+        return a, b, bt
+
     def g_routine(self):
         """A routine's result (einsum, matmul, tensordot, sort, take, fancy
         indexing, linalg, fft, shape routines), then usually a reshape/ravel
@@ -1135,7 +1151,6 @@ class _Gen:
                           "shape"], [8, 10, 14, 10, 6, 8, 10, 10, 8, 16])[0]
         out = self.name()
         red = transc = False
-        fl = lambda v: v.dtype.kind == "f"  # noqa: E731
         if form == "einsum_view":
             a = self.pick(lambda v: v.ndim in (2, 3), writeable=True)
             if a is None:
@@ -1149,28 +1164,19 @@ class _Gen:
                 perm = "".join(r.sample("ijk", 3))
                 src = f"np.einsum('ijk->{perm}', {a})"
         elif form == "einsum":
-            # (finite values far from overflow: a sum that overflows in one
-            # association order may not in another)
-            a = self.pick(lambda v: v.ndim == 2 and fl(v) and v.size > 0 and _magnitude(v) < 1e6)
-            if a is None:
+            picked = self.contraction_operands([1, 2, 3, 5])
+            if picked is None:
                 return
-            A = self.ns[a]
-            m, k = A.shape
-            n = r.choice([1, 2, 3, 5])
-            b = self.new_input(dtype=str(A.dtype), shape=(k, n), order=r.choice(["C", "F"]), special=False)
+            a, b, _ = picked
             src = r.choice([f"np.einsum('ij,jk->ki', {a}, {b})", f"np.einsum('ij,jk->ik', {a}, {b})",
                             f"np.einsum('ij,ij->ji', {a}, {a})", f"np.einsum('ij->j', {a})",
                             f"np.einsum('ij,jk', {a}, {b})", f"np.einsum('ji,jk->ik', {a}.T, {b})"])
             red = "->ji" not in src
         elif form == "matmul":
-            a = self.pick(lambda v: v.ndim == 2 and fl(v) and v.size > 0 and _magnitude(v) < 1e6)
-            if a is None:
+            picked = self.contraction_operands([1, 2, 3, 4, 7], transposed=True)
+            if picked is None:
                 return
-            A = self.ns[a]
-            m, k = A.shape
-            n = r.choice([1, 2, 3, 4, 7])
-            b = self.new_input(dtype=str(A.dtype), shape=(k, n), order=r.choice(["C", "F"]), special=False)
-            bt = self.new_input(dtype=str(A.dtype), shape=(n, k), order=r.choice(["C", "F"]), special=False)
+            a, b, bt = picked
             src = r.choice([f"{a} @ {b}", f"np.dot({a}, {b})", f"np.matmul({a}, {bt}.T)", f"{b}.T @ {a}.T",
                             f"np.tensordot({a}, {b}, axes=1)", f"np.tensordot({a}, {bt}, axes=([1], [1]))",
                             f"np.asfortranarray({a}) @ {b}", f"np.outer({a}[0], {b}[:, 0])", f"np.inner({a}, {bt})"])
