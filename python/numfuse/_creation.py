@@ -98,10 +98,6 @@ def _creation_args(shape, dtype, order):
 def array(object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, like=None):
     """numpy.array: a numfuse array holding a copy of `object` (or `object`
     itself when copy=False allows it)."""
-    if type(object) is list and dtype is None and copy is not False and order == "K" and ndmin == 0:
-        a = np.array(object)  # (a list's common case: NumPy's fresh array, adopted)
-        if _core.supported_dtype(a.dtype):
-            return _core.from_numpy(a, True)
     if type(object) is ndarray:
         r = object
         if dtype is not None and np.dtype(dtype) != r.dtype:
@@ -316,16 +312,6 @@ def arange(*args, start=None, stop=None, step=None, dtype=None, device=None, lik
         r = range(*args) if len(args) < 3 or args[2] != 0 else None  # (step 0: the general path raises)
         if r is not None and -2**62 < r.start < 2**62 and -2**62 < r.stop < 2**62 and -2**62 < r.step < 2**62:
             return _core.arange(float(r.start), float(r.step), len(r), _INT64, True, r.start, r.step)
-    # Python floats (and ints) with a float among them: a float64 range of
-    # NumPy's length ceil((stop - start) / step), finite arguments only.
-    if (0 < len(args) <= 3 and start is None and stop is None and step is None and dtype is None
-            and like is None and all(type(x) is float or type(x) is int for x in args)
-            and any(type(x) is float for x in args)):
-        a0, a1, a2 = (0.0, args[0], 1.0) if len(args) == 1 else (args[0], args[1], args[2] if len(args) == 3 else 1.0)
-        if a2 != 0:
-            q = (a1 - a0) / a2
-            if math.isfinite(q) and abs(q) < 2**52:
-                return _core.arange(float(a0), float(a2), max(math.ceil(q), 0), _F64_DT, False, 0, 0)
     if len(args) > 4:
         raise TypeError(f"arange() takes from 1 to 4 positional arguments but {len(args)} were given")
     if len(args) == 4:

@@ -505,6 +505,10 @@ def _numpy_layout(subscripts, ops):
 _PLANS = {}  # (subscripts, dtype, casting, order, optimize, operands' shapes/strides/dtypes) -> (layout, Plan)
 
 
+def _plan_key(subscripts, dt, casting, order, optimize, ops):
+    return (subscripts, dt, casting, order, optimize is False, tuple((o.shape, o.strides, o.dtype) for o in ops))
+
+
 def _remember(key, value):
     if key is None:
         return
@@ -522,8 +526,7 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
         # a call seen before, with numfuse arrays and the defaults: its plan
         ops = operands[1:]
         if all(type(o) is ndarray for o in ops):
-            cached = _PLANS.get((operands[0], None, "safe", "K", True,
-                                 tuple((o.shape, o.strides, o.dtype) for o in ops)))
+            cached = _PLANS.get(_plan_key(operands[0], None, "safe", "K", False, ops))
             if cached is not None and cached[0] is None:
                 r = contract_plan(cached[1], ops, None)
                 if r is not NotImplemented:
@@ -547,8 +550,7 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
     # dtypes -- reuses its layout and plan: a loop's einsum parses once.)
     key = None
     if out is None and isinstance(subscripts, str):
-        key = (subscripts, dt, casting, order, optimize is False,
-               tuple((o.shape, o.strides, o.dtype) for o in ops))
+        key = _plan_key(subscripts, dt, casting, order, optimize, ops)
         cached = _PLANS.get(key)
         if cached is not None:
             layout, p = cached

@@ -102,6 +102,13 @@ def to_numpy(x, sources, writeable=True):
 _PLAIN = frozenset([int, float, bool, complex, str, type(None), slice, type(Ellipsis)])
 
 
+def adopt(res):
+    """A NumPy function's array result (computed on views of numfuse memory)
+    as a numfuse array: fresh memory is adopted as it is, a view of anything
+    is copied (numfuse must not hold a second buffer over its own memory)."""
+    return _core.from_numpy(res, res.base is None)
+
+
 def _address(a):
     return a.__array_interface__["data"][0]
 

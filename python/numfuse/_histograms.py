@@ -193,8 +193,7 @@ def bincount(x, /, weights=None, minlength=0):
         # a few values: NumPy's own count on a view (its checks, its errors;
         # a writeable view: NumPy copies a read-only one first), the fresh
         # result adopted
-        r = np.bincount(x._to_numpy(True))
-        return _core.from_numpy(r, r.base is None)
+        return _fallback.adopt(np.bincount(x._to_numpy(True)))
 
     def fallback():
         return _fallback.call_numpy(np.bincount, (x,), dict(weights=weights, minlength=minlength),

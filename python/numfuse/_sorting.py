@@ -111,7 +111,7 @@ _SMALL_SORT = 1 << 16
 def sort(a, axis=-1, kind=None, order=None, *, stable=None):
     if (type(a) is ndarray and type(axis) is int and kind is None and order is None and stable is None
             and a.size < _SMALL_SORT):
-        return _core.from_numpy(np.sort(a._to_numpy(False), axis), True)
+        return _fallback.adopt(np.sort(a._to_numpy(False), axis))
     a = asarray(a)
     if type(a) is not ndarray or order is not None:
         return _fallback.call_numpy(np.sort, (a,), dict(axis=axis, kind=kind, order=order, stable=stable),
@@ -144,7 +144,7 @@ def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
     out as NumPy orders them."""
     if (type(a) is ndarray and type(axis) is int and kind is None and order is None and stable is None
             and a.size < _SMALL_SORT and a.ndim > 0):
-        return _core.from_numpy(np.argsort(a._to_numpy(False), axis), True)
+        return _fallback.adopt(np.argsort(a._to_numpy(False), axis))
     a = asarray(a)
     if type(a) is not ndarray or order is not None:
         return _fallback.call_numpy(np.argsort, (a,), dict(axis=axis, kind=kind, order=order, stable=stable),
@@ -262,7 +262,7 @@ def searchsorted(a, v, side="left", sorter=None):
             return np.searchsorted(a._to_numpy(False), v, side)
         if tv is ndarray and v.size < _SMALL_SORT:
             r = np.searchsorted(a._to_numpy(False), v._to_numpy(False), side)
-            return _core.from_numpy(r, True) if type(r) is np.ndarray else r
+            return _fallback.adopt(r) if type(r) is np.ndarray else r
     a = asarray(a)
     scalar = np.ndim(v) == 0 and not isinstance(v, ndarray)
     vv = asarray(v)
@@ -414,8 +414,7 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
            sorted=True):
     if (type(ar) is ndarray and axis is None and not (return_index or return_inverse or return_counts)
             and equal_nan is True and sorted is True and ar.size < _SMALL_SORT):
-        r = np.unique(ar._to_numpy(False))  # small: NumPy's own, its result adopted (copied if a view)
-        return _core.from_numpy(r, r.base is None)
+        return _fallback.adopt(np.unique(ar._to_numpy(False)))  # small: NumPy's own, its result adopted
     a = asarray(ar)
     if type(a) is not ndarray or axis is not None:
         return _fallback.call_numpy(np.unique, (ar,), dict(return_index=return_index, return_inverse=return_inverse,
@@ -494,7 +493,7 @@ def unique_values(x):
     if _unique_hash is not None and type(a) is ndarray:
         r = _unique_hash(a.ravel()._to_numpy(False), equal_nan=False)
         if r is not NotImplemented:
-            return _core.from_numpy(r, True)
+            return _fallback.adopt(r)
     return unique(a, equal_nan=False, sorted=False)
 
 
@@ -774,7 +773,7 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     if type(x) is ndarray and type(xp) is ndarray and type(fp) is ndarray and left is None and right is None \
             and period is None:
         r = np.interp(x._to_numpy(False), xp._to_numpy(False), fp._to_numpy(False))
-        return r if type(r) is not np.ndarray or r.ndim == 0 else _core.from_numpy(r, True)
+        return r if type(r) is not np.ndarray or r.ndim == 0 else _fallback.adopt(r)
     xa, xpa, fpa = asarray(x), asarray(xp), asarray(fp)
     if not _all_native(xa, xpa, fpa):
         return _fallback.call_numpy(np.interp, (x, xp, fp), dict(left=left, right=right, period=period),
@@ -783,7 +782,7 @@ def interp(x, xp, fp, left=None, right=None, period=None):
                   period=period)
     if type(r) is not np.ndarray or r.ndim == 0:
         return r
-    return _core.from_numpy(r, True)  # (NumPy's new array: numfuse adopts its memory)
+    return _fallback.adopt(r)  # (NumPy's new array: numfuse adopts its memory)
 
 
 def _nanquantile(a, q, axis, keepdims, scale, median):

@@ -523,6 +523,13 @@ void arg_combine(DType t, bool max, char* acc, int64_t sa, char* ai, int64_t si,
 // ---------------------------------------------------------------------------
 // The walk: a task's views over its coalesced domain.
 
+// Whether an elementwise walk takes its two innermost dimensions the other
+// way round: an innermost line this short (a broadcast copy of a few
+// columns: repeat, `x[:, None] * w` with w of 2-7 values) under a long next
+// dimension, so each line the loops run is long. (Elementwise points are
+// independent: the order of the walk is not observable.)
+bool walk_swapped(int64_t inner, int64_t next) { return inner < 8 && next >= 4 * inner; }
+
 struct Operand {
   char* base = nullptr;  // the element at domain point 0
   DType dtype = DType::Float64;
@@ -1287,14 +1294,9 @@ bool tier0_supports(const Task& t) {
   return false;
 }
 
-// An elementwise walk whose innermost line is short (a broadcast copy of a
-// few columns: repeat, `x[:, None] * w` with w of 2-3 values) and the next
-// dimension long: the two are walked the other way round, so each line the
-// loops run is long. (Elementwise points are independent: the order of the
-// walk is not observable.)
 void lengthen_lines(Plan& p) {
   const int D = p.D;
-  if (D < 2 || p.ext[D - 1] >= 8 || p.ext[D - 2] < 4 * p.ext[D - 1]) return;
+  if (D < 2 || !walk_swapped(p.ext[D - 1], p.ext[D - 2])) return;
   std::swap(p.ext[D - 1], p.ext[D - 2]);
   for (Operand& o : p.ops) std::swap(o.step[D - 1], o.step[D - 2]);
   for (Affine& a : p.idx) std::swap(a.step[D - 1], a.step[D - 2]);
@@ -1393,10 +1395,7 @@ void tier0_elementwise(Tier0Loop f, const ExprNode& node, int nargs, char* const
   for (int d = 0; d < F; ++d) fe[d] = c.extent[d];
   for (int a = 0; a < nargs; ++a)
     for (int d = 0; d < F; ++d) fs[a][d] = st[a][c.inner(d)];
-  if (F >= 2 && fe[F - 1] < 8 && fe[F - 2] >= 4 * fe[F - 1]) {
-    // a short innermost line and a long next one (a broadcast copy of a
-    // few columns: repeat): walked the other way round (elementwise points
-    // are independent)
+  if (F >= 2 && walk_swapped(fe[F - 1], fe[F - 2])) {
     std::swap(fe[F - 1], fe[F - 2]);
     for (int a = 0; a < nargs; ++a) std::swap(fs[a][F - 1], fs[a][F - 2]);
   }
