@@ -194,14 +194,15 @@ def test_large_operations_run_plainly_and_say_why():
     assert "operations are large" in j.explain()
 
 
-def squares(np, x):
+def irregular(np, x):
+    ops = [np.sin, np.cos, np.exp, np.tanh, np.sqrt]
     for i in range(x.shape[0]):
-        x[i * i % x.shape[0]] = x[i] * 2  # not affine in i: nothing rerolls
+        x[:3] = ops[i * i % 5](x[:3])  # iterations of no common structure: nothing rerolls
     return x
 
 
 def test_a_loop_that_does_not_reroll_is_not_compiled_whole():
-    j = run_both(squares, onp.arange(400.0), expect_compiled=False)
+    j = run_both(irregular, onp.linspace(0.1, 0.5, 600), expect_compiled=False)
     assert j.stats["compiled_runs"] == 0
     assert "do not reroll" in j.explain()
 
@@ -1499,3 +1500,130 @@ def test_builtin_max_and_min_of_python_numbers_the_program_computes():
         got, want = j(nf.asarray(x)), extremes_of_numbers(onp, x)
         assert got == want and [type(g) for g in got] == [type(w) for w in want]
     assert j.stats["compiled_runs"] == 3, j.explain()
+
+
+# ---------------------------------------------------------------------------
+# Bounds and indices read from the arguments (content guards), and loops
+# whose numbers do not move affinely (tables).
+
+spmv_csr = _loop_program("spmv_csr")
+
+
+def spmv_elements(np, indptr, indices, data, x0, iters):
+    """SpMV with the row bounds read as elements (`indptr[i]`, as Numba
+    code writes it) and `int(...)` of them."""
+    n = indptr.shape[0] - 1
+    x = x0
+    for _ in range(iters):
+        y = np.zeros(n)
+        for i in range(n):
+            lo, hi = int(indptr[i]), indptr[i + 1]
+            y[i] = np.dot(data[lo:hi], x[indices[lo:hi]])
+        x = y / np.linalg.norm(y)
+    return x
+
+
+def csr(n, per_row, seed, fixed=False):
+    rng = onp.random.default_rng(seed)
+    counts = onp.full(n, per_row) if fixed else rng.integers(1, 2 * per_row, n)
+    indices = onp.concatenate([onp.sort(rng.choice(n, min(c, n), replace=False)) for c in counts]).astype(onp.int64)
+    indptr = onp.concatenate([[0], onp.cumsum([min(c, n) for c in counts])]).astype(onp.int64)
+    return indptr, indices, rng.random(int(indptr[-1])), rng.random(n)
+
+
+@pytest.mark.parametrize("fn", [spmv_csr, spmv_elements], ids=["tolist", "elements"])
+def test_slices_bounded_by_an_argument_s_values_compile(fn):
+    """The row loop of a CSR product: slice bounds read from indptr (a
+    content read: indptr and indices are guarded by their values), the
+    gather x[indices[lo:hi]] a task of the program, the bounds a table of
+    the rerolled loop -- one loop of a few operations, whatever n is."""
+    indptr, indices, data, x0 = csr(60, 5, 1)
+    j = run_both(fn, indptr, indices, data, x0, 3, expect_compiled=False)
+    assert j.stats["compiled_runs"] == 2, j.explain()
+    t0 = j.stats["traces"]  # (2 for int(...): traced again with int() rewritten, _jit_select)
+    (p,) = j.programs()
+    assert p.ops < 40 and p.traced > 10 * p.ops and "range(60)" in p.description, p.description
+    assert "the values of argument 0" in j.explain() and "argument 1" in j.explain(), j.explain()
+    # Other values of the guarded arguments: traced again, right results.
+    other = csr(60, 5, 2)
+    got = j(*[nf.asarray(a) for a in other], 3)
+    assert_same(got, fn(onp, *other, 3))
+    assert j.stats["traces"] == t0 + 1 and j.stats["compiled_runs"] == 3, j.explain()
+    # The first values again: the first trace, not a third.
+    got = j(*[nf.asarray(a) for a in (indptr, indices, data, x0)], 3)
+    assert_same(got, fn(onp, indptr, indices, data, x0, 3))
+    assert j.stats["traces"] == t0 + 1 and j.stats["compiled_runs"] == 4, j.explain()
+
+
+def test_arguments_whose_values_keep_changing_stop_being_read():
+    """A function whose traces read an argument's values, called with new
+    values every time: after a few traces it is traced without reading them
+    (here: it runs plainly, saying why) -- not a trace per call."""
+    j = nf.jit(lambda *a: spmv_csr(nf, *a))
+    for seed in range(6):
+        args = csr(20, 3, seed, fixed=True)  # (the same shapes: other indices)
+        assert_same(j(*[nf.asarray(a) for a in args], 2), spmv_csr(onp, *args, 2))
+    assert j.stats["traces"] <= 4, j.explain()
+    assert "keep changing" in j.explain() and j.stats["plain_runs"] >= 2, j.explain()
+
+
+def test_an_argument_written_after_its_values_were_read_is_guarded_at_each_call():
+    def f(np, idx, x):
+        bounds = idx.tolist()
+        s = np.zeros(len(bounds) - 1)
+        for i in range(len(bounds) - 1):
+            s[i] = x[bounds[i]:bounds[i + 1]].sum()
+        idx[1] += 1  # (its values change: the next call sees other values)
+        return s
+
+    idx0, x = onp.array([0, 2, 5, 9, 10]), onp.arange(12.0)
+    j = nf.jit(lambda *a: f(nf, *a))
+    i_nf, i_np = nf.asarray(idx0.copy()), idx0.copy()
+    for _ in range(3):
+        assert_same(j(i_nf, nf.asarray(x)), f(onp, i_np, x))
+        assert_same(i_nf, i_np)
+    assert j.stats["compiled_runs"] >= 2, j.explain()
+
+
+def gather_rows(np, idx, x):
+    out = np.zeros(idx.shape[0] // 2)
+    for i in range(idx.shape[0] // 2):
+        out[i] = x[idx[2 * i:2 * i + 2]].sum()
+    return out
+
+
+def test_a_gather_at_an_argument_s_indices_checks_them_as_numpy():
+    x = onp.arange(10.0)
+    j = run_both(gather_rows, onp.array([0, 3, 9, 2, 4, 4]), x)
+    assert j.programs()[0].ops < 8, j.programs()[0].description
+    with pytest.raises(IndexError, match="index 10 is out of bounds for axis 0 with size 10"):
+        j(nf.asarray(onp.array([0, 3, 10, 2])), nf.asarray(x))
+
+
+def computed_gather(np, idx, x):
+    k = idx + 1  # (indices the call computes)
+    out = np.zeros(3)
+    for i in range(3):
+        out[i] = x[k[i:i + 2]].sum()
+    return out
+
+
+def test_a_gather_at_indices_the_call_computes_runs_plainly_and_says_why():
+    x = onp.random.default_rng(5).random(8)
+    j = run_both(computed_gather, onp.array([3, 0, 4, 1, 2]), x, expect_compiled=False)
+    assert j.stats["compiled_runs"] == 0 and "indices the call computes" in j.explain(), j.explain()
+
+
+def square_offsets(np, x):
+    out = np.zeros(40)
+    for i in range(20):
+        out[(i * i) % 37] += x[i] * 3
+    return out
+
+
+def test_offsets_that_do_not_move_affinely_are_a_table():
+    """(i*i) % 37: no affine run covers the loop; the offsets are a table
+    the rerolled loop reads (one loop, not 20 copies of its body)."""
+    j = run_both(square_offsets, onp.random.default_rng(6).random(40))
+    (p,) = j.programs()
+    assert p.loops == 1 and p.ops < 8 and "slot" in p.description.split("range(20)")[1], p.description

@@ -14,6 +14,8 @@ import numpy as np
 
 from . import _array_api, _core, _fallback
 
+_trace_capturing = _core._trace_capturing
+
 ndarray = _core.ndarray
 _NoValue = np._NoValue
 
@@ -61,6 +63,10 @@ def _install(ns):
         return complex(self._to_numpy(False))
 
     def __index__(self):
+        if _trace_capturing():  # (numfuse.jit: a slice bound or an index read from an argument)
+            v = _core._trace_int(self)
+            if v is not None:
+                return operator.index(v)
         return operator.index(self._to_numpy(False))
 
     # item and tolist are C methods (src/python/array.cc) for the common

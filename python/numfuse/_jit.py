@@ -499,6 +499,9 @@ class JitFunction:
         self._traces = collections.OrderedDict()
         self._log = collections.deque(maxlen=32)
         self._fguard = set()  # positions of float/int arguments guarded by value (not parameters)
+        self._cguard = set()  # positions of array arguments guarded by content (their values read in Python)
+        self._content = True  # whether traces may read arguments' values (off once contents keep changing)
+        self._content_misses = 0
         self._rewrites = []  # codes traced rewritten (conditional expressions as selects)
         self.stats = {"calls": 0, "compiled_runs": 0, "traces": 0, "plain_runs": 0}
 
@@ -545,6 +548,9 @@ class JitFunction:
             if k is None:
                 return None, f"an argument of type {type(v).__name__}"
             parts.append(k)
+        for pos in sorted(self._cguard):  # arrays whose values a trace read: by their bytes
+            if pos < len(flat) and keys[pos] is not None:
+                parts.append(("C", pos, flat[pos].tobytes()))
         return tuple(parts), (arrays, params or ())
 
     def __call__(self, *args, **kwargs):
@@ -576,6 +582,18 @@ class JitFunction:
                 return self._plain(args, kwargs, None)
             self._log.append(f"retraced: {broken}")
             del self._traces[key]
+        elif self._cguard:
+            # Arrays whose values earlier traces read hold other values.
+            self._content_misses += 1
+            if self._content_misses > 2:
+                self._log.append("the values of arguments earlier traces read keep changing: traced without "
+                                 "reading them from now on")
+                self._content = False
+                self._cguard = set()
+                self._traces.clear()
+                key, (arrays, params) = self._key(args, kwargs)
+            else:
+                self._log.append("traced again: an argument whose values a trace read holds other values")
         elif self._traces:
             self._log.append("traced a new signature")
         return self._trace(key, arrays, params, args, kwargs)
@@ -608,7 +626,7 @@ class JitFunction:
                     swapped.append((f, f.__code__))
                     f.__code__ = _jit_select.rewritten(code)
             try:
-                program, tmpl, leaves, error, stopped = self._capture(arrays, targs, tkwargs)
+                program, tmpl, leaves, error, stopped, content = self._capture(arrays, targs, tkwargs)
             finally:
                 for f, code in swapped:
                     f.__code__ = code
@@ -642,10 +660,24 @@ class JitFunction:
         # Python, or by an operation that decides on it) are guarded by value
         # from now on: this trace is kept under a key holding their values.
         fixed = used.union(program.fixed_params)
+        rekey = False
         if fixed - self._fguard:
             self._fguard |= fixed
             self._log.append("guarded by value from now on: argument" + ("s " if len(fixed) > 1 else " ") +
                              ", ".join(str(k) for k in sorted(fixed)) + " (its value is used in Python or decides an operation)")
+            rekey = True
+        # Arrays whose values the trace read in Python (slice bounds, indices,
+        # tolist()) are guarded by content: later calls hit while they hold
+        # the same values.
+        if content:
+            apos = [pos for pos, v in enumerate(flat_args) if isinstance(v, _core.ndarray)]
+            cpos = {apos[k] for k in content}
+            if cpos - self._cguard:
+                self._cguard |= cpos
+                self._log.append("guarded by content from now on: argument" + ("s " if len(cpos) > 1 else " ") +
+                                 ", ".join(str(k) for k in sorted(cpos)) + " (" + ("their" if len(cpos) > 1 else "its") + " values are read in Python)")
+                rekey = True
+        if rekey:
             key, (arrays, params) = self._key(args, kwargs)
         entry = _Trace(program, tmpl, guard)
         self._traces[key] = entry
@@ -663,9 +695,9 @@ class JitFunction:
         leaves, the exception it raised, the code it stopped in); (None,
         why, ...) when another thread captures."""
         try:
-            _core._trace_begin()
+            _core._trace_begin(arrays, self._content)
         except RuntimeError as e:  # another capture runs (another thread)
-            return None, str(e), [], None, None
+            return None, str(e), [], None, None, ()
         self.stats["traces"] += 1
         out, error, leaves, tmpl, stopped = None, None, [], None, None
         # While it traces, `range` marks the loops it runs (in the function
@@ -686,7 +718,7 @@ class JitFunction:
                 leaves = []
         del out
         program = _core._trace_end(arrays, leaves)
-        return program, tmpl, leaves, error, stopped
+        return program, tmpl, leaves, error, stopped, _core._trace_content_args()
 
     # -- reports -----------------------------------------------------------
 
@@ -722,6 +754,8 @@ def _describe_key(key):
             parts.append("float (a parameter: any value)")
         elif p is _INT:
             parts.append("int (a parameter: any value)")
+        elif p[0] == "C":
+            parts.append(f"the values of argument {p[1]} as traced ({len(p[2])} bytes)")
         elif p[0] == "A":
             _, dtype, shape, strides, first, delta = p
             s = f"array {dtype}{list(shape)} strides {strides}"

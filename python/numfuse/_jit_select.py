@@ -772,11 +772,12 @@ class Num:
     Python int never overflows, so an operation whose result could leave
     int64 (or a check NumPy makes on the value) stops the trace."""
 
-    __slots__ = ("_v", "_t", "_lo", "_hi")
+    __slots__ = ("_v", "_t", "_lo", "_hi", "_src")
     __array_ufunc__ = None  # (an array's operators defer to ours)
 
-    def __init__(self, v, t, lo=None, hi=None):
+    def __init__(self, v, t, lo=None, hi=None, src=None):
         self._v, self._t, self._lo, self._hi = v, t, lo, hi
+        self._src = src  # (`int(a[i])` itself: the element read, for __index__)
         if t is not float and not (_I64[0] <= lo and hi <= _I64[1]):
             stop("a Python int the program computes could leave int64")
 
@@ -794,7 +795,7 @@ class Num:
             info = _np.iinfo(x.dtype)
             if info.max > _I64[1]:
                 stop("a uint64 element read as a Python int")
-            return Num(x.astype(_np.int64), int, int(info.min), int(info.max))
+            return Num(x.astype(_np.int64), int, int(info.min), int(info.max), x)
         if k == "f":
             return Num(x.astype(_np.float64), float)
         stop(f"a {x.dtype} element read as a Python number")
@@ -835,6 +836,16 @@ class Num:
 
     def _needs_value(self, *args):
         stop("Python needs the value of a number the program computes (a choice on an array value, int(a[i]))")
+
+    def _index(self):
+        """`int(a[i])` as a slice bound, an index or a loop bound: an
+        argument's element is read now (a content read: that argument is
+        guarded by content, core trace.h); any other value stops the trace."""
+        if self._src is not None:
+            v = _core._trace_int(self._src)
+            if v is not None:
+                return v
+        self._needs_value()
 
     def __array__(self, dtype=None, copy=None):
         self._needs_value()
@@ -966,7 +977,8 @@ for _n in _ARRAY_OPS:
         setattr(Num, f"__r{_n}__", _num_binary(_n, True))
 for _n in ("neg", "pos", "abs", "invert"):
     setattr(Num, f"__{_n}__", _num_unary(_n))
-for _n in ("float", "int", "index", "bool", "complex", "round", "trunc", "floor", "ceil", "hash", "repr", "str",
+Num.__index__ = Num._index
+for _n in ("float", "int", "bool", "complex", "round", "trunc", "floor", "ceil", "hash", "repr", "str",
            "format", "divmod", "rdivmod", "getnewargs", "reduce", "reduce_ex", "copy", "deepcopy", "len", "iter",
            "getattr"):
     setattr(Num, f"__{_n}__", Num._needs_value)

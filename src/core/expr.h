@@ -23,6 +23,9 @@ struct ExprNode {
   DType dtype;      // type of the node's value
   uint16_t op = 0;  // UnaryOp / BinaryOp for Unary / Binary (16 bits: the node has no padding bytes)
   int32_t a = -1;   // Input: input slot; Const: const slot; Index: index slot; else operand node
+  // Input with b >= 0 (numfuse.jit's programs only, trace/trace.h: a
+  // gather): the input's element at position (node b's value) along its
+  // one dimension, not at the domain's point.
   int32_t b = -1;
   int32_t c = -1;
 
@@ -65,6 +68,7 @@ struct Expr {
     return static_cast<int>(nodes.size()) - 1;
   }
   int input(int slot, DType t) { return add({ExprNode::Kind::Input, t, 0, slot}); }
+  int gather(int slot, DType t, int position) { return add({ExprNode::Kind::Input, t, 0, slot, position}); }
   int constant(int slot, DType t) { return add({ExprNode::Kind::Const, t, 0, slot}); }
   int index(int slot) { return add({ExprNode::Kind::Index, DType::Int64, 0, slot}); }
   // Casts only when the type changes.

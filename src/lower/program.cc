@@ -1,4 +1,5 @@
 // lower_program (lower.h): a traced program as one serial kernel.
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <functional>
@@ -54,7 +55,7 @@ class ProgramLowerer {
       for (size_t v = 0; v + 1 < b.views.size(); ++v)
         if (b.views[v].slot == out.slot) {
           ++reads;
-          same &= same_access(b.views[v], out);
+          same &= same_access(b.views[v], out) && !gathers(*b.task, static_cast<int>(v));
         }
       if (reads == 0 || !same || refs_[out.slot] != reads + 1) continue;
       const Op::Access& w = b.views.back();
@@ -87,7 +88,8 @@ class ProgramLowerer {
     const Task& t = *op.task;
     if (t.kind != Task::Kind::Map) return false;
     const ExprNode& r = t.expr.nodes[t.value()];
-    if (r.kind != ExprNode::Kind::Input || r.dtype != t.output.dtype || t.inputs[r.a].dtype != r.dtype) return false;
+    if (r.kind != ExprNode::Kind::Input || r.b >= 0 || r.dtype != t.output.dtype || t.inputs[r.a].dtype != r.dtype)
+      return false;
     return same_access(op.views[r.a], op.views.back());
   }
 
@@ -110,6 +112,11 @@ class ProgramLowerer {
   std::unordered_map<const Op*, const Op*> producer_;   // an op's fused producer
   std::unordered_set<const Op*> fused_;                 // ops computed inside their consumer
 
+  // Whether the task reads input v by a gather (at positions it computes).
+  static bool gathers(const Task& t, int v) {
+    return std::any_of(t.expr.nodes.begin(), t.expr.nodes.end(),
+                       [&](const ExprNode& x) { return x.kind == ExprNode::Kind::Input && x.a == v && x.b >= 0; });
+  }
   static bool same_access(const Op::Access& x, const Op::Access& y) {
     return x.slot == y.slot && x.offset == y.offset && x.strides == y.strides;
   }
@@ -119,6 +126,7 @@ class ProgramLowerer {
   // (no common divisor, or farther than the access spans).
   static bool apart(const Op::Access& x, const Op::Access& y, const std::vector<Aff>& extents) {
     if (x.strides != y.strides || x.offset.k != y.offset.k || x.strides.size() != extents.size()) return false;
+    if (x.offset.table != y.offset.table || (x.offset.table && x.offset.td != y.offset.td)) return false;
     const int64_t delta = x.offset.c - y.offset.c;
     if (delta == 0) return false;
     int64_t g = 0, span = 0;
@@ -147,6 +155,7 @@ class ProgramLowerer {
     ExP e = lit(f.c);
     for (size_t d = 0; d < f.k.size(); ++d)
       if (f.k[d] != 0) e = add(e, mul(lit(f.k[d]), var("j" + std::to_string(d))));
+    if (f.table) e = add(e, load(ptr(f.tslot), var("j" + std::to_string(f.td)), DType::Int64));
     return e;
   }
   static bool zero(const Aff& f) { return f.c == 0 && f.k.empty(); }
@@ -178,6 +187,12 @@ class ProgramLowerer {
           if (it != producer_.end() && op.views[x.a].slot == it->second->views.back().slot) {
             // (The producer's value as it would have been stored.)
             val[n] = cast(cast(value(*it->second, idx), it->second->task->output.dtype), x.dtype);
+            break;
+          }
+          if (x.b >= 0) {  // a gather: the input's element at node b's value (checked in range at the trace)
+            const Op::Access& g = op.views[x.a];
+            val[n] = cast(load(ptr(g.slot), add(aff(g.offset), mul(aff(g.strides[0]), cast(val[x.b], DType::Int64))), vt),
+                          x.dtype);
             break;
           }
           val[n] = cast(load(ptr(op.views[x.a].slot), index(op.views[x.a], idx), vt), x.dtype);

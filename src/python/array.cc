@@ -6,12 +6,14 @@
 // registry. The view methods are in array_methods.cc; methods written in
 // Python are added by python/numfuse/_array.py.
 #include <cstring>
+#include <optional>
 #include <unordered_map>
 
 #include "core/error.h"
 #include "pipeline/pipeline.h"
 #include "extern/extern.h"
 #include "python/bindings.h"
+#include "trace/trace.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -450,6 +452,44 @@ bool fast_fancy_key(const View& a, PyObject* key, int* axis, View* k, bool* mask
   return k->dtype == DType::Int64 || *mask;
 }
 
+// a[idx] while numfuse.jit captures: a vector gathered at an argument's
+// indices (a content read: the indices are the call's, checked now, and
+// the argument is guarded by content) is a task of the program (an Input
+// node indexed by another, core/expr.h). Any other gather stops the capture.
+View captured_take(const View& a, const View& k, int axis, bool mask) {
+  if (mask || axis != 0 || a.ndim() != 1 || k.ndim() != 1 || k.dtype != DType::Int64)
+    capture_abort("it indexes with an array other than a vector's gather at an argument's integer indices");
+  if (!trace::content_readable(k.buffer.get()))
+    capture_abort("it gathers at indices the call computes (a program reads only an argument's indices)");
+  trace::content_read(k.buffer.get());
+  const int64_t n = a.shape[0], m = k.shape[0];
+  {
+    trace::ContentReadScope scope;
+    const int64_t* ip = static_cast<const int64_t*>(k.buffer->data()) + k.offset;
+    for (int64_t j = 0; j < m; ++j) {
+      const int64_t i = ip[j * k.strides[0]];
+      if (i < -n || i >= n)
+        throw IndexError("index " + std::to_string(i) + " is out of bounds for axis 0 with size " + std::to_string(n));
+      if (i < 0) capture_abort("it gathers at negative indices");
+    }
+  }
+  View out = View::fresh(a.dtype, Dims{m});
+  if (m == 0) return out;
+  Task t;
+  t.kind = Task::Kind::Map;
+  t.name = "take";
+  t.domain = {m};
+  View src = a;  // (domain-shaped; the gather node reads it along its stride at the index)
+  src.shape = {m};
+  t.inputs.push_back(src);
+  t.inputs.push_back(k);
+  const int i = t.expr.input(1, DType::Int64);
+  t.expr.gather(0, a.dtype, i);
+  t.output = out;
+  global_stream().record(std::move(t));
+  return out;
+}
+
 // a[idx] / a[:, ..., idx] (full slices before one int64 index array) and
 // a[mask] (a boolean array of a's shape): the gather, at the call, without
 // Python. False: not such a key.
@@ -459,6 +499,10 @@ bool fast_fancy_get(PyObject* self, PyObject* key, PyObject** result) {
   View k;
   bool mask = false;
   if (!fast_fancy_key(a, key, &axis, &k, &mask)) return false;
+  if (t_capturing) {
+    *result = wrap(captured_take(a, k, axis, mask)).release().ptr();
+    return true;
+  }
   if (k.buffer->pending_write() || a.buffer->pending_write()) flush_all("advanced indexing");
   View out;
   if (mask) {
@@ -956,6 +1000,11 @@ PyObject* m_item(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
 PyObject* m_tolist(PyObject* self, PyObject*) {
   return guarded([&]() -> PyObject* {
     const View& v = view_of(self);
+    // (while capturing: an argument's values, a content read -- trace.h)
+    const bool content = t_capturing && v.ndim() == 1 && trace::content_readable(v.buffer.get());
+    if (content) trace::content_read(v.buffer.get());
+    std::optional<trace::ContentReadScope> scope;
+    if (content) scope.emplace();
     if (v.ndim() != 1) return g_tolist(py::handle(self)).release().ptr();
     if (v.buffer->pending_write()) flush_all("tolist()");
     const int64_t n = v.shape[0], is = itemsize(v.dtype);

@@ -59,10 +59,35 @@ void bind_jit(py::module_& m) {
     Py_XDECREF(g_trace_abort);
     g_trace_abort = cls.release().ptr();
   });
-  m.def("_trace_begin", []() {
-    if (global_stream().size() != 0 || !pipeline::idle()) flush_all("numfuse.jit: before tracing");
-    if (pipeline::fp_pending()) report_fp_events();
-    trace::begin();
+  // Starts a capture of a call whose array arguments are `args`; with
+  // `content`, Python may read their values as integers while no captured
+  // task wrote them (trace.h's content reads).
+  m.def(
+      "_trace_begin",
+      [](py::list args, bool content) {
+        std::vector<View> in = views_of(args);
+        if (global_stream().size() != 0 || !pipeline::idle()) flush_all("numfuse.jit: before tracing");
+        if (pipeline::fp_pending()) report_fp_events();
+        trace::begin();
+        trace::set_args(in, content);
+      },
+      py::arg("args") = py::list(), py::arg("content") = false);
+  // The positions (among _trace_begin's arrays) whose values the last
+  // capture read in Python.
+  m.def("_trace_content_args", []() { return trace::content_args(); });
+  // The Python int an element read of an argument stands for, while
+  // capturing (a content read: the argument is guarded by content from
+  // now on); None where it is no such element (its value is the program's).
+  m.def("_trace_int", [](py::handle x) -> py::object {
+    if (!trace::capturing() || !is_ndarray(x)) return py::none();
+    const View& r = as_ndarray(x).v;
+    if (r.ndim() != 0) return py::none();
+    const View* e = trace::element_source(r.buffer.get());
+    if (!e || !(is_integer(e->dtype) || e->dtype == DType::Bool)) return py::none();
+    trace::content_read(e->buffer.get());
+    trace::ContentReadScope scope;
+    const char* base = static_cast<const char*>(e->buffer->data());
+    return py::reinterpret_steal<py::object>(python_scalar(e->dtype, base + e->offset * itemsize(e->dtype)));
   });
   m.def("_set_param_type", [](py::object cls) {
     if (!PyType_Check(cls.ptr())) throw TypeError("expected a type");

@@ -18,6 +18,7 @@
 #include "jit/jit.h"
 #include "pipeline/pipeline.h"
 #include "python/bindings.h"
+#include "trace/trace.h"
 #include "runtime/runtime.h"
 
 namespace nf::py_bind {
@@ -486,7 +487,10 @@ py::object captured_element(const View& v, int64_t off) {
   e.shape.clear();
   e.strides.clear();
   RecordGuard guard;
-  return scalar_result(record_astype(e, e.dtype, CastLayout::C));
+  const bool readable = trace::content_readable(v.buffer.get());  // (before the copy is recorded)
+  py::object r = scalar_result(record_astype(e, e.dtype, CastLayout::C));
+  if (readable && is_ndarray(r)) trace::note_element(as_ndarray(r).v.buffer.get(), e);
+  return r;
 }
 
 py::object element(const View& v, std::span<const IndexItem> items) {

@@ -233,6 +233,7 @@ class Reroller {
   std::vector<Mem> mems_;
   std::unordered_map<const Buffer*, int> index_;
   std::deque<Task> synthetic_;  // the carries' copies (Op::task points here until build keeps them)
+  std::map<std::vector<int64_t>, std::shared_ptr<const std::vector<int64_t>>> tables_;
 
  public:
   // What an iteration's items are, for comparing iterations: their
@@ -242,6 +243,7 @@ class Reroller {
   struct Shape {
     std::string key;
     std::vector<int64_t> nums;
+    std::vector<uint8_t> tab;  // per num: whether its Aff may take a table (tables())
     std::vector<int> locals;   // representatives, in order of first use
     std::vector<std::pair<int, int>> carried;  // (ordinal, representative) of the previous block's locals it reads
     int64_t a = 0, b = 0;      // its tasks
@@ -259,12 +261,20 @@ class Reroller {
       key.append(buf, std::to_chars(buf, buf + sizeof buf, x).ptr);
     };
     std::unordered_map<int, int> ordinal;
-    auto aff = [&](const Aff& f) {
+    // (strides stay affine: a table is an extent, an offset, a constant or a trip)
+    auto aff = [&](const Aff& f, bool tableable) {
       s.nums.push_back(f.c);
+      s.tab.push_back(tableable && !f.table);
       key += '[';
       for (int64_t x : f.k) {
         num(x);
         key += ',';
+      }
+      if (f.table) {
+        key += 'T';
+        num(reinterpret_cast<intptr_t>(f.table.get()));
+        key += '@';
+        num(f.td);
       }
       key += ']';
     };
@@ -299,7 +309,7 @@ class Reroller {
       for (const Item& i : items) {
         if (i.loop) {
           key += "loop{";
-          aff(i.trip);
+          aff(i.trip, true);
           walk(i.body);
           key += '}';
           continue;
@@ -309,16 +319,16 @@ class Reroller {
         key += "op(";
         structure(t, key);
         key += ')';
-        for (const Aff& e : op.extents) aff(e);
+        for (const Aff& e : op.extents) aff(e, true);
         for (const Op::Access& v : op.views) {
           ref(v.slot);
-          aff(v.offset);
-          for (const Aff& x : v.strides) aff(x);
+          aff(v.offset, true);
+          for (const Aff& x : v.strides) aff(x, false);
         }
-        for (const Aff& x : op.ints) aff(x);
+        for (const Aff& x : op.ints) aff(x, true);
         for (size_t f = 0; f < op.index_offsets.size(); ++f) {
-          aff(op.index_offsets[f]);
-          for (const Aff& x : op.index_strides[f]) aff(x);
+          aff(op.index_offsets[f], true);
+          for (const Aff& x : op.index_strides[f]) aff(x, false);
         }
       }
     };
@@ -400,9 +410,12 @@ class Reroller {
       size_t s = 0, p = 1;
       std::vector<Shape> blocks;
       std::vector<int64_t> step;
+      std::vector<uint8_t> tabled;  // per num: its values are a table (they do not move affinely)
     };
-    // The blocks of period p from s, as far as they form a run.
-    auto run = [&](size_t s, size_t p) {
+    // The blocks of period p from s, as far as they form a run; with
+    // `tables`, numbers that do not move affinely (where their Aff may
+    // take a table) do not end it: the run's loop reads them from a table.
+    auto run = [&](size_t s, size_t p, bool tables) {
       Run r;
       r.s = s;
       r.p = p;
@@ -416,11 +429,20 @@ class Reroller {
         const int64_t m = static_cast<int64_t>(r.blocks.size());
         if (m == 1) {
           r.step.resize(next.nums.size());
+          r.tabled.assign(next.nums.size(), 0);
           for (size_t k = 0; k < r.step.size(); ++k) r.step[k] = next.nums[k] - r.blocks[0].nums[k];
         } else {
           bool fits = true;
-          for (size_t k = 0; k < r.step.size() && fits; ++k) fits = next.nums[k] == r.blocks[0].nums[k] + m * r.step[k];
+          std::vector<size_t> newly;
+          for (size_t k = 0; k < r.step.size() && fits; ++k)
+            if (!r.tabled[k] && next.nums[k] != r.blocks[0].nums[k] + m * r.step[k]) {
+              if (tables && r.blocks[0].tab[k])
+                newly.push_back(k);
+              else
+                fits = false;
+            }
           if (!fits) break;
+          for (size_t k : newly) r.tabled[k] = 1;
         }
         // What the block before made may be read by this one (a carry), not later.
         bool escapes = false;
@@ -429,18 +451,39 @@ class Reroller {
         r.blocks.push_back(std::move(next));
       }
       r.step.resize(r.blocks[0].nums.size(), 0);
+      r.tabled.resize(r.blocks[0].nums.size(), 0);
       return r;
     };
-    std::vector<Run> runs;
-    for (size_t s = 0; s < n;) {
-      Run best = run(s, 1);
-      if (best.blocks.size() < n - s)
-        for (size_t p = 2; p <= 4 && s + 2 * p <= n; ++p) {
-          Run r = run(s, p);
-          if (r.blocks.size() >= 2 && r.blocks.size() * p > best.blocks.size() * best.p) best = std::move(r);
-        }
-      s += best.blocks.size() * best.p;
-      runs.push_back(std::move(best));
+    auto runs_of = [&](bool tables) {
+      std::vector<Run> runs;
+      for (size_t s = 0; s < n;) {
+        Run best = run(s, 1, tables);
+        if (best.blocks.size() < n - s)
+          for (size_t p = 2; p <= 4 && s + 2 * p <= n; ++p) {
+            Run r = run(s, p, tables);
+            if (r.blocks.size() >= 2 && r.blocks.size() * p > best.blocks.size() * best.p) best = std::move(r);
+          }
+        s += best.blocks.size() * best.p;
+        runs.push_back(std::move(best));
+      }
+      return runs;
+    };
+    // Affine runs where they cover the loop in a few small ones; tables
+    // where they do not (the iterations' numbers do not move affinely: a
+    // loop of many runs, or of long periods that only happen to repeat),
+    // if tables make a program a third the size or less.
+    std::vector<Run> runs = runs_of(false);
+    auto size = [&](const std::vector<Run>& rs) {
+      size_t ops = 0;
+      for (const Run& r : rs)
+        for (size_t q = r.s; q < r.s + r.p; ++q) ops += items[q].size();
+      return ops;
+    };
+    constexpr size_t kAffineRuns = 3;
+    if (runs.size() > kAffineRuns || std::any_of(runs.begin(), runs.end(), [](const Run& r) { return r.p > 1; })) {
+      std::vector<Run> tabled = runs_of(true);
+      if (tabled.size() < runs.size() && (runs.size() > kAffineRuns || 3 * size(tabled) <= size(runs)))
+        runs = std::move(tabled);
     }
     std::vector<Item> out;
     for (Run& r : runs) {
@@ -461,10 +504,20 @@ class Reroller {
       loop.body = std::move(body);
       size_t k = 0;
       each_aff(loop.body, [&](Aff& f) {
-        std::vector<int64_t> nk{r.step[k++]};
+        const size_t at = k++;
+        if (f.table) ++f.td;  // (its loop is one deeper now)
+        std::vector<int64_t> nk{r.tabled[at] ? 0 : r.step[at]};
         nk.insert(nk.end(), f.k.begin(), f.k.end());
         while (!nk.empty() && nk.back() == 0) nk.pop_back();
         f.k = std::move(nk);
+        if (r.tabled[at]) {
+          std::vector<int64_t> values;
+          values.reserve(r.blocks.size());
+          for (const Shape& b : r.blocks) values.push_back(b.nums[at]);
+          f.table = intern(std::move(values));
+          f.td = 0;
+          f.c = 0;
+        }
       });
       // Carried values: what the first block reads of the block before the
       // run is that block's memory made the carry; each block then copies
@@ -482,6 +535,13 @@ class Reroller {
       out.push_back(std::move(loop));
     }
     return out;
+  }
+
+  // One object per table content (Aff::table).
+  std::shared_ptr<const std::vector<int64_t>> intern(std::vector<int64_t>&& values) {
+    auto [it, fresh] = tables_.try_emplace(values, nullptr);
+    if (fresh) it->second = std::make_shared<const std::vector<int64_t>>(std::move(values));
+    return it->second;
   }
 
   // An item copying all of memory object `from` into `to` (same dtype).
@@ -659,6 +719,7 @@ void describe_items(std::ostringstream& os, const std::vector<Item>& items, int 
     std::string s = std::to_string(f.c);
     for (size_t d = 0; d < f.k.size(); ++d)
       if (f.k[d] != 0) s += (f.k[d] > 0 ? " + " : " - ") + std::to_string(std::abs(f.k[d])) + "*i" + std::to_string(d);
+    if (f.table) s += " + slot" + std::to_string(f.tslot) + "[i" + std::to_string(f.td) + "]";
     return s;
   };
   for (const Item& i : items) {
@@ -717,6 +778,23 @@ std::shared_ptr<Program> build(Captured&& c, const std::vector<View>& args, cons
   Reroller r(*p, c.epoch, args, results, param_memory);
   p->items = r.sequence(top);
   r.assign_slots(p->items, args);
+  // The tables' memory: one read-only External slot each, held by the program.
+  std::map<const std::vector<int64_t>*, int> table_slot;
+  Reroller::each_aff(p->items, [&](Aff& f) {
+    if (!f.table) return;
+    auto [it, fresh] = table_slot.try_emplace(f.table.get(), -1);
+    if (fresh) {
+      Slot s;
+      s.kind = Slot::Kind::External;
+      s.dtype = DType::Int64;
+      s.nbytes = static_cast<int64_t>(f.table->size() * sizeof(int64_t));
+      s.buffer = Buffer::make(std::max<int64_t>(s.nbytes, 8));
+      std::memcpy(s.buffer->data(), f.table->data(), static_cast<size_t>(s.nbytes));
+      p->slots.push_back(std::move(s));
+      it->second = static_cast<int>(p->slots.size()) - 1;
+    }
+    f.tslot = it->second;
+  });
   for (const View& v : results) {
     Program::Result res;
     res.slot = r.result_slot(v, args);

@@ -59,6 +59,33 @@ struct Mark {
 };
 void mark(MarkKind kind, int64_t loop);
 
+// Content reads. The traced call's array arguments (set_args) may be read
+// in Python while no captured task has written them -- nothing runs during
+// a capture, so their memory holds the call's values: an integer Python
+// needs from one (a slice bound, an index, a loop bound: `data[indptr[i]:
+// indptr[i + 1]]`, `indptr.tolist()`) is read from memory, and the argument
+// becomes a guard by content (numfuse.jit keys later calls by its bytes).
+// Without `content_reads` such a read stops the capture, as any other.
+void set_args(const std::vector<View>& args, bool content_reads);
+// Whether Python may read b's memory now (an argument's, not written by a
+// captured task, content reads on).
+bool content_readable(const Buffer* b);
+// Notes that Python read b's memory (its arguments are guarded by content).
+void content_read(const Buffer* b);
+// The element a captured element read (`result`: its 0-d result's memory)
+// copied, when that element was content-readable at the read; or null.
+void note_element(const Buffer* result, const View& element);
+const View* element_source(const Buffer* result);
+// The positions (among set_args' arrays) read by the last capture.
+std::vector<int> content_args();
+// Reads memory in Python while capturing (a content read; Buffer::data
+// would stop the capture).
+struct ContentReadScope {
+  bool was;
+  ContentReadScope() : was(t_capturing) { t_capturing = false; }
+  ~ContentReadScope() { t_capturing = was; }
+};
+
 struct Captured {
   std::vector<Task> tasks;
   std::vector<Mark> marks;
@@ -75,12 +102,19 @@ Captured end();
 // The rerolled program.
 
 // offset + sum over d of k[d] * (counter of the enclosing loop at depth d),
-// depth 0 the outermost loop of the program.
+// depth 0 the outermost loop of the program; plus, where a loop's
+// iterations had values that do not move affinely (a slice's bounds read
+// from an array, i*i), table[counter of the loop at depth td]: the values
+// each iteration of the trace had. Tables are interned by content (equal
+// tables are one object, so == compares contents).
 struct Aff {
   int64_t c = 0;
   std::vector<int64_t> k;  // no trailing zeros
-  bool constant() const { return k.empty(); }
-  bool operator==(const Aff&) const = default;
+  std::shared_ptr<const std::vector<int64_t>> table;
+  int td = 0;     // the loop whose counter indexes `table`
+  int tslot = -1; // Program::slots: the table's memory (an External slot; set by build)
+  bool constant() const { return k.empty() && !table; }
+  bool operator==(const Aff& o) const { return c == o.c && k == o.k && table == o.table && (!table || td == o.td); }
 };
 
 struct Op {
