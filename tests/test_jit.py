@@ -1627,3 +1627,65 @@ def test_offsets_that_do_not_move_affinely_are_a_table():
     j = run_both(square_offsets, onp.random.default_rng(6).random(40))
     (p,) = j.programs()
     assert p.loops == 1 and p.ops < 8 and "slot" in p.description.split("range(20)")[1], p.description
+
+
+def windows(np, x, bounds, idx, y, mode, from_argument):
+    """A loop over windows [lo, hi) of x and y whose bounds come from a
+    Python list or from an argument's values (bounds.tolist() / elements):
+    in no affine order, overlapping, some empty."""
+    b = bounds.tolist() if from_argument == 1 else bounds
+    for i in range(len(idx) // 2):
+        if from_argument == 2:
+            lo, hi = bounds[2 * i], bounds[2 * i + 1]
+        else:
+            lo, hi = b[2 * i], b[2 * i + 1]
+        if mode == 0:
+            y[i] = x[lo:hi].sum()
+        elif mode == 1:
+            y[lo:hi] += x[i] * 0.5
+        elif mode == 2:
+            y[i] = np.dot(x[lo:hi], x[idx[2 * i:2 * i + 2]].sum() + x[lo:hi])
+        else:
+            x[lo:hi] = x[lo:hi] * 0.5 + y[i]
+    return x, y
+
+
+@settings(max_examples=30, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_random_windows_with_bounds_from_lists_and_arguments(data):
+    """Differential: loops whose slice bounds are a Python list's or an
+    argument's values (tables, content guards), every kind of window use --
+    reductions, in-place updates of overlapping windows, gathers -- jitted,
+    against NumPy; a second call with other bounds of the same shape."""
+    rng = onp.random.default_rng(data.draw(st.integers(0, 2**31)))
+    n = data.draw(st.integers(2, 16))
+    mode = data.draw(st.integers(0, 3))
+    from_argument = data.draw(st.integers(0, 2))
+    size = 24
+    x0, y0 = rng.random(size), rng.random(size)
+    idx = rng.integers(0, size, 2 * n)
+
+    def bounds():
+        b = []
+        for _ in range(n):
+            lo = int(rng.integers(0, size - 1))
+            b += [lo, lo if rng.random() < 0.03 else int(rng.integers(lo + 1, min(size, lo + 6) + 1))]  # (a few empty)
+        return b
+
+    j = nf.jit(lambda *a: windows(nf, *a, mode, from_argument))
+    rerolled = True
+    for _ in range(2):
+        bl = bounds()
+        rerolled &= n >= 8 and all(lo < hi for lo, hi in zip(bl[::2], bl[1::2]))
+        bb = onp.array(bl) if from_argument else bl
+        expected = windows(onp, x0.copy(), bb, idx, y0.copy(), mode, from_argument)
+        if from_argument:
+            got = j(nf.asarray(x0.copy()), nf.asarray(bb), nf.asarray(idx), nf.asarray(y0.copy()))
+        else:
+            # (a list argument is guarded by value: the next list traces again)
+            got = j(nf.asarray(x0.copy()), bl, nf.asarray(idx), nf.asarray(y0.copy()))
+        assert_same(got, expected)
+    assert j.stats["compiled_runs"] == 2, j.explain()
+    if rerolled:  # (windows of no affine order: the loop read its bounds from tables)
+        p = j.programs()[-1]
+        assert p.ops * 3 < p.traced and "slot" in p.description, p.description
