@@ -1689,3 +1689,56 @@ def test_random_windows_with_bounds_from_lists_and_arguments(data):
     if rerolled:  # (windows of no affine order: the loop read its bounds from tables)
         p = j.programs()[-1]
         assert p.ops * 3 < p.traced and "slot" in p.description, p.description
+
+
+def column_products(np, data):
+    M = data.shape[1]
+    corr = np.eye(M, dtype=data.dtype)
+    for i in range(M - 1):
+        corr[i + 1:M, i] = corr[i, i + 1:M] = data[:, i] @ data[:, i + 1:M]
+    return corr
+
+
+def test_contractions_along_strided_columns_accumulate_rows_in_place():
+    """`data[:, i] @ data[:, i + 1:]` (correlation's loop): the program runs
+    the reduced dimension outside and accumulates the unit-stride row in
+    place (vectorized) -- each element still summed in order, so the result
+    equals a sequential sum bit for bit."""
+    import re
+    data = onp.random.default_rng(7).random((30, 12))
+    j = run_both(column_products, data)
+    src = j.programs()[0].source
+    assert re.search(r"(p\d+)\[[^\]]*\] = \(\(double\)\(\1\[", src), src  # (a row accumulated in memory)
+    got = onp.asarray(j(nf.asarray(data)))
+    for i in range(11):
+        for k in range(i + 1, 12):
+            s = 0.0
+            for r in range(30):
+                s += data[r, i] * data[r, k]
+            assert got[k, i] == s and got[i, k] == s
+
+
+def clamp_small(np, x, t, v):
+    y = x * 2
+    y[y <= t] = v
+    x[x > 0.9] = -1.0
+    return y
+
+
+def test_a_masked_store_of_a_scalar_is_a_select_of_the_program():
+    """`y[y <= t] = v` inside a trace: a select in place (where(mask, v, y)),
+    with t and v parameters (new values run the same program)."""
+    x = onp.random.default_rng(8).random(40)
+    j = run_both(clamp_small, x, 0.5, 7.0)
+    for t, v in ((0.3, -2.0), (1.5, 0.25)):
+        xn = nf.asarray(x.copy())
+        got = j(xn, t, v)
+        xe = x.copy()
+        assert_same(got, clamp_small(onp, xe, t, v))
+        assert_same(xn, xe)
+    assert j.stats["traces"] == 1 and j.stats["compiled_runs"] == 4, j.explain()
+
+
+def test_a_masked_selection_runs_plainly_and_says_why():
+    j = run_both(lambda np, x: x[x > 0.5].sum(), onp.linspace(0, 1, 20), expect_compiled=False)
+    assert j.stats["compiled_runs"] == 0 and "boolean mask" in j.explain(), j.explain()

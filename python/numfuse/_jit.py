@@ -18,12 +18,22 @@ argument is a parameter while |n| < 2**53 (the program reads parameters as
 float64); a run whose int does not fit the integer type an operation
 converted it to runs the ordinary way (which raises NumPy's OverflowError).
 
+Values of the arguments: an integer Python needs from an array argument
+the call has not written yet (a slice bound ``data[indptr[i]:indptr[i +
+1]]``, ``int(indptr[i])`` used as a bound, ``indptr.tolist()``, the indices
+of a gather ``x[indices[lo:hi]]``) is read from the argument's memory (the
+call's values: nothing runs while a trace records) and that argument is
+guarded by its bytes from then on (``_cguard``). When such values differ
+at three calls the function stops reading them (``_content``) instead of
+tracing at every call.
+
 Guards (a call that breaks one traces again, up to ``max_traces``
 signatures per function): each array argument's dtype, shape, strides and
 which arguments share memory; the type and value of every other argument
 (Python scalars that are not parameters, strings, None, tuples of those);
 the objects the function's globals and closure cells named in its code
-held at the trace (arrays by identity).
+held at the trace (arrays by identity); the bytes of the arrays whose values
+a trace read.
 
 A trace stops (TraceAbort) when the function needs a value in Python: an
 element read as a Python number (``float(a[i])``, ``if a[i] > 0``), printing,

@@ -112,6 +112,30 @@ class ProgramLowerer {
   std::unordered_map<const Op*, const Op*> producer_;   // an op's fused producer
   std::unordered_set<const Op*> fused_;                 // ops computed inside their consumer
 
+  // Whether a reduction is a contraction to lower with its reduced loop
+  // outside (op() above): a sequential sum (solo: not NumPy's pairwise
+  // one) over one dimension, accumulated in the output's own type, whose
+  // innermost kept dimension is unit-stride in the output and in an input
+  // that strides along the reduced one, the output in memory no input of
+  // the task is in.
+  bool interchange(const Op& op, const std::vector<int>& kept, const std::vector<int>& reduced) const {
+    const Task& t = *op.task;
+    if (!t.solo || t.reduce != ReduceOp::Sum || reduced.size() != 1 || kept.empty() || is_arg(t.reduce) ||
+        t.acc_dtype != t.output.dtype || producer_.count(&op))
+      return false;
+    const int j = kept.back(), r = reduced[0];
+    const Op::Access& o = op.views.back();
+    auto unit = [](const Aff& a) { return a.constant() && a.c == 1; };
+    if (!unit(o.strides[j]) || (op.extents[j].constant() && op.extents[j].c < 4)) return false;
+    bool along = false;
+    for (size_t v = 0; v + 1 < op.views.size(); ++v) {
+      const Op::Access& in = op.views[v];
+      if (in.slot == o.slot || gathers(t, static_cast<int>(v))) return false;
+      along |= unit(in.strides[j]) && !(in.strides[r].constant() && std::abs(in.strides[r].c) <= 1);
+    }
+    return along;
+  }
+
   // Whether the task reads input v by a gather (at positions it computes).
   static bool gathers(const Task& t, int v) {
     return std::any_of(t.expr.nodes.begin(), t.expr.nodes.end(),
@@ -275,6 +299,24 @@ class ProgramLowerer {
     for (int d = 0; d < rank; ++d) (t.output.strides[d] == 0 ? reduced : kept).push_back(d);
     for (int d : reduced)
       if (!zero(o.strides[d])) throw trace::Unsupported("a reduction whose output moves between iterations");
+    if (interchange(op, kept, reduced)) {
+      // A contraction whose kept dimension runs along memory where the
+      // reduced one strides (`x[:, i] @ A[:, i + 1:]`, `v @ M`): the
+      // reduced loop outside, the output's row accumulated in place inside
+      // (unit stride: vectorized). Each output element still sums in the
+      // reduced dimension's order: the same value, bit for bit.
+      const int j = kept.back();
+      std::vector<int> outer(kept.begin(), kept.end() - 1);
+      std::vector<StmtP>* body = nest(outer, out, nullptr);
+      const DType at = t.acc_dtype;
+      ExP init = t.init_const >= 0 ? cast(scalar_lit(t.consts[t.init_const], t.consts[t.init_const].dtype), at)
+                                   : scalar_lit(reduce_identity(t.reduce, at), at);
+      const ExP here = load(ptr(o.slot), index(o, idx), odt);
+      nest({j}, *body, nullptr)->push_back(assign(here, init));
+      std::vector<StmtP>* inner = nest({reduced[0], j}, *body, nullptr);
+      inner->push_back(assign(here, combine(t.reduce, at, here, cast(value(op, idx), at))));
+      return;
+    }
     std::vector<StmtP>* body = nest(kept, out, nullptr);
     const std::string acc = "r" + std::to_string(regs_++);
     const DType at = t.acc_dtype;

@@ -457,7 +457,8 @@ bool fast_fancy_key(const View& a, PyObject* key, int* axis, View* k, bool* mask
 // the argument is guarded by content) is a task of the program (an Input
 // node indexed by another, core/expr.h). Any other gather stops the capture.
 View captured_take(const View& a, const View& k, int axis, bool mask) {
-  if (mask || axis != 0 || a.ndim() != 1 || k.ndim() != 1 || k.dtype != DType::Int64)
+  if (mask) capture_abort("it selects by a boolean mask (the result's size is a value of the call)");
+  if (axis != 0 || a.ndim() != 1 || k.ndim() != 1 || k.dtype != DType::Int64)
     capture_abort("it indexes with an array other than a vector's gather at an argument's integer indices");
   if (!trace::content_readable(k.buffer.get()))
     capture_abort("it gathers at indices the call computes (a program reads only an argument's indices)");
@@ -551,6 +552,22 @@ bool fast_fancy_set(PyObject* self, PyObject* key, PyObject* value) {
   if (scalar) {
     Operand src;
     if (!to_operand(value, src) || src.kind == Operand::Kind::Array) return false;
+    if (t_capturing) {
+      // numfuse.jit: a[mask] = scalar is a select of the program, in place
+      // (a[...] = where(mask, scalar, a)); a scatter at integer indices stops it.
+      if (!mask) capture_abort("it stores at integer indices (a scatter)");
+      MapSpec spec;
+      spec.name = "__setitem__";
+      const int m = spec.expr.input(0, DType::Bool);
+      spec.inputs.push_back(k);
+      const int cur = spec.expr.input(1, a.dtype);
+      spec.inputs.push_back(a);
+      spec.consts.push_back(element_value(src, a.dtype));  // (NumPy's conversion and its errors, now)
+      spec.expr.select(m, spec.expr.constant(0, a.dtype), cur);
+      spec.out = &a;
+      record_map(std::move(spec));
+      return true;
+    }
     // The value in a 0-d buffer, reused: the scatter below reads it during
     // this call only, which holds the GIL (a loop storing into a[idx]
     // allocates nothing). Not thread_local: numfuse's module has static TLS

@@ -21,7 +21,10 @@
 // counters. Consecutive iterations of a marked loop whose tasks have the
 // same structure and whose numbers move affinely with the iteration become
 // one loop (a run); iterations that differ (a peeled first one, an `if`
-// on the loop counter) make runs of their own. Memory an iteration makes
+// on the loop counter) make runs of their own. Where affine runs would not
+// cover a loop in a few (numbers in no affine order: bounds read from an
+// argument, i*i), iterations of the same structure are one run anyway and
+// the numbers that do not move affinely are tables (Aff::table). Memory an iteration makes
 // for itself (its temporaries) becomes one allocation per loop, reused by
 // every iteration. Compile time is bounded by the body, not the trip
 // count.
