@@ -735,6 +735,9 @@ def test_loop_programs_on_every_tier(tier):
         run_both(gauss_seidel, onp.random.default_rng(1).random((8, 8)), onp.random.default_rng(2).random((8, 8)), 2)
         run_both(levinson, onp.array([2.0, 0.9, 0.4, 0.1, 0.05]))
         run_both(data_dependent, onp.random.default_rng(4).random(9), expect_compiled=False)
+        # Bounds and gather indices read from the arguments (tables, content guards).
+        j = run_both(_loop_program("spmv_csr"), *csr(12, 3, 4), 2)
+        assert "the values of argument 0" in j.explain()
         # Choices on array values and Python numbers (traced again rewritten).
         rng = onp.random.default_rng(5)
         for fn, make in ((nussinov, lambda: rng.integers(0, 4, 9)),
