@@ -1528,7 +1528,7 @@ def spmv_elements(np, indptr, indices, data, x0, iters):
 
 def csr(n, per_row, seed, fixed=False):
     rng = onp.random.default_rng(seed)
-    counts = onp.full(n, per_row) if fixed else rng.integers(1, 2 * per_row, n)
+    counts = onp.full(n, per_row) if fixed else rng.integers(2, 2 * per_row, n)  # (rows of 2 or more)
     indices = onp.concatenate([onp.sort(rng.choice(n, min(c, n), replace=False)) for c in counts]).astype(onp.int64)
     indptr = onp.concatenate([[0], onp.cumsum([min(c, n) for c in counts])]).astype(onp.int64)
     return indptr, indices, rng.random(int(indptr[-1])), rng.random(n)
@@ -1745,3 +1745,41 @@ def test_a_masked_store_of_a_scalar_is_a_select_of_the_program():
 def test_a_masked_selection_runs_plainly_and_says_why():
     j = run_both(lambda np, x: x[x > 0.5].sum(), onp.linspace(0, 1, 20), expect_compiled=False)
     assert j.stats["compiled_runs"] == 0 and "boolean mask" in j.explain(), j.explain()
+
+
+def spmv_transposed(np, indptr, indices, data, x):
+    """y = A.T @ x for A in CSR form: each row scattered into y."""
+    n = indptr.shape[0] - 1
+    y = np.zeros(x.shape[0])
+    for i in range(n):
+        lo, hi = indptr[i], indptr[i + 1]
+        y[indices[lo:hi]] += data[lo:hi] * x[i]
+    return y
+
+
+def test_a_scatter_at_an_argument_s_indices_is_a_task_of_the_program():
+    """`y[indices[lo:hi]] += ...` (CSR's transposed product): the gather,
+    the addition and the scatter at the argument's indices, in one rerolled
+    loop whose bounds are a table."""
+    indptr, indices, data, x0 = csr(40, 4, 3)
+    j = run_both(spmv_transposed, indptr, indices, data, x0)
+    (p,) = j.programs()
+    assert p.ops < 10 and p.traced > 5 * p.ops, p.description
+
+
+def scatter_kinds(np, idx, a, v):
+    a[idx[:4]] = v[:4]          # repeated indices: the last store wins, as in NumPy
+    a[idx[4:6]] = 2.5           # a scalar
+    a[idx[6:9]] = v[8:9]        # one element, broadcast
+    for i in range(3):
+        a[idx[i:i + 2]] = v[i:i + 2] * i
+    return a
+
+
+def test_scatters_of_every_value_kind_store_as_numpy():
+    idx = onp.array([3, 1, 3, 0, 5, 7, 2, 2, 6, 4])
+    rng = onp.random.default_rng(9)
+    run_both(scatter_kinds, idx, rng.random(8), rng.random(10))
+    j = nf.jit(lambda *a: scatter_kinds(nf, *a))
+    with pytest.raises(IndexError, match="index 8 is out of bounds for axis 0 with size 8"):
+        j(nf.asarray(onp.array([8, 1, 3, 0, 5, 7, 2, 2, 6, 4])), nf.asarray(rng.random(8)), nf.asarray(rng.random(10)))

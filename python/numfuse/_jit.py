@@ -21,7 +21,8 @@ converted it to runs the ordinary way (which raises NumPy's OverflowError).
 Values of the arguments: an integer Python needs from an array argument
 the call has not written yet (a slice bound ``data[indptr[i]:indptr[i +
 1]]``, ``int(indptr[i])`` used as a bound, ``indptr.tolist()``, the indices
-of a gather ``x[indices[lo:hi]]``) is read from the argument's memory (the
+of a gather ``x[indices[lo:hi]]`` or a scatter ``y[indices[lo:hi]] += v``)
+is read from the argument's memory (the
 call's values: nothing runs while a trace records) and that argument is
 guarded by its bytes from then on (``_cguard``). When such values differ
 at three calls the function stops reading them (``_content``) instead of

@@ -46,7 +46,8 @@ class ProgramLowerer {
       if (!before) continue;
       const Op& a = *before;
       const Op& b = items[k].op;
-      if (a.task->kind != Task::Kind::Map || b.task->kind == Task::Kind::Scan) continue;
+      if (a.task->kind != Task::Kind::Map || b.task->kind == Task::Kind::Scan || a.task->scatter || b.task->scatter)
+        continue;
       if (a.extents != b.extents) continue;
       const Op::Access& out = a.views.back();
       if (p_.slots[out.slot].kind != trace::Slot::Kind::Temp || b.views.back().slot == out.slot) continue;
@@ -86,7 +87,7 @@ class ProgramLowerer {
   // after the addition wrote a[i:j] in place): nothing to do.
   static bool identity(const Op& op) {
     const Task& t = *op.task;
-    if (t.kind != Task::Kind::Map) return false;
+    if (t.kind != Task::Kind::Map || t.scatter) return false;
     const ExprNode& r = t.expr.nodes[t.value()];
     if (r.kind != ExprNode::Kind::Input || r.b >= 0 || r.dtype != t.output.dtype || t.inputs[r.a].dtype != r.dtype)
       return false;
@@ -271,7 +272,12 @@ class ProgramLowerer {
       std::vector<int> all;
       for (int d = 0; d < rank; ++d) all.push_back(d);
       std::vector<StmtP>* body = nest(all, out, nullptr);
-      body->push_back(assign(load(ptr(o.slot), index(o, idx), odt), cast(value(op, idx), odt)));
+      ExP at = index(o, idx);
+      if (t.scatter) {  // at the position input scatter - 1 holds (checked in range at the trace)
+        const Op::Access& p = op.views[t.scatter - 1];
+        at = add(aff(o.offset), mul(aff(o.strides[0]), load(ptr(p.slot), index(p, idx), DType::Int64)));
+      }
+      body->push_back(assign(load(ptr(o.slot), at, odt), cast(value(op, idx), odt)));
       return;
     }
     if (t.kind == Task::Kind::Scan) {

@@ -452,6 +452,24 @@ bool fast_fancy_key(const View& a, PyObject* key, int* axis, View* k, bool* mask
   return k->dtype == DType::Int64 || *mask;
 }
 
+// While numfuse.jit captures: the indices of a gather or a scatter along
+// vector a, an argument's that the call has not written (a content read:
+// the argument is guarded by its values), checked as NumPy checks them.
+void checked_indices(const View& a, const View& k) {
+  if (!trace::content_readable(k.buffer.get()))
+    capture_abort("it gathers or scatters at indices the call computes (a program reads only an argument's indices)");
+  trace::content_read(k.buffer.get());
+  const int64_t n = a.shape[0], m = k.shape[0];
+  trace::ContentReadScope scope;
+  const int64_t* ip = static_cast<const int64_t*>(k.buffer->data()) + k.offset;
+  for (int64_t j = 0; j < m; ++j) {
+    const int64_t i = ip[j * k.strides[0]];
+    if (i < -n || i >= n)
+      throw IndexError("index " + std::to_string(i) + " is out of bounds for axis 0 with size " + std::to_string(n));
+    if (i < 0) capture_abort("it gathers or scatters at negative indices");
+  }
+}
+
 // a[idx] while numfuse.jit captures: a vector gathered at an argument's
 // indices (a content read: the indices are the call's, checked now, and
 // the argument is guarded by content) is a task of the program (an Input
@@ -460,20 +478,8 @@ View captured_take(const View& a, const View& k, int axis, bool mask) {
   if (mask) capture_abort("it selects by a boolean mask (the result's size is a value of the call)");
   if (axis != 0 || a.ndim() != 1 || k.ndim() != 1 || k.dtype != DType::Int64)
     capture_abort("it indexes with an array other than a vector's gather at an argument's integer indices");
-  if (!trace::content_readable(k.buffer.get()))
-    capture_abort("it gathers at indices the call computes (a program reads only an argument's indices)");
-  trace::content_read(k.buffer.get());
-  const int64_t n = a.shape[0], m = k.shape[0];
-  {
-    trace::ContentReadScope scope;
-    const int64_t* ip = static_cast<const int64_t*>(k.buffer->data()) + k.offset;
-    for (int64_t j = 0; j < m; ++j) {
-      const int64_t i = ip[j * k.strides[0]];
-      if (i < -n || i >= n)
-        throw IndexError("index " + std::to_string(i) + " is out of bounds for axis 0 with size " + std::to_string(n));
-      if (i < 0) capture_abort("it gathers at negative indices");
-    }
-  }
+  checked_indices(a, k);
+  const int64_t m = k.shape[0];
   View out = View::fresh(a.dtype, Dims{m});
   if (m == 0) return out;
   Task t;
@@ -489,6 +495,44 @@ View captured_take(const View& a, const View& k, int axis, bool mask) {
   t.output = out;
   global_stream().record(std::move(t));
   return out;
+}
+
+// a[idx] = v while numfuse.jit captures: a vector stored at an argument's
+// indices (a content read, checked now) from a scalar (`src`) or a vector
+// of the indices' length or one element (`v`) is a task of the program
+// (Task::scatter; in order, so the last of repeated indices wins, as in
+// NumPy). Any other scatter stops the capture.
+void captured_put(const View& a, const View& k, int axis, const Operand* src, const View* v) {
+  if (axis != 0 || a.ndim() != 1 || k.ndim() != 1 || k.dtype != DType::Int64)
+    capture_abort("it stores at an array's indices other than a vector's at an argument's integer indices");
+  const int64_t m = k.shape[0];
+  if (v && !(v->ndim() == 0 || (v->ndim() == 1 && (v->shape[0] == m || v->shape[0] == 1))))
+    capture_abort("it stores at indices a value of another shape");
+  if (k.buffer == a.buffer) capture_abort("it stores into the array that holds the indices");
+  checked_indices(a, k);
+  if (m == 0) return;
+  Task t;
+  t.kind = Task::Kind::Map;
+  t.name = "__setitem__";
+  t.domain = {m};
+  if (v) {
+    View vals = *v;
+    if (vals.ndim() == 0 || vals.shape[0] == 1) {
+      vals.shape = Dims{m};
+      vals.strides = Dims{0};
+    }
+    t.inputs.push_back(vals);
+    t.expr.input(0, a.dtype);
+  } else {
+    t.consts.push_back(element_value(*src, a.dtype));  // (NumPy's conversion and its errors, now)
+    t.expr.constant(0, a.dtype);
+  }
+  t.inputs.push_back(k);
+  t.scatter = static_cast<uint32_t>(t.inputs.size());
+  View dst = a;  // (domain-shaped; the store goes along its stride to the position)
+  dst.shape = {m};
+  t.output = dst;
+  global_stream().record(std::move(t));
 }
 
 // a[idx] / a[:, ..., idx] (full slices before one int64 index array) and
@@ -552,10 +596,13 @@ bool fast_fancy_set(PyObject* self, PyObject* key, PyObject* value) {
   if (scalar) {
     Operand src;
     if (!to_operand(value, src) || src.kind == Operand::Kind::Array) return false;
+    if (t_capturing && !mask) {
+      captured_put(a, k, axis, &src, nullptr);
+      return true;
+    }
     if (t_capturing) {
       // numfuse.jit: a[mask] = scalar is a select of the program, in place
-      // (a[...] = where(mask, scalar, a)); a scatter at integer indices stops it.
-      if (!mask) capture_abort("it stores at integer indices (a scatter)");
+      // (a[...] = where(mask, scalar, a)).
       MapSpec spec;
       spec.name = "__setitem__";
       const int m = spec.expr.input(0, DType::Bool);
@@ -583,6 +630,11 @@ bool fast_fancy_set(PyObject* self, PyObject* key, PyObject* value) {
     if (v.dtype != a.dtype || v.buffer == a.buffer) return false;  // (casts, overlap: the general path)
   } else {
     return false;
+  }
+  if (t_capturing) {
+    if (mask) capture_abort("it stores an array by a boolean mask (the count is a value of the call)");
+    captured_put(a, k, axis, nullptr, &v);
+    return true;
   }
   if (k.buffer->pending_write() || v.buffer->pending_write() || a.buffer->pending()) flush_all("advanced assignment");
   if (mask) {

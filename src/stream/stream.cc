@@ -46,7 +46,7 @@ inline char* put(char* p, T v) {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Winvalid-offsetof"
 static_assert(offsetof(Task, name) + sizeof(const char*) - offsetof(Task, kind) == Task::kHeadBytes &&
-                  offsetof(Task, unused_) + sizeof(uint32_t) == offsetof(Task, name),
+                  offsetof(Task, scatter) + sizeof(uint32_t) == offsetof(Task, name),
               "Task's scalar fields are one block without padding");
 #pragma GCC diagnostic pop
 

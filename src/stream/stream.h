@@ -65,7 +65,11 @@ struct Task {
   int32_t value_node = -1;  // node of expr that is stored/combined; -1: the root
   int32_t arg_node = -1;
   int32_t init_const = -1;  // const slot of `initial=`, or -1 for the identity
-  uint32_t unused_ = 0;     // (the block's padding, made a field so its bytes are set)
+  // numfuse.jit's programs only (trace/trace.h): 1 + the input holding the
+  // positions along the output's one dimension that each point stores to
+  // (a scatter, `a[idx] = v`); 0: the output at the domain's point. (The
+  // block's padding, so every byte of it is set.)
+  uint32_t scatter = 0;
   // What the user called ("add", "sum", "__setitem__"), for explain().
   const char* name = "";
   Dims domain;

@@ -482,7 +482,7 @@ class Reroller {
     constexpr size_t kAffineRuns = 3;
     if (runs.size() > kAffineRuns || std::any_of(runs.begin(), runs.end(), [](const Run& r) { return r.p > 1; })) {
       std::vector<Run> tabled = runs_of(true);
-      if (tabled.size() < runs.size() && (runs.size() > kAffineRuns || 3 * size(tabled) <= size(runs)))
+      if ((runs.size() > kAffineRuns && tabled.size() < runs.size()) || 3 * size(tabled) <= size(runs))
         runs = std::move(tabled);
     }
     std::vector<Item> out;
