@@ -4,9 +4,12 @@ under NumPy and numfuse, only the module bound to `np` differing.
     python benchmarks/published/run.py                 every kernel, 2 rounds
     python benchmarks/published/run.py --only syrk,mvt --rounds 3
     python benchmarks/published/run.py --quick         tiny sizes: a smoke test
+    python benchmarks/published/run.py --impls numpy,numfuse,jit
+                                                       also each kernel as one numfuse.jit function
 
 Every (kernel, implementation) pair runs in its own fresh process, the two
-implementations of a kernel alternating, --rounds times: cold = the first
+implementations of a kernel alternating (`jit`: the kernel wrapped in
+numfuse.jit, its first call tracing and compiling), --rounds times: cold = the first
 call (numfuse: an empty kernel cache), warm = the best of the later calls
 (numfuse: after numfuse.wait_background(), so the kernels compiled in the
 background are in). Inputs are copied before each call (the kernels write
@@ -50,6 +53,10 @@ def worker(name, impl, quick):
         import numfuse as np
 
         conv = lambda a: np.array(a) if isinstance(a, numpy.ndarray) else a  # noqa: E731
+        if impl == "jit":
+            kernel = f
+            jitted = np.jit(lambda *a: kernel(np, *a))
+            f = lambda _np, *a: jitted(*a)  # noqa: E731
 
         def finish(r):
             np.flush()
@@ -75,7 +82,7 @@ def worker(name, impl, quick):
 
 def run_pair(name, impl, quick, timeout):
     env = dict(os.environ)
-    if impl == "numfuse":
+    if impl != "numpy":
         env["NUMFUSE_CACHE_DIR"] = tempfile.mkdtemp(prefix="numfuse-published-")
     cmd = [sys.executable, os.path.abspath(__file__), "--worker", name, impl] + (["--quick"] if quick else [])
     try:
@@ -112,6 +119,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--timeout", type=float, default=600)
     ap.add_argument("--out", default="")
+    ap.add_argument("--impls", default="numpy,numfuse", help="numpy,numfuse[,jit]")
     ap.add_argument("--worker", nargs=2, metavar=("KERNEL", "IMPL"))
     a = ap.parse_args()
     if a.worker:
@@ -123,41 +131,53 @@ def main():
     unknown = [n for n in names if n not in kernels.SPECS]
     if unknown:
         ap.error(f"unknown kernels: {', '.join(unknown)} (known: {', '.join(kernels.NAMES)})")
-    res = {n: {"numpy": [], "numfuse": []} for n in names}
+    impls = ["numpy"] + [i for i in a.impls.split(",") if i and i != "numpy"]
+    bad = [i for i in impls if i not in ("numpy", "numfuse", "jit")]
+    if bad:
+        ap.error(f"unknown implementations: {', '.join(bad)} (known: numpy, numfuse, jit)")
+    others = impls[1:]
+    res = {n: {i: [] for i in impls} for n in names}
     failed = []
     for r in range(a.rounds):
         for n in names:
-            for impl in ("numpy", "numfuse"):
+            for impl in impls:
                 d = run_pair(n, impl, a.quick, a.timeout)
                 res[n][impl].append(d)
                 if d["status"] != "ok":
                     failed.append(f"{n} {impl}: {d['status']} {d.get('error', '')[-300:]}")
                     print(failed[-1], file=sys.stderr)
-            ok = [d for d in res[n]["numpy"] + res[n]["numfuse"] if d["status"] == "ok"]
-            if len(ok) == 2 * (r + 1) and not same(res[n]["numpy"][-1]["result"], res[n]["numfuse"][-1]["result"],
-                                                   kernels.SPECS[n][2]):
-                failed.append(f"{n}: numfuse's result differs from NumPy's")
-                print(failed[-1], file=sys.stderr)
-    rows, gc, gw = [], [], []
+                elif impl != "numpy" and res[n]["numpy"][-1]["status"] == "ok" and not same(
+                        res[n]["numpy"][-1]["result"], d["result"], kernels.SPECS[n][2]):
+                    failed.append(f"{n}: {impl}'s result differs from NumPy's")
+                    print(failed[-1], file=sys.stderr)
+    rows = []
+    gc, gw = {i: [] for i in others}, {i: [] for i in others}
     for n in names:
-        if any(d["status"] != "ok" for d in res[n]["numpy"] + res[n]["numfuse"]):
+        if any(d["status"] != "ok" for i in impls for d in res[n][i]):
             rows.append((n, None))
             continue
-        best = {impl: {k: min(d[k] for d in res[n][impl]) for k in ("cold", "warm")} for impl in ("numpy", "numfuse")}
-        c = best["numpy"]["cold"] / best["numfuse"]["cold"]
-        w = best["numpy"]["warm"] / best["numfuse"]["warm"]
-        gc.append(c)
-        gw.append(w)
-        rows.append((n, (best["numpy"]["cold"] * 1e3, best["numpy"]["warm"] * 1e3, c, w)))
+        best = {i: {k: min(d[k] for d in res[n][i]) for k in ("cold", "warm")} for i in impls}
+        ratios = []
+        for i in others:
+            c = best["numpy"]["cold"] / best[i]["cold"]
+            w = best["numpy"]["warm"] / best[i]["warm"]
+            gc[i].append(c)
+            gw[i].append(w)
+            ratios += [c, w]
+        rows.append((n, (best["numpy"]["cold"] * 1e3, best["numpy"]["warm"] * 1e3, ratios)))
     geo = lambda v: math.exp(sum(map(math.log, v)) / len(v)) if v else float("nan")  # noqa: E731
+    label = {"numfuse": "numfuse", "jit": "numfuse.jit"}
+    cols = "".join(f" {label[i]} cold | {label[i]} warm |" for i in others)
     head = (f"# Published NumPy kernels ({'quick' if a.quick else 'default'} sizes; best of {a.rounds} rounds of fresh "
-            f"processes; ratio = NumPy time / numfuse time)\n\ncommand: `python benchmarks/published/run.py "
+            f"processes; ratio = NumPy time / time)\n\ncommand: `python benchmarks/published/run.py "
             f"{' '.join(sys.argv[1:])}`; run {time.strftime('%Y-%m-%d %H:%M')}\n\n"
-            "| kernel | NumPy cold ms | NumPy warm ms | numfuse cold | numfuse warm |\n|---|---:|---:|---:|---:|")
+            f"| kernel | NumPy cold ms | NumPy warm ms |{cols}\n|---|---:|---:|" + "---:|---:|" * len(others))
     lines = [head]
     for n, v in rows:
-        lines.append(f"| {n} | failed | | | |" if v is None else f"| {n} | {v[0]:.3f} | {v[1]:.3f} | {v[2]:.2f}x | {v[3]:.2f}x |")
-    lines.append(f"| **geometric mean** | | | **{geo(gc):.2f}x** | **{geo(gw):.2f}x** |")
+        lines.append(f"| {n} | failed | |" + " |" * (2 * len(others)) if v is None else
+                     f"| {n} | {v[0]:.3f} | {v[1]:.3f} |" + "".join(f" {x:.2f}x |" for x in v[2]))
+    lines.append("| **geometric mean** | | |" + "".join(f" **{geo(gc[i]):.2f}x** | **{geo(gw[i]):.2f}x** |"
+                                                      for i in others))
     text = "\n".join(lines) + "\n"
     print(text)
     out = a.out or os.path.join(RESULTS, "published_quick" if a.quick else "published")
