@@ -260,6 +260,9 @@ UFUNCS["conj"] = UFUNCS["conjugate"]
 for _uf in UFUNCS.values():
     if _uf._np is not None and _uf._op != _POWER and _uf._np.nin == _uf.nin and _uf.nin in (1, 2):
         _core._register_array_ufunc(_uf._np, _uf.nin, _uf._op)
+# `numpy_scalar op array` (alpha * A[i, k] * row) takes that fast path too,
+# without NumPy's detour through the ufunc (src/python/scalar_slots.cc).
+_core._install_scalar_operators()
 
 
 # ---------------------------------------------------------------------------

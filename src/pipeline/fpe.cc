@@ -158,13 +158,13 @@ bool has_extreme(const View& v) {
   return any_value(v, [](double re, double im) { return extreme(re) || extreme(im); });
 }
 
-// Whether an inexact view holds 0 (0j), a NaN or an infinity: the only values
+// Whether a view holds 0 (0j), a NaN or an infinity: the only values
 // for which NumPy's complex division, reciprocal and power raise divide or
 // invalid. numfuse's compiled ones evaluate both of Smith's branches in
 // every lane (LLVM speculates the divisions), so for them a divide/invalid
-// flag with no such input is not a result's own.
+// flag with no such input is not a result's own. (An integer or bool input
+// is cast to complex in the kernel: its 0 is a 0j.)
 bool has_complex_special(const View& v) {
-  if (!is_inexact(v.dtype)) return false;
   if (!v.buffer || !v.buffer->allocated() || v.size() == 0) return true;  // (computed in the kernel: keep)
   return any_value(v, [](double re, double im) {
     return !std::isfinite(re) || !std::isfinite(im) || (re == 0 && im == 0);
@@ -254,8 +254,17 @@ std::vector<const char*> fp_ops_of(const Expr& e, bool reduce) {
         if (static_cast<BinaryOp>(n.op) == BinaryOp::Power && n.dtype == DType::Float32) add(out, kPowerFloat32);
         break;
       case ExprNode::Kind::Cast:
-        // Floats cast to integers (NaN, out of range) or to a narrower float.
-        if (n.a >= 0 && is_float(e.nodes[n.a].dtype) && n.dtype != e.nodes[n.a].dtype) add(out, "cast");
+        // Floats cast to integers (NaN, out of range) or to a narrower float
+        // (or complex); a widening cast (float32 -> float64, -> complex128)
+        // raises nothing and is not named (NumPy names the ufunc).
+        if (n.a >= 0) {
+          const DType from = e.nodes[n.a].dtype, to = n.dtype;
+          const int64_t width = is_complex(from) ? itemsize(from) / 2 : itemsize(from);
+          const int64_t to_width = is_complex(to) ? itemsize(to) / 2 : itemsize(to);
+          if ((is_float(from) || is_complex(from)) && from != to &&
+              (is_integer(to) || ((is_float(to) || is_complex(to)) && to_width < width)))
+            add(out, "cast");
+        }
         break;
       default:
         break;

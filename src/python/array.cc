@@ -1193,6 +1193,14 @@ PyType_Slot g_slots[] = {
 
 }  // namespace
 
+bool ufunc_fast_op(PyObject* ufunc, int* nin, int* op) {
+  auto it = g_ufunc_ops.find(ufunc);
+  if (it == g_ufunc_ops.end()) return false;
+  *nin = it->second.first;
+  *op = it->second.second;
+  return true;
+}
+
 PyTypeObject* make_ndarray_type(py::module_& m) {
   // The methods: those above and the reductions (calls.cc).
   static std::vector<PyMethodDef> methods;

@@ -242,6 +242,10 @@ extern PyMethodDef g_reduction_methods[];
 void bind_calls(py::module_& m);
 
 void bind_array(py::module_& m);
+void bind_scalar_slots(py::module_& m);  // (scalar_slots.cc)
+// __array_ufunc__'s fast path for NumPy ufunc `ufunc`: its (nin, numfuse
+// operation); false where it has none.
+bool ufunc_fast_op(PyObject* ufunc, int* nin, int* op);
 void bind_ufunc(py::module_& m);
 void bind_functions(py::module_& m);
 void bind_instructions(py::module_& m);  // (instructions.cc: callgrind's client requests)

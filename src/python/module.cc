@@ -596,6 +596,7 @@ PYBIND11_MODULE(_core, m) {
     (void)warm;
   }
   bind_array(m);
+  bind_scalar_slots(m);
   bind_ufunc(m);
   bind_calls(m);
   bind_functions(m);

@@ -115,7 +115,8 @@ struct SimpleOp {
   DType type[2] = {DType::Float64, DType::Float64};
   const View* out = nullptr;  // the destination (out=, in place, assignment); nullptr: a new array
 };
-// Computes `op` now, setting *result (a new array, or *op.out); false: the
+// Computes `op` now, setting *result to the new array (with op.out, the
+// destination, *result is left as it was: the caller has it); false: the
 // caller records it as a task.
 using RunSimpleNow = bool (*)(const SimpleOp& op, View* result);
 

@@ -213,7 +213,7 @@ bool unary_now(UnaryOp op, const Operand& x, const View* out, View* result, Simp
 
 View record_unary(UnaryOp op, const Operand& x, const View* out) {
   View now;
-  if (unary_now(op, x, out, &now)) return now;
+  if (unary_now(op, x, out, &now)) return out ? *out : now;
   int d = desc_of(x);
   Loop l = resolve(g_unary[static_cast<int>(op)][d], unary_name(op), 1, &d);
   if (x.kind == Operand::Kind::Array && x.view().dtype == l.in[0] && (!out || out->dtype == l.out)) {
@@ -372,7 +372,8 @@ View record_binary(BinaryOp op, const Operand& a, const Operand& b, const View* 
       s.node.set(ExprNode::Kind::Binary, l.out, static_cast<uint8_t>(op), 0, 1);
       s.out = out;
       View r;
-      if (global_stream().run_simple(s, &r) || record_simple(s, &r)) return r;
+      if (global_stream().run_simple(s, &r)) return out ? *out : r;
+      if (record_simple(s, &r)) return r;
     }
   }
   MapSpec spec;
@@ -416,14 +417,18 @@ View record_where(const Operand& cond, const Operand& x, const Operand& y) {
 }
 
 namespace {
-// dst[...] = src as tier 0's direct form; `value` holds the array operand's
-// view (the op points at it).
+// dst[...] = src as tier 0's direct form; the op points at the array
+// operand's view, or at `value`, which holds it reshaped where its shape is
+// not dst's.
 SimpleOp assign_op(const View& dst, const Operand& src, View& value) {
   if (dst.readonly) throw ValueError("assignment destination is read-only");
   SimpleOp s;
   s.node.set(ExprNode::Kind::Cast, dst.dtype, 0, 0);
   s.out = &dst;
-  if (src.kind == Operand::Kind::Array) {
+  if (src.kind == Operand::Kind::Array && src.view().shape == dst.shape) {
+    s.view[0] = &src.view();  // (as it is: no copy of the view)
+    s.type[0] = src.view().dtype;
+  } else if (src.kind == Operand::Kind::Array) {
     // NumPy drops leading length-1 axes of the value (a[1] = ones((1, 4))).
     value = src.view();
     while (value.ndim() > dst.ndim() && value.shape[0] == 1) {
@@ -462,8 +467,9 @@ void record_assign(const View& dst, const Operand& src) {
   MapSpec spec;
   spec.name = "__setitem__";
   if (src.kind == Operand::Kind::Array) {
-    int x = spec.expr.input(0, value.dtype);
-    spec.inputs.push_back(value);
+    const View& in = *s.view[0];  // (`value`, or the operand's own view)
+    int x = spec.expr.input(0, in.dtype);
+    spec.inputs.push_back(in);
     spec.expr.cast(x, dst.dtype);
   } else {
     spec.consts.push_back(s.value[0]);
