@@ -31,7 +31,11 @@ import numpy
 
 import numfuse
 
-CASES = ["a + b", "a * 2.0", "np.sqrt(a)", "a[1:-1]", "a[3]", "a[3] = 1.0"]
+CASES = ["a + b", "a * 2.0", "np.sqrt(a)", "a[1:-1]", "a[3]", "a[3] = 1.0",
+         # a NumPy scalar (an element read: alpha * A[i, k] * row) on the left
+         "s * a", "s < a",
+         # a slice stored from an array, a copy, a new zeroed array, a mean
+         "a[2:10] = b[3:11]", "a.copy()", "np.zeros(16)", "a.mean()"]
 
 BODY_OPS = 20  # operations in body(), counted as NumPy calls (views and element stores included)
 
@@ -88,8 +92,8 @@ def single_ops(number, repeats):
     numfuse.flush()
     rows = []
     for stmt in CASES:
-        env = {"np": numfuse, "a": A, "b": B}
-        t_np = _per_op(stmt, {"np": numpy, "a": a, "b": b}, number, repeats)
+        env = {"np": numfuse, "a": A, "b": B, "s": A[2]}
+        t_np = _per_op(stmt, {"np": numpy, "a": a, "b": b, "s": a[2]}, number, repeats)
         t_auto = _per_op(stmt, env, number, repeats)
         window = numfuse.get_option("max_window")  # (the default: a program's windows)
         with numfuse.config(tier="lazy", max_window=10**7):
@@ -162,12 +166,12 @@ def main(argv=None):
     window = rows[0]["window"]
     print(f"per-operation cost, 16-element float64 arrays (us per operation; lazy record: best of windows of "
           f"{window} operations, the default max_window, and of {repeats} windows of {number})")
-    print(f"  {'operation':12s} {'NumPy exec':>11s} {'numfuse auto':>13s} {'ratio':>7s} {'lazy record':>12s} "
+    print(f"  {'operation':18s} {'NumPy exec':>11s} {'numfuse auto':>13s} {'ratio':>7s} {'lazy record':>12s} "
           f"{'ratio':>7s} {f'record, {number}':>14s}")
     for r in rows:
         r["ratio_auto"] = r["numfuse_auto_us"] / r["numpy_us"] if r["numpy_us"] else float("nan")
         r["ratio_record"] = r["numfuse_record_us"] / r["numpy_us"] if r["numpy_us"] else float("nan")
-        print(f"  {r['op']:12s} {r['numpy_us']:11.3f} {r['numfuse_auto_us']:13.3f} {r['ratio_auto']:6.2f}x "
+        print(f"  {r['op']:18s} {r['numpy_us']:11.3f} {r['numfuse_auto_us']:13.3f} {r['ratio_auto']:6.2f}x "
               f"{r['numfuse_record_us']:12.3f} {r['ratio_record']:6.2f}x {r['numfuse_record_long_us']:14.3f}")
     print("  (ratio: numfuse time / NumPy time, < 1 is faster; a[3] under numfuse is a read: a sync point,")
     print("   reading memory directly when nothing is pending; the last column records one window of")
