@@ -110,3 +110,46 @@ def numba_version(u0, r, sweeps):
             for i in range(n):
                 u[i, j] = dp[i, j] - cp[j] * u[i, j + 1]
     return u
+
+
+def jax_version():
+    import functools
+
+    import jax
+    import jax.numpy as jnp
+
+    def thomas(a, b, c, d):
+        n = d.shape[0]
+        cp = jnp.zeros(n, d.dtype).at[0].set(c / b)
+        dp = jnp.zeros_like(d).at[0].set(d[0] / b)
+
+        def forward(i, s):
+            cp, dp = s
+            m = 1.0 / (b - a * cp[i - 1])
+            return cp.at[i].set(c * m), dp.at[i].set((d[i] - a * dp[i - 1]) * m)
+
+        cp, dp = jax.lax.fori_loop(1, n, forward, (cp, dp))
+
+        def backward(t, x):
+            i = n - 2 - t
+            return x.at[i].set(dp[i] - cp[i] * x[i + 1])
+
+        return jax.lax.fori_loop(0, n - 1, backward, jnp.zeros_like(d).at[n - 1].set(dp[n - 1]))
+
+    @functools.partial(jax.jit, static_argnums=(2,))
+    def adi(u0, r, sweeps):
+        h = 0.5 * r
+
+        def sweep(_, u):
+            rhs = (1 - r) * u
+            rhs = rhs.at[:, 1:].add(h * u[:, :-1])
+            rhs = rhs.at[:, :-1].add(h * u[:, 1:])
+            u = thomas(-h, 1 + r, -h, rhs)
+            rhs = (1 - r) * u
+            rhs = rhs.at[1:, :].add(h * u[:-1, :])
+            rhs = rhs.at[:-1, :].add(h * u[1:, :])
+            return thomas(-h, 1 + r, -h, rhs.T).T
+
+        return jax.lax.fori_loop(0, sweeps, sweep, u0)
+
+    return adi

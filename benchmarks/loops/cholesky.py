@@ -40,3 +40,26 @@ def numba_version(A):
             else:
                 L[i, j] = (A[i, j] - s) / L[j, j]
     return L
+
+
+def jax_version():
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def cholesky(A):
+        n = A.shape[0]
+        idx = jnp.arange(n)
+
+        def row(i, L):
+            def off_diagonal(j, L):  # j < i
+                s = jnp.dot(jnp.where(idx < j, L[i], 0.0), L[j])  # L[i, :j] . L[j, :j]
+                return L.at[i, j].set((A[i, j] - s) / L[j, j])
+
+            L = jax.lax.fori_loop(0, i, off_diagonal, L)
+            s = jnp.dot(jnp.where(idx < i, L[i], 0.0), L[i])  # j == i
+            return L.at[i, i].set(jnp.sqrt(A[i, i] - s))
+
+        return jax.lax.fori_loop(0, n, row, jnp.zeros_like(A))
+
+    return cholesky

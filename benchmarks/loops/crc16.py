@@ -35,3 +35,22 @@ def numba_version(data):
                 crc >>= 1
             b >>= 1
     return crc
+
+
+def jax_version():
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def crc16(data):
+        def byte(i, crc):
+            def bit(_, s):
+                crc, b = s
+                crc = jnp.where(((crc ^ b) & 1) == 1, (crc >> 1) ^ 0xA001, crc >> 1)
+                return crc, b >> 1
+
+            return jax.lax.fori_loop(0, 8, bit, (crc, data[i].astype(jnp.uint32)))[0]
+
+        return jax.lax.fori_loop(0, data.shape[0], byte, jnp.uint32(0))
+
+    return crc16

@@ -37,3 +37,27 @@ def numba_version(a, b):
         for j in range(1, m + 1):
             d[i, j] = min(d[i - 1, j] + 1, d[i, j - 1] + 1, d[i - 1, j - 1] + (a[i - 1] != b[j - 1]))
     return d[n, m], d
+
+
+def jax_version():
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def edit_distance(a, b):
+        n, m = a.shape[0], b.shape[0]
+        d = jnp.zeros((n + 1, m + 1), dtype=jnp.int64)
+        d = d.at[:, 0].set(jnp.arange(n + 1))
+        d = d.at[0, :].set(jnp.arange(m + 1))
+
+        def row(i, d):
+            def cell(j, d):
+                sub = d[i - 1, j - 1] + (a[i - 1] != b[j - 1]).astype(d.dtype)
+                return d.at[i, j].set(jnp.minimum(jnp.minimum(d[i - 1, j] + 1, d[i, j - 1] + 1), sub))
+
+            return jax.lax.fori_loop(1, m + 1, cell, d)
+
+        d = jax.lax.fori_loop(1, n + 1, row, d)
+        return d[n, m], d
+
+    return edit_distance

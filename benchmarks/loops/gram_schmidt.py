@@ -45,3 +45,27 @@ def numba_version(A):
             for i in range(m):
                 Q[i, j] -= Q[i, k] * s
     return Q, R
+
+
+def jax_version():
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def gram_schmidt(A):
+        m, n = A.shape
+        idx = jnp.arange(n)
+
+        def step(k, QR):
+            Q, R = QR
+            rkk = jnp.linalg.norm(Q[:, k])
+            qk = Q[:, k] / rkk
+            Q = Q.at[:, k].set(qk)
+            rest = idx > k  # the columns k + 1:
+            rk = jnp.where(rest, qk @ Q, 0.0)
+            R = R.at[k].set(rk).at[k, k].set(rkk)
+            return Q - jnp.outer(qk, rk), R
+
+        return jax.lax.fori_loop(0, n, step, (A, jnp.zeros((n, n), A.dtype)))
+
+    return gram_schmidt

@@ -53,3 +53,25 @@ def numba_version(r):
         a[k] = lam
         e = e * (1.0 - lam * lam)
     return a, e
+
+
+def jax_version():
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def levinson(r):
+        p = r.shape[0] - 1
+        j = jnp.arange(p + 1)
+
+        def step(k, state):
+            a, e = state
+            inner = (j >= 1) & (j < k)  # the slice 1:k; a[k - j] and r[k - j] are the reversed slices
+            acc = r[k] + jnp.dot(jnp.where(inner, a, 0.0), r[k - j])
+            lam = -acc / e
+            a = jnp.where(inner, a + lam * a[k - j], a).at[k].set(lam)
+            return a, e * (1.0 - lam * lam)
+
+        return jax.lax.fori_loop(1, p + 1, step, (jnp.zeros(p + 1, r.dtype).at[0].set(1.0), r[0]))
+
+    return levinson

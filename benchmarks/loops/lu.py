@@ -42,3 +42,31 @@ def numba_version(A):
                 s += L[k, j] * U[j, i]
             L[k, i] = (A[k, i] - s) / U[i, i]
     return L, U
+
+
+def jax_version():
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def lu(A):
+        n = A.shape[0]
+        idx = jnp.arange(n)
+
+        def step(i, LU):
+            L, U = LU
+            head = idx < i  # the slices :i
+
+            def u_elem(k, U):
+                return U.at[i, k].set(A[i, k] - jnp.dot(jnp.where(head, L[i], 0.0), U[:, k]))
+
+            U = jax.lax.fori_loop(i, n, u_elem, U)
+
+            def l_elem(k, L):
+                return L.at[k, i].set((A[k, i] - jnp.dot(jnp.where(head, L[k], 0.0), U[:, i])) / U[i, i])
+
+            return jax.lax.fori_loop(i + 1, n, l_elem, L), U
+
+        return jax.lax.fori_loop(0, n, step, (jnp.eye(n, dtype=A.dtype), jnp.zeros_like(A)))
+
+    return lu

@@ -46,3 +46,29 @@ def numba_version(seq):
                 best = max(best, table[i, k] + table[k + 1, j])
             table[i, j] = best
     return table
+
+
+def jax_version():
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def nussinov(seq):
+        n = seq.shape[0]
+
+        def row(t, table):
+            i = n - 1 - t
+
+            def cell(j, table):
+                best = jnp.maximum(table[i, j - 1], table[i + 1, j])
+                pair = jnp.where((i < j - 1) & (seq[i] + seq[j] == 3), 1, 0)
+                best = jnp.maximum(best, table[i + 1, j - 1] + pair)
+                best = jax.lax.fori_loop(i + 1, j, lambda k, best: jnp.maximum(best, table[i, k] + table[k + 1, j]),
+                                         best)
+                return table.at[i, j].set(best)
+
+            return jax.lax.fori_loop(i + 1, n, cell, table)
+
+        return jax.lax.fori_loop(0, n, row, jnp.zeros((n, n), dtype=jnp.int64))
+
+    return nussinov

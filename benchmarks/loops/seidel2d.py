@@ -43,3 +43,23 @@ def numba_version(A0, tsteps):
                            + row[j - 1] + row[j] + row[j + 1]
                            + A[i + 1, j - 1] + A[i + 1, j] + A[i + 1, j + 1]) / 9.0
     return A
+
+
+def jax_version():
+    import functools
+
+    import jax
+
+    @functools.partial(jax.jit, static_argnums=(1,))
+    def seidel2d(A, tsteps):
+        n = A.shape[0]
+
+        def row(i, A):
+            up, mid, down = A[i - 1], A[i], A[i + 1]
+            return A.at[i, 1:-1].set((up[:-2] + up[1:-1] + up[2:]
+                                      + mid[:-2] + mid[1:-1] + mid[2:]
+                                      + down[:-2] + down[1:-1] + down[2:]) / 9.0)
+
+        return jax.lax.fori_loop(0, tsteps, lambda _, A: jax.lax.fori_loop(1, n - 1, row, A), A)
+
+    return seidel2d

@@ -54,3 +54,37 @@ def numba_version(indptr, indices, data, x0, iters):
         for i in range(n):
             x[i] = y[i] / nrm
     return x
+
+
+def jax_version():
+    import functools
+
+    import jax
+    import jax.numpy as jnp
+
+    @functools.partial(jax.jit, static_argnums=(4, 5))
+    def power_iteration(indptr, indices, data, x0, iters, width):
+        n = indptr.shape[0] - 1
+        # padded so that a window of `width` entries from any row start stays in bounds
+        indices = jnp.concatenate([indices, jnp.zeros(width, indices.dtype)])
+        data = jnp.concatenate([data, jnp.zeros(width, data.dtype)])
+        lane = jnp.arange(width)
+
+        def iteration(_, x):
+            def row(i, y):
+                lo, hi = indptr[i], indptr[i + 1]
+                d = jax.lax.dynamic_slice(data, (lo,), (width,))  # data[lo:hi], masked to the row
+                c = jax.lax.dynamic_slice(indices, (lo,), (width,))
+                return y.at[i].set(jnp.dot(jnp.where(lane < hi - lo, d, 0.0), x[c]))
+
+            y = jax.lax.fori_loop(0, n, row, jnp.zeros(n, x.dtype))
+            return y / jnp.linalg.norm(y)
+
+        return jax.lax.fori_loop(0, iters, iteration, x0)
+
+    def spmv_csr(indptr, indices, data, x0, iters):
+        # the widest row, a static shape (read on the host, as run() reads indptr with tolist())
+        width = int(numpy.diff(numpy.asarray(indptr)).max())
+        return power_iteration(indptr, indices, data, x0, iters, width)
+
+    return spmv_csr

@@ -34,3 +34,22 @@ def numba_version(A, C0, alpha, beta):
                 s += A[j, k] * A[i, k]
             C[i, j] = beta * C[i, j] + alpha * s
     return C
+
+
+def jax_version():
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def syrk_rows(A, C, alpha, beta):
+        n = C.shape[0]
+        idx = jnp.arange(n)
+
+        def row(i, C):
+            # the row's part :i + 1 (masked: the whole row is computed, the rest kept)
+            new = beta * C[i] + alpha * (A @ A[i])
+            return C.at[i].set(jnp.where(idx <= i, new, C[i]))
+
+        return jax.lax.fori_loop(0, n, row, C)
+
+    return syrk_rows

@@ -44,3 +44,26 @@ def numba_version(L, U, b):
             s += U[i, j] * x[j]
         x[i] = (y[i] - s) / U[i, i]
     return y, x
+
+
+def jax_version():
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def trisolve(L, U, b):
+        n = b.shape[0]
+        idx = jnp.arange(n)
+
+        def forward(i, y):
+            return y.at[i].set((b[i] - jnp.dot(jnp.where(idx < i, L[i], 0.0), y)) / L[i, i])
+
+        y = jax.lax.fori_loop(0, n, forward, jnp.zeros(n, b.dtype))
+
+        def backward(t, x):
+            i = n - 1 - t
+            return x.at[i].set((y[i] - jnp.dot(jnp.where(idx > i, U[i], 0.0), x)) / U[i, i])
+
+        return y, jax.lax.fori_loop(0, n, backward, jnp.zeros(n, b.dtype))
+
+    return trisolve
