@@ -217,3 +217,69 @@ def test_small_matrix_products_run_at_once_large_ones_are_recorded():
         r = C @ D
         assert nf._core.pending() >= 1
     onp.testing.assert_allclose(onp.asarray(r), c @ d, rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int8", "uint16", "int32", "int64", "float32", "float64", "complex64",
+                                   "complex128"])
+def test_fills_and_copies_of_small_arrays_run_at_once_with_numpys_values(dtype):
+    # zeros/ones/full and x.copy()/astype(x.dtype) of small C-contiguous
+    # arrays: computed at the call (nothing recorded), bit for bit NumPy's.
+    for shape in [(1,), (16,), (3, 5), (2, 3, 4), (0,), ()]:
+        with nf.config(tier="auto"), nf.profile() as p:
+            z, o, f = nf.zeros(shape, dtype), nf.ones(shape, dtype), nf.full(shape, 7, dtype)
+        assert p["tasks"] == 0 and p["flushes"] == 0, (shape, p["tasks"], p["flushes"])
+        for got, want in [(z, onp.zeros(shape, dtype)), (o, onp.ones(shape, dtype)), (f, onp.full(shape, 7, dtype))]:
+            assert got.dtype == want.dtype and got.shape == want.shape and got.flags.c_contiguous
+            onp.testing.assert_array_equal(onp.asarray(got), want)
+        x = onp.arange(int(onp.prod(shape)), dtype=dtype).reshape(shape) if dtype != "bool" else \
+            (onp.arange(int(onp.prod(shape))) % 3 == 0).reshape(shape)
+        X = nf.asarray(x)
+        with nf.config(tier="auto"), nf.profile() as p:
+            c, d = X.copy(), X.astype(dtype)
+        assert p["tasks"] == 0
+        if x.size:
+            assert p["tier0_ops"] == 2, p["tier0_ops"]
+        onp.testing.assert_array_equal(onp.asarray(c), x)
+        onp.testing.assert_array_equal(onp.asarray(d), x)
+        # The copy owns new memory: writing it leaves the original alone.
+        if x.size:
+            c[(0,) * x.ndim] = 1
+            onp.testing.assert_array_equal(onp.asarray(X), x)
+
+
+def test_a_copy_of_a_pending_or_strided_array_takes_the_general_path():
+    a = onp.arange(32.0)
+    A = nf.asarray(a)
+    with nf.config(tier="lazy"):
+        B = A * 2.0  # pending
+    with nf.config(tier="auto"):
+        C = B.copy()       # reads a pending result
+        D = A[::2].copy()  # strided source
+        E = A.reshape(4, 8).T.copy()
+    onp.testing.assert_array_equal(onp.asarray(C), a * 2.0)
+    onp.testing.assert_array_equal(onp.asarray(D), a[::2])
+    onp.testing.assert_array_equal(onp.asarray(E), a.reshape(4, 8).T.copy())
+    assert onp.asarray(E).flags.c_contiguous
+
+
+@pytest.mark.parametrize("fill", [0, 1, -3, 2**62, True, False, 2.5, -0.0, float("nan"), 1 + 2j])
+def test_full_of_a_python_number_has_numpys_type_and_values(fill):
+    for shape in [5, (2, 3), (), 0, (4000,), (70, 70)]:
+        got, want = nf.full(shape, fill), onp.full(shape, fill)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        onp.testing.assert_array_equal(onp.asarray(got), want)
+        if want.size:
+            assert onp.signbit(onp.asarray(got).real).ravel()[0] == onp.signbit(want.real).ravel()[0]
+
+
+def test_full_falls_back_to_numpys_rules_for_other_forms():
+    # dtype=, NumPy scalars, arrays and Python ints beyond int64 take the general path
+    onp.testing.assert_array_equal(onp.asarray(nf.full(3, 2.7, dtype=onp.int32)), onp.full(3, 2.7, dtype=onp.int32))
+    assert nf.full(3, onp.float32(1.5)).dtype == onp.float32
+    onp.testing.assert_array_equal(onp.asarray(nf.full((2, 3), nf.arange(3))), onp.full((2, 3), onp.arange(3)))
+    with pytest.raises(ValueError, match="negative dimensions"):
+        nf.full(-1, 2.0)
+    with pytest.raises(TypeError):
+        nf.full((2, "a"), 2.0)
+    with pytest.raises(TypeError):
+        nf.full(3, 1.0, bogus=1)

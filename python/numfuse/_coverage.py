@@ -85,7 +85,22 @@ def classify_function(name):
         return FALLBACK
     if getattr(obj, "_numpy_kernel", False):
         return KERNEL
-    return PARTIAL if _falls_back_inside(obj) else NATIVE
+    return PARTIAL if _falls_back_inside(obj) or _falls_back_inside(_python_form(obj, name)) else NATIVE
+
+
+def _python_form(obj, name):
+    """The Python implementation a C entry point hands the calls it does not
+    take to (numfuse._core.FAST_FUNCTIONS: creation, reductions, dot), or None."""
+    import numfuse
+    from numfuse import _core
+
+    if _core.FAST_FUNCTIONS.get(name) is not obj:
+        return None
+    for module in (numfuse._creation, numfuse._reductions, numfuse.linalg):
+        impl = vars(module).get(name)
+        if impl is not None and impl is not obj:
+            return impl
+    return None
 
 
 def classify_method(name):

@@ -55,6 +55,22 @@ inline void copy_element(void* to, const void* from, int size) {
     default: __builtin_memcpy(to, from, 8); break;
   }
 }
+// Fills `bytes` bytes at `to` with copies of the `size`-byte element at
+// `value` (a memset when its bytes are all zero, else doubling copies).
+inline void fill_bytes(char* to, int64_t bytes, const char* value, int size) {
+  bool zero = true;
+  for (int k = 0; k < size; ++k) zero &= value[k] == 0;
+  if (zero) {
+    __builtin_memset(to, 0, static_cast<size_t>(bytes));
+    return;
+  }
+  copy_element(to, value, size);
+  for (int64_t done = size; done < bytes;) {
+    const int64_t k = done < bytes - done ? done : bytes - done;
+    __builtin_memcpy(to + done, to, static_cast<size_t>(k));
+    done += k;
+  }
+}
 constexpr Kind kind(DType t) {
   constexpr Kind kKind[kNumDTypes] = {Kind::Bool,     Kind::Signed,   Kind::Signed,   Kind::Signed,
                                       Kind::Signed,   Kind::Unsigned, Kind::Unsigned, Kind::Unsigned,

@@ -326,22 +326,6 @@ void broadcast_strides(const View& v, const Dims& shape, int64_t* out) {
   }
 }
 
-// Fills `bytes` bytes at `to` with copies of the `size`-byte `value`.
-void fill_pattern(char* to, int64_t bytes, const char* value, int64_t size) {
-  bool zero = true;
-  for (int64_t k = 0; k < size; ++k) zero &= value[k] == 0;
-  if (zero) {
-    std::memset(to, 0, static_cast<size_t>(bytes));
-    return;
-  }
-  copy_element(to, value, static_cast<int>(size));
-  for (int64_t done = size; done < bytes;) {  // doubling copies
-    const int64_t k = std::min(done, bytes - done);
-    std::memcpy(to + done, to, static_cast<size_t>(k));
-    done += k;
-  }
-}
-
 // A copy between C-contiguous arrays of one type, or a fill of a
 // C-contiguous array with a scalar (x.copy(), zeros, a[...] = b): memcpy and
 // memset, as NumPy's own copies, without the loop library. False for any
@@ -361,7 +345,36 @@ bool copy_or_fill(const SimpleOp& s, const Dims& shape, const View& dst) {
   if (bytes == 0) return false;
   alignas(16) char value[16];
   s.value[0].cast(dst.dtype).store(value);
-  fill_pattern(to, bytes, value, itemsize(dst.dtype));
+  fill_bytes(to, bytes, value, itemsize(dst.dtype));
+  return true;
+}
+
+// The commonest small operations -- a fill of a C-contiguous destination
+// with a value of its own type (zeros, ones, full) and a copy between
+// C-contiguous arrays of one type and shape (x.copy(), a.astype(a.dtype)) --
+// done without the general path's broadcasting, loop lookup and
+// floating-point flag reads: neither can raise a flag. False: not one of
+// them (nothing done), or something pending is involved.
+bool fill_or_copy_now(const SimpleOp& s, const Config& c) {
+  if (s.node.kind != ExprNode::Kind::Cast || s.nin != 1 || !s.out) return false;
+  const View& dst = *s.out;
+  if (s.node.dtype != dst.dtype || !dst.is_c_contiguous()) return false;
+  const int64_t n = dst.size();
+  if (n == 0 || (c.tier == Tier::Auto && n > c.eager_max_elements) || dst.buffer->pending()) return false;
+  const int64_t is = itemsize(dst.dtype);
+  char* to = static_cast<char*>(dst.buffer->data()) + dst.offset * is;
+  if (const View* src = s.view[0]) {
+    if (src->dtype != dst.dtype || src->shape != dst.shape || !src->is_c_contiguous() ||
+        src->buffer->pending_write() || (src->buffer == dst.buffer && views_overlap(*src, dst)))
+      return false;
+    std::memcpy(to, static_cast<const char*>(src->buffer->data()) + src->offset * is, static_cast<size_t>(n * is));
+  } else {
+    if (s.type[0] != dst.dtype) return false;
+    alignas(16) char value[16];
+    s.value[0].store(value);
+    fill_bytes(to, n * is, value, static_cast<int>(is));
+  }
+  count(g_tier0_tasks);
   return true;
 }
 
@@ -369,6 +382,7 @@ bool run_simple(const SimpleOp& s, View* result) {
   constexpr int kMaxDims = 16;
   const Config& c = config();
   if (c.tier == Tier::Lazy) return false;
+  if (fill_or_copy_now(s, c)) return true;
   const View* arrays[2];
   int na = 0;
   for (int k = 0; k < s.nin; ++k)

@@ -18,9 +18,9 @@ constexpr int kReductions = static_cast<int>(ReduceOp::Count);
 py::handle g_reduce_fallback[kReductions];
 py::handle g_dot_fallback;
 // Creation functions and array methods: name -> Python implementation.
-enum Other { Empty, Zeros, Ones, EmptyLike, ZerosLike, OnesLike, Copy, Astype, Reshape, Arange, kOthers };
-const char* const kOtherNames[kOthers] = {"empty",     "zeros", "ones",   "empty_like", "zeros_like",
-                                          "ones_like", "copy",  "astype", "reshape",    "arange"};
+enum Other { Empty, Zeros, Ones, Full, EmptyLike, ZerosLike, OnesLike, Copy, Astype, Reshape, Arange, kOthers };
+const char* const kOtherNames[kOthers] = {"empty",      "zeros",      "ones", "full",   "empty_like", "zeros_like",
+                                          "ones_like",  "copy",       "astype", "reshape", "arange"};
 py::handle g_other_fallback[kOthers];
 
 bool is_arg(ReduceOp op) { return op == ReduceOp::ArgMax || op == ReduceOp::ArgMin; }
@@ -212,13 +212,56 @@ PyObject* create(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
       t = *d;
     }
     fast = true;
-    if (which == Empty) return wrap(View::fresh(t, shape)).release().ptr();
+    View v = View::fresh(t, shape);
+    if (which == Empty || fill_now(v, Scalar::of_int(DType::Int64, which == Ones ? 1 : 0)))
+      return wrap(std::move(v)).release().ptr();
     before_record();
     RecordGuard guard;
     return wrap(record_full(t, shape, int_operand(which == Ones ? 1 : 0))).release().ptr();
   });
   if (fast || PyErr_Occurred()) return r;
   return other_fallback(which, args, nargs, kwnames);
+}
+
+// full(shape, fill_value) with a Python bool, int (within int64), float or
+// complex: an array of NumPy's type for the number (bool, int64, float64,
+// complex128). Other forms (dtype=, order=, arrays, NumPy scalars) go to
+// numfuse._creation.full.
+PyObject* create_full(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  bool fast = false;
+  PyObject* r = guarded([&]() -> PyObject* {
+    if (nargs != 2 || (kwnames && PyTuple_GET_SIZE(kwnames) > 0)) return nullptr;
+    PyObject* x = args[1];
+    Scalar value;
+    if (PyBool_Check(x)) {
+      value = Scalar::of_bool(x == Py_True);
+    } else if (PyLong_CheckExact(x)) {
+      int overflow = 0;
+      const long long i = PyLong_AsLongLongAndOverflow(x, &overflow);
+      if (overflow) return nullptr;
+      value = Scalar::of_int(DType::Int64, i);
+    } else if (PyFloat_CheckExact(x)) {
+      value = Scalar::of_float(DType::Float64, PyFloat_AS_DOUBLE(x));
+    } else if (PyComplex_CheckExact(x)) {
+      const Py_complex c = PyComplex_AsCComplex(x);
+      value = Scalar::of_complex(DType::Complex128, c.real, c.imag);
+    } else {
+      return nullptr;
+    }
+    Dims shape;
+    if (!parse_shape(args[0], &shape)) return nullptr;
+    fast = true;
+    View v = View::fresh(value.dtype, shape);
+    if (fill_now(v, value)) return wrap(std::move(v)).release().ptr();
+    before_record();
+    RecordGuard guard;
+    Operand o;
+    o.kind = Operand::Kind::Strong;  // (of the result's own type)
+    o.value = value;
+    return wrap(record_full(value.dtype, shape, o)).release().ptr();
+  });
+  if (fast || PyErr_Occurred()) return r;
+  return other_fallback(Full, args, nargs, kwnames);
 }
 
 // arange(stop), arange(start, stop), arange(start, stop, step) with Python
@@ -418,6 +461,7 @@ PyMethodDef g_functions[] = {
     NF_FAST("empty", create<Empty>, "A new array of the given shape and type, without initializing entries."),
     NF_FAST("zeros", create<Zeros>, "A new array of the given shape and type, filled with zeros."),
     NF_FAST("ones", create<Ones>, "A new array of the given shape and type, filled with ones."),
+    NF_FAST("full", create_full, "A new array of the given shape and type, filled with fill_value."),
     NF_FAST("empty_like", create_like<EmptyLike>, "A new array with the shape and type of a given array."),
     NF_FAST("zeros_like", create_like<ZerosLike>, "An array of zeros with the shape and type of a given array."),
     NF_FAST("ones_like", create_like<OnesLike>, "An array of ones with the shape and type of a given array."),

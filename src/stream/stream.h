@@ -509,6 +509,12 @@ bool dot_to_scalar(const View& a, const View& b, Scalar* value, bool numpy_dot);
 
 // Creation.
 View record_full(DType t, const Dims& shape, const Operand& value);
+// Fills `out`, a new array's view (View::fresh: C-contiguous, nothing
+// pending), with `value` (of out's type) at the call when tier 0's policy
+// computes an operation of its size at once: zeros, ones and full of small
+// arrays record nothing and take no stream lock. False: the caller records
+// the fill (record_full) instead.
+bool fill_now(const View& out, const Scalar& value);
 View record_arange(double start, double step, int64_t n, DType t, bool integral, int64_t istart, int64_t istep);
 View record_eye(int64_t n, int64_t m, int64_t k, DType t);
 

@@ -619,6 +619,16 @@ View record_reduction(const View& in, const ReductionArgs& a) {
   return record_reduce(std::move(spec));
 }
 
+bool fill_now(const View& out, const Scalar& value) {
+  if (!global_stream().runs_now(out.size()) || !out.is_c_contiguous() || out.buffer->pending()) return false;
+  if (out.size() == 0) return true;
+  const int is = itemsize(out.dtype);
+  alignas(16) char bytes[16];
+  value.cast(out.dtype).store(bytes);
+  fill_bytes(static_cast<char*>(out.buffer->data()) + out.offset * is, out.size() * is, bytes, is);
+  return true;
+}
+
 View record_full(DType t, const Dims& shape, const Operand& value) {
   for (int64_t e : shape)
     if (e < 0) throw ValueError("negative dimensions are not allowed");
