@@ -212,9 +212,11 @@ PyObject* create(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* k
       t = *d;
     }
     fast = true;
-    View v = View::fresh(t, shape);
-    if (which == Empty || fill_now(v, Scalar::of_int(DType::Int64, which == Ones ? 1 : 0)))
-      return wrap(std::move(v)).release().ptr();
+    if (which == Empty) return wrap(View::fresh(t, shape)).release().ptr();
+    if (global_stream().runs_now(shape_size(shape))) {  // (else recorded: no view made twice)
+      View v = View::fresh(t, shape);
+      if (fill_now(v, Scalar::of_int(DType::Int64, which == Ones ? 1 : 0))) return wrap(std::move(v)).release().ptr();
+    }
     before_record();
     RecordGuard guard;
     return wrap(record_full(t, shape, int_operand(which == Ones ? 1 : 0))).release().ptr();
@@ -251,8 +253,10 @@ PyObject* create_full(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObje
     Dims shape;
     if (!parse_shape(args[0], &shape)) return nullptr;
     fast = true;
-    View v = View::fresh(value.dtype, shape);
-    if (fill_now(v, value)) return wrap(std::move(v)).release().ptr();
+    if (global_stream().runs_now(shape_size(shape))) {
+      View v = View::fresh(value.dtype, shape);
+      if (fill_now(v, value)) return wrap(std::move(v)).release().ptr();
+    }
     before_record();
     RecordGuard guard;
     Operand o;
