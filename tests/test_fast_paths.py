@@ -341,6 +341,56 @@ def test_array_from_sequences():
     assert_same(nf.array(big), onp.array(big).astype("=f8"))
 
 
+_SEQUENCES = [[1.0, 2.0, 3.0], [1, 2, 3], [True, False], [1, 2.5], [True, 2], [True, 2.5], [], [[]], [[], []],
+              [[1, 2], [3, 4]], ((1, 2), (3, 4)), [[1, 2], (3, 4)], [[[1.0]], [[2.0]]], (5,), [[1, 2], [3, 4.0]],
+              [[True], [False]], [[1], [True]], [onp.float64(1.5), 2], [onp.int64(3), 4], [onp.int64(3), 4.5],
+              [onp.bool_(True), False], [-2**63, 2**63 - 1], [1.0, 2**62], [float("nan"), -0.0, float("inf")],
+              # (NumPy decides these: ragged, uint64, object, other types)
+              [[1, 2], [3]], [[1, 2], 3], [1, [2, 3]], [2**63], [2**64], [1.0, 2**70], [onp.float32(1), 2.0],
+              [onp.int32(3), 4], [1j, 2], ["a", 1], [None], [onp.array(1.0), 2.0]]
+_NATIVE = 24  # the first _NATIVE sequences are built in C (with dtype None, float64 or int64 where they convert)
+
+
+@pytest.mark.fallback
+@pytest.mark.parametrize("dtype", [None, float, onp.float64, "float64", int, onp.int64, onp.float32, bool, "no-such"])
+@pytest.mark.parametrize("fname", ["array", "asarray"])
+def test_array_of_python_numbers_built_in_c_as_numpy(fname, dtype):
+    from numfuse import _core, _creation
+    calls = []
+
+    def counting(*args, **kwargs):
+        calls.append(args[0])
+        return getattr(_creation, fname)(*args, **kwargs)
+
+    _core._set_call_fallbacks({fname: counting})
+    try:
+        for k, obj in enumerate(_SEQUENCES):
+            kw = {} if dtype is None else {"dtype": dtype}
+            try:
+                exp = getattr(onp, fname)(obj, **kw)
+            except Exception as e:  # noqa: BLE001
+                with pytest.raises(type(e)):
+                    getattr(nf, fname)(obj, **kw)
+                continue
+            del calls[:]
+            got = getattr(nf, fname)(obj, **kw)
+            if not nf._core.supported_dtype(exp.dtype):  # (NumPy's array, with a FallbackWarning)
+                assert type(got) is onp.ndarray and got.tolist() == exp.tolist()
+                continue
+            assert type(got) is nf.ndarray and got.flags.c_contiguous and got.flags.writeable and got.flags.owndata
+            assert got.strides == exp.strides
+            assert_same(got, exp)
+            native = k < _NATIVE and (dtype is None or (onp.dtype(dtype) in (onp.float64, onp.int64) and
+                                                         not (onp.dtype(dtype) == onp.int64 and exp.size and
+                                                              onp.array(obj).dtype == onp.float64)))
+            assert (not calls) == native, (obj, dtype, "built by NumPy" if calls else "built in C")
+    finally:
+        _core._set_call_fallbacks({fname: getattr(_creation, fname)})
+    a = nf.arange(3.0)
+    assert nf.asarray(a) is a and nf.asarray(a, dtype=onp.float64) is a
+    assert nf.asarray(a, onp.float32).dtype == onp.float32
+
+
 def test_concatenate_dtypes():
     a, b = nf.arange(3), nf.arange(3.0)
     for arrays in ([a, a], [a, b], [b, b], [a.astype(onp.int8), a.astype(onp.uint8)]):

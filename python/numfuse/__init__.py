@@ -108,10 +108,10 @@ amax, amin = max, min
 from . import _creation as _cr  # noqa: E402
 
 _core._set_call_fallbacks({n: getattr(_cr, n) for n in ("empty", "zeros", "ones", "full", "empty_like", "zeros_like",
-                                                         "ones_like", "arange")})
-empty, zeros, ones, full, empty_like, zeros_like, ones_like, arange = (
+                                                         "ones_like", "arange", "array", "asarray")})
+empty, zeros, ones, full, empty_like, zeros_like, ones_like, arange, array, asarray = (
     _core.FAST_FUNCTIONS[n] for n in ("empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like",
-                                      "arange"))
+                                      "arange", "array", "asarray"))
 from ._einsum import einsum  # noqa: E402,F401
 from ._signal import convolve, correlate  # noqa: E402,F401
 from ._histograms import histogram, bincount  # noqa: E402,F401

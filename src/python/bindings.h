@@ -171,6 +171,12 @@ PyObject* guarded(F&& f) noexcept {
 // (caller returns NotImplemented or falls back to NumPy). A numfuse array
 // is borrowed (Operand::borrow): `h` must outlive `out`.
 bool to_operand(py::handle h, Operand& out);
+// A (nested) list or tuple of Python bools, ints and floats (and NumPy
+// bool, int64 and float64 scalars) as numpy.array makes it, without NumPy:
+// rectangular, float64 with a float or no element, int64 with an int, else
+// bool; `want` (float64 or int64) converts. False for anything else (the
+// caller goes to NumPy, which decides or raises).
+bool sequence_array(PyObject* o, std::optional<DType> want, View* out);
 // Records ufunc op (UnaryOp for nin 1, BinaryOp for nin 2) on operands x, y
 // with optional out=; NotImplemented when numfuse cannot take the operands
 // or compute in the loop's type (the caller falls back to NumPy).

@@ -18,9 +18,9 @@ constexpr int kReductions = static_cast<int>(ReduceOp::Count);
 py::handle g_reduce_fallback[kReductions];
 py::handle g_dot_fallback;
 // Creation functions and array methods: name -> Python implementation.
-enum Other { Empty, Zeros, Ones, Full, EmptyLike, ZerosLike, OnesLike, Copy, Astype, Reshape, Arange, kOthers };
+enum Other { Empty, Zeros, Ones, Full, EmptyLike, ZerosLike, OnesLike, Copy, Astype, Reshape, Arange, Array, Asarray, kOthers };
 const char* const kOtherNames[kOthers] = {"empty",      "zeros",      "ones", "full",   "empty_like", "zeros_like",
-                                          "ones_like",  "copy",       "astype", "reshape", "arange"};
+                                          "ones_like",  "copy",       "astype", "reshape", "arange", "array", "asarray"};
 py::handle g_other_fallback[kOthers];
 
 bool is_arg(ReduceOp op) { return op == ReduceOp::ArgMax || op == ReduceOp::ArgMin; }
@@ -268,6 +268,36 @@ PyObject* create_full(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObje
   return other_fallback(Full, args, nargs, kwnames);
 }
 
+// array(seq) / asarray(seq), dtype None, float64 or int64 (positional or
+// keyword), for a list or tuple of Python numbers (nested, rectangular):
+// the array built at the call without NumPy (`np.array([x, y, z])` in a
+// loop). asarray(a) of a numfuse array is `a`. Anything else goes to
+// numfuse._creation.
+template <Other which>
+PyObject* from_sequence(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  bool fast = false;
+  PyObject* r = guarded([&]() -> PyObject* {
+    if (nargs < 1 || nargs > 2 || !only_keywords(kwnames, {"dtype"})) return nullptr;
+    PyObject* dtype = nargs > 1 ? args[1] : keyword(args, nargs, kwnames, "dtype");
+    std::optional<DType> want;
+    if (dtype && dtype != Py_None) {
+      want = to_dtype(dtype);
+      if (!want) return nullptr;
+    }
+    if (which == Asarray && is_ndarray(args[0])) {
+      if (want && *want != as_ndarray(args[0]).v.dtype) return nullptr;
+      fast = true;
+      return Py_NewRef(args[0]);
+    }
+    View v;
+    if (!sequence_array(args[0], want, &v)) return nullptr;
+    fast = true;
+    return wrap(std::move(v)).release().ptr();
+  });
+  if (fast || PyErr_Occurred()) return r;
+  return other_fallback(which, args, nargs, kwnames);
+}
+
 // arange(stop), arange(start, stop), arange(start, stop, step) with Python
 // ints (the loops' `for i in np.arange(n)`, index vectors): the general
 // signature is numfuse._creation.arange.
@@ -470,6 +500,8 @@ PyMethodDef g_functions[] = {
     NF_FAST("zeros_like", create_like<ZerosLike>, "An array of zeros with the shape and type of a given array."),
     NF_FAST("ones_like", create_like<OnesLike>, "An array of ones with the shape and type of a given array."),
     NF_FAST("arange", arange_fast, "Evenly spaced values within a given interval (numpy.arange)."),
+    NF_FAST("array", from_sequence<Array>, "Create an array (numpy.array)."),
+    NF_FAST("asarray", from_sequence<Asarray>, "Convert the input to an array (numpy.asarray)."),
     {nullptr, nullptr, 0, nullptr},
 };
 

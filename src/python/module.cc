@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <iterator>
 #include <optional>
 #include <thread>
@@ -168,37 +169,112 @@ std::optional<DType> to_dtype(py::handle h) {
 }
 
 namespace {
-// A short flat list or tuple of Python bools, ints and floats as NumPy's
-// asarray makes it (bool; int64 with an int; float64 with a float), without
-// NumPy: the common `np.bitwise_and((1, 2, 0, 4), row)`. False: anything
-// else (nested, other types, an int beyond int64, empty, long).
-bool scalar_sequence(PyObject* o, View* out) {
-  const Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
-  if (n == 0 || n > 256) return false;
-  PyObject** items = PySequence_Fast_ITEMS(o);
-  bool any_int = false, any_float = false;
-  for (Py_ssize_t i = 0; i < n; ++i) {
-    PyObject* x = items[i];
-    if (PyFloat_CheckExact(x)) any_float = true;
-    else if (PyLong_CheckExact(x)) any_int = true;
-    else if (!PyBool_Check(x)) return false;
+// One element of a sequence sequence_array() converts: its kind (0 bool,
+// 1 integer, 2 float) and value, or false for anything else (a NumPy
+// scalar of another type than bool, int64 or float64; complex; str; an
+// int beyond int64: NumPy's uint64, object or OverflowError).
+struct Leaf {
+  int kind = 0;
+  long long i = 0;
+  double f = 0.0;
+};
+bool leaf_value(PyObject* x, Leaf* out) {
+  if (PyFloat_CheckExact(x)) {
+    out->kind = 2;
+    out->f = PyFloat_AS_DOUBLE(x);
+    return true;
   }
-  const DType t = any_float ? DType::Float64 : any_int ? DType::Int64 : DType::Bool;
-  View v = View::fresh(t, Dims{static_cast<int64_t>(n)});
-  char* d = static_cast<char*>(v.buffer->data());
-  for (Py_ssize_t i = 0; i < n; ++i) {
-    PyObject* x = items[i];
+  if (PyLong_CheckExact(x)) {
     int overflow = 0;
-    const long long k = PyFloat_CheckExact(x) ? 0 : PyBool_Check(x) ? (x == Py_True) : PyLong_AsLongLongAndOverflow(x, &overflow);
-    if (overflow) return false;  // (NumPy's uint64, object or OverflowError)
-    const Scalar s = PyFloat_CheckExact(x) ? Scalar::of_float(DType::Float64, PyFloat_AS_DOUBLE(x))
-                                           : Scalar::of_int(DType::Int64, k);
-    s.cast(t).store(d + i * itemsize(t));
+    out->kind = 1;
+    out->i = PyLong_AsLongLongAndOverflow(x, &overflow);
+    return !overflow;
+  }
+  if (PyBool_Check(x)) {
+    out->kind = 0;
+    out->i = x == Py_True;
+    return true;
+  }
+  Scalar s;
+  if (numpy_scalar_value(x, &s) != 1) {
+    PyErr_Clear();
+    return false;
+  }
+  switch (s.dtype) {
+    case DType::Float64: out->kind = 2; out->f = s.f; return true;
+    case DType::Int64: out->kind = 1; out->i = s.i; return true;
+    case DType::Bool: out->kind = 0; out->i = s.i != 0; return true;
+    default: return false;
+  }
+}
+
+bool find_shape(PyObject* o, Dims& shape) {
+  // Down the first elements: the shape NumPy would discover if it is regular.
+  while (PyList_CheckExact(o) || PyTuple_CheckExact(o)) {
+    const Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
+    if (shape.size() >= 32) return false;
+    shape.push_back(n);
+    if (n == 0) break;
+    o = PySequence_Fast_ITEMS(o)[0];
+  }
+  return true;
+}
+}  // namespace
+
+bool sequence_array(PyObject* o, std::optional<DType> want, View* out) {
+  if (!PyList_CheckExact(o) && !PyTuple_CheckExact(o)) return false;
+  Dims shape;
+  if (!find_shape(o, shape)) return false;
+  std::vector<PyObject*> leaves;
+  leaves.reserve(static_cast<size_t>(std::max<int64_t>(shape_size(shape), 0)));
+  {
+    // Rectangular, leaves at the last depth (a depth whose first element
+    // is an empty sequence ends the shape there: `[[], []]` is (2, 0)).
+    std::function<bool(PyObject*, size_t)> rec = [&](PyObject* s, size_t depth) -> bool {
+      const Py_ssize_t n = PySequence_Fast_GET_SIZE(s);
+      if (n != shape[depth]) return false;
+      PyObject** items = PySequence_Fast_ITEMS(s);
+      for (Py_ssize_t i = 0; i < n; ++i) {
+        PyObject* x = items[i];
+        const bool seq = PyList_CheckExact(x) || PyTuple_CheckExact(x);
+        if (seq != (depth + 1 < shape.size())) return false;  // (ragged: NumPy's ValueError)
+        if (seq ? !rec(x, depth + 1) : (leaves.push_back(x), false)) return false;
+      }
+      return true;
+    };
+    if (!rec(o, 0)) return false;
+  }
+  std::vector<Leaf> values(leaves.size());
+  int kind = -1;
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    if (!leaf_value(leaves[i], &values[i])) return false;
+    kind = std::max(kind, values[i].kind);
+  }
+  // NumPy's discovered type: float64 with a float (or no element at all),
+  // int64 with an int, else bool; a requested float64 or int64 converts
+  // (an int64 array takes no float: NumPy truncates, and refuses NaN).
+  DType t = kind == 2 || kind < 0 ? DType::Float64 : kind == 1 ? DType::Int64 : DType::Bool;
+  if (want) {
+    if (*want == DType::Int64 && kind == 2) return false;
+    if (*want != DType::Float64 && *want != DType::Int64) return false;
+    t = *want;
+  }
+  View v = View::fresh(t, shape);
+  if (!values.empty()) {
+    char* d = static_cast<char*>(v.buffer->data());
+    if (t == DType::Float64) {
+      double* p = reinterpret_cast<double*>(d);
+      for (size_t i = 0; i < values.size(); ++i) p[i] = values[i].kind == 2 ? values[i].f : static_cast<double>(values[i].i);
+    } else if (t == DType::Int64) {
+      int64_t* p = reinterpret_cast<int64_t*>(d);
+      for (size_t i = 0; i < values.size(); ++i) p[i] = values[i].i;
+    } else {
+      for (size_t i = 0; i < values.size(); ++i) d[i] = static_cast<char>(values[i].i != 0);
+    }
   }
   *out = std::move(v);
   return true;
 }
-}  // namespace
 
 bool to_operand(py::handle h, Operand& out) {
   PyObject* o = h.ptr();
@@ -260,7 +336,8 @@ bool to_operand(py::handle h, Operand& out) {
   if (PyObject_IsInstance(o, g_np_ndarray.ptr()) == 1) {
     arr = py::reinterpret_borrow<py::object>(h);
   } else if (PyList_Check(o) || PyTuple_Check(o)) {
-    if (View v; scalar_sequence(o, &v)) {
+    if (View v; (PyList_CheckExact(o) || PyTuple_CheckExact(o)) && PySequence_Fast_GET_SIZE(o) > 0 &&
+                sequence_array(o, std::nullopt, &v)) {
       out = Operand::array(v);
       return true;
     }
