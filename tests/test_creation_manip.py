@@ -410,6 +410,44 @@ def test_random_randomstate_and_scalar_results():
     assert g == onp.random.rand()
 
 
+def test_random_calls_with_python_numbers_run_from_c_and_match_numpy():
+    import inspect
+    import pickle
+
+    g, e = nf.random.default_rng(11), onp.random.default_rng(11)
+    calls = [("random", (), {}), ("random", (4,), {}), ("normal", (0.0, 2.0, 8), {}), ("normal", (), {"size": (2, 3)}),
+             ("integers", (0, 10), {}), ("integers", (0, 10), {"size": 3}), ("standard_normal", (None,), {}),
+             ("random", (0,), {}), ("uniform", (True, 2), {}), ("random", (3,), {"dtype": onp.float32})]
+    for name, args, kw in calls:
+        got, exp = getattr(g, name)(*args, **kw), getattr(e, name)(*args, **kw)
+        assert type(getattr(g, name)) is type(nf.random.rand) and type(nf.random.rand).__name__ == "numpy_function"
+        if isinstance(exp, onp.ndarray):
+            assert type(got) is nf.ndarray and got.flags.writeable and got.flags.c_contiguous
+            check(got, exp)
+            got[...] = 0  # (its own memory: NumPy's generator does not see it)
+        else:
+            assert type(got) is type(exp) and got == exp
+    # numfuse arrays and other objects as arguments: the Python path, the same values
+    for name, args in [("normal", (nf.zeros(3), 1.0)), ("choice", (nf.arange(5), 2)), ("random", (nf.int64(3),))]:
+        ref = [onp.asarray(a) if isinstance(a, nf.ndarray) else a for a in args]
+        check(getattr(g, name)(*args), getattr(e, name)(*ref))
+    with pytest.raises(ValueError, match="scale < 0"):
+        g.normal(0.0, -1.0)  # (NumPy's exception, raised by NumPy's generator)
+    with pytest.raises(ValueError, match="scale < 0"):
+        e.normal(0.0, -1.0)
+    check(g.random(3), e.random(3))
+    # generators with their methods made still pickle; signatures are NumPy's
+    g2 = pickle.loads(pickle.dumps(g))
+    check(g2.random(2), e.random(2))
+    rs = nf.random.RandomState(2)
+    rs.rand(1)
+    check(pickle.loads(pickle.dumps(rs)).rand(3), (lambda r: (r.rand(1), r.rand(3))[1])(onp.random.RandomState(2)))
+    assert inspect.signature(g.normal) == inspect.signature(e.normal)
+    assert inspect.signature(nf.random.rand) == inspect.signature(onp.random.rand)
+    assert nf.random.rand.__name__ == "rand" and "Random values" in nf.random.rand.__doc__
+    assert nf.random.rand.__wrapped__ == onp.random.rand
+
+
 # ---------------------------------------------------------------------------
 # reshape / ravel / flatten
 

@@ -11,13 +11,36 @@ ndarray = _core.ndarray
 _np_random = np.random
 
 
+_PLAIN = frozenset([int, float, bool, type(None)])
+
+
+def _result(res):
+    """NumPy's result as numfuse's: a fresh array adopted without a copy, a
+    Python or NumPy scalar as it is."""
+    t = type(res)
+    if t is np.ndarray:
+        if res.base is None and _core.supported_dtype(res.dtype):
+            return _core.from_numpy(res, True)
+    elif t is float or t is int:
+        return res
+    return _fallback.wrap(res)
+
+
 def _wrapped(fn):
     @functools.wraps(fn)  # (NumPy's name, documentation and signature: inspect follows __wrapped__)
     def f(*args, **kwargs):
+        # Python numbers only (`rng.random()`, `np.random.normal(0, 1, 8)`,
+        # the calls of a Monte Carlo loop): straight to NumPy.
+        if (not args or all(type(a) in _PLAIN for a in args)) and (not kwargs or all(
+                type(v) in _PLAIN for v in kwargs.values())):
+            return _result(fn(*args, **kwargs))
         return _fallback.wrap(fn(*_fallback.to_numpy(args, []), **_fallback.to_numpy(kwargs, [])))
 
     f.__module__ = __name__
-    return f
+    # The call as a C object: Python-number arguments go to NumPy without a
+    # Python frame of numfuse's (the loops' `rng.random()`); `f` takes the rest.
+    attrs = {k: getattr(f, k) for k in ("__name__", "__qualname__", "__module__", "__doc__", "__wrapped__")}
+    return _core.numpy_call(fn, f, _result, attrs)
 
 
 # The legacy global-state API (np.random.seed / rand / randn / ...).
@@ -75,8 +98,16 @@ class Generator:
             self._gen.shuffle(x, axis=axis)
 
     def __getattr__(self, name):
+        if name == "_gen" or name.startswith("__"):  # (unpickling: before __dict__ is set)
+            raise AttributeError(name)
         attr = getattr(self._gen, name)
-        return _wrapped(attr) if callable(attr) else attr
+        if not callable(attr):
+            return attr
+        f = self.__dict__[name] = _wrapped(attr)  # (made once per generator and method)
+        return f
+
+    def __getstate__(self):
+        return {"_gen": self._gen}  # (not the methods made for it)
 
     def __repr__(self):
         return "numfuse " + repr(self._gen)
@@ -97,10 +128,21 @@ class RandomState:
         self._rs = np.random.RandomState(seed)
 
     def __getattr__(self, name):
+        if name == "_rs" or name.startswith("__"):
+            raise AttributeError(name)
         attr = getattr(self._rs, name)
-        return _wrapped(attr) if callable(attr) else attr
+        if not callable(attr):
+            return attr
+        f = self.__dict__[name] = _wrapped(attr)
+        return f
+
+    def __getstate__(self):
+        return {"_rs": self._rs}
 
 
 def __getattr__(name):
     attr = getattr(_np_random, name)
-    return _wrapped(attr) if callable(attr) and not isinstance(attr, type) else attr
+    if not callable(attr) or isinstance(attr, type):
+        return attr
+    f = globals()[name] = _wrapped(attr)  # (made once: the module's attribute from now on)
+    return f

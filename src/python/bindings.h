@@ -211,6 +211,13 @@ PyObject* numpy_array_descr(PyObject* arr);
 bool is_numpy_integer(PyObject* o);
 bool numpy_array_native(PyObject* arr);
 int64_t numpy_array_nbytes(PyObject* arr);
+// An exact numpy.ndarray that owns its memory (no base): a fresh result.
+bool numpy_fresh_array(PyObject* o);
+bool is_numpy_generic_scalar(PyObject* o);  // numpy.float64(1.0), numpy.int64(3), ...
+// A fresh (numpy_fresh_array), C-contiguous, aligned, native, writeable
+// NumPy array of a dtype numfuse holds as a view of its memory (adopted:
+// the array lives as long as the buffer); false for any other.
+bool adopt_fresh_array(PyObject* o, View* out);
 // Whether the memory behind a NumPy array is NumPy's: its base chain ends in
 // an array that owns its memory (numfuse's exports end in a capsule).
 bool numpy_owns_memory(PyObject* arr);

@@ -706,12 +706,132 @@ py::object make_fast_function(PyMethodDef* d) {
   return o;
 }
 
+// A NumPy function numfuse calls as it is (numfuse.random's): called with
+// Python numbers only (None, bools, ints, floats, tuples of ints: `rng.random()`,
+// `np.random.normal(0, 1, 8)`, `size=(2, 3)`), NumPy's function runs
+// straight from the C call and a fresh array result becomes a numfuse array
+// (copied into numfuse's memory when small, adopted when large); a Python
+// scalar is returned as it is. Other arguments and results: `slow`, the
+// Python wrapper. Attributes (__name__, __doc__, __wrapped__) live in the
+// __dict__.
+struct NumpyCall {
+  PyObject_HEAD
+  vectorcallfunc vectorcall;
+  PyObject* fn;
+  PyObject* slow;
+  PyObject* result;  // Python: the conversion of other results
+  PyObject* dict;
+};
+
+bool plain_argument(PyObject* x) {
+  if (x == Py_None || PyFloat_CheckExact(x) || PyLong_CheckExact(x) || PyBool_Check(x)) return true;
+  if (!PyTuple_CheckExact(x)) return false;
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(x); ++i)
+    if (!PyLong_CheckExact(PyTuple_GET_ITEM(x, i))) return false;
+  return true;
+}
+
+PyObject* numpy_call(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
+  auto* f = reinterpret_cast<NumpyCall*>(self);
+  const Py_ssize_t n = PyVectorcall_NARGS(nargsf) + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
+  for (Py_ssize_t i = 0; i < n; ++i)
+    if (!plain_argument(args[i])) return PyObject_Vectorcall(f->slow, args, nargsf, kwnames);
+  PyObject* r = PyObject_Vectorcall(f->fn, args, nargsf, kwnames);
+  if (!r || PyFloat_CheckExact(r) || PyLong_CheckExact(r)) return r;
+  if (is_numpy_generic_scalar(r)) return r;
+  View v;
+  if (adopt_fresh_array(r, &v)) {
+    Py_DECREF(r);  // (the buffer holds it)
+    return guarded([&]() -> PyObject* { return wrap(std::move(v)).release().ptr(); });
+  }
+  PyObject* w = PyObject_CallOneArg(f->result, r);
+  Py_DECREF(r);
+  return w;
+}
+
+void numpy_call_dealloc(PyObject* self) {
+  PyObject_GC_UnTrack(self);
+  auto* f = reinterpret_cast<NumpyCall*>(self);
+  Py_CLEAR(f->fn);
+  Py_CLEAR(f->slow);
+  Py_CLEAR(f->result);
+  Py_CLEAR(f->dict);
+  PyObject_GC_Del(self);
+}
+
+int numpy_call_traverse(PyObject* self, visitproc visit, void* arg) {
+  auto* f = reinterpret_cast<NumpyCall*>(self);
+  Py_VISIT(f->fn);
+  Py_VISIT(f->slow);
+  Py_VISIT(f->result);
+  Py_VISIT(f->dict);
+  return 0;
+}
+
+int numpy_call_clear(PyObject* self) {
+  auto* f = reinterpret_cast<NumpyCall*>(self);
+  Py_CLEAR(f->fn);
+  Py_CLEAR(f->slow);
+  Py_CLEAR(f->result);
+  Py_CLEAR(f->dict);
+  return 0;
+}
+
+PyObject* numpy_call_repr(PyObject* self) {
+  PyObject* name = PyDict_GetItemString(reinterpret_cast<NumpyCall*>(self)->dict, "__qualname__");
+  return name ? PyUnicode_FromFormat("<function numfuse.random.%U>", name) : PyUnicode_FromString("<function>");
+}
+
+// (Bound to an instance, as a function stored on a class is not: the
+// wrappers are made per generator and kept on it.)
+PyMemberDef g_numpy_call_members[] = {
+    {"__dictoffset__", T_PYSSIZET, offsetof(NumpyCall, dict), READONLY, nullptr},
+    {"__vectorcalloffset__", T_PYSSIZET, offsetof(NumpyCall, vectorcall), READONLY, nullptr},
+    {nullptr, 0, 0, 0, nullptr},
+};
+
+PyTypeObject* numpy_call_type() {
+  static PyTypeObject* t = [] {
+    static PyType_Slot slots[] = {
+        {Py_tp_call, reinterpret_cast<void*>(PyVectorcall_Call)},
+        {Py_tp_dealloc, reinterpret_cast<void*>(numpy_call_dealloc)},
+        {Py_tp_traverse, reinterpret_cast<void*>(numpy_call_traverse)},
+        {Py_tp_clear, reinterpret_cast<void*>(numpy_call_clear)},
+        {Py_tp_repr, reinterpret_cast<void*>(numpy_call_repr)},
+        {Py_tp_members, g_numpy_call_members},
+        {0, nullptr},
+    };
+    static PyType_Spec spec = {"numfuse._core.numpy_function", sizeof(NumpyCall), 0,
+                               Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL, slots};
+    PyObject* o = PyType_FromSpec(&spec);
+    if (!o) throw py::error_already_set();
+    return reinterpret_cast<PyTypeObject*>(o);
+  }();
+  return t;
+}
+
+py::object make_numpy_call(py::handle fn, py::handle slow, py::handle result, py::dict attrs) {
+  auto* f = PyObject_GC_New(NumpyCall, numpy_call_type());
+  if (!f) throw py::error_already_set();
+  f->vectorcall = numpy_call;
+  f->fn = Py_NewRef(fn.ptr());
+  f->slow = Py_NewRef(slow.ptr());
+  f->result = Py_NewRef(result.ptr());
+  f->dict = PyDict_Copy(attrs.ptr());
+  py::object o = py::reinterpret_steal<py::object>(reinterpret_cast<PyObject*>(f));
+  if (!f->dict) throw py::error_already_set();
+  PyObject_GC_Track(o.ptr());
+  return o;
+}
+
 }  // namespace
 
 void bind_calls(py::module_& m) {
   py::dict fast;
   for (PyMethodDef* d = g_functions; d->ml_name; ++d) fast[d->ml_name] = make_fast_function(d);
   m.attr("FAST_FUNCTIONS") = fast;
+  m.def("numpy_call", &make_numpy_call, py::arg("fn"), py::arg("slow"), py::arg("result"), py::arg("attrs"),
+        "A callable running NumPy's `fn` straight from C for Python-number arguments (numfuse.random).");
   // name -> Python implementation, for the calls the C entry points leave.
   m.def("_set_call_fallbacks", [](py::dict fallbacks) {
     for (auto [k, v] : fallbacks) {

@@ -48,6 +48,36 @@ bool numpy_array_native(PyObject* arr) {
 
 int64_t numpy_array_nbytes(PyObject* arr) { return PyArray_NBYTES(reinterpret_cast<PyArrayObject*>(arr)); }
 
+bool is_numpy_generic_scalar(PyObject* o) { return PyArray_IsScalar(o, Generic); }
+
+bool numpy_fresh_array(PyObject* o) {
+  return PyArray_CheckExact(o) && PyArray_BASE(reinterpret_cast<PyArrayObject*>(o)) == nullptr;
+}
+
+bool adopt_fresh_array(PyObject* o, View* out) {
+  if (!numpy_fresh_array(o)) return false;
+  auto* a = reinterpret_cast<PyArrayObject*>(o);
+  if (!PyArray_IS_C_CONTIGUOUS(a) || !PyArray_ISALIGNED(a) || !PyArray_ISNBO(PyArray_DESCR(a)->byteorder) ||
+      !PyArray_ISWRITEABLE(a))
+    return false;
+  std::optional<DType> t = to_dtype(py::handle(reinterpret_cast<PyObject*>(PyArray_DESCR(a))));
+  if (!t) return false;
+  View v;
+  v.dtype = *t;
+  const int nd = PyArray_NDIM(a);
+  for (int i = 0; i < nd; ++i) v.shape.push_back(PyArray_DIM(a, i));
+  v.strides = c_strides(v.shape);
+  v.offset = 0;
+  Py_INCREF(o);
+  v.buffer = Buffer::adopt(PyArray_DATA(a), std::max<int64_t>(PyArray_NBYTES(a), itemsize(*t)), [o] {
+    const PyGILState_STATE g = PyGILState_Ensure();
+    Py_DECREF(o);
+    PyGILState_Release(g);
+  });
+  *out = std::move(v);
+  return true;
+}
+
 bool numpy_owns_memory(PyObject* arr) {
   PyObject* o = arr;
   for (int depth = 0; depth < 64; ++depth) {
