@@ -448,6 +448,30 @@ def test_random_calls_with_python_numbers_run_from_c_and_match_numpy():
     assert nf.random.rand.__wrapped__ == onp.random.rand
 
 
+@pytest.mark.parametrize("num", [0, 1, 2, 3, 7, 50])
+@pytest.mark.parametrize("endpoint", [True, False])
+def test_linspace_bits_steps_and_warnings_as_numpy(num, endpoint):
+    import itertools
+    import warnings
+    vals = [0, 1, -1, 0.1, 1e-300, -2.5, 1e300, 7.3, -0.0, 5e-324, 1e308, -1e308, float("inf"), float("nan")]
+    for a, b in itertools.product(vals, vals):
+        out = []
+        for mod in (onp, nf):
+            with warnings.catch_warnings(record=True) as w:
+                warnings.simplefilter("always")
+                y, step = mod.linspace(a, b, num, endpoint=endpoint, retstep=True)
+            out.append((onp.asarray(y).tobytes(), onp.asarray(y).dtype, repr(step), type(y).__module__.split(".")[0],
+                        sorted({str(x.message) for x in w})))
+        e, g = out
+        assert g[:3] == e[:3] and g[3] == "numfuse", (a, b)
+        if nf.get_option("tier") != "lazy":  # (fused: an invalid flag raised by two operations is one warning)
+            assert g[4] == e[4], (a, b)
+    # a small array is computed at the call in C; a large one, or a tier that records, is recorded
+    y = nf._core.linspace_now(0.0, 1.0, num, endpoint)
+    assert (y is not None) == (nf.get_option("tier") in ("auto", "eager")), y
+    assert nf._core.linspace_now(0.0, float("inf"), num, endpoint) is None
+
+
 # ---------------------------------------------------------------------------
 # reshape / ravel / flatten
 

@@ -394,8 +394,14 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     else:
         start_f, stop_f = float(start), float(stop)
         dt = np.dtype(float) if dtype is None else np.dtype(dtype)
+    if dt == _F64_DT and type(start_f) is float:
+        y = _core.linspace_now(start_f, stop_f, num, endpoint)  # (a small array: computed at the call)
+        if y is not None:
+            return (y, np.float64((stop_f - start_f) / div) if div > 0 else math.nan) if retstep else y
     y = arange(0, num, dtype=np.float64)
     delta = stop_f - start_f
+    if type(delta) is float and not math.isfinite(delta):
+        delta = np.subtract(stop_f, start_f)  # (NumPy's warning: overflow or invalid in subtract)
     if div > 0:
         step = delta / div
         if step == 0:
@@ -411,6 +417,8 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     if dt.kind in "iu":
         y = UFUNCS["floor"](y)
     y = y.astype(dt, copy=False)
+    if retstep and div > 0 and type(step) in (float, np.float64):
+        step = np.float64(step)  # (NumPy's step is its arithmetic's: a float64 scalar; nan is a Python float)
     return (y, step) if retstep else y
 
 

@@ -1,5 +1,6 @@
 // Module-level functions of numfuse._core: ufuncs, reductions, creation,
 // sync points, configuration and diagnostics.
+#include <cmath>
 #include <pybind11/stl.h>
 
 #include <cstring>
@@ -343,6 +344,35 @@ void bind_functions(py::module_& m) {
     before_record();
     RecordGuard guard;
     return wrap(record_arange(start, step, n, *t, integral, istart, istep));
+  });
+  // numpy.linspace(start, stop, num, endpoint) of finite float64 endpoints
+  // computed at the call when tier 0 would compute it (a small array), with
+  // NumPy's formula step by step: arange * step (or / div * delta when the
+  // step is 0), + start, the last point set to stop. None when the array is
+  // recorded instead, or a value is not finite (NumPy's warnings then come
+  // from the recorded operations).
+  m.def("linspace_now", [](double start, double stop, int64_t num, bool endpoint) -> py::object {
+    if (num < 0 || !global_stream().runs_now(num)) return py::none();
+    const double delta = stop - start;
+    const int64_t div = endpoint ? num - 1 : num;
+    const double step = div > 0 ? delta / static_cast<double>(div) : 0.0;
+    if (!std::isfinite(start) || !std::isfinite(stop) || !std::isfinite(delta)) return py::none();
+    View v = View::fresh(DType::Float64, Dims{num});
+    double* y = static_cast<double*>(v.buffer->data());
+    for (int64_t i = 0; i < num; ++i) {
+      volatile double t = static_cast<double>(i);  // (each operation rounded, as NumPy's separate passes)
+      if (div > 0 && step == 0) {
+        t = t / static_cast<double>(div);
+        t = t * delta;
+      } else {
+        t = t * (div > 0 ? step : delta);
+      }
+      t = t + start;
+      if (!std::isfinite(t)) return py::none();
+      y[i] = t;
+    }
+    if (endpoint && num > 1) y[num - 1] = stop;
+    return wrap(std::move(v));
   });
   m.def("eye", [](int64_t n, int64_t mm, int64_t k, py::handle dtype) -> py::object {
     std::optional<DType> t = to_dtype(dtype);
