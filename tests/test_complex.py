@@ -491,6 +491,17 @@ def test_compare_with_real_and_scalars(dt, fusion):
             check(got, exp)
 
 
+@pytest.mark.parametrize("dt", CDTYPES)
+def test_divide_bit_for_bit_with_signed_zeros(dt, fusion):
+    """Smith's algorithm as NumPy computes it, each branch's own formula: the
+    same bits, signed zeros included (0j / 1j is +0j: ai*rat - ar, not the
+    negation of ar - ai*rat)."""
+    parts = [0.0, -0.0, 1.0, -1.0, 2.5, INF, NAN, 1e-300, 1e300]
+    x = carr([complex(a, b) for a in parts for b in parts], dt)
+    got, exp = both(lambda m, a, b: m.divide(a[:, None], b[None, :]), x, x, ignore=True)
+    check(got, exp)
+
+
 @pytest.mark.parametrize("op", ["multiply", "divide"])
 @pytest.mark.parametrize("dt", CDTYPES)
 def test_multiply_divide_special(op, dt, fusion):

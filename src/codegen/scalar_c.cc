@@ -236,8 +236,9 @@ struct Cx {
   // 0j's own division divides by a value that is +0 for 0j alone and 1
   // otherwise: no lane divides by zero unless NumPy's does). For
   // |br| >= |bi|: rat = bi/br, scl = 1/(br + bi*rat), result
-  // ((ar + ai*rat)*scl, (ai - ar*rat)*scl); else the same with the parts of
-  // b swapped; both zero: (ar/|br|, ai/|br|) = (ar/+0, ai/+0).
+  // ((ar + ai*rat)*scl, (ai - ar*rat)*scl); else rat = br/bi, scl = 1/(bi +
+  // br*rat), ((ar*rat + ai)*scl, (ai*rat - ar)*scl); both zero: (ar/|br|,
+  // ai/|br|) = (ar/+0, ai/+0).
   std::string div() {
     const std::string fabs_ = real_libm("fabs", 1);
     return fn("cdiv", C, C + " a, " + C + " b",
@@ -248,14 +249,16 @@ struct Cx {
               "  " + R + " num = big ? bi : br, d = big ? brs : bis;\n"
               "  " + R + " rat = num / d, scl = (" + R + ")1.0 / (d + num * rat);\n"
               "  " + R + " p = big ? ar : ai, q = big ? ai : ar;\n"
-              "  " + R + " t = q - p * rat;\n"
+              /* (NumPy's im: ai - ar*rat, or ai*rat - ar with b's parts swapped:
+                 not the negation of one, whose zero has the other sign) */
+              "  " + R + " pr = p * rat, t = big ? q - pr : pr - q;\n"
               /* 0 for 0j (abr + abi is +0 there), 1 otherwise: the lanes whose
                  result is not 0j's divide exactly by 1, raising nothing (and by a
                  loop-invariant b, ExactDivisionPass makes it a multiply); a
                  conversion, not a select (see above) */
               "  " + R + " zd = (" + R + ")!zero;\n"
               "  " + R + " zr = ar / zd, zi = ai / zd;\n"
-              "  " + R + " re = (p + q * rat) * scl, im = (big ? t : -t) * scl;\n"
+              "  " + R + " re = (p + q * rat) * scl, im = t * scl;\n"
               "  return " + mk("zero ? zr : re", "zero ? zi : im") + ";\n");
   }
   // NumPy's absolute value (its SIMD loop, loops_unary_complex: every x86
