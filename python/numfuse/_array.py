@@ -82,12 +82,8 @@ def _install(ns):
     def tobytes(self, order="C"):
         return self._to_numpy(False).tobytes(order)
 
-    # iter(a) is the C slot tp_iter (src/python/array.cc): NumPy scalars from
-    # a native iterator for 1-D arrays, _iter_rows for more dimensions.
-    def _iter_rows(self):
-        return (self[i] for i in range(self.shape[0]))
-
-    _core._set_iter_rows(_iter_rows)
+    # iter(a) is the C slot tp_iter (src/python/array.cc): a native iterator
+    # of NumPy scalars (1-D) or rows (views).
 
     def __contains__(self, value):
         return bool((self == value).any())
@@ -333,25 +329,11 @@ def _install(ns):
     def argpartition(self, kth, axis=-1, kind="introselect", order=None):
         return ns["argpartition"](self, kth, axis=axis, kind=kind, order=order)
 
-    def _getattr_fallback(self, name):
-        # Any other ndarray method: run NumPy's on the flushed data. (The C
-        # type's attribute lookup calls this for names it does not have,
-        # other than dunders, src/python/array.cc getattro.)
-        if not hasattr(np.ndarray, name):
-            raise AttributeError(f"'numfuse.ndarray' object has no attribute '{name}'")
-        meth = getattr(np.ndarray, name)
-
-        def call(*args, **kwargs):
-            return _fallback.call_numpy(meth, (self,) + args, kwargs, f"ndarray.{name}")
-
-        return call
-
     local = dict(locals())
     # copy, astype and reshape are C methods (src/python/calls.cc); these are
     # their full forms, for the call forms the C methods do not take.
     _core._set_call_fallbacks({"copy": local.pop("copy"), "astype": local.pop("astype"),
                                "reshape": local.pop("reshape")})
-    _core._set_getattr_fallback(local.pop("_getattr_fallback"))
     for name, fn in local.items():
         if callable(fn) and name not in ("ns", "U", "C"):
             setattr(C, name, fn)
@@ -404,6 +386,23 @@ def _install(ns):
 
     swapaxes.__doc__, squeeze.__doc__ = general_swapaxes.__doc__, general_squeeze.__doc__
     C.swapaxes, C.squeeze = swapaxes, squeeze
+
+    # Every other ndarray method (byteswap, dump, tofile, ...): NumPy's, run
+    # on the flushed data. Installed on the type, so attribute lookup is
+    # Python's own (CPython specializes `a.sum()` only for types with the
+    # generic lookup) and a name NumPy does not have raises AttributeError.
+    def numpy_method(name, meth):
+        def call(self, *args, **kwargs):
+            return _fallback.call_numpy(meth, (self,) + args, kwargs, f"ndarray.{name}")
+
+        call.__name__ = call.__qualname__ = name
+        call.__doc__ = meth.__doc__
+        call.__wrapped__ = meth  # (NumPy's: what the coverage report counts as a fallback)
+        return call
+
+    for name in dir(np.ndarray):
+        if not name.startswith("__") and not hasattr(C, name) and callable(getattr(np.ndarray, name)):
+            setattr(C, name, numpy_method(name, getattr(np.ndarray, name)))
 
 
 def _ndarray_new(shape, dtype=float, buffer=None, offset=0, strides=None, order=None):

@@ -26,9 +26,8 @@ PyTypeObject* g_ndarray_type = nullptr;
 
 namespace {
 
-py::handle g_getattr_fallback;
 py::handle g_fancy_get, g_fancy_set, g_fancy_warn, g_ufunc_fallback, g_operator_fallback, g_array_ufunc, g_ndarray_new,
-    g_matmul, g_iter_rows, g_pow, g_rpow, g_item, g_tolist;
+    g_matmul, g_pow, g_rpow, g_item, g_tolist;
 // NumPy ufunc object -> (nin, numfuse op) for __array_ufunc__'s fast path.
 std::unordered_map<PyObject*, std::pair<int, int>> g_ufunc_ops;
 
@@ -922,8 +921,8 @@ PyObject* get_owns_data(PyObject* self, void*) {
   return PyBool_FromLong(v.offset == 0 && v.size() * itemsize(v.dtype) == v.buffer->nbytes() && v.is_c_contiguous());
 }
 
-// iter(a): NumPy scalars for a 1-D array (a native iterator), rows (views,
-// from numfuse._array's generator) for more dimensions. While this thread
+// iter(a): NumPy scalars for a 1-D array, rows (views) for more dimensions
+// (a native iterator). While this thread
 // captures (numfuse.jit), the elements or rows are read by indexing and the
 // loop is marked (g_trace_iter).
 PyObject* tp_iter(PyObject* self) {
@@ -931,12 +930,9 @@ PyObject* tp_iter(PyObject* self) {
     const View& v = view_of(self);
     if (v.ndim() == 0) throw TypeError("iteration over a 0-d array");
     if (t_capturing && g_trace_iter) return PyObject_CallOneArg(g_trace_iter, self);
-    if (v.ndim() == 1) {
-      PyObject* it = make_element_iter(v);
-      if (!it) throw py::error_already_set();
-      return it;
-    }
-    return g_iter_rows(py::handle(self)).release().ptr();
+    PyObject* it = make_element_iter(v);
+    if (!it) throw py::error_already_set();
+    return it;
   });
 }
 
@@ -1064,27 +1060,37 @@ PyObject* m_item(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
   });
 }
 
-// a.tolist() of a 1-D array: Python scalars read directly (NumPy's types of
-// Python scalar); other ranks go through NumPy.
+// a.tolist(): nested lists of Python scalars read directly (NumPy's types
+// of Python scalar); a 0-d array's scalar through NumPy.
 PyObject* m_tolist(PyObject* self, PyObject*) {
   return guarded([&]() -> PyObject* {
     const View& v = view_of(self);
     // (while capturing: an argument's values, a content read -- trace.h)
-    const bool content = t_capturing && v.ndim() == 1 && trace::content_readable(v.buffer.get());
+    const bool content = t_capturing && v.ndim() >= 1 && trace::content_readable(v.buffer.get());
     if (content) trace::content_read(v.buffer.get());
     std::optional<trace::ContentReadScope> scope;
     if (content) scope.emplace();
-    if (v.ndim() != 1) return g_tolist(py::handle(self)).release().ptr();
+    if (v.ndim() == 0) return g_tolist(py::handle(self)).release().ptr();
     if (v.buffer->pending_write()) flush_all("tolist()");
-    const int64_t n = v.shape[0], is = itemsize(v.dtype);
-    py::list out(n);
+    const int64_t is = itemsize(v.dtype);
     const char* base = static_cast<const char*>(v.buffer->data());
-    for (int64_t i = 0; i < n; ++i) {
-      PyObject* x = python_scalar(v.dtype, base + (v.offset + i * v.strides[0]) * is);
-      if (!x) throw py::error_already_set();
-      PyList_SET_ITEM(out.ptr(), i, x);
-    }
-    return out.release().ptr();
+    // Nested lists, outer dimension first (each a new list, as NumPy's).
+    auto level = [&](auto& self_, int d, int64_t off) -> PyObject* {
+      const int64_t n = v.shape[d];
+      PyObject* out = PyList_New(n);
+      if (!out) throw py::error_already_set();
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t at = off + i * v.strides[d];
+        PyObject* x = d + 1 == v.ndim() ? python_scalar(v.dtype, base + at * is) : self_(self_, d + 1, at);
+        if (!x) {
+          Py_DECREF(out);
+          throw py::error_already_set();
+        }
+        PyList_SET_ITEM(out, i, x);
+      }
+      return out;
+    };
+    return level(level, 0, v.offset);
   });
 }
 
@@ -1125,31 +1131,13 @@ PyObject* tp_new(PyTypeObject*, PyObject* args, PyObject* kwargs) {
   return PyObject_Call(g_ndarray_new.ptr(), args, kwargs);
 }
 
-// Attribute lookup: the type's own attributes, then (for a name that is not
-// a dunder) the Python fallback that runs NumPy's ndarray method of that
-// name (numfuse/_array.py). A missing dunder fails here, without a Python
-// call: NumPy looks for __array_struct__ and __array_interface__ on every
-// np.asarray of a numfuse array (a Python __getattr__ made that 2.5 us).
-PyObject* getattro(PyObject* self, PyObject* name) {
-  PyObject* r = _PyObject_GenericGetAttrWithDict(self, name, nullptr, 1);  // (suppresses AttributeError)
-  if (r || PyErr_Occurred()) return r;
-  Py_ssize_t n = 0;
-  const char* s = PyUnicode_AsUTF8AndSize(name, &n);
-  if (!s) return nullptr;
-  if ((n >= 2 && s[0] == '_' && s[1] == '_') || !g_getattr_fallback) {
-    PyErr_Format(PyExc_AttributeError, "'numfuse.ndarray' object has no attribute '%U'", name);
-    return nullptr;
-  }
-  return PyObject_CallFunctionObjArgs(g_getattr_fallback.ptr(), self, name, nullptr);
-}
-
 #define NF_SLOT(s, f) {s, reinterpret_cast<void*>(f)}
 PyType_Slot g_slots[] = {
     NF_SLOT(Py_tp_dealloc, dealloc),
     NF_SLOT(Py_tp_new, tp_new),
     NF_SLOT(Py_tp_hash, PyObject_HashNotImplemented),
     NF_SLOT(Py_tp_richcompare, richcompare),
-    NF_SLOT(Py_tp_getattro, getattro),
+    NF_SLOT(Py_tp_getattro, PyObject_GenericGetAttr),  // (what CPython's method-call specializations need)
     NF_SLOT(Py_tp_getset, g_getset),
     NF_SLOT(Py_tp_iter, tp_iter),
     NF_SLOT(Py_tp_methods, g_methods),
@@ -1221,9 +1209,7 @@ PyTypeObject* make_ndarray_type(py::module_& m) {
   });
   m.def("_set_array_ufunc_hook", [](py::object hook) { g_array_ufunc = hook.release(); });
   m.def("_set_ndarray_new", [](py::object f) { g_ndarray_new = f.release(); });
-  m.def("_set_getattr_fallback", [](py::object f) { g_getattr_fallback = f.release(); });
   m.def("_set_matmul", [](py::object f) { g_matmul = f.release(); });
-  m.def("_set_iter_rows", [](py::object f) { g_iter_rows = f.release(); });
   m.def("_set_item_tolist", [](py::object item, py::object tolist) {
     g_item = item.release();
     g_tolist = tolist.release();

@@ -47,6 +47,15 @@ void iter_dealloc(PyObject* self) {
 PyObject* iter_next(PyObject* self) {
   auto* it = reinterpret_cast<PyElementIter*>(self);
   if (it->i >= it->v.shape[0]) return nullptr;  // exhausted (no exception: StopIteration)
+  if (it->v.ndim() > 1) {
+    // Rows of an array of more dimensions: the views a[0], a[1], ... (no
+    // sync: a view reads nothing).
+    return guarded([&] {
+      IndexItem row;
+      row.i = it->i++;
+      return wrap(index_view(it->v, {row})).release().ptr();
+    });
+  }
   return guarded([&] {
     if (it->checked != global_stream().recorded_total() || !pipeline::idle()) {
       flush_all("element access");  // as element access: whatever is pending (see element())
