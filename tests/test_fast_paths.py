@@ -175,6 +175,20 @@ def test_iteration(dtype):
     assert_same(rows[1], onp.arange(6.0).reshape(2, 3)[1])
     with pytest.raises(TypeError, match="0-d"):
         iter(nf.asarray(onp.float64(1.0)).reshape(()))
+    # rows of 3-D, F-ordered, strided and read-only arrays: views as NumPy's
+    ref3 = onp.arange(24.0).reshape(2, 3, 4)
+    for x, r in [(nf.asarray(ref3), ref3), (nf.asfortranarray(nf.asarray(ref3)), onp.asfortranarray(ref3)),
+                 (nf.asarray(ref3)[:, ::-2, 1:], ref3[:, ::-2, 1:]), (nf.asarray(ref3).T, ref3.T),
+                 (nf.broadcast_to(nf.arange(3.0), (2, 3)), onp.broadcast_to(onp.arange(3.0), (2, 3)))]:
+        got = list(x)
+        assert len(got) == len(r)
+        for g, e in zip(got, r):
+            assert type(g) is nf.ndarray and g.strides == e.strides and g.flags.writeable == e.flags.writeable
+            assert_same(g, e)
+    m = nf.zeros((3, 2))
+    for k, row in enumerate(m):
+        row[:] = k  # (a view: writes reach the array)
+    assert_same(m, onp.repeat(onp.arange(3.0)[:, None], 2, axis=1))
 
 
 @pytest.mark.parametrize("dtype", [onp.int8, onp.uint8])
@@ -416,10 +430,12 @@ def test_clip_loop_cache_keeps_types():
 def test_tolist_and_item_give_python_scalars(dtype):
     ref = (onp.arange(6) % 4).astype(dtype)
     a = nf.asarray(ref.copy())
-    for x, r in [(a, ref), (a[::-2], ref[::-2]), (a.reshape(2, 3), ref.reshape(2, 3)), (a[:0], ref[:0])]:
+    for x, r in [(a, ref), (a[::-2], ref[::-2]), (a.reshape(2, 3), ref.reshape(2, 3)), (a[:0], ref[:0]),
+                 (a.reshape(3, 2).T, ref.reshape(3, 2).T), (a.reshape(1, 2, 3)[:, :, ::-1], ref.reshape(1, 2, 3)[:, :, ::-1]),
+                 (a.reshape(2, 3)[:, :0], ref.reshape(2, 3)[:, :0]), (a[:1].reshape(()), ref[:1].reshape(()))]:
         got, exp = x.tolist(), r.tolist()
         assert got == exp
-        flat = lambda v: [y for z in v for y in (z if isinstance(z, list) else [z])]
+        flat = lambda v: [y for z in v for y in flat(z)] if isinstance(v, list) else [v]  # noqa: E731
         assert [type(y) for y in flat(got)] == [type(y) for y in flat(exp)]
     for i in [0, 5, -1, -6]:
         assert a.item(i) == ref.item(i) and type(a.item(i)) is type(ref.item(i))
