@@ -25,6 +25,26 @@ def test_int_key_element_read_and_store(dtype):
             a[i] = 1
 
 
+@pytest.mark.parametrize("dtype", [onp.float64, onp.float32, onp.int64, onp.int32, onp.uint8, onp.bool_, onp.complex128])
+def test_element_store_of_a_numpy_scalar_of_the_arrays_type(dtype):
+    """`d[i, j] = d[i - 1, j] + 1`: a NumPy scalar of the array's own type is
+    stored as its bytes (-0.0 and NaN payloads kept), other types converted as
+    NumPy converts them."""
+    ref = onp.zeros((3, 4), dtype=dtype)
+    a = nf.zeros((3, 4), dtype=dtype)
+    t = onp.dtype(dtype).type
+    values = [t(1), t(0)] + ([t(-0.0), t(onp.nan), t(onp.inf)] if onp.dtype(dtype).kind in "fc" else [])
+    for k, v in enumerate(values):
+        i, j = divmod(k, 4)
+        a[i, j] = v
+        ref[i, j] = v
+        a[k % 3][j] = v  # (a 1-D row, int key)
+        ref[k % 3][j] = v
+    a[2, 3] = onp.float16(2.5)  # (another type: NumPy's conversion)
+    ref[2, 3] = onp.float16(2.5)
+    assert onp.asarray(a).tobytes() == ref.tobytes()
+
+
 @pytest.mark.fallback
 def test_int_key_store_errors_and_casts_match_numpy():
     a, ref = nf.zeros(4, dtype=onp.uint8), onp.zeros(4, dtype=onp.uint8)

@@ -111,7 +111,11 @@ _SMALL_SORT = 1 << 16
 def sort(a, axis=-1, kind=None, order=None, *, stable=None):
     if (type(a) is ndarray and type(axis) is int and kind is None and order is None and stable is None
             and a.size < _SMALL_SORT):
-        return _fallback.adopt(np.sort(a._to_numpy(False), axis))
+        # (numpy.sort's own steps, without its dispatch: a copy in the
+        # array's memory order, sorted in place)
+        o = a._to_numpy(False).copy(order="K")
+        o.sort(axis)
+        return _core.from_numpy(o, True)
     a = asarray(a)
     if type(a) is not ndarray or order is not None:
         return _fallback.call_numpy(np.sort, (a,), dict(axis=axis, kind=kind, order=order, stable=stable),

@@ -777,6 +777,14 @@ void setitem(PyObject* self, PyObject* key, PyObject* value) {
         }
         PyErr_Clear();  // the general path raises NumPy's error
       }
+      // A NumPy scalar of the array's own type (an element read elsewhere:
+      // `d[i, j] = d[i - 1, j] + 1`): its bytes, no conversion.
+      if (Scalar sc; !PyFloat_CheckExact(value) && !PyLong_CheckExact(value) && numpy_scalar_value(value, &sc) == 1 &&
+                     sc.dtype == v.dtype) {
+        sc.store(at);
+        return;
+      }
+      PyErr_Clear();
     }
     Operand src;
     if (off >= 0 && !v.buffer->pending() && !is_ndarray(value) && !PyList_Check(value) && !PyTuple_Check(value) &&
