@@ -11,31 +11,33 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 BUILD := build/py
 APT_PACKAGES := llvm-19-dev libclang-19-dev libclang-cpp19-dev libomp-19-dev libtbb-dev libopenblas-dev \
-                libgtest-dev cmake g++ python3-venv valgrind
+                libgtest-dev cmake g++ python3-venv valgrind ccache
+# Compiles go through ccache (CMakeLists.txt): paths under the checkout are
+# hashed relative to it, so another clone of the same sources hits too.
+export CCACHE_BASEDIR := $(CURDIR)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test build wheel deps system-deps python-deps cpp-test py-test cuda-emulated-test debug-test bench fuzz clean
+.PHONY: demo test build wheel deps system-deps python-deps cpp-test py-test cuda-emulated-test check-test bench fuzz clean
 
 demo: build
 	$(VPY) examples/black_scholes.py
 
-test: debug-test build wheel
-	$(MAKE) --no-print-directory cpp-test py-test
+test: build wheel
+	$(MAKE) --no-print-directory cpp-test check-test py-test
 
-# The suite once more on a core built with its assertions on (no NDEBUG):
-# Task::validate on every recorded task, the recorded window structure
-# checked at every flush, the loop IR verifier after every lowering pass
-# (lower/passes.h) and the multi-stage launcher's verifier. Built in
-# its own directory and installed first; `build` then reinstalls the release
-# core the rest of `make test` runs on. (The wheel test needs the release
-# wheel: it runs in py-test.)
-DEBUG_BUILD := build/debug
-debug-test: deps
-	$(VPY) -m pip install -q --no-build-isolation -Ccmake.build-type=RelWithDebInfo \
-	  -Ccmake.define.CMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -Ccmake.define.CMAKE_C_FLAGS_RELWITHDEBINFO=-O2 \
-	  -Cbuild-dir=$(DEBUG_BUILD) .
-	$(VPY) -c "import numfuse._core as c; assert c.assertions_on(), 'debug-test: the core was built with NDEBUG'"
-	cd tests && ../$(VPY) -m pytest -q -x -p no:cacheprovider --ignore=test_wheel.py ; rc=$$?; \
+# pytest runs its tests in this many processes (pytest-xdist; "auto": one per core).
+PYTEST_WORKERS ?= auto
+PYTEST := ../$(VPY) -m pytest -n $(PYTEST_WORKERS)
+
+# The suite once with the core's internal consistency checks on
+# (NUMFUSE_CHECKS=1, src/core/checks.h): Task::validate on every recorded
+# task, the recorded window structure checked at every flush, the loop IR
+# verifier after every lowering pass (lower/passes.h), the multi-stage
+# launcher's verifier and LLVM's verifier after numfuse's LLVM passes. The
+# same build as the rest of `make test`: the checks are switched at run time.
+check-test:
+	NUMFUSE_CHECKS=1 $(VPY) -c "import numfuse._core as c; assert c.checks_on(), 'check-test: NUMFUSE_CHECKS=1 did not turn the checks on'"
+	cd tests && NUMFUSE_CHECKS=1 $(PYTEST) -q -x -p no:cacheprovider --ignore=test_wheel.py ; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest: no tests collected"; exit 1; fi; exit $$rc
 
 deps: system-deps python-deps
@@ -51,7 +53,7 @@ $(VPY):
 	$(PYTHON) -m venv $(VENV)
 
 python-deps: $(VPY)
-	@$(VPY) -c "import numpy, pybind11, scikit_build_core, pytest, hypothesis, scipy, numba, pandas, auditwheel, IPython, nbclient, ipykernel, nbformat, matplotlib, sklearn" 2>/dev/null || \
+	@$(VPY) -c "import numpy, pybind11, scikit_build_core, pytest, hypothesis, scipy, numba, pandas, auditwheel, IPython, nbclient, ipykernel, nbformat, matplotlib, sklearn, xdist" 2>/dev/null || \
 	  $(VPY) -m pip install -q --upgrade pip -r requirements-dev.txt
 
 # Builds the extension (incrementally, in $(BUILD)) together with the C++ tests
@@ -73,10 +75,10 @@ wheel: deps
 	@ls -l dist/numfuse-*manylinux*.whl
 
 cpp-test:
-	cd $(BUILD) && ctest --output-on-failure -j2
+	cd $(BUILD) && NUMFUSE_CHECKS=1 ctest --output-on-failure -j2
 
 py-test:
-	cd tests && ../$(VPY) -m pytest -q -x --durations=10 ; rc=$$?; \
+	cd tests && $(PYTEST) -q -x --durations=10 ; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest: no tests collected"; exit 1; fi; [ $$rc -eq 0 ] || exit $$rc
 	$(MAKE) --no-print-directory cuda-emulated-test
 
@@ -88,7 +90,7 @@ py-test:
 CUDA_TEST_FILES ?= test_targets.py test_reductions.py test_random_programs.py test_memo_rewrite.py test_aliasing.py
 CUDA_CHECK ?= 80,90
 cuda-emulated-test:
-	cd tests && ../$(VPY) -m pytest -q -x -p no:cacheprovider --target=cuda-emulated --cuda-check=$(CUDA_CHECK) \
+	cd tests && $(PYTEST) -q -x -p no:cacheprovider --target=cuda-emulated --cuda-check=$(CUDA_CHECK) \
 	  $(if $(CUDA_TEST_FILES),$(CUDA_TEST_FILES),--ignore=test_wheel.py) ; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest: no tests collected"; exit 1; fi; exit $$rc
 

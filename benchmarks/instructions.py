@@ -21,7 +21,8 @@ cache directory of this run's own, and loaded from it under valgrind.
     python benchmarks/instructions.py [--json-out FILE] [--update-baseline]
 
 --update-baseline writes the counts into tests/instruction_baseline.json
-for this build's kind (release, or assertions on: `make test` runs both):
+for the core's kind of run (release, or its checks on, NUMFUSE_CHECKS=1:
+`make test` runs both):
 do it on purpose, saying why in the commit.
 """
 
@@ -162,7 +163,7 @@ def measure(python=sys.executable):
         if r.returncode != 0:
             raise RuntimeError(f"callgrind run failed ({r.returncode}):\n{r.stdout[-2000:]}\n{r.stderr[-4000:]}")
         t = _totals(outdir)
-        probe = subprocess.run([python, "-c", "import numfuse._core as c; print(c.assertions_on())"], env=env,
+        probe = subprocess.run([python, "-c", "import numfuse._core as c; print(c.checks_on())"], env=env,
                                capture_output=True, text=True, check=True)
     missing = [k for k in ["empty", "record_loop", "record", "memo_flush", "unmemo_flush", "tier0_loop", "tier0_op"]
                if k not in t]
@@ -175,7 +176,7 @@ def measure(python=sys.executable):
         "unmemo_flush": (t["unmemo_flush"] - UNITS["unmemo_flush"] * toggle) / (UNITS["unmemo_flush"] * 20),
         "tier0_op": (t["tier0_op"] - t["tier0_loop"]) / UNITS["tier0_op"],
     }
-    build = "assertions" if probe.stdout.strip() == "True" else "release"
+    build = "checks" if probe.stdout.strip() == "True" else "release"
     return {"build": build, "instructions": {k: round(v, 1) for k, v in res.items()}}
 
 

@@ -140,9 +140,27 @@ def pytest_configure(config):
         nf.set_target(target)
 
 
+def pytest_sessionfinish(session):
+    # A pytest-xdist worker hands its NVRTC check counts to the controller.
+    out = getattr(session.config, "workeroutput", None)
+    if out is not None:
+        out["numfuse_cuda_check"] = dict(nf._core.cuda_check_stats())
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    s = getattr(node, "workeroutput", {}).get("numfuse_cuda_check")
+    if s is not None:
+        node.config.__dict__.setdefault("_numfuse_cuda_checks", []).append(s)
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if nf.get_target() != "cpu" or config.getoption("--target"):
-        s = nf._core.cuda_check_stats()
+        # This process's counts, or with pytest-xdist its workers' together.
+        parts = config.__dict__.get("_numfuse_cuda_checks") or [nf._core.cuda_check_stats()]
+        s = {k: sum(p[k] for p in parts) for k in ("kernels", "compiles")}
+        s.update({k: max(p[k] for p in parts) for k in ("max_registers", "max_spill_bytes", "max_shared_bytes")})
+        s["archs"] = sorted({a for p in parts for a in p["archs"]})
         terminalreporter.write_line(
             f"numfuse target {nf.get_target()}: {s['kernels']} kernels compiled by NVRTC for sm_"
             f"{', sm_'.join(map(str, s['archs'])) or '-'} ({s['compiles']} compiles; most registers "

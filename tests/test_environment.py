@@ -3,6 +3,7 @@ NumPy's random Generator API."""
 
 import io
 import contextlib
+import os
 
 import numpy as onp
 import pytest
@@ -29,6 +30,30 @@ def test_show_config_describes_numfuse():
     assert "numfuse:" in text and c["llvm version"] in text and c["target cpu"] in text
     with pytest.raises(AttributeError):
         nf.show_config(mode="json")
+
+
+def test_numfuse_checks_turns_the_cores_checks_on_at_load():
+    # NUMFUSE_CHECKS (src/core/checks.h) is read when the core loads; `make
+    # check-test` runs the suite so. show_config reports it.
+    import subprocess
+    import sys
+    prog = ("import numfuse as nf, numpy as onp; a = nf.arange(10.0); b = (a * 2 + 1).sum(); "
+            "assert float(b) == float((onp.arange(10.0) * 2 + 1).sum()); "
+            "print(nf._core.checks_on(), nf.show_config(mode='dicts')['Runtime']['checks'])")
+    seen = {}
+    for value in ["1", "0", ""]:
+        env = dict(os.environ, NUMFUSE_CHECKS=value)
+        r = subprocess.run([sys.executable, "-c", prog], env=env, capture_output=True, text=True, check=True)
+        seen[value] = r.stdout.split()
+    assert seen["1"] == ["True", "True"] and seen["0"] == ["False", "False"]
+    assert seen[""] == seen["0"]  # unset or empty: off (the core is built with NDEBUG)
+    was = nf._core.checks_on()
+    try:
+        nf._core.set_checks(not was)
+        assert nf._core.checks_on() is (not was)
+        assert nf.show_config(mode="dicts")["Runtime"]["checks"] is (not was)
+    finally:
+        nf._core.set_checks(was)
 
 
 def test_generator_takes_a_bit_generator_like_numpys():

@@ -8,8 +8,8 @@ got slower. When that is on purpose, run
 
     python benchmarks/instructions.py --update-baseline
 
-(once per build kind: `make test` runs the suite on a build with assertions
-on and on the release build) and say why in the commit.
+(once per kind of run: `make test` runs the suite with the core's checks on,
+NUMFUSE_CHECKS=1, and off) and say why in the commit.
 """
 
 import json

@@ -1,8 +1,9 @@
 """Lowering as named passes over the target-neutral loop IR (src/lower/passes.h).
 
 ``NUMFUSE_DUMP=passes`` (or ``numfuse.config(dump="passes")``) prints each new
-kernel's loop nest after every pass, and release builds then also run the
-IR verifier after each pass (assertion builds always do: `make debug-test`).
+kernel's loop nest after every pass, and the core then also runs the IR
+verifier after each pass (as it always does with its checks on:
+NUMFUSE_CHECKS=1, `make check-test`).
 These tests run programs in fresh processes with a fresh kernel cache, so
 every kernel is lowered there, and read the dumps: the passes run in order,
 the nest says what the IR promises (Cores loops, thread expressions,

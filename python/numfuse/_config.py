@@ -516,6 +516,8 @@ def show_config(mode="stdout"):
             "kernel cache": {"directory": cache["directory"], "enabled": cache["enabled"],
                              "status": cache["status"], "kernels in memory": cache["memory_entries"]},
             "blas": _core.blas_name() or "none found (contractions run numfuse's own kernels)",
+            # the core's internal consistency checks (NUMFUSE_CHECKS=1; src/core/checks.h)
+            "checks": _core.checks_on(),
         },
         "Python Information": {"numpy": np.__version__, "python": sys.version.split()[0],
                                "machine": platform.machine(), "system": platform.system()},

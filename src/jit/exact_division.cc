@@ -3,7 +3,6 @@
 #include "jit/exact_division.h"
 
 #include <cmath>
-#include <cassert>
 #include <map>
 #include <vector>
 
@@ -14,8 +13,11 @@
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Verifier.h>
+#include <llvm/Support/ErrorHandling.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Transforms/Utils/BasicBlockUtils.h>
+
+#include "core/checks.h"
 
 namespace nf::jit {
 namespace {
@@ -215,13 +217,11 @@ llvm::PreservedAnalyses ExactDivisionPass::run(llvm::Function& fn, llvm::Functio
     }
     rewrite(div, at->second, f, li);
   }
-#ifndef NDEBUG
-  // Assertion builds: the function is still well-formed IR (dominance of the
-  // divisor's values, the phis of the split blocks).
-  const bool broken = llvm::verifyFunction(fn, &llvm::errs());
-  assert(!broken && "ExactDivisionPass left malformed IR");
-  (void)broken;
-#endif
+  // With the core's checks on (core/checks.h): the function is still
+  // well-formed IR (dominance of the divisor's values, the phis of the split
+  // blocks).
+  if (checks_on() && llvm::verifyFunction(fn, &llvm::errs()))
+    llvm::report_fatal_error("ExactDivisionPass left malformed IR");
   return llvm::PreservedAnalyses::none();
 }
 

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "core/checks.h"
 #include "lower/passes.h"
 
 namespace nf::lower {
@@ -21,7 +22,7 @@ namespace {
 
 // Runs passes over nests, printing each after each pass (the dump of one
 // kernel is written at once: kernels of a flush may be lowered on several
-// threads) and verifying it (assertion builds; release builds when dumping).
+// threads) and verifying it (when the core's checks are on, core/checks.h, or when dumping).
 class Driver {
  public:
   Driver(std::string schedule, const Caps& caps) : schedule_(std::move(schedule)), ctx_{caps} {}
@@ -33,9 +34,7 @@ class Driver {
   void after(const char* pass, const LoopNest& n, std::vector<std::string>& ran) {
     ran.push_back(pass);
     if (dump_) trace_ += "-- " + n.name + " after " + pass + " (schedule " + schedule_ + ") --\n" + print(n);
-#ifdef NDEBUG
-    if (!dump_) return;
-#endif
+    if (!dump_ && !checks_on()) return;
     const std::string bad = verify(n, ran);
     if (!bad.empty()) {
       if (dump_) std::fputs(trace_.c_str(), stderr);

@@ -23,6 +23,7 @@
 
 #include <tbb/parallel_for.h>
 
+#include "core/checks.h"
 #include "codegen/codegen.h"
 #include "core/clock.h"
 #include "core/error.h"
@@ -1173,10 +1174,8 @@ void flush_window(WindowForm& form, const Structure& structure, FlushReport* rep
   // The latest plans are tried first, by matching the window against their
   // signatures; else the window's own signature is built and looked up.
   static fusion::Signature sig;  // guarded by g_exec_mu; its storage is reused flush after flush
-#ifndef NDEBUG
-  if (structure.view() != Structure::of(window).view())
+  if (checks_on() && structure.view() != Structure::of(window).view())
     throw std::logic_error("the window's recorded structure is not its tasks' structure");
-#endif
   // Cheap producers read through shifted views are recomputed at their
   // readers (fusion.h): the window is rewritten before anything is decided
   // on it, so plans are memoized by the rewritten window's structure.

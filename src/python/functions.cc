@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "core/checks.h"
 #include "lower/lower.h"
 #include "codegen/codegen.h"
 #include "codegen/scalar_c.h"
@@ -816,14 +817,10 @@ void bind_functions(py::module_& m) {
   m.def("set_quick_compile", [](bool on) { pipeline::config().quick_compile = on; });
   m.def("get_quick_compile", []() { return pipeline::config().quick_compile; });
   // (Memoized plans hold the launch decisions: forgotten when they change.)
-  // Whether this core was built with its assertions on (make debug-test).
-  m.def("assertions_on", []() {
-#ifdef NDEBUG
-    return false;
-#else
-    return true;
-#endif
-  });
+  // The core's internal consistency checks (core/checks.h; NUMFUSE_CHECKS=1,
+  // as `make test` runs the suite once).
+  m.def("checks_on", []() { return checks_on(); });
+  m.def("set_checks", [](bool on) { set_checks(on); });
   m.def("set_stages", [](bool on) {
     pipeline::config().stages = on;
     pipeline::clear_memo();

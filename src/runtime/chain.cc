@@ -19,6 +19,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "core/checks.h"
 #include "core/small_vector.h"
 #include "runtime/runtime.h"
 
@@ -342,26 +343,26 @@ ChainPlan plan_chain(const std::vector<ChainStage>& stages, const std::vector<Li
     at += round64(l.cap_rows * l.slot_bytes) + (p.storage == 2 ? 192 : 0);
   }
   p.scratch_bytes = at;
-#ifndef NDEBUG
-  // The verifier (debug builds): what the launch relies on, checked.
-  auto broken = [](const std::string& what) { throw std::logic_error("plan_chain: " + what); };
-  for (int l = 0; l < L; ++l) {
-    const ChainPlan::Link& lk = p.links[l];
-    const ChainPlan::Stage& ps = p.stages[lk.producer];
-    for (const Read& r : reads[l]) {
-      const ChainPlan::Stage& cs = p.stages[r.stage];
-      // Every row a consumer reads for a tile, its producer computed for it.
-      if (r.stage <= lk.producer || ps.lo > cs.lo + r.k || ps.hi < cs.hi + r.k) broken("a consumer's rows exceed its producer's");
+  // The verifier (core/checks.h): what the launch relies on, checked.
+  if (checks_on()) {
+    auto broken = [](const std::string& what) { throw std::logic_error("plan_chain: " + what); };
+    for (int l = 0; l < L; ++l) {
+      const ChainPlan::Link& lk = p.links[l];
+      const ChainPlan::Stage& ps = p.stages[lk.producer];
+      for (const Read& r : reads[l]) {
+        const ChainPlan::Stage& cs = p.stages[r.stage];
+        // Every row a consumer reads for a tile, its producer computed for it.
+        if (r.stage <= lk.producer || ps.lo > cs.lo + r.k || ps.hi < cs.hi + r.k) broken("a consumer's rows exceed its producer's");
+      }
+      if (lk.tile && (lk.cap_rows < p.tile_rows + ps.hi - ps.lo || lk.scratch_at % 64 != 0 ||
+                      lk.scratch_at + lk.cap_rows * lk.slot_bytes > p.scratch_bytes || lk.slot_bytes < lk.row_bytes))
+        broken("a tile buffer is too small or misplaced");
     }
-    if (lk.tile && (lk.cap_rows < p.tile_rows + ps.hi - ps.lo || lk.scratch_at % 64 != 0 ||
-                    lk.scratch_at + lk.cap_rows * lk.slot_bytes > p.scratch_bytes || lk.slot_bytes < lk.row_bytes))
-      broken("a tile buffer is too small or misplaced");
+    for (int s = 0; s < S; ++s)
+      if (visible[s] && (p.stages[s].lo != 0 || p.stages[s].hi != 0)) broken("a stage writing memory has a halo");
+    if (p.tile_rows < 1 || p.threads < 1 || p.stages.back().lo != 0 || p.stages.back().hi != 0)
+      broken("no tiles, or the last stage has a halo");
   }
-  for (int s = 0; s < S; ++s)
-    if (visible[s] && (p.stages[s].lo != 0 || p.stages[s].hi != 0)) broken("a stage writing memory has a halo");
-  if (p.tile_rows < 1 || p.threads < 1 || p.stages.back().lo != 0 || p.stages.back().hi != 0)
-    broken("no tiles, or the last stage has a halo");
-#endif
   return p;
 }
 

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "core/checks.h"
+
 namespace nf {
 
 void Task::validate() const {
@@ -128,9 +130,7 @@ Stream::Slot::~Slot() {
 }
 
 void Stream::Slot::commit() {
-#ifndef NDEBUG
-  task_->validate();
-#endif
+  if (checks_on()) task_->validate();
   Task& t = *task_;
   if (s_.run_now_ && s_.run_now_(t)) return;  // (the destructor drops the slot)
   const uint64_t seq = g_task_seq.load(std::memory_order_relaxed) + 1;

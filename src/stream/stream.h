@@ -7,8 +7,8 @@
 // task an MDH expression: elementwise tasks concatenate on every dimension,
 // reductions combine point-wise on their stride-0 output dimensions.
 //
-// Invariants established by the recorder (checked in debug builds by
-// Task::validate):
+// Invariants established by the recorder (checked by Task::validate when the
+// core's checks are on, core/checks.h):
 //   - every input and the output has shape == domain;
 //   - an elementwise (Map) output never has a stride-0 dimension of extent > 1;
 //   - no input overlaps the output unless it is the same view (the recorder
