@@ -547,32 +547,45 @@ def _stacked(results, q, a, axes, keepdims):
 
 
 def _quantile(a, q, axis, keepdims, name, scale):
-    """Linear-method quantiles of a along axis: NumPy's algorithm (virtual
-    index q*(n-1), its floor and next, and NumPy's _lerp)."""
-    qa = np.asarray(q, dtype=np.float64) / scale if scale != 1 else np.asarray(q)
-    qa_f = np.asarray(qa, dtype=np.float64)
-    if not (np.all(0 <= qa_f) and np.all(qa_f <= 1)):
+    """Linear-method quantiles of a along axis, as NumPy computes them
+    (numpy.lib._function_base_impl._quantile): the virtual index (n - 1) * q;
+    an integer q (quantile's) takes the element as it is, in a's dtype;
+    otherwise NumPy's _lerp of the neighbours in a's dtype (their difference
+    too), weighted by gamma -- a Python float when q is a Python number
+    (weak: a float32 a stays float32), else the virtual index's dtype."""
+    weak = type(q) in (int, float)
+    qa = np.true_divide(q, 100) if scale == 100 else q
+    qa = np.asanyarray(qa.__array__() if isinstance(qa, ndarray) else qa)
+    if not (np.all(0 <= qa) and np.all(qa <= 1)):
         raise ValueError("Percentiles must be in the range [0, 100]" if scale == 100
                          else "Quantiles must be in the range [0, 1]")
     s, axes = _sorted_along(a, axis)
     n = s.shape[-1]
-    dt = np.result_type(a.dtype, q if np.ndim(q) == 0 and not isinstance(q, np.ndarray) else np.asarray(q).dtype)
-    if dt.kind not in "f":
-        dt = np.dtype(np.float64)
-    s = s.astype(dt) if s.dtype != dt else s
+    virtual = (n - 1) * qa
+    last = s[..., n - 1]
     results = []
-    for qq in np.atleast_1d(qa_f).ravel():
-        vi = qq * (n - 1)
-        lo = int(np.floor(vi))
-        hi = min(lo + 1, n - 1)
-        lo = max(min(lo, n - 1), 0)
-        g = dt.type(vi - np.floor(vi))
-        av, bv = s[..., lo], s[..., hi]
-        diff = bv - av
-        r = where(g >= 0.5, bv - diff * (1 - g), av + diff * g)
-        # A NaN anywhere in the slice gives NaN (sorted last).
-        last = s[..., n - 1]
-        r = where(last != last, last, r)
+    for v in virtual.ravel():  # (NumPy scalars of the virtual index's dtype)
+        if virtual.dtype.kind in "iu":
+            r = s[..., int(v)]  # (no interpolation: the element, in a's dtype)
+        else:
+            if v >= n - 1:  # NumPy's index -1 for both neighbours, gamma from it
+                lo = hi = n - 1
+                gamma = v - virtual.dtype.type(-1)
+            else:
+                lo = int(np.floor(v))
+                hi = lo + 1
+                gamma = v - np.floor(v)
+            t = float(gamma) if weak else gamma
+            av, bv = s[..., lo], s[..., hi]
+            if av.ndim == 0 and virtual.ndim == 0:  # (NumPy's neighbours are then scalars: integer overflow warns)
+                av, bv = av[()], bv[()]
+            diff = bv - av
+            r = bv - diff * (1 - t) if t >= 0.5 else av + diff * t
+        if s.dtype.kind == "f":  # a NaN anywhere in the slice gives NaN (sorted last)
+            if r.ndim == 0 and np.ndim(q) == 0:
+                r = last if last != last else r  # (NumPy's 0-d result is then a's last element, its dtype)
+            else:
+                r = where(last != last, last, r)
         # NumPy's quantiles come from a C-ordered copy of a: a C result
         results.append(r if r.ndim < 2 else ascontiguousarray(r))
     return _stacked(results, q, a, axes, keepdims)
