@@ -586,43 +586,94 @@ py::object matmul_arrays(const View& a, const View& b, py::handle out, bool nump
 // ---------------------------------------------------------------------------
 namespace {
 
-// The module-level entry points as objects of their own type: called through
-// vectorcall as a builtin function is (no cost added), but with NumPy's
-// signature (`inspect.signature(numfuse.sum)`: they take every argument
-// NumPy's function does -- what the C code does not, its Python
-// implementation does), numfuse's module and name, and a __dict__.
-struct FastFunction {
+// Callables implemented in C, as objects of numfuse's own types: called
+// through vectorcall as a builtin function is (no cost added), with a
+// __dict__ for their attributes (__name__, __qualname__, __doc__, ...).
+// `refs`: the Python objects one holds (dealt with by the garbage collector).
+struct CCallable {
   PyObject_HEAD
   vectorcallfunc vectorcall;
-  PyMethodDef* def;
   PyObject* dict;
+  PyMethodDef* def;       // a module-level entry point's C function
+  PyObject* refs[3];      // a NumPy call's function, slow path and result conversion
 };
 
+void ccallable_dealloc(PyObject* self) {
+  PyObject_GC_UnTrack(self);
+  auto* f = reinterpret_cast<CCallable*>(self);
+  for (PyObject*& r : f->refs) Py_CLEAR(r);
+  Py_CLEAR(f->dict);
+  PyObject_GC_Del(self);
+}
+
+int ccallable_traverse(PyObject* self, visitproc visit, void* arg) {
+  auto* f = reinterpret_cast<CCallable*>(self);
+  for (PyObject* r : f->refs) Py_VISIT(r);
+  Py_VISIT(f->dict);
+  return 0;
+}
+
+int ccallable_clear(PyObject* self) {
+  auto* f = reinterpret_cast<CCallable*>(self);
+  for (PyObject*& r : f->refs) Py_CLEAR(r);
+  Py_CLEAR(f->dict);
+  return 0;
+}
+
+PyMemberDef g_ccallable_members[] = {
+    {"__dictoffset__", T_PYSSIZET, offsetof(CCallable, dict), READONLY, nullptr},
+    {"__vectorcalloffset__", T_PYSSIZET, offsetof(CCallable, vectorcall), READONLY, nullptr},
+    {nullptr, 0, 0, 0, nullptr},
+};
+
+// A type of callables named `name`, with its own repr, methods and
+// attributes (either may be null).
+PyTypeObject* ccallable_type(const char* name, reprfunc repr, PyMethodDef* methods, PyGetSetDef* getset) {
+  std::vector<PyType_Slot> slots = {
+      {Py_tp_call, reinterpret_cast<void*>(PyVectorcall_Call)},
+      {Py_tp_dealloc, reinterpret_cast<void*>(ccallable_dealloc)},
+      {Py_tp_traverse, reinterpret_cast<void*>(ccallable_traverse)},
+      {Py_tp_clear, reinterpret_cast<void*>(ccallable_clear)},
+      {Py_tp_repr, reinterpret_cast<void*>(repr)},
+      {Py_tp_members, g_ccallable_members},
+  };
+  if (methods) slots.push_back({Py_tp_methods, methods});
+  if (getset) slots.push_back({Py_tp_getset, getset});
+  slots.push_back({0, nullptr});
+  PyType_Spec spec = {name, sizeof(CCallable), 0,
+                      Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL, slots.data()};
+  PyObject* o = PyType_FromSpec(&spec);  // (copies the slots)
+  if (!o) throw py::error_already_set();
+  return reinterpret_cast<PyTypeObject*>(o);
+}
+
+// A new callable of type `t`, its attributes a copy of `attrs` (or empty).
+py::object make_ccallable(PyTypeObject* t, vectorcallfunc call, PyObject* attrs) {
+  auto* f = PyObject_GC_New(CCallable, t);
+  if (!f) throw py::error_already_set();
+  f->vectorcall = call;
+  f->def = nullptr;
+  for (PyObject*& r : f->refs) r = nullptr;
+  f->dict = attrs ? PyDict_Copy(attrs) : PyDict_New();
+  py::object o = py::reinterpret_steal<py::object>(reinterpret_cast<PyObject*>(f));
+  if (!f->dict) throw py::error_already_set();
+  PyObject_GC_Track(o.ptr());
+  return o;
+}
+
+// The module-level entry points (numfuse.sum, ...) with NumPy's signature
+// (`inspect.signature(numfuse.sum)`: they take every argument NumPy's
+// function does -- what the C code does not, its Python implementation
+// does), numfuse's module and name.
 PyObject* fast_function_call(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
-  auto* f = reinterpret_cast<FastFunction*>(self);
+  auto* f = reinterpret_cast<CCallable*>(self);
   auto meth = reinterpret_cast<PyObject* (*)(PyObject*, PyObject* const*, Py_ssize_t, PyObject*)>(
       reinterpret_cast<void (*)()>(f->def->ml_meth));
   return meth(nullptr, args, PyVectorcall_NARGS(nargsf), kwnames);
 }
 
-void fast_function_dealloc(PyObject* self) {
-  PyObject_GC_UnTrack(self);
-  Py_CLEAR(reinterpret_cast<FastFunction*>(self)->dict);
-  PyObject_GC_Del(self);
-}
-
-int fast_function_traverse(PyObject* self, visitproc visit, void* arg) {
-  Py_VISIT(reinterpret_cast<FastFunction*>(self)->dict);
-  return 0;
-}
-
-int fast_function_clear(PyObject* self) {
-  Py_CLEAR(reinterpret_cast<FastFunction*>(self)->dict);
-  return 0;
-}
-
 PyObject* fast_function_repr(PyObject* self) {
-  auto* f = reinterpret_cast<FastFunction*>(self);
+  auto* f = reinterpret_cast<CCallable*>(self);
   return PyUnicode_FromFormat("<function numfuse.%s>", f->def->ml_name);
 }
 
@@ -635,7 +686,7 @@ PyObject* fast_function_reduce(PyObject* self, PyObject*) {
 // __signature__: NumPy's function's, looked up at the first request (not at
 // import: inspect parses a C function's signature text, ~0.2 ms each).
 PyObject* fast_function_signature(PyObject* self, void*) {
-  auto* f = reinterpret_cast<FastFunction*>(self);
+  auto* f = reinterpret_cast<CCallable*>(self);
   if (PyObject* sig = PyDict_GetItemString(f->dict, "_signature")) return Py_NewRef(sig);
   return guarded([&]() -> PyObject* {
     py::object np_fn = py::module_::import("numpy").attr(f->def->ml_name);
@@ -646,7 +697,7 @@ PyObject* fast_function_signature(PyObject* self, void*) {
 }
 
 int fast_function_set_signature(PyObject* self, PyObject* value, void*) {
-  auto* f = reinterpret_cast<FastFunction*>(self);
+  auto* f = reinterpret_cast<CCallable*>(self);
   return value ? PyDict_SetItemString(f->dict, "_signature", value) : PyDict_DelItemString(f->dict, "_signature");
 }
 
@@ -661,43 +712,12 @@ PyMethodDef g_fast_function_methods[] = {
     {nullptr, nullptr, 0, nullptr},
 };
 
-PyMemberDef g_fast_function_members[] = {
-    {"__dictoffset__", T_PYSSIZET, offsetof(FastFunction, dict), READONLY, nullptr},
-    {"__vectorcalloffset__", T_PYSSIZET, offsetof(FastFunction, vectorcall), READONLY, nullptr},
-    {nullptr, 0, 0, 0, nullptr},
-};
-
-PyTypeObject* fast_function_type() {
-  static PyTypeObject* t = [] {
-    static PyType_Slot slots[] = {
-        {Py_tp_call, reinterpret_cast<void*>(PyVectorcall_Call)},
-        {Py_tp_dealloc, reinterpret_cast<void*>(fast_function_dealloc)},
-        {Py_tp_traverse, reinterpret_cast<void*>(fast_function_traverse)},
-        {Py_tp_clear, reinterpret_cast<void*>(fast_function_clear)},
-        {Py_tp_repr, reinterpret_cast<void*>(fast_function_repr)},
-        {Py_tp_methods, g_fast_function_methods},
-        {Py_tp_members, g_fast_function_members},
-        {Py_tp_getset, g_fast_function_getset},
-        {0, nullptr},
-    };
-    static PyType_Spec spec = {"numfuse._core.function", sizeof(FastFunction), 0,
-                               Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL, slots};
-    PyObject* o = PyType_FromSpec(&spec);
-    if (!o) throw py::error_already_set();
-    return reinterpret_cast<PyTypeObject*>(o);
-  }();
-  return t;
-}
-
 py::object make_fast_function(PyMethodDef* d) {
-  auto* f = PyObject_GC_New(FastFunction, fast_function_type());
-  if (!f) throw py::error_already_set();
-  f->vectorcall = fast_function_call;
+  static PyTypeObject* t =
+      ccallable_type("numfuse._core.function", fast_function_repr, g_fast_function_methods, g_fast_function_getset);
+  py::object o = make_ccallable(t, fast_function_call, nullptr);
+  auto* f = reinterpret_cast<CCallable*>(o.ptr());
   f->def = d;
-  f->dict = PyDict_New();
-  py::object o = py::reinterpret_steal<py::object>(reinterpret_cast<PyObject*>(f));
-  if (!f->dict) throw py::error_already_set();
-  PyObject_GC_Track(o.ptr());
   py::dict dict = py::reinterpret_borrow<py::dict>(f->dict);
   dict["__name__"] = d->ml_name;
   dict["__qualname__"] = d->ml_name;
@@ -711,17 +731,11 @@ py::object make_fast_function(PyMethodDef* d) {
 // `np.random.normal(0, 1, 8)`, `size=(2, 3)`), NumPy's function runs
 // straight from the C call and a fresh array result becomes a numfuse array
 // (copied into numfuse's memory when small, adopted when large); a Python
-// scalar is returned as it is. Other arguments and results: `slow`, the
-// Python wrapper. Attributes (__name__, __doc__, __wrapped__) live in the
-// __dict__.
-struct NumpyCall {
-  PyObject_HEAD
-  vectorcallfunc vectorcall;
-  PyObject* fn;
-  PyObject* slow;
-  PyObject* result;  // Python: the conversion of other results
-  PyObject* dict;
-};
+// scalar is returned as it is. Other arguments and results: the Python
+// wrapper. Attributes (__name__, __doc__, __wrapped__) live in the __dict__.
+// (Bound to an instance, as a function stored on a class is not: the
+// wrappers are made per generator and kept on it.)
+enum NumpyCallRef { kNumpyFn, kSlowPath, kResultConversion };
 
 bool plain_argument(PyObject* x) {
   if (x == Py_None || PyFloat_CheckExact(x) || PyLong_CheckExact(x) || PyBool_Check(x)) return true;
@@ -732,11 +746,11 @@ bool plain_argument(PyObject* x) {
 }
 
 PyObject* numpy_call(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
-  auto* f = reinterpret_cast<NumpyCall*>(self);
+  auto* f = reinterpret_cast<CCallable*>(self);
   const Py_ssize_t n = PyVectorcall_NARGS(nargsf) + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
   for (Py_ssize_t i = 0; i < n; ++i)
-    if (!plain_argument(args[i])) return PyObject_Vectorcall(f->slow, args, nargsf, kwnames);
-  PyObject* r = PyObject_Vectorcall(f->fn, args, nargsf, kwnames);
+    if (!plain_argument(args[i])) return PyObject_Vectorcall(f->refs[kSlowPath], args, nargsf, kwnames);
+  PyObject* r = PyObject_Vectorcall(f->refs[kNumpyFn], args, nargsf, kwnames);
   if (!r || PyFloat_CheckExact(r) || PyLong_CheckExact(r)) return r;
   if (is_numpy_generic_scalar(r)) return r;
   View v;
@@ -744,83 +758,23 @@ PyObject* numpy_call(PyObject* self, PyObject* const* args, size_t nargsf, PyObj
     Py_DECREF(r);  // (the buffer holds it)
     return guarded([&]() -> PyObject* { return wrap(std::move(v)).release().ptr(); });
   }
-  PyObject* w = PyObject_CallOneArg(f->result, r);
+  PyObject* w = PyObject_CallOneArg(f->refs[kResultConversion], r);
   Py_DECREF(r);
   return w;
 }
 
-void numpy_call_dealloc(PyObject* self) {
-  PyObject_GC_UnTrack(self);
-  auto* f = reinterpret_cast<NumpyCall*>(self);
-  Py_CLEAR(f->fn);
-  Py_CLEAR(f->slow);
-  Py_CLEAR(f->result);
-  Py_CLEAR(f->dict);
-  PyObject_GC_Del(self);
-}
-
-int numpy_call_traverse(PyObject* self, visitproc visit, void* arg) {
-  auto* f = reinterpret_cast<NumpyCall*>(self);
-  Py_VISIT(f->fn);
-  Py_VISIT(f->slow);
-  Py_VISIT(f->result);
-  Py_VISIT(f->dict);
-  return 0;
-}
-
-int numpy_call_clear(PyObject* self) {
-  auto* f = reinterpret_cast<NumpyCall*>(self);
-  Py_CLEAR(f->fn);
-  Py_CLEAR(f->slow);
-  Py_CLEAR(f->result);
-  Py_CLEAR(f->dict);
-  return 0;
-}
-
 PyObject* numpy_call_repr(PyObject* self) {
-  PyObject* name = PyDict_GetItemString(reinterpret_cast<NumpyCall*>(self)->dict, "__qualname__");
+  PyObject* name = PyDict_GetItemString(reinterpret_cast<CCallable*>(self)->dict, "__qualname__");
   return name ? PyUnicode_FromFormat("<function numfuse.random.%U>", name) : PyUnicode_FromString("<function>");
 }
 
-// (Bound to an instance, as a function stored on a class is not: the
-// wrappers are made per generator and kept on it.)
-PyMemberDef g_numpy_call_members[] = {
-    {"__dictoffset__", T_PYSSIZET, offsetof(NumpyCall, dict), READONLY, nullptr},
-    {"__vectorcalloffset__", T_PYSSIZET, offsetof(NumpyCall, vectorcall), READONLY, nullptr},
-    {nullptr, 0, 0, 0, nullptr},
-};
-
-PyTypeObject* numpy_call_type() {
-  static PyTypeObject* t = [] {
-    static PyType_Slot slots[] = {
-        {Py_tp_call, reinterpret_cast<void*>(PyVectorcall_Call)},
-        {Py_tp_dealloc, reinterpret_cast<void*>(numpy_call_dealloc)},
-        {Py_tp_traverse, reinterpret_cast<void*>(numpy_call_traverse)},
-        {Py_tp_clear, reinterpret_cast<void*>(numpy_call_clear)},
-        {Py_tp_repr, reinterpret_cast<void*>(numpy_call_repr)},
-        {Py_tp_members, g_numpy_call_members},
-        {0, nullptr},
-    };
-    static PyType_Spec spec = {"numfuse._core.numpy_function", sizeof(NumpyCall), 0,
-                               Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL, slots};
-    PyObject* o = PyType_FromSpec(&spec);
-    if (!o) throw py::error_already_set();
-    return reinterpret_cast<PyTypeObject*>(o);
-  }();
-  return t;
-}
-
 py::object make_numpy_call(py::handle fn, py::handle slow, py::handle result, py::dict attrs) {
-  auto* f = PyObject_GC_New(NumpyCall, numpy_call_type());
-  if (!f) throw py::error_already_set();
-  f->vectorcall = numpy_call;
-  f->fn = Py_NewRef(fn.ptr());
-  f->slow = Py_NewRef(slow.ptr());
-  f->result = Py_NewRef(result.ptr());
-  f->dict = PyDict_Copy(attrs.ptr());
-  py::object o = py::reinterpret_steal<py::object>(reinterpret_cast<PyObject*>(f));
-  if (!f->dict) throw py::error_already_set();
-  PyObject_GC_Track(o.ptr());
+  static PyTypeObject* t = ccallable_type("numfuse._core.numpy_function", numpy_call_repr, nullptr, nullptr);
+  py::object o = make_ccallable(t, numpy_call, attrs.ptr());
+  auto* f = reinterpret_cast<CCallable*>(o.ptr());
+  f->refs[kNumpyFn] = Py_NewRef(fn.ptr());
+  f->refs[kSlowPath] = Py_NewRef(slow.ptr());
+  f->refs[kResultConversion] = Py_NewRef(result.ptr());
   return o;
 }
 
