@@ -228,6 +228,7 @@ SAME_BITS_UNARY = {
     "arctan": (-10, 10), "sinh": (-5, 5), "cosh": (-5, 5), "tanh": (-5, 5), "arcsinh": (-10, 10),
     "arccosh": (1, 20), "arctanh": (-0.99, 0.99), "exp": (-20, 20), "exp2": (-20, 20), "expm1": (-5, 5),
     "log": (0.01, 100), "log2": (0.01, 100), "log10": (0.01, 100), "log1p": (-0.9, 10), "cbrt": (-10, 10),
+    "sqrt": (0, 100),
 }
 SAME_BITS_BINARY = {"power": ((0.1, 4), (-3, 3)), "arctan2": ((-5, 5), (-5, 5)), "hypot": ((-5, 5), (-5, 5))}
 
@@ -379,3 +380,38 @@ def test_complex_absolute_value_is_numpys_bit_for_bit(dt):
         same_bits(nf.abs(nf.asarray(onp.array(1 + 1j, dt))), onp.abs(onp.array(1 + 1j, dt)))
         for k in range(0, len(z), 1009):
             same_bits(nf.abs(nf.asarray(z[k:k + 1])), want[k:k + 1])
+
+
+def test_sqrt_of_scalars_computed_without_numpy_as_numpy():
+    # np.sqrt of a float scalar (a loop's s = np.sqrt(a[i])) is computed at the
+    # call (correctly rounded: NumPy's bits); NumPy's ufunc only where NumPy
+    # warns or the input is not finite.
+    import warnings
+    calls = []
+    real = nf.sqrt._np
+
+    def counted(*a, **k):
+        calls.append(a)
+        return real(*a, **k)
+
+    values = [0.0, -0.0, 1e-310, 2.0, 3.0, 1e308, 0.5, 7.25]
+    nf.sqrt._np = counted
+    try:
+        for v in values:
+            for x in (v, onp.float64(v), onp.float32(v) if v < 1e38 else onp.float32(3e38)):
+                got = nf.sqrt(x)
+                want = onp.sqrt(x)
+                assert type(got) is type(want) and onp.asarray(got).tobytes() == onp.asarray(want).tobytes(), (x, got)
+        assert calls == []
+        for x in (-1.0, onp.float64(-2.0), onp.float32(-0.5), onp.inf, onp.float64(onp.nan), onp.float32(-onp.inf)):
+            with warnings.catch_warnings(record=True) as w1:
+                warnings.simplefilter("always")
+                got = nf.sqrt(x)
+            with warnings.catch_warnings(record=True) as w2:
+                warnings.simplefilter("always")
+                want = onp.sqrt(x)
+            assert type(got) is type(want) and onp.asarray(got).tobytes() == onp.asarray(want).tobytes(), (x, got)
+            assert [str(m.message) for m in w1] == [str(m.message) for m in w2], x
+        assert len(calls) == 6
+    finally:
+        nf.sqrt._np = real

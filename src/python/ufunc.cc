@@ -56,7 +56,8 @@ bool needs_power_check(const Ufunc* u, PyObject* exponent) {
 
 // The ufuncs computed by runtime/vmath.h's one implementation per function
 // (libm names): of float scalars too, so that nf.exp(x[i]) is nf.exp(x)[i]
-// to the bit, as in NumPy. (power is not: x ** 2.0 of arrays is x * x.)
+// to the bit, as in NumPy (power is not: x ** 2.0 of arrays is x * x); and
+// sqrt, computed here without NumPy's ufunc machinery.
 struct ScalarMath {
   void* f64 = nullptr;
   void* f32 = nullptr;
@@ -76,6 +77,10 @@ const ScalarMath* scalar_math(const Ufunc* u) {
         {UnaryOp::Log, "log"},       {UnaryOp::Log2, "log2"},       {UnaryOp::Log10, "log10"},
         {UnaryOp::Log1p, "log1p"},   {UnaryOp::Cbrt, "cbrt"}};
     for (const auto& [op, fn] : unary) add(static_cast<int>(op), fn);
+    // sqrt is correctly rounded (IEEE 754): the instruction NumPy's loops
+    // and numfuse's kernels use gives the same bits.
+    t[static_cast<int>(UnaryOp::Sqrt)] = {reinterpret_cast<void*>(+[](double x) { return std::sqrt(x); }),
+                                           reinterpret_cast<void*>(+[](float x) { return std::sqrt(x); })};
     add(1000 + static_cast<int>(BinaryOp::Arctan2), "atan2");
     add(1000 + static_cast<int>(BinaryOp::Hypot), "hypot");
     return t;
