@@ -238,8 +238,12 @@ def test_roll(dtype, shape, view, shift, axis):
 def test_roll_fusion_and_errors(fusion):
     a, x = pair((4, 5), "float64")
     same(nf.roll(a + 1, (1, -2), (0, 1)) * 2, onp.roll(x + 1, (1, -2), (0, 1)) * 2)
-    with pytest.raises(onp.exceptions.AxisError):
-        nf.roll(a, 1, 2)
+    for axis in (2, -3):
+        with pytest.raises(onp.exceptions.AxisError) as e:
+            nf.roll(a, 1, axis)
+        with pytest.raises(onp.exceptions.AxisError) as w:
+            onp.roll(x, 1, axis)
+        assert str(e.value) == str(w.value)
     with pytest.raises(ValueError):
         nf.roll(a, [[1, 2]], 0)
     with pytest.raises(ValueError):

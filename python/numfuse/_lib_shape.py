@@ -269,6 +269,21 @@ def fill_diagonal(a, val, wrap=False):
 # ----------------------------------------------------------------- shape_base
 
 def roll(a, shift, axis=None):
+    if type(a) is ndarray and type(shift) is int and type(axis) is int and a.ndim:
+        # The common call (an int shift along one axis): NumPy's two slice
+        # copies into a new array, without its general shift/axis broadcasting.
+        ax = axis + a.ndim if axis < 0 else axis
+        if not 0 <= ax < a.ndim:
+            raise np.exceptions.AxisError(axis, a.ndim)
+        offset = shift % (a.shape[ax] or 1)
+        result = empty_like(a)
+        if not offset:
+            result[...] = a
+            return result
+        pre = (slice(None),) * ax
+        result[pre + (slice(offset, None),)] = a[pre + (slice(None, -offset),)]
+        result[pre + (slice(None, offset),)] = a[pre + (slice(-offset, None),)]
+        return result
     a = asarray(a)
     if type(a) is not ndarray:
         return _numpy(np.roll, (a, shift, axis))
