@@ -794,6 +794,32 @@ def test_stack_family():
         onp.stack([e, be.T])
 
 
+def test_stack_in_cpp_as_numpy():
+    # numpy.stack of numfuse arrays of one dtype and shape runs in C++
+    # (concat_same with stack): every axis, 0-d and empty parts, tuples,
+    # transposed and strided parts (layout as NumPy's), NumPy's errors; other
+    # calls (mixed dtypes, shapes) through the general path.
+    x = onp.arange(24.0).reshape(2, 3, 4)
+    cases = [([x, x + 1], {}), ((x[0], x[1]), {"axis": 1}), ([x, x.T.T, x * 2], {"axis": -1}), ([x], {"axis": 3}),
+             ([x.transpose(2, 0, 1), x.transpose(2, 0, 1) + 1], {"axis": 1}), ([x[..., ::2], x[..., 1::2]], {"axis": 2}),
+             ([onp.float64(1.0) * onp.ones(()), onp.zeros(())], {}), ([x[:, :0], x[:, :0]], {"axis": 1}),
+             ([x.astype(onp.int32), x.astype(onp.int32)], {"axis": -4}), ([x, x.astype(onp.float32)], {}),
+             ([x.T, x.T], {"axis": 0})]
+    for arrays, kw in cases:
+        want = onp.stack(arrays, **kw)
+        got = nf.stack(type(arrays)(nf.asarray(a) for a in arrays), **kw)
+        check(got, want)
+        assert got.strides == want.strides, (kw, got.strides, want.strides)
+        fast = nf._core.concat_same([nf.asarray(a) for a in arrays], kw.get("axis", 0), True)
+        assert (fast is NotImplemented) == (len({a.dtype for a in arrays}) > 1), kw  # (the C++ path taken)
+    for arrays, kw in [([x, x], {"axis": 4}), ([x, x], {"axis": -5}), ([x, x[0]], {}), ([], {})]:
+        with pytest.raises(Exception) as w:
+            onp.stack(arrays, **kw)
+        with pytest.raises(type(w.value)) as e:
+            nf.stack([nf.asarray(a) for a in arrays], **kw)
+        assert str(e.value) == str(w.value)
+
+
 def test_split_family():
     a, e = pair((6, 4), "float64")
     for g, x in zip(nf.split(a, 3), onp.split(e, 3)):

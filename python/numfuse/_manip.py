@@ -270,6 +270,10 @@ def concatenate(arrays, /, axis=0, out=None, *, dtype=None, casting="same_kind")
 
 
 def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
+    if out is None and dtype is None and type(axis) is int and casting == "same_kind":
+        r = _core.concat_same(arrays, axis, True)  # numfuse arrays of one dtype and shape: in C++
+        if r is not NotImplemented:
+            return r
     arrays = [asarray(a) for a in arrays]
     if not arrays:
         raise ValueError("need at least one array to stack")

@@ -280,9 +280,11 @@ void bind_functions(py::module_& m) {
   // numpy.concatenate(arrays, axis) for a list or tuple of numfuse arrays of
   // one dtype and rank whose other extents agree (the common call, without
   // Python's argument handling): each part is assigned into the result (at
-  // once on tier 0 when small). NotImplemented for anything else: the Python
-  // function decides, with NumPy's errors and type promotion.
-  m.def("concat_same", [](py::handle seq, int64_t axis) -> py::object {
+  // once on tier 0 when small). With `stack`, numpy.stack(arrays, axis) of
+  // arrays of one shape: each part with the new axis expand_dims gives it.
+  // NotImplemented for anything else: the Python function decides, with
+  // NumPy's errors and type promotion.
+  m.def("concat_same", [](py::handle seq, int64_t axis, bool stack) -> py::object {
     PyObject* o = seq.ptr();
     if (!PyList_Check(o) && !PyTuple_Check(o)) return not_implemented();
     const Py_ssize_t k = PySequence_Fast_GET_SIZE(o);
@@ -293,6 +295,18 @@ void bind_functions(py::module_& m) {
       py::handle h(PySequence_Fast_GET_ITEM(o, i));
       if (!is_ndarray(h)) return not_implemented();
       parts.push_back(as_ndarray(h).v);
+    }
+    if (stack) {
+      const int in = parts[0].ndim();
+      if (axis < -(in + 1) || axis > in) return not_implemented();
+      const int ax = static_cast<int>(axis < 0 ? axis + in + 1 : axis);
+      const Dims shape = parts[0].shape;
+      for (View& v : parts) {
+        if (v.shape != shape) return not_implemented();
+        View r = expand_dims_view(v, {ax});
+        View s;  // (the new axis's stride as NumPy's reshape computes it)
+        v = reshape_view(v, r.shape, false, &s) ? s : r;
+      }
     }
     const int nd = parts[0].ndim();
     if (nd == 0 || axis < -nd || axis >= nd) return not_implemented();
@@ -329,7 +343,7 @@ void bind_functions(py::module_& m) {
       pos += n;
     }
     return result;
-  });
+  }, py::arg("arrays"), py::arg("axis"), py::arg("stack") = false);
   m.def("full", [](py::handle shape, py::handle value, py::handle dtype) -> py::object {
     std::optional<DType> t = to_dtype(dtype);
     Operand v;
