@@ -112,10 +112,10 @@ def sort(a, axis=-1, kind=None, order=None, *, stable=None):
     if (type(a) is ndarray and type(axis) is int and kind is None and order is None and stable is None
             and a.size < _SMALL_SORT):
         # (numpy.sort's own steps, without its dispatch: a copy in the
-        # array's memory order, sorted in place)
-        o = a._to_numpy(False).copy(order="K")
-        o.sort(axis)
-        return _core.from_numpy(o, True)
+        # array's memory order, sorted in place by NumPy's sort)
+        r = a.copy(order="K")
+        r._to_numpy(True).sort(axis)
+        return r
     a = asarray(a)
     if type(a) is not ndarray or order is not None:
         return _fallback.call_numpy(np.sort, (a,), dict(axis=axis, kind=kind, order=order, stable=stable),
